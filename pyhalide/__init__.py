@@ -1,0 +1,96 @@
+"""pyhalide: a Halide-style scheduling language embedded in Python, JIT-compiled through LLVM.
+
+`import pyhalide as hl` mirrors the Halide 21 Python bindings where a feature exists.
+"""
+
+import sys as _sys
+
+from . import boundary_conditions as BoundaryConditions
+from .buffer import Buffer
+from .errors import CompileError, HalideError, RuntimeCheckError
+from .expr import Expr
+from .func import Func, FuncRef, Stage, Tuple
+from .inline_reductions import argmax, argmin, maximum, minimum, product, sum
+from .operators import (
+    abs,
+    absd,
+    acos,
+    acosh,
+    asin,
+    asinh,
+    atan,
+    atan2,
+    atanh,
+    cast,
+    ceil,
+    clamp,
+    cos,
+    cosh,
+    count_leading_zeros,
+    count_trailing_zeros,
+    erf,
+    exp,
+    f32,
+    f64,
+    fast_exp,
+    fast_inverse,
+    fast_inverse_sqrt,
+    fast_log,
+    fast_pow,
+    floor,
+    hypot,
+    i8,
+    i8_sat,
+    i16,
+    i16_sat,
+    i32,
+    i32_sat,
+    i64,
+    i64_sat,
+    is_finite,
+    is_inf,
+    is_nan,
+    lerp,
+    likely,
+    log,
+    logical_and,
+    logical_not,
+    logical_or,
+    max,
+    min,
+    mux,
+    popcount,
+    pow,
+    print,
+    print_when,
+    reinterpret,
+    round,
+    saturating_cast,
+    select,
+    sin,
+    sinh,
+    sqrt,
+    tan,
+    tanh,
+    trunc,
+    u8,
+    u8_sat,
+    u16,
+    u16_sat,
+    u32,
+    u32_sat,
+    u64,
+    u64_sat,
+)
+from .param import ImageParam, Param
+from .pipeline import Pipeline
+from .target import Target, get_host_target, get_jit_target_from_environment, get_target_from_environment
+from .types import Bool, Float, Handle, Int, Type, UInt
+from .var import RDom, Range, RVar, Var, _
+
+# Deep pipelines make deep (but finite) IR; Python 3.11 frames are cheap.
+_sys.setrecursionlimit(20000)
+
+__version__ = "0.1.0"
+
+__all__ = [name for name in dir() if not name.startswith("__") and name != "_sys"]

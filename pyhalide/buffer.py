@@ -1,0 +1,165 @@
+"""hl.Buffer: a view of a numpy array with Halide's dimension order and per-dimension mins.
+
+`hl.Buffer(ndarray)` shares memory with the array. By default the axes are reversed, as in
+Halide 21: numpy `[y, x]` is Halide `[x, y]`. `np.asarray(buffer)` gives the numpy view back.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import HalideError
+from .names import unique_name
+from .param import _DimView
+from .types import Type, from_numpy
+
+
+class Buffer:
+    def __init__(self, data=None, sizes=None, name: str | None = None, reverse_axes: bool = True):
+        """Buffer(ndarray), Buffer(type, [sizes]), Buffer(type, [sizes], name) or Buffer(ndarray, name)."""
+        if isinstance(sizes, str):
+            name, sizes = sizes, None
+        if isinstance(data, Type):
+            if sizes is None:
+                raise HalideError("Buffer(type, sizes) needs the sizes")
+            sizes = [int(s) for s in sizes]
+            if any(s < 0 for s in sizes):
+                raise HalideError(f"Buffer sizes must be non-negative, got {sizes}")
+            array = np.zeros(tuple(reversed(sizes)), dtype=data.to_numpy())
+            reverse_axes = True
+        elif isinstance(data, Buffer):
+            array, reverse_axes = data._array, data._reversed
+        elif data is None:
+            raise HalideError("Buffer needs an ndarray or a type and sizes")
+        else:
+            array = np.asarray(data)
+        if array.dtype.byteorder not in "=|" or array.dtype.kind not in "biuf":
+            raise HalideError(f"Buffer: unsupported numpy dtype {array.dtype}")
+        self._type = from_numpy(array.dtype)
+        self._array = array
+        self._reversed = reverse_axes
+        n = array.ndim
+        self._axis = [n - 1 - d for d in range(n)] if reverse_axes else list(range(n))
+        self._mins = [0] * n
+        self._name = name or unique_name("b")
+
+    # --- identity and shape ---
+    def name(self) -> str:
+        return self._name
+
+    def type(self) -> Type:
+        return self._type
+
+    def dimensions(self) -> int:
+        return self._array.ndim
+
+    def dim(self, i: int) -> _DimView:
+        if not 0 <= i < self.dimensions():
+            raise HalideError(f"Buffer {self._name} has no dimension {i}")
+        return _DimView(self, i)
+
+    def _dim_field(self, field: str, i: int):
+        if field == "min":
+            return self._mins[i]
+        if field == "extent":
+            return self._array.shape[self._axis[i]]
+        return self._array.strides[self._axis[i]] // self._array.itemsize
+
+    def width(self) -> int:
+        return self.dim(0).extent()
+
+    def height(self) -> int:
+        return self.dim(1).extent()
+
+    def channels(self) -> int:
+        return self.dim(2).extent()
+
+    def left(self) -> int:
+        return self.dim(0).min()
+
+    def top(self) -> int:
+        return self.dim(1).min()
+
+    def right(self) -> int:
+        return self.dim(0).max()
+
+    def bottom(self) -> int:
+        return self.dim(1).max()
+
+    def number_of_elements(self) -> int:
+        return int(self._array.size)
+
+    def set_min(self, *mins) -> Buffer:
+        if len(mins) == 1 and isinstance(mins[0], list | tuple):
+            mins = mins[0]
+        if len(mins) > self.dimensions():
+            raise HalideError(f"Buffer {self._name}.set_min: {len(mins)} mins for {self.dimensions()} dims")
+        for i, m in enumerate(mins):
+            self._mins[i] = int(m)
+        return self
+
+    def translate(self, *deltas) -> Buffer:
+        if len(deltas) == 1 and isinstance(deltas[0], list | tuple):
+            deltas = deltas[0]
+        for i, d in enumerate(deltas):
+            self._mins[i] += int(d)
+        return self
+
+    def _rdom_ranges(self):
+        return [(self._mins[i], self.dim(i).extent()) for i in range(self.dimensions())]
+
+    # --- numpy interop ---
+    def __array__(self, dtype=None, copy=None):
+        a = self._array
+        if dtype is not None and np.dtype(dtype) != a.dtype:
+            return a.astype(dtype)
+        return a.copy() if copy else a
+
+    @property
+    def __array_interface__(self):
+        return self._array.__array_interface__
+
+    def to_numpy(self) -> np.ndarray:
+        return self._array
+
+    def copy(self) -> Buffer:
+        b = Buffer(self._array.copy(), reverse_axes=self._reversed)
+        b._mins = list(self._mins)
+        return b
+
+    def fill(self, value) -> Buffer:
+        self._array[...] = value
+        return self
+
+    # --- element access: ints read/write values, Exprs make an Expr for the algorithm ---
+    def _numpy_index(self, coords):
+        if len(coords) != self.dimensions():
+            raise HalideError(f"Buffer {self._name} has {self.dimensions()} dimensions, indexed with {len(coords)}")
+        idx = [0] * self.dimensions()
+        for d, c in enumerate(coords):
+            c = int(c) - self._mins[d]
+            if not 0 <= c < self.dim(d).extent():
+                raise HalideError(
+                    f"Buffer {self._name}: coordinate {int(c) + self._mins[d]} is outside dimension {d} "
+                    f"[{self._mins[d]}, {self._mins[d] + self.dim(d).extent() - 1}]"
+                )
+            idx[self._axis[d]] = c
+        return tuple(idx)
+
+    def __getitem__(self, key):
+        coords = key if isinstance(key, tuple) else (key,)
+        if all(isinstance(c, int | np.integer) for c in coords):
+            return self._array[self._numpy_index(coords)].item()
+        from .func import image_call
+
+        return image_call(self, key)
+
+    def __setitem__(self, key, value):
+        coords = key if isinstance(key, tuple) else (key,)
+        self._array[self._numpy_index(coords)] = value
+
+    def __repr__(self):
+        dims = ", ".join(
+            f"[{self._mins[d]}, {self._mins[d] + self.dim(d).extent()})" for d in range(self.dimensions())
+        )
+        return f"Buffer({self._name}: {self._type} {dims})"

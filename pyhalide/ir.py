@@ -1,0 +1,468 @@
+"""The IR: small immutable Expr and Stmt nodes, checked where they are built.
+
+New operations are `Call` intrinsics, not new node types. Loop flavours are a field of `For`.
+Fields listed in a class's `_children` hold sub-nodes (or tuples of them); generic traversal
+(`ir_mutator.py`) uses that list, so passes only override the nodes they care about.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import CompileError
+from .types import Bool, Int, Type
+
+
+class Node:
+    __slots__ = ()
+    _children: tuple[str, ...] = ()
+
+
+class Expr(Node):
+    __slots__ = ()
+    type: Type
+
+
+class Stmt(Node):
+    __slots__ = ()
+
+
+def _check(cond: bool, message: str) -> None:
+    if not cond:
+        raise CompileError(message)
+
+
+_node = dataclass(frozen=True, slots=True)
+
+
+# ---------------------------------------------------------------- constants
+@_node
+class IntImm(Expr):
+    """An integer, unsigned or boolean constant, stored already wrapped to its type."""
+
+    type: Type
+    value: int
+
+    def __post_init__(self):
+        _check(self.type.is_int() or self.type.is_uint(), f"IntImm of type {self.type}")
+        _check(self.type.is_scalar(), "IntImm must be scalar")
+
+
+@_node
+class FloatImm(Expr):
+    type: Type
+    value: float
+
+    def __post_init__(self):
+        _check(self.type.is_float() and self.type.is_scalar(), f"FloatImm of type {self.type}")
+
+
+@_node
+class StringImm(Expr):
+    value: str
+
+    @property
+    def type(self) -> Type:
+        return Type("handle", 64)
+
+
+def wrap_int(t: Type, value: int) -> int:
+    """Wrap a Python int to the range of integer type t (two's complement)."""
+    if t.is_bool():
+        return int(bool(value))
+    mask = (1 << t.bits) - 1
+    value &= mask
+    if t.is_int() and value >> (t.bits - 1):
+        value -= 1 << t.bits
+    return value
+
+
+def make_const(t: Type, value) -> Expr:
+    """A constant of type t (broadcast if t is a vector), wrapping integers to the type."""
+    scalar_t = t.element_of()
+    if scalar_t.is_float():
+        e: Expr = FloatImm(scalar_t, float(value))
+    else:
+        e = IntImm(scalar_t, wrap_int(scalar_t, int(value)))
+    return e if t.lanes == 1 else Broadcast(e, t.lanes)
+
+
+def const_int(e: Expr) -> int | None:
+    """The value of an integer constant (or broadcast of one), else None."""
+    if isinstance(e, Broadcast):
+        e = e.value
+    if isinstance(e, IntImm):
+        return e.value
+    return None
+
+
+def const_value(e: Expr):
+    if isinstance(e, Broadcast):
+        e = e.value
+    if isinstance(e, IntImm | FloatImm):
+        return e.value
+    return None
+
+
+def is_const(e: Expr, value=None) -> bool:
+    v = const_value(e)
+    return v is not None and (value is None or v == value)
+
+
+# ---------------------------------------------------------------- variables and casts
+@_node
+class Variable(Expr):
+    """A named value: a loop variable, a let, a Param or a buffer field such as `b.min.0`.
+
+    `ref` points at the user's Param, or the RDom of an RVar (not part of equality).
+    """
+
+    name: str
+    type: Type = Int(32)
+    ref: Any = field(default=None, compare=False)
+
+
+@_node
+class Cast(Expr):
+    type: Type
+    value: Expr
+    _children = ("value",)
+
+    def __post_init__(self):
+        _check(self.type.lanes == self.value.type.lanes, f"Cast {self.value.type} to {self.type}")
+
+
+@_node
+class Reinterpret(Expr):
+    type: Type
+    value: Expr
+    _children = ("value",)
+
+    def __post_init__(self):
+        _check(
+            self.type.bits * self.type.lanes == self.value.type.bits * self.value.type.lanes,
+            f"reinterpret {self.value.type} as {self.type}: sizes differ",
+        )
+
+
+# ---------------------------------------------------------------- arithmetic and logic
+class BinaryOp(Expr):
+    __slots__ = ()
+    _children = ("a", "b")
+    symbol = "?"
+
+    def __post_init__(self):
+        _check(
+            self.a.type == self.b.type,
+            f"{type(self).__name__} of mismatched types {self.a.type} and {self.b.type}",
+        )
+
+    @property
+    def type(self) -> Type:
+        return self.a.type
+
+
+def _binop(name: str, symbol: str):
+    cls = type(name, (BinaryOp,), {"__annotations__": {"a": Expr, "b": Expr}, "symbol": symbol})
+    cls.__module__ = __name__
+    return _node(cls)
+
+
+Add = _binop("Add", "+")
+Sub = _binop("Sub", "-")
+Mul = _binop("Mul", "*")
+Div = _binop("Div", "/")
+Mod = _binop("Mod", "%")
+Min = _binop("Min", "min")
+Max = _binop("Max", "max")
+
+
+class CompareOp(BinaryOp):
+    __slots__ = ()
+
+    @property
+    def type(self) -> Type:
+        return Bool(self.a.type.lanes)
+
+
+def _cmpop(name: str, symbol: str):
+    cls = type(name, (CompareOp,), {"__annotations__": {"a": Expr, "b": Expr}, "symbol": symbol})
+    cls.__module__ = __name__
+    return _node(cls)
+
+
+EQ = _cmpop("EQ", "==")
+NE = _cmpop("NE", "!=")
+LT = _cmpop("LT", "<")
+LE = _cmpop("LE", "<=")
+GT = _cmpop("GT", ">")
+GE = _cmpop("GE", ">=")
+
+
+class LogicalOp(BinaryOp):
+    __slots__ = ()
+
+    def __post_init__(self):
+        BinaryOp.__post_init__(self)
+        _check(self.a.type.is_bool(), f"{type(self).__name__} of non-boolean {self.a.type}")
+
+
+def _logop(name: str, symbol: str):
+    cls = type(name, (LogicalOp,), {"__annotations__": {"a": Expr, "b": Expr}, "symbol": symbol})
+    cls.__module__ = __name__
+    return _node(cls)
+
+
+And = _logop("And", "&&")
+Or = _logop("Or", "||")
+
+
+@_node
+class Not(Expr):
+    a: Expr
+    _children = ("a",)
+
+    def __post_init__(self):
+        _check(self.a.type.is_bool(), f"Not of non-boolean {self.a.type}")
+
+    @property
+    def type(self) -> Type:
+        return self.a.type
+
+
+@_node
+class Select(Expr):
+    condition: Expr
+    true_value: Expr
+    false_value: Expr
+    _children = ("condition", "true_value", "false_value")
+
+    def __post_init__(self):
+        _check(self.condition.type.is_bool(), f"Select condition of type {self.condition.type}")
+        _check(
+            self.true_value.type == self.false_value.type,
+            f"Select of mismatched types {self.true_value.type} and {self.false_value.type}",
+        )
+        _check(
+            self.condition.type.lanes in (1, self.true_value.type.lanes),
+            "Select condition lanes do not match",
+        )
+
+    @property
+    def type(self) -> Type:
+        return self.true_value.type
+
+
+# ---------------------------------------------------------------- memory and vectors
+@_node
+class Load(Expr):
+    """Load from a flat buffer `name` at an element index (Int(32), vector for vector loads)."""
+
+    type: Type
+    name: str
+    index: Expr
+    predicate: Expr | None = None
+    _children = ("index", "predicate")
+
+    def __post_init__(self):
+        _check(self.index.type.lanes == self.type.lanes, f"Load {self.name}: index lanes differ")
+
+
+@_node
+class Ramp(Expr):
+    base: Expr
+    stride: Expr
+    lanes: int
+    _children = ("base", "stride")
+
+    def __post_init__(self):
+        _check(self.base.type == self.stride.type and self.base.type.is_scalar(), "bad Ramp")
+
+    @property
+    def type(self) -> Type:
+        return self.base.type.with_lanes(self.lanes * self.base.type.lanes)
+
+
+@_node
+class Broadcast(Expr):
+    value: Expr
+    lanes: int
+    _children = ("value",)
+
+    def __post_init__(self):
+        _check(self.value.type.is_scalar(), "Broadcast of a vector")
+
+    @property
+    def type(self) -> Type:
+        return self.value.type.with_lanes(self.lanes)
+
+
+# Call kinds
+HALIDE = "halide"  # a call to a Func; `func` holds it
+IMAGE = "image"  # a read of an input Buffer or ImageParam; `image` holds it
+INTRINSIC = "intrinsic"  # an operation pyhalide defines (bitwise ops, abs, likely, ...)
+EXTERN = "extern"  # a C math function (sqrt, exp, ...), resolved by codegen
+
+
+@_node
+class Call(Expr):
+    type: Type
+    name: str
+    args: tuple
+    call_type: str
+    value_index: int = 0
+    func: Any = field(default=None, compare=False)
+    image: Any = field(default=None, compare=False)
+    _children = ("args",)
+
+
+@_node
+class Let(Expr):
+    name: str
+    value: Expr
+    body: Expr
+    _children = ("value", "body")
+
+    @property
+    def type(self) -> Type:
+        return self.body.type
+
+
+# ---------------------------------------------------------------- statements
+@_node
+class LetStmt(Stmt):
+    name: str
+    value: Expr
+    body: Stmt
+    _children = ("value", "body")
+
+
+@_node
+class AssertStmt(Stmt):
+    """Fail the pipeline with `message.format(*values of args)` when condition is false."""
+
+    condition: Expr
+    message: str
+    args: tuple = ()
+    _children = ("condition", "args")
+
+
+@_node
+class ProducerConsumer(Stmt):
+    name: str
+    is_producer: bool
+    body: Stmt
+    _children = ("body",)
+
+
+SERIAL, PARALLEL, VECTORIZED, UNROLLED, GPU_BLOCK, GPU_THREAD = (
+    "serial",
+    "parallel",
+    "vectorized",
+    "unrolled",
+    "gpu_block",
+    "gpu_thread",
+)
+
+
+@_node
+class For(Stmt):
+    name: str
+    min: Expr
+    extent: Expr
+    for_type: str
+    body: Stmt
+    _children = ("min", "extent", "body")
+
+    def __post_init__(self):
+        _check(self.min.type == Int(32) and self.extent.type == Int(32), f"For {self.name}: bounds not int32")
+
+
+@_node
+class Store(Stmt):
+    name: str
+    value: Expr
+    index: Expr
+    predicate: Expr | None = None
+    _children = ("value", "index", "predicate")
+
+
+@_node
+class Provide(Stmt):
+    """Write a (tuple) value to a Func at multi-dimensional coordinates, before flattening."""
+
+    name: str
+    values: tuple
+    args: tuple
+    func: Any = field(default=None, compare=False)
+    _children = ("values", "args")
+
+
+@_node
+class Allocate(Stmt):
+    name: str
+    type: Type
+    extents: tuple
+    body: Stmt
+    _children = ("extents", "body")
+
+
+@_node
+class Free(Stmt):
+    name: str
+
+
+@_node
+class Realize(Stmt):
+    """Storage for a Func over `bounds` (a tuple of (min, extent) pairs), before flattening."""
+
+    name: str
+    types: tuple
+    bounds: tuple
+    body: Stmt
+    func: Any = field(default=None, compare=False)
+    _children = ("bounds", "body")
+
+
+@_node
+class Block(Stmt):
+    stmts: tuple
+    _children = ("stmts",)
+
+
+@_node
+class IfThenElse(Stmt):
+    condition: Expr
+    then_case: Stmt
+    else_case: Stmt | None = None
+    _children = ("condition", "then_case", "else_case")
+
+
+@_node
+class Evaluate(Stmt):
+    value: Expr
+    _children = ("value",)
+
+
+def make_block(stmts) -> Stmt:
+    """A Block of the given statements, flattening nested Blocks and dropping no-ops."""
+    flat: list[Stmt] = []
+    for s in stmts:
+        if s is None:
+            continue
+        if isinstance(s, Block):
+            flat.extend(s.stmts)
+        elif isinstance(s, Evaluate) and isinstance(s.value, IntImm):
+            continue
+        else:
+            flat.append(s)
+    if not flat:
+        return Evaluate(IntImm(Int(32), 0))
+    if len(flat) == 1:
+        return flat[0]
+    return Block(tuple(flat))
+
+
+def is_no_op(s: Stmt) -> bool:
+    return isinstance(s, Evaluate) and isinstance(s.value, IntImm)

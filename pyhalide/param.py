@@ -1,0 +1,158 @@
+"""Scalar parameters (hl.Param) and input images (hl.ImageParam)."""
+
+from __future__ import annotations
+
+from . import ir
+from .errors import HalideError
+from .expr import Expr, wrap
+from .names import unique_name
+from .types import Type
+
+
+class Param(Expr):
+    """A scalar argument to the pipeline, set before realizing: Param(hl.Int(32), "name", value)."""
+
+    __slots__ = ("_type", "_name", "_value", "_min", "_max")
+
+    def __init__(self, type: Type, name: str | None = None, value=None, min=None, max=None):
+        if isinstance(name, Type):  # Param(name, type) is not Halide's order; be helpful
+            raise HalideError("Param takes (type, name[, value])")
+        if not isinstance(type, Type) or type.lanes != 1:
+            raise HalideError(f"Param type must be a scalar hl.Type, got {type!r}")
+        if name is not None and not isinstance(name, str):  # Param(type, value)
+            name, value = None, name
+        self._type = type
+        self._name = name or unique_name("p")
+        self._value = None
+        self._min, self._max = min, max
+        self._ir = ir.Variable(self._name, type, ref=self)
+        if value is not None:
+            self.set(value)
+
+    def name(self) -> str:
+        return self._name
+
+    def type(self) -> Type:
+        return self._type
+
+    def set(self, value) -> None:
+        if isinstance(value, Expr):
+            raise HalideError(f"Param {self._name}.set takes a Python number, not an Expr")
+        if not self._type.is_float() and not self._type.can_represent(value):
+            raise HalideError(f"Param {self._name} of type {self._type} cannot hold {value!r}")
+        self._value = float(value) if self._type.is_float() else int(value)
+
+    def get(self):
+        if self._value is None:
+            raise HalideError(f"Param {self._name} has no value: call {self._name}.set(...) first")
+        return self._value
+
+    def is_set(self) -> bool:
+        return self._value is not None
+
+    def set_range(self, min=None, max=None) -> None:
+        self._min, self._max = min, max
+
+    def __repr__(self):
+        return self._name
+
+
+class _DimView:
+    """buffer.dim(i): symbolic (ImageParam) or concrete (Buffer) min/extent/stride of one dimension."""
+
+    def __init__(self, owner, i: int):
+        self._owner, self._i = owner, i
+
+    def min(self):
+        return self._owner._dim_field("min", self._i)
+
+    def extent(self):
+        return self._owner._dim_field("extent", self._i)
+
+    def stride(self):
+        return self._owner._dim_field("stride", self._i)
+
+    def max(self):
+        return self.min() + self.extent() - 1
+
+
+class ImageParam:
+    """An input image of given type and dimensionality, bound to a Buffer before realizing."""
+
+    def __init__(self, type: Type, dimensions: int, name: str | None = None):
+        if not isinstance(type, Type):
+            raise HalideError(f"ImageParam type must be an hl.Type, got {type!r}")
+        self._type = type
+        self._dims = dimensions
+        self._name = name or unique_name("input")
+        self._buffer = None
+
+    def name(self) -> str:
+        return self._name
+
+    def type(self) -> Type:
+        return self._type
+
+    def dimensions(self) -> int:
+        return self._dims
+
+    def set(self, buffer) -> None:
+        from .buffer import Buffer
+
+        if not isinstance(buffer, Buffer):
+            buffer = Buffer(buffer)
+        if buffer.type() != self._type:
+            raise HalideError(
+                f"ImageParam {self._name} has type {self._type} but was given a buffer of type {buffer.type()}"
+            )
+        if buffer.dimensions() != self._dims:
+            raise HalideError(
+                f"ImageParam {self._name} has {self._dims} dimensions but was given a buffer "
+                f"with {buffer.dimensions()}"
+            )
+        self._buffer = buffer
+
+    def get(self):
+        if self._buffer is None:
+            raise HalideError(f"ImageParam {self._name} is not bound to a buffer: call {self._name}.set(...)")
+        return self._buffer
+
+    def dim(self, i: int) -> _DimView:
+        if not 0 <= i < self._dims:
+            raise HalideError(f"ImageParam {self._name} has no dimension {i}")
+        return _DimView(self, i)
+
+    def _dim_field(self, field: str, i: int) -> Expr:
+        return wrap(ir.Variable(f"{self._name}.{field}.{i}", ir.Int(32), ref=self))
+
+    def width(self):
+        return self.dim(0).extent()
+
+    def height(self):
+        return self.dim(1).extent()
+
+    def channels(self):
+        return self.dim(2).extent()
+
+    def left(self):
+        return self.dim(0).min()
+
+    def top(self):
+        return self.dim(1).min()
+
+    def right(self):
+        return self.dim(0).max()
+
+    def bottom(self):
+        return self.dim(1).max()
+
+    def _rdom_ranges(self):
+        return [(self.dim(i).min(), self.dim(i).extent()) for i in range(self._dims)]
+
+    def __getitem__(self, key):
+        from .func import image_call
+
+        return image_call(self, key)
+
+    def __repr__(self):
+        return f"ImageParam({self._type}, {self._dims}, {self._name!r})"

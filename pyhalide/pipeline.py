@@ -1,0 +1,2 @@
+"""Pipeline: one or more output Funcs, compiled together and realized."""
+class Pipeline: pass

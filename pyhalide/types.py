@@ -1,0 +1,180 @@
+"""Scalar and vector types, and Halide's rules for combining them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import HalideError
+
+INT, UINT, FLOAT, HANDLE = "int", "uint", "float", "handle"
+
+
+@dataclass(frozen=True, slots=True)
+class Type:
+    """A Halide type: a code (int, uint, float, handle), a bit width and a lane count.
+
+    Bool is UInt(1), as in Halide.
+    """
+
+    code: str
+    bits: int
+    lanes: int = 1
+
+    # --- queries, named as in Halide's Python bindings ---
+    def is_int(self) -> bool:
+        return self.code == INT
+
+    def is_uint(self) -> bool:
+        return self.code == UINT
+
+    def is_float(self) -> bool:
+        return self.code == FLOAT
+
+    def is_bool(self) -> bool:
+        return self.code == UINT and self.bits == 1
+
+    def is_handle(self) -> bool:
+        return self.code == HANDLE
+
+    def is_vector(self) -> bool:
+        return self.lanes > 1
+
+    def is_scalar(self) -> bool:
+        return self.lanes == 1
+
+    def with_lanes(self, lanes: int) -> Type:
+        return Type(self.code, self.bits, lanes)
+
+    def with_bits(self, bits: int) -> Type:
+        return Type(self.code, bits, self.lanes)
+
+    def with_code(self, code: str) -> Type:
+        return Type(code, self.bits, self.lanes)
+
+    def element_of(self) -> Type:
+        return Type(self.code, self.bits, 1)
+
+    def bytes(self) -> int:
+        return (self.bits + 7) // 8
+
+    def max(self):
+        """The largest value of the type, as a Python number."""
+        if self.is_int():
+            return (1 << (self.bits - 1)) - 1
+        if self.is_uint():
+            return (1 << self.bits) - 1
+        if self.is_float():
+            return float(np.finfo(self.to_numpy()).max)
+        raise HalideError(f"Type {self} has no maximum")
+
+    def min(self):
+        if self.is_int():
+            return -(1 << (self.bits - 1))
+        if self.is_uint():
+            return 0
+        if self.is_float():
+            return -float(np.finfo(self.to_numpy()).max)
+        raise HalideError(f"Type {self} has no minimum")
+
+    def can_represent(self, value) -> bool:
+        if isinstance(value, bool):
+            value = int(value)
+        if self.is_float():
+            return True
+        if isinstance(value, float):
+            if not value.is_integer():
+                return False
+            value = int(value)
+        return self.min() <= value <= self.max()
+
+    def to_numpy(self) -> np.dtype:
+        if self.is_bool():
+            return np.dtype(np.bool_)
+        key = (self.code, self.bits)
+        try:
+            return _TO_NUMPY[key]
+        except KeyError:
+            raise HalideError(f"Type {self} has no numpy equivalent") from None
+
+    def __repr__(self) -> str:
+        if self.is_bool():
+            base = "bool"
+        else:
+            base = f"{self.code}{self.bits}"
+        return base if self.lanes == 1 else f"{base}x{self.lanes}"
+
+    __str__ = __repr__
+
+
+_TO_NUMPY = {
+    (INT, 8): np.dtype(np.int8),
+    (INT, 16): np.dtype(np.int16),
+    (INT, 32): np.dtype(np.int32),
+    (INT, 64): np.dtype(np.int64),
+    (UINT, 8): np.dtype(np.uint8),
+    (UINT, 16): np.dtype(np.uint16),
+    (UINT, 32): np.dtype(np.uint32),
+    (UINT, 64): np.dtype(np.uint64),
+    (FLOAT, 32): np.dtype(np.float32),
+    (FLOAT, 64): np.dtype(np.float64),
+}
+
+
+def Int(bits: int, lanes: int = 1) -> Type:
+    if bits not in (8, 16, 32, 64):
+        raise HalideError(f"Int({bits}): bits must be 8, 16, 32 or 64")
+    return Type(INT, bits, lanes)
+
+
+def UInt(bits: int, lanes: int = 1) -> Type:
+    if bits not in (1, 8, 16, 32, 64):
+        raise HalideError(f"UInt({bits}): bits must be 1, 8, 16, 32 or 64")
+    return Type(UINT, bits, lanes)
+
+
+def Float(bits: int, lanes: int = 1) -> Type:
+    if bits not in (32, 64):
+        raise HalideError(f"Float({bits}): only 32 and 64 bit floats are supported")
+    return Type(FLOAT, bits, lanes)
+
+
+def Bool(lanes: int = 1) -> Type:
+    return Type(UINT, 1, lanes)
+
+
+def Handle(lanes: int = 1) -> Type:
+    return Type(HANDLE, 64, lanes)
+
+
+def from_numpy(dtype) -> Type:
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return Bool()
+    for (code, bits), dt in _TO_NUMPY.items():
+        if dt == dtype:
+            return Type(code, bits)
+    raise HalideError(f"numpy dtype {dtype} has no Halide equivalent")
+
+
+def promote(ta: Type, tb: Type) -> Type:
+    """The common type of two operand types, by Halide's match_types rules."""
+    if ta == tb:
+        return ta
+    lanes = max(ta.lanes, tb.lanes)
+    a, b = ta.element_of(), tb.element_of()
+    if a == b:
+        result = a
+    elif a.is_float() and not b.is_float():
+        result = a
+    elif b.is_float() and not a.is_float():
+        result = b
+    elif a.is_float() and b.is_float():
+        result = a if a.bits >= b.bits else b
+    elif a.code == b.code:
+        result = a if a.bits >= b.bits else b
+    else:
+        # Mixed signedness: signed, of the larger width.
+        result = Type(INT, max(a.bits, b.bits, 8))
+    return result.with_lanes(lanes)

@@ -1,0 +1,229 @@
+"""Var, RVar, RDom and Range: the variables of pure and update definitions."""
+
+from __future__ import annotations
+
+import itertools
+
+from . import ir
+from .errors import HalideError
+from .expr import Expr, to_ir, wrap
+from .names import unique_name
+from .types import Int
+
+
+class Var(Expr):
+    """A pure variable (Int(32)) of a Func's definition; loops are made over Vars."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str | None = None):
+        self._name = name or unique_name("v")
+        self._ir = ir.Variable(self._name, Int(32))
+
+    def name(self) -> str:
+        return self._name
+
+    def __repr__(self):
+        return self._name
+
+    @staticmethod
+    def implicit(i: int) -> Var:
+        return Var(f"_{i}")
+
+    def is_implicit(self) -> bool:
+        return self._name.startswith("_") and self._name[1:].isdigit()
+
+
+class _ImplicitMarker:
+    """`hl._`: stands for however many implicit arguments are needed."""
+
+    def __repr__(self):
+        return "_"
+
+
+_ = _ImplicitMarker()
+
+
+class Range:
+    """A (min, extent) pair, as in Halide's hl.Range."""
+
+    def __init__(self, min, extent):
+        self.min = Expr(min) if not isinstance(min, Expr) else min
+        self.extent = Expr(extent) if not isinstance(extent, Expr) else extent
+
+    def __iter__(self):
+        return iter((self.min, self.extent))
+
+
+class ReductionVariable:
+    """One dimension of an RDom: an IR variable name with its min and extent (IR Exprs)."""
+
+    __slots__ = ("name", "min", "extent")
+
+    def __init__(self, name: str, min: ir.Expr, extent: ir.Expr):
+        self.name, self.min, self.extent = name, min, extent
+
+
+class ReductionDomain:
+    """The shared state of an RDom and its RVars: dimensions and an optional predicate."""
+
+    def __init__(self, rvars: list[ReductionVariable]):
+        self.rvars = rvars
+        self.predicate: ir.Expr | None = None
+
+    def add_predicate(self, cond: ir.Expr):
+        self.predicate = cond if self.predicate is None else ir.And(self.predicate, cond)
+
+
+class RVar(Expr):
+    """One dimension of an RDom; iterates from its min over its extent."""
+
+    __slots__ = ("_domain", "_index")
+
+    def __init__(self, domain: ReductionDomain | str | None = None, index: int = 0):
+        if domain is None or isinstance(domain, str):  # a free-standing RVar name, used in schedules
+            name = domain or unique_name("r")
+            self._domain = None
+            self._index = 0
+            self._ir = ir.Variable(name, Int(32))
+            return
+        self._domain, self._index = domain, index
+        self._ir = ir.Variable(domain.rvars[index].name, Int(32), ref=domain)
+
+    def name(self) -> str:
+        return self._ir.name
+
+    def min(self) -> Expr:
+        return wrap(self._domain.rvars[self._index].min)
+
+    def extent(self) -> Expr:
+        return wrap(self._domain.rvars[self._index].extent)
+
+    def domain(self):
+        return self._domain
+
+    def __repr__(self):
+        return self.name()
+
+
+_rdom_counter = itertools.count()
+
+
+def _range_pair(r, dim: int, name: str):
+    if isinstance(r, Range):
+        lo, ext = r.min, r.extent
+    else:
+        try:
+            lo, ext = r
+        except (TypeError, ValueError):
+            raise HalideError(f"RDom {name}: dimension {dim} must be a (min, extent) pair, got {r!r}") from None
+    for what, v in (("min", lo), ("extent", ext)):
+        if v is None or (isinstance(v, Expr) and not v.defined()):
+            raise HalideError(f"RDom {name}: the {what} of dimension {dim} is undefined")
+    lo_ir, ext_ir = to_ir(lo), to_ir(ext)
+    for what, v in (("min", lo_ir), ("extent", ext_ir)):
+        if not (v.type.is_int() or v.type.is_uint()) or v.type.is_bool():
+            raise HalideError(f"RDom {name}: the {what} of dimension {dim} has type {v.type}, not an integer")
+    from .expr import cast_ir
+
+    return cast_ir(Int(32), lo_ir), cast_ir(Int(32), ext_ir)
+
+
+class RDom:
+    """A reduction domain: RDom([(min, extent), ...]), RDom(Range, Range, ...) or RDom(buffer).
+
+    Iterates innermost dimension (r.x) first.
+    """
+
+    _dim_names = ("x", "y", "z", "w")
+
+    def __init__(self, *ranges, name: str | None = None):
+        name = name or f"r{next(_rdom_counter)}"
+        if len(ranges) == 1 and isinstance(ranges[0], list | tuple) and not isinstance(ranges[0], Range):
+            first = ranges[0]
+            if len(first) == 2 and all(not isinstance(v, list | tuple | Range) for v in first):
+                ranges = (tuple(first),)
+            else:
+                ranges = tuple(first)
+        if len(ranges) == 1 and hasattr(ranges[0], "_rdom_ranges"):
+            ranges = ranges[0]._rdom_ranges()
+        if not ranges:
+            raise HalideError(f"RDom {name} has no dimensions")
+        rvars = []
+        for i, r in enumerate(ranges):
+            lo, ext = _range_pair(r, i, name)
+            suffix = self._dim_names[i] if i < 4 else str(i)
+            rvars.append(ReductionVariable(f"{name}${suffix}", lo, ext))
+        self._domain = ReductionDomain(rvars)
+        self._name = name
+        self._rvars = [RVar(self._domain, i) for i in range(len(rvars))]
+
+    def name(self) -> str:
+        return self._name
+
+    def dimensions(self) -> int:
+        return len(self._rvars)
+
+    def __len__(self):
+        return len(self._rvars)
+
+    def __getitem__(self, i: int) -> RVar:
+        return self._rvars[i]
+
+    @property
+    def x(self) -> RVar:
+        return self._rvars[0]
+
+    @property
+    def y(self) -> RVar:
+        return self._need(1)
+
+    @property
+    def z(self) -> RVar:
+        return self._need(2)
+
+    @property
+    def w(self) -> RVar:
+        return self._need(3)
+
+    def _need(self, i: int) -> RVar:
+        if i >= len(self._rvars):
+            raise HalideError(f"RDom {self._name} has {len(self._rvars)} dimensions; no dimension {i}")
+        return self._rvars[i]
+
+    def where(self, predicate) -> RDom:
+        cond = to_ir(predicate)
+        if not cond.type.is_bool():
+            raise HalideError(f"RDom {self._name}.where: predicate has type {cond.type}, not bool")
+        self._domain.add_predicate(cond)
+        return self
+
+    def domain(self) -> ReductionDomain:
+        return self._domain
+
+    def _as_expr(self) -> Expr:
+        if len(self._rvars) != 1:
+            raise HalideError(f"RDom {self._name} has {len(self._rvars)} dimensions; use r.x, r.y ...")
+        return self._rvars[0]
+
+    # A one-dimensional RDom acts as its RVar in arithmetic.
+    def __getattr__(self, item):
+        if item.startswith("__") and item.endswith("__"):
+            raise AttributeError(item)
+        return getattr(self._as_expr(), item)
+
+
+def _forward(op):
+    def method(self, *args):
+        return getattr(self._as_expr(), op)(*args)
+
+    return method
+
+
+for _op in (
+    "__add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __truediv__ __rtruediv__ __floordiv__ "
+    "__rfloordiv__ __mod__ __rmod__ __neg__ __lt__ __le__ __gt__ __ge__ __eq__ __ne__ __and__ __or__ "
+    "__lshift__ __rshift__"
+).split():
+    setattr(RDom, _op, _forward(_op))
+RDom.__hash__ = object.__hash__
