@@ -418,13 +418,9 @@ class Func:
         return self
 
     def realize(self, sizes=None, target=None):
-        from .pipeline import Pipeline
-
-        return Pipeline(self).realize(sizes, target)
+        return self._pipeline().realize(sizes, target)
 
     def compile_jit(self, target=None):
-        from .pipeline import Pipeline
-
         self._pipeline().compile_jit(target)
 
     def _pipeline(self):

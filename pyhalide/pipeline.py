@@ -1,2 +1,177 @@
-"""Pipeline: one or more output Funcs, compiled together and realized."""
-class Pipeline: pass
+"""Pipeline: one or more output Funcs, lowered and compiled together, then realized."""
+
+from __future__ import annotations
+
+from .buffer import Buffer
+from .errors import HalideError
+from .func import Func
+from .ir_printer import stmt_to_string
+
+
+class Pipeline:
+    def __init__(self, outputs):
+        if isinstance(outputs, Func):
+            outputs = [outputs]
+        outputs = list(outputs)
+        if not outputs or not all(isinstance(f, Func) for f in outputs):
+            raise HalideError("Pipeline takes a Func or a list of Funcs")
+        self._outputs = outputs
+        self._lowered = None
+        self._versions = None
+        self._compiled: dict = {}
+
+    def outputs(self) -> list[Func]:
+        return list(self._outputs)
+
+    # ------------------------------------------------------------------ compiling
+    def _funcs_versions(self):
+        return tuple(f._version for f in self._lowered.env.funcs.values())
+
+    def _lower(self):
+        from .lower import lower
+
+        if self._lowered is None or self._funcs_versions() != self._versions:
+            self._lowered = lower(self._outputs)
+            self._versions = self._funcs_versions()
+            self._compiled = {}
+        return self._lowered
+
+    def _compile(self, axis_maps):
+        from .codegen.runtime import CompiledPipeline
+
+        lowered = self._lower()
+        key = tuple(tuple(a) for a in axis_maps)
+        compiled = self._compiled.get(key)
+        if compiled is None:
+            compiled = self._compiled[key] = CompiledPipeline(lowered, axis_maps)
+        return compiled
+
+    def _default_axis_maps(self):
+        lowered = self._lower()
+        maps = []
+        for b in lowered.buffers:
+            if b.is_output:
+                maps.append(list(range(b.dimensions - 1, -1, -1)))
+            else:
+                maps.append(list(_input_buffer(b)._axis))
+        return maps
+
+    def compile_jit(self, target=None) -> None:
+        """Compile now, so the first realize does not pay for it."""
+        self._compile(self._default_axis_maps())
+
+    # ------------------------------------------------------------------ running
+    def realize(self, sizes=None, target=None):
+        """realize([w, h, ...]) allocates outputs; realize(buffer) / realize([buffers]) fills them."""
+        lowered = self._lower()
+        out_specs = [b for b in lowered.buffers if b.is_output]
+        if isinstance(sizes, Buffer) or (
+            isinstance(sizes, list | tuple) and sizes and all(isinstance(s, Buffer) for s in sizes)
+        ):
+            outs = [sizes] if isinstance(sizes, Buffer) else list(sizes)
+            if len(outs) != len(out_specs):
+                raise HalideError(f"realize: {len(out_specs)} output buffers needed, {len(outs)} given")
+            for spec, buf in zip(out_specs, outs):
+                if buf.type() != spec.type:
+                    raise HalideError(
+                        f"realize: output {spec.name} has type {spec.type} but the buffer has type {buf.type()}"
+                    )
+                if buf.dimensions() != spec.dimensions:
+                    raise HalideError(
+                        f"realize: output {spec.name} has {spec.dimensions} dimensions but the buffer has "
+                        f"{buf.dimensions()}"
+                    )
+            self._run(outs)
+            return outs[0] if len(outs) == 1 else outs
+        if sizes is None:
+            sizes = []
+        if isinstance(sizes, int):
+            sizes = [sizes]
+        sizes = [int(s) for s in sizes]
+        for spec in out_specs:
+            if len(sizes) != spec.dimensions:
+                raise HalideError(
+                    f"realize: Func {spec.source.name()} has {spec.dimensions} dimensions but realize was "
+                    f"given {len(sizes)} sizes"
+                )
+        if any(s < 0 for s in sizes):
+            raise HalideError(f"realize: sizes must be non-negative, got {sizes}")
+        outs = [Buffer(spec.type, sizes, name=spec.name) for spec in out_specs]
+        self._run(outs)
+        return outs[0] if len(outs) == 1 else outs
+
+    def _run(self, outs: list[Buffer]) -> None:
+        lowered = self._lower()
+        buffers = list(outs)
+        for b in lowered.buffers[len(outs):]:
+            buffers.append(_input_buffer(b))
+        maps = [list(b._axis) for b in buffers]
+        compiled = self._compile(maps)
+        params = [s.param.get() for s in lowered.scalars]
+        compiled.run(buffers, params)
+
+    # ------------------------------------------------------------------ looking inside
+    def print_loop_nest(self) -> None:
+        print(loop_nest_text(self._lower().stmt), end="")
+
+    def compile_to_lowered_stmt(self, filename: str, arguments=None, fmt=None, target=None) -> None:
+        with open(filename, "w") as f:
+            f.write(stmt_to_string(self._lower().stmt))
+
+    def compile_to_llvm_assembly(self, filename: str, arguments=None, fn_name=None, target=None) -> None:
+        from .codegen.jit import optimize
+
+        compiled = self._compile(self._default_axis_maps())
+        with open(filename, "w") as f:
+            f.write(str(optimize(compiled.llvm_ir)))
+
+    def compile_to_assembly(self, filename: str, arguments=None, fn_name=None, target=None) -> None:
+        from .codegen.jit import emit_assembly
+
+        compiled = self._compile(self._default_axis_maps())
+        with open(filename, "w") as f:
+            f.write(emit_assembly(compiled.llvm_ir))
+
+
+def _input_buffer(spec) -> Buffer:
+    from .param import ImageParam
+
+    src = spec.source
+    return src.get() if isinstance(src, ImageParam) else src
+
+
+def loop_nest_text(stmt) -> str:
+    """The loops, productions and allocations of a lowered Stmt, as print_loop_nest shows them."""
+    from . import ir
+
+    lines: list[str] = []
+
+    def walk(s, depth):
+        pad = "  " * depth
+        if isinstance(s, ir.Block):
+            for x in s.stmts:
+                walk(x, depth)
+        elif isinstance(s, ir.LetStmt):
+            walk(s.body, depth)
+        elif isinstance(s, ir.ProducerConsumer):
+            if s.is_producer:
+                lines.append(f"{pad}produce {s.name}:")
+                walk(s.body, depth + 1)
+            else:
+                walk(s.body, depth)
+        elif isinstance(s, ir.For):
+            kind = "" if s.for_type == ir.SERIAL else f"{s.for_type} "
+            lines.append(f"{pad}{kind}for {s.name}:")
+            walk(s.body, depth + 1)
+        elif isinstance(s, ir.Allocate):
+            lines.append(f"{pad}allocate {s.name}")
+            walk(s.body, depth)
+        elif isinstance(s, ir.IfThenElse):
+            walk(s.then_case, depth)
+            if s.else_case is not None:
+                walk(s.else_case, depth)
+        elif isinstance(s, ir.Store):
+            lines.append(f"{pad}{s.name}(...) = ...")
+
+    walk(stmt, 0)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,320 @@
+"""Interval arithmetic over symbolic Exprs, and the boxes of a Func that a statement touches.
+
+An Interval's min or max is None when unbounded. Variables not in the scope are free symbols
+(point intervals); loop variables and lets inside the analysed statement get their intervals.
+Narrow and unsigned integer arithmetic may wrap, so unless constant bounds prove otherwise its
+interval is the whole type range: an index that wraps can then never escape the checked region.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import ir
+from .ir_mutator import IRVisitor
+from .simplify import simplify
+from .types import Int
+
+
+@dataclass(frozen=True)
+class Interval:
+    min: ir.Expr | None
+    max: ir.Expr | None
+
+    @staticmethod
+    def point(e: ir.Expr) -> Interval:
+        return Interval(e, e)
+
+    def is_bounded(self) -> bool:
+        return self.min is not None and self.max is not None
+
+    def is_point(self) -> bool:
+        return self.min is not None and self.min is self.max
+
+
+def _min(a, b):
+    if a is None or b is None:
+        return None
+    return ir.Min(a, b)
+
+
+def _max(a, b):
+    if a is None or b is None:
+        return None
+    return ir.Max(a, b)
+
+
+def interval_union(a: Interval | None, b: Interval | None) -> Interval | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return Interval(_min(a.min, b.min), _max(a.max, b.max))
+
+
+def _type_range(t) -> Interval:
+    if t.is_float() or t.is_handle() or (t.is_int() and t.bits >= 32) or (t.is_uint() and t.bits >= 32):
+        return Interval(None, None)
+    s = t.element_of()
+    return Interval(ir.make_const(s, s.min()), ir.make_const(s, s.max()))
+
+
+def _may_wrap(t) -> bool:
+    return (t.is_uint() or t.bits < 32) and not t.is_float()
+
+
+def _fits(t, iv: Interval) -> bool:
+    lo, hi = ir.const_value(iv.min) if iv.min is not None else None, (
+        ir.const_value(iv.max) if iv.max is not None else None)
+    return lo is not None and hi is not None and t.can_represent(lo) and t.can_represent(hi)
+
+
+class _Bounds:
+    def __init__(self, scope: dict[str, Interval]):
+        self.scope = scope
+
+    def of(self, e: ir.Expr) -> Interval:
+        method = getattr(self, "b_" + type(e).__name__, None)
+        if method is None:
+            return _type_range(e.type) if not e.type.is_bool() else _bool_range()
+        iv = method(e)
+        t = e.type
+        if _may_wrap(t) and isinstance(e, ir.Add | ir.Sub | ir.Mul | ir.Div) and not _fits(t, iv):
+            return _type_range(t)
+        return iv
+
+    def b_IntImm(self, e):
+        return Interval.point(e)
+
+    b_FloatImm = b_IntImm
+
+    def b_Variable(self, e):
+        return self.scope.get(e.name) or Interval.point(e)
+
+    def b_Add(self, e):
+        a, b = self.of(e.a), self.of(e.b)
+        return Interval(
+            None if a.min is None or b.min is None else ir.Add(a.min, b.min),
+            None if a.max is None or b.max is None else ir.Add(a.max, b.max),
+        )
+
+    def b_Sub(self, e):
+        a, b = self.of(e.a), self.of(e.b)
+        return Interval(
+            None if a.min is None or b.max is None else ir.Sub(a.min, b.max),
+            None if a.max is None or b.min is None else ir.Sub(a.max, b.min),
+        )
+
+    def b_Mul(self, e):
+        a, b = self.of(e.a), self.of(e.b)
+        if a.is_point() and b.is_point():
+            return Interval.point(ir.Mul(a.min, b.min))
+        cb, ca = ir.const_value(e.b), ir.const_value(e.a)
+        if cb is None and ca is not None:
+            a, b, cb = b, a, ca
+        if cb is not None:
+            if cb >= 0:
+                return Interval(
+                    None if a.min is None else ir.Mul(a.min, b.min),
+                    None if a.max is None else ir.Mul(a.max, b.min),
+                )
+            return Interval(
+                None if a.max is None else ir.Mul(a.max, b.min),
+                None if a.min is None else ir.Mul(a.min, b.min),
+            )
+        if not (a.is_bounded() and b.is_bounded()):
+            return Interval(None, None)
+        p = [ir.Mul(x, y) for x in (a.min, a.max) for y in (b.min, b.max)]
+        return Interval(ir.Min(ir.Min(p[0], p[1]), ir.Min(p[2], p[3])), ir.Max(ir.Max(p[0], p[1]), ir.Max(p[2], p[3])))
+
+    def b_Div(self, e):
+        a, b = self.of(e.a), self.of(e.b)
+        if a.is_point() and b.is_point():
+            return Interval.point(ir.Div(a.min, b.min))
+        cb = ir.const_value(e.b)
+        if cb is not None and cb != 0:
+            if cb > 0:
+                return Interval(
+                    None if a.min is None else ir.Div(a.min, e.b),
+                    None if a.max is None else ir.Div(a.max, e.b),
+                )
+            return Interval(
+                None if a.max is None else ir.Div(a.max, e.b),
+                None if a.min is None else ir.Div(a.min, e.b),
+            )
+        if e.type.is_float() or not a.is_bounded():
+            return Interval(None, None)
+        # |a / b| <= |a| for integers (and a / 0 == 0)
+        zero = ir.make_const(e.type, 0)
+        neg_max = ir.Sub(zero, a.max)
+        neg_min = ir.Sub(zero, a.min)
+        return Interval(ir.Min(ir.Min(a.min, neg_max), zero), ir.Max(ir.Max(a.max, neg_min), zero))
+
+    def b_Mod(self, e):
+        a, b = self.of(e.a), self.of(e.b)
+        if a.is_point() and b.is_point():
+            return Interval.point(ir.Mod(a.min, b.min))
+        if e.type.is_float():
+            return Interval(None, None)
+        zero = ir.make_const(e.type, 0)
+        cb = ir.const_value(e.b)
+        if cb is not None:
+            return Interval(zero, ir.make_const(e.type, max(abs(cb) - 1, 0)))
+        if not b.is_bounded():
+            return Interval(None, None)
+        one = ir.make_const(e.type, 1)
+        mag = ir.Max(ir.Max(b.max, ir.Sub(zero, b.min)), one)
+        return Interval(zero, ir.Sub(mag, one))
+
+    def b_Min(self, e):
+        a, b = self.of(e.a), self.of(e.b)
+        lo = None if a.min is None or b.min is None else ir.Min(a.min, b.min)
+        if a.max is None:
+            hi = b.max
+        elif b.max is None:
+            hi = a.max
+        else:
+            hi = ir.Min(a.max, b.max)
+        return Interval(lo, hi)
+
+    def b_Max(self, e):
+        a, b = self.of(e.a), self.of(e.b)
+        hi = None if a.max is None or b.max is None else ir.Max(a.max, b.max)
+        if a.min is None:
+            lo = b.min
+        elif b.min is None:
+            lo = a.min
+        else:
+            lo = ir.Max(a.min, b.min)
+        return Interval(lo, hi)
+
+    def b_Select(self, e):
+        return interval_union(self.of(e.true_value), self.of(e.false_value))
+
+    def b_Cast(self, e):
+        a = self.of(e.value)
+        t, src = e.type, e.value.type
+        if t.is_bool():
+            return _bool_range()
+        if a.is_point():
+            return Interval.point(ir.Cast(t, a.min))
+        widening = t.is_float() or (
+            src.is_float() and False) or (
+            not src.is_float() and (src.is_bool() or (t.code == src.code and t.bits >= src.bits)
+                                    or (t.is_int() and src.is_uint() and t.bits > src.bits)))
+        if src.is_float() and not t.is_float():
+            # truncation is monotonic; out-of-range conversions are unspecified in Halide too
+            if not (t.is_int() and t.bits >= 32):
+                return _type_range(t)
+            widening = True
+        if widening:
+            return Interval(
+                None if a.min is None else ir.Cast(t, a.min),
+                None if a.max is None else ir.Cast(t, a.max),
+            )
+        if _fits(t, a):
+            return Interval(ir.Cast(t, a.min), ir.Cast(t, a.max))
+        return _type_range(t)
+
+    def b_Let(self, e):
+        inner = _Bounds(dict(self.scope))
+        inner.scope[e.name] = self.of(e.value)
+        return inner.of(e.body)
+
+    def b_Call(self, e):
+        if e.call_type == ir.INTRINSIC and e.name == "likely":
+            return self.of(e.args[0])
+        if e.call_type == ir.INTRINSIC and e.name == "abs" and not e.type.is_float():
+            a = self.of(e.args[0])
+            if a.is_bounded() and not e.type.bits < 32:
+                zero = ir.make_const(e.args[0].type, 0)
+                m = ir.Max(a.max, ir.Sub(zero, a.min))
+                return Interval(ir.make_const(e.type, 0), ir.Cast(e.type, m))
+        if e.call_type == ir.EXTERN and e.name in ("floor", "ceil", "round", "trunc"):
+            a = self.of(e.args[0])
+            return Interval(
+                None if a.min is None else ir.Call(e.type, e.name, (a.min,), ir.EXTERN),
+                None if a.max is None else ir.Call(e.type, e.name, (a.max,), ir.EXTERN),
+            )
+        if e.type.is_bool():
+            return _bool_range()
+        return _type_range(e.type)
+
+
+def _bool_range() -> Interval:
+    from .types import Bool
+
+    return Interval(ir.make_const(Bool(), 0), ir.make_const(Bool(), 1))
+
+
+def bounds_of_expr(e: ir.Expr, scope: dict[str, Interval] | None = None) -> Interval:
+    return _Bounds(scope or {}).of(e)
+
+
+class _BoxCollector(IRVisitor):
+    """Union of the coordinates at which `name` is called (and, optionally, provided) in a Stmt."""
+
+    def __init__(self, name: str, include_provides: bool, scope: dict[str, Interval]):
+        super().__init__()
+        self.name = name
+        self.include_provides = include_provides
+        self.scope = scope
+        self.box: list[Interval | None] | None = None
+
+    def _add(self, args):
+        b = _Bounds(self.scope)
+        ivs = [b.of(a) for a in args]
+        if self.box is None:
+            self.box = ivs
+        else:
+            self.box = [interval_union(x, y) for x, y in zip(self.box, ivs)]
+
+    def visit_Call(self, c):
+        if c.name == self.name and c.call_type in (ir.HALIDE, ir.IMAGE):
+            self._add(c.args)
+        self.visit_children(c)
+
+    def visit_Provide(self, p):
+        if self.include_provides and p.name == self.name:
+            self._add(p.args)
+        self.visit_children(p)
+
+    def visit_Let(self, e):
+        self.visit(e.value)
+        self._scoped(e.name, _Bounds(self.scope).of(e.value), e.body)
+
+    def visit_LetStmt(self, s):
+        self.visit(s.value)
+        self._scoped(s.name, _Bounds(self.scope).of(s.value), s.body)
+
+    def visit_For(self, s):
+        self.visit(s.min)
+        self.visit(s.extent)
+        b = _Bounds(self.scope)
+        lo = b.of(s.min)
+        last = b.of(ir.Sub(ir.Add(s.min, s.extent), ir.make_const(Int(32), 1)))
+        self._scoped(s.name, Interval(lo.min, last.max), s.body)
+
+    def _scoped(self, name, iv, body):
+        old = self.scope.get(name)
+        self.scope[name] = iv
+        self.visit(body)
+        if old is None:
+            del self.scope[name]
+        else:
+            self.scope[name] = old
+
+
+def box_touched(stmt, name: str, include_provides: bool = False, scope=None) -> list[Interval] | None:
+    """Per dimension, the interval of coordinates of `name` used in stmt (None if never used).
+
+    Each bound is simplified; a bound is None when it cannot be bounded.
+    """
+    collector = _BoxCollector(name, include_provides, dict(scope or {}))
+    collector.visit(stmt)
+    if collector.box is None:
+        return None
+    return [
+        Interval(None if iv.min is None else simplify(iv.min), None if iv.max is None else simplify(iv.max))
+        for iv in collector.box
+    ]

@@ -1,0 +1,137 @@
+"""Compile LLVM IR for the host CPU and load it into one ORC JIT, with an object cache.
+
+Objects are cached in memory and on disk (`~/.cache/pyhalide`, or $PYHALIDE_CACHE_DIR; set
+PYHALIDE_DISK_CACHE=0 to turn the disk cache off), keyed by the IR text, the CPU name and
+features, the LLVM version and the pyhalide version: loading a cached object costs under a
+millisecond, so re-running a program or re-measuring a tuning candidate is cheap.
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import hashlib
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import llvmlite
+import llvmlite.binding as llvm
+
+from ..errors import CompileError
+
+_lock = threading.Lock()
+_state: dict = {}
+_memory_cache: dict[str, bytes] = {}
+_library_counter = [0]
+
+
+@dataclass
+class HostTarget:
+    cpu: str
+    features: str
+    triple: str
+
+
+def _init():
+    if _state:
+        return _state
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    gomp = ctypes.util.find_library("gomp")
+    if gomp:
+        llvm.load_library_permanently(gomp)
+    triple = llvm.get_process_triple()
+    cpu = llvm.get_host_cpu_name()
+    features = llvm.get_host_cpu_features().flatten()
+    target = llvm.Target.from_triple(triple)
+    _state["host"] = HostTarget(cpu, features, triple)
+    _state["make_tm"] = lambda: target.create_target_machine(
+        cpu=cpu, features=features, opt=3, jit=True, reloc="pic", codemodel="default"
+    )
+    _state["tm"] = _state["make_tm"]()
+    _state["lljit"] = llvm.create_lljit_compiler(_state["tm"])
+    return _state
+
+
+def host_target() -> HostTarget:
+    with _lock:
+        return _init()["host"]
+
+
+def optimize(ir_text: str):
+    """Parse, verify and optimise (LLVM's O3 pipeline) a module for the host; returns the module."""
+    with _lock:
+        st = _init()
+        try:
+            mod = llvm.parse_assembly(ir_text)
+            mod.verify()
+        except RuntimeError as e:
+            raise CompileError(f"LLVM rejected the generated IR: {e}") from None
+        mod.triple = st["host"].triple
+        mod.data_layout = str(st["tm"].target_data)
+        pto = llvm.create_pipeline_tuning_options(speed_level=3)
+        pto.loop_unrolling = False  # pyhalide unrolls explicitly; this saves most of O3's time
+        pb = llvm.create_pass_builder(st["tm"], pto)
+        pb.getModulePassManager().run(mod, pb)
+        return mod
+
+
+def emit_assembly(ir_text: str) -> str:
+    mod = optimize(ir_text)
+    with _lock:
+        return _state["tm"].emit_assembly(mod)
+
+
+def _cache_dir() -> Path | None:
+    if os.environ.get("PYHALIDE_DISK_CACHE", "1") == "0":
+        return None
+    root = os.environ.get("PYHALIDE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "pyhalide")
+    path = Path(root) / "objects"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return path
+
+
+def _object_for(ir_text: str) -> bytes:
+    host = host_target()
+    from .. import __version__
+
+    key = hashlib.sha256(
+        "\0".join([ir_text, host.cpu, host.features, llvmlite.__version__, __version__]).encode()
+    ).hexdigest()
+    obj = _memory_cache.get(key)
+    if obj is not None:
+        return obj
+    cache = _cache_dir()
+    path = cache / f"{key}.o" if cache else None
+    if path is not None and path.exists():
+        obj = path.read_bytes()
+    else:
+        mod = optimize(ir_text)
+        with _lock:
+            obj = _state["tm"].emit_object(mod)
+        if path is not None:
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            try:
+                tmp.write_bytes(obj)
+                os.replace(tmp, path)  # atomic: concurrent writers never leave a torn object
+            except OSError:
+                pass
+    _memory_cache[key] = obj
+    return obj
+
+
+class JITFunction:
+    """A loaded function: its address, kept valid while this object lives."""
+
+    def __init__(self, ir_text: str, symbol: str):
+        obj = _object_for(ir_text)
+        with _lock:
+            st = _init()
+            _library_counter[0] += 1
+            builder = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process().export_symbol(symbol)
+            self._tracker = builder.link(st["lljit"], f"pyhalide_lib{_library_counter[0]}")
+        self.address = self._tracker[symbol]

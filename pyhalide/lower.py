@@ -1,0 +1,86 @@
+"""Lowering: the ordered list of passes from a Func graph to a flat, simplified Stmt.
+
+Set HL_DEBUG_LOWER=1 to print the IR after each pass with its time.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+from . import ir
+from .ir_printer import stmt_to_string
+from .lowering.bounds_inference import bounds_inference, buffer_names
+from .lowering.environment import Environment, build_environment, collect_inputs
+from .lowering.inline import inline_functions
+from .lowering.schedule_functions import schedule_functions
+from .lowering.storage_flattening import storage_flattening
+from .simplify import simplify
+
+
+@dataclass
+class BufferArg:
+    """A buffer the compiled pipeline takes: an output (written) or an input image (read)."""
+
+    name: str
+    type: object
+    dimensions: int
+    is_output: bool
+    source: object = None  # the Func (outputs) or Buffer/ImageParam (inputs)
+    value_index: int = 0
+
+
+@dataclass
+class ScalarArg:
+    name: str
+    type: object
+    param: object
+
+
+@dataclass
+class LoweredPipeline:
+    stmt: ir.Stmt
+    buffers: list[BufferArg]
+    scalars: list[ScalarArg]
+    env: Environment
+
+
+def _passes(env):
+    """(name, function) in the order they run. Each takes and returns a Stmt."""
+    return [
+        # Inlining must see the whole nest, so it runs after the loops exist; bounds inference
+        # must run after it, so that calls made through inlined Funcs count.
+        ("inline functions", lambda s: inline_functions(s, env)),
+        ("bounds inference", lambda s: bounds_inference(s, env)),
+        ("simplify", simplify),
+        # Flattening needs the final bounds of every Realize.
+        ("storage flattening", storage_flattening),
+        ("simplify", simplify),
+    ]
+
+
+def lower(outputs) -> LoweredPipeline:
+    debug = os.environ.get("HL_DEBUG_LOWER") == "1"
+    env = build_environment(outputs)
+    stmt = schedule_functions(env)
+    if debug:
+        print("=== schedule functions\n" + stmt_to_string(stmt))
+    for name, fn in _passes(env):
+        t0 = time.perf_counter()
+        stmt = fn(stmt)
+        if debug:
+            print(f"=== {name} ({(time.perf_counter() - t0) * 1e3:.1f} ms)\n" + stmt_to_string(stmt))
+    images, params = collect_inputs(stmt)
+    buffers = []
+    for f in outputs:
+        for k, (bname, t) in enumerate(zip(buffer_names(f), f.types())):
+            buffers.append(BufferArg(bname, t, f.dimensions(), True, f, k))
+    output_names = {b.name for b in buffers}
+    for name in sorted(images):
+        if name in output_names:
+            continue
+        img = images[name]
+        buffers.append(BufferArg(name, img.type(), img.dimensions(), False, img))
+    scalars = [ScalarArg(n, p.type(), p) for n, p in sorted(params.items())]
+    return LoweredPipeline(stmt, buffers, scalars, env)

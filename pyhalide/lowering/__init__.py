@@ -1,0 +1,1 @@
+"""Lowering passes, one per module; pyhalide/lower.py runs them in order."""

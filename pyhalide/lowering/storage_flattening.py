@@ -1,0 +1,79 @@
+"""Storage flattening: multi-dimensional Realize/Provide/Call become flat Allocate/Store/Load.
+
+Assumes: bounds are defined. Guarantees: every buffer `b` is addressed through the variables
+`b.min.<d>` and `b.stride.<d>`: pipeline arguments define them at entry, and each Allocate here
+defines them with LetStmts (dense, dimension 0 innermost). No Realize, Provide or Func/image Call
+remains.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from .. import ir
+from ..ir_mutator import IRMutator
+from ..types import Int
+from .bounds_inference import buffer_field, buffer_names
+
+
+def flat_index(buffer: str, args) -> ir.Expr:
+    index = None
+    for d, a in enumerate(args):
+        term = ir.Mul(ir.Sub(a, buffer_field(buffer, "min", d)), buffer_field(buffer, "stride", d))
+        index = term if index is None else ir.Add(index, term)
+    return index if index is not None else ir.make_const(Int(32), 0)
+
+
+class _Flatten(IRMutator):
+    def __init__(self):
+        super().__init__()
+        self.tmp = itertools.count()
+
+    def visit_Realize(self, r):
+        body = self.mutate(r.body)
+        names = buffer_names(r.func)
+        for name, t in zip(reversed(names), reversed(r.types)):
+            extents = tuple(ir.Variable(f"{name}.extent.{d}", Int(32)) for d in range(len(r.bounds)))
+            inner = ir.Allocate(name, t, extents, body)
+            # define the descriptor variables: dense strides, dimension 0 innermost
+            lets = []
+            stride: ir.Expr = ir.make_const(Int(32), 1)
+            for d, (lo, ext) in enumerate(r.bounds):
+                lets.append((f"{name}.min.{d}", lo))
+                lets.append((f"{name}.extent.{d}", ext))
+                lets.append((f"{name}.stride.{d}", stride))
+                stride = ir.Mul(stride, ir.Variable(f"{name}.extent.{d}", Int(32)))
+            for n, v in reversed(lets):
+                inner = ir.LetStmt(n, v, inner)
+            body = inner
+        return body
+
+    def visit_Provide(self, p):
+        values = [self.mutate(v) for v in p.values]
+        args = [self.mutate(a) for a in p.args]
+        names = buffer_names(p.func)
+        if len(values) == 1:
+            return ir.Store(names[0], values[0], flat_index(names[0], args))
+        # A Tuple is read completely before any part of it is written.
+        temps = [f"{p.name}.value{k}.t{next(self.tmp)}" for k in range(len(values))]
+        stores = [
+            ir.Store(n, ir.Variable(t, v.type), flat_index(n, args)) for n, t, v in zip(names, temps, values)
+        ]
+        body = ir.make_block(stores)
+        for t, v in reversed(list(zip(temps, values))):
+            body = ir.LetStmt(t, v, body)
+        return body
+
+    def visit_Call(self, c):
+        if c.call_type == ir.HALIDE:
+            name = buffer_names(c.func)[c.value_index]
+        elif c.call_type == ir.IMAGE:
+            name = c.name
+        else:
+            return self.default(c)
+        args = [self.mutate(a) for a in c.args]
+        return ir.Load(c.type, name, flat_index(name, args))
+
+
+def storage_flattening(stmt: ir.Stmt) -> ir.Stmt:
+    return _Flatten().mutate(stmt)

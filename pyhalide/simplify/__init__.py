@@ -1,0 +1,341 @@
+"""The simplifier: constant folding and algebraic rewrites, one rule table per operator.
+
+Rules are functions `(node) -> Expr | None`, listed per node class in RULES; the first that
+answers wins and the result is simplified again. Integer rules rely on wrap-around arithmetic
+(valid for every integer type); rules that need "no overflow" are applied to Int(32) only, as
+Halide does. Float rules never reassociate.
+"""
+
+from __future__ import annotations
+
+from .. import ir
+from ..ir_mutator import IRMutator, map_children, substitute
+from .fold import fold_binary, fold_cast
+
+
+def _c(e):
+    return ir.const_value(e)
+
+
+def _is_int(t) -> bool:
+    return (t.is_int() or t.is_uint()) and not t.is_bool()
+
+
+def _no_overflow(t) -> bool:
+    return t.is_int() and t.bits >= 32
+
+
+def _fold(n):
+    a, b = _c(n.a), _c(n.b)
+    if a is not None and b is not None and n.type.lanes == 1 and not isinstance(n.a, ir.Broadcast):
+        return fold_binary(n, a, b)
+    return None
+
+
+def _const(t, v):
+    return ir.make_const(t, v)
+
+
+# ---------------------------------------------------------------- rules per operator
+def add_rules(n):
+    a, b, t = n.a, n.b, n.type
+    if _c(a) is not None and _c(b) is None:
+        return ir.Add(b, a)  # constants to the right
+    if ir.is_const(b, 0):
+        return a
+    if not _is_int(t):
+        return None
+    cb = _c(b)
+    if cb is not None and isinstance(a, ir.Add) and _c(a.b) is not None:
+        return ir.Add(a.a, _const(t, _c(a.b) + cb))
+    if cb is not None and isinstance(a, ir.Sub) and _c(a.b) is not None:
+        return ir.Add(a.a, _const(t, cb - _c(a.b)))
+    if isinstance(b, ir.Sub) and b.b == a:
+        return b.a  # a + (x - a)
+    if isinstance(a, ir.Sub) and a.b == b:
+        return a.a  # (x - b) + b
+    if isinstance(a, ir.Add) and _c(a.b) is not None and _c(b) is None:
+        return ir.Add(ir.Add(a.a, b), a.b)  # (x + c) + y -> (x + y) + c
+    return None
+
+
+def sub_rules(n):
+    a, b, t = n.a, n.b, n.type
+    if ir.is_const(b, 0):
+        return a
+    if not _is_int(t):
+        return None
+    if a == b:
+        return _const(t, 0)
+    cb = _c(b)
+    if cb is not None:
+        return ir.Add(a, _const(t, -cb))
+    if isinstance(a, ir.Add):
+        if a.a == b:
+            return a.b  # (x + y) - x
+        if a.b == b:
+            return a.a
+        if _c(a.b) is not None and isinstance(b, ir.Add) and _c(b.b) is not None:
+            return ir.Add(ir.Sub(a.a, b.a), _const(t, _c(a.b) - _c(b.b)))  # (x + c1) - (y + c2)
+        if _c(a.b) is not None:
+            return ir.Add(ir.Sub(a.a, b), a.b)  # (x + c) - y -> (x - y) + c
+    if isinstance(b, ir.Add):
+        if b.a == a:
+            return ir.Sub(_const(t, 0), b.b)  # x - (x + y)
+        if _c(b.b) is not None:
+            return ir.Add(ir.Sub(a, b.a), _const(t, -_c(b.b)))  # x - (y + c)
+    if _c(a) is not None and isinstance(b, ir.Sub) and _c(b.a) is not None:
+        return ir.Add(b.b, _const(t, _c(a) - _c(b.a)))  # c1 - (c2 - y)
+    return None
+
+
+def mul_rules(n):
+    a, b, t = n.a, n.b, n.type
+    if _c(a) is not None and _c(b) is None:
+        return ir.Mul(b, a)
+    if ir.is_const(b, 1):
+        return a
+    if _is_int(t) and ir.is_const(b, 0):
+        return b
+    if _is_int(t) and _c(b) is not None and isinstance(a, ir.Mul) and _c(a.b) is not None:
+        return ir.Mul(a.a, _const(t, _c(a.b) * _c(b)))
+    if _is_int(t) and _c(b) is not None and isinstance(a, ir.Add) and _c(a.b) is not None:
+        return ir.Add(ir.Mul(a.a, b), _const(t, _c(a.b) * _c(b)))  # (x + c1) * c2
+    return None
+
+
+def div_rules(n):
+    a, b, t = n.a, n.b, n.type
+    if ir.is_const(b, 1):
+        return a
+    if not _is_int(t):
+        return None
+    if ir.is_const(b, 0):
+        return _const(t, 0)
+    cb = _c(b)
+    if cb is not None and cb > 0 and isinstance(a, ir.Mul) and _c(a.b) is not None and _c(a.b) % cb == 0:
+        return ir.Mul(a.a, _const(t, _c(a.b) // cb))  # (x * 8) / 4
+    if (cb is not None and cb > 0 and isinstance(a, ir.Add) and _c(a.b) is not None
+            and _c(a.b) % cb == 0 and _no_overflow(t)):
+        return ir.Add(ir.Div(a.a, b), _const(t, _c(a.b) // cb))  # (x + 8) / 4
+    return None
+
+
+def mod_rules(n):
+    a, b, t = n.a, n.b, n.type
+    if not _is_int(t):
+        return None
+    if ir.is_const(b, 1) or ir.is_const(b, 0):
+        return _const(t, 0)
+    cb = _c(b)
+    if cb is not None and cb > 0 and isinstance(a, ir.Mul) and _c(a.b) is not None and _c(a.b) % cb == 0:
+        return _const(t, 0)
+    return None
+
+
+def _minmax_rules(n, op, pick):
+    a, b, t = n.a, n.b, n.type
+    if _c(a) is not None and _c(b) is None:
+        return op(b, a)
+    if a == b:
+        return a
+    if not _is_int(t):
+        return None
+    if isinstance(a, op) and _c(a.b) is not None and _c(b) is not None:
+        return op(a.a, _const(t, pick(_c(a.b), _c(b))))  # min(min(x, c1), c2)
+    if isinstance(a, op) and (a.a == b or a.b == b):
+        return a  # min(min(x, y), x)
+    if (_no_overflow(t) and isinstance(a, ir.Add) and isinstance(b, ir.Add) and a.a == b.a
+            and _c(a.b) is not None and _c(b.b) is not None):
+        return ir.Add(a.a, _const(t, pick(_c(a.b), _c(b.b))))  # min(x + c1, x + c2)
+    if _no_overflow(t) and isinstance(a, ir.Add) and a.a == b and _c(a.b) is not None:
+        return a if pick(_c(a.b), 0) == _c(a.b) else b  # min(x + c, x)
+    if _no_overflow(t) and isinstance(b, ir.Add) and b.a == a and _c(b.b) is not None:
+        return b if pick(_c(b.b), 0) == _c(b.b) else a
+    return None
+
+
+def min_rules(n):
+    return _minmax_rules(n, ir.Min, min)
+
+
+def max_rules(n):
+    return _minmax_rules(n, ir.Max, max)
+
+
+def cmp_rules(n):
+    a, b = n.a, n.b
+    if a == b and _is_int(a.type):
+        return _const(n.type, int(isinstance(n, ir.EQ | ir.LE | ir.GE)))
+    return None
+
+
+def and_rules(n):
+    a, b = n.a, n.b
+    if ir.is_const(a):
+        return b if _c(a) else a
+    if ir.is_const(b):
+        return a if _c(b) else b
+    if a == b:
+        return a
+    return None
+
+
+def or_rules(n):
+    a, b = n.a, n.b
+    if ir.is_const(a):
+        return a if _c(a) else b
+    if ir.is_const(b):
+        return b if _c(b) else a
+    if a == b:
+        return a
+    return None
+
+
+def not_rules(n):
+    if ir.is_const(n.a) and n.type.lanes == 1:
+        return _const(n.type, int(not _c(n.a)))
+    if isinstance(n.a, ir.Not):
+        return n.a.a
+    return None
+
+
+def select_rules(n):
+    if ir.is_const(n.condition) and n.condition.type.lanes == 1:
+        return n.true_value if _c(n.condition) else n.false_value
+    if n.true_value == n.false_value:
+        return n.true_value
+    return None
+
+
+def cast_rules(n):
+    if n.value.type == n.type:
+        return n.value
+    folded = fold_cast(n.type, n.value)
+    if folded is not None:
+        return folded
+    v = n.value
+    # widening integer casts of a cast from the same narrow type compose
+    if isinstance(v, ir.Cast) and _is_int(n.type) and _is_int(v.type) and _is_int(v.value.type):
+        inner, mid, out = v.value.type, v.type, n.type
+        if mid.bits >= inner.bits and out.bits >= mid.bits and (mid.code == inner.code or mid.bits > inner.bits):
+            if mid.code == inner.code or inner.is_uint():
+                return ir.Cast(out, v.value)
+    return None
+
+
+def let_rules(n):
+    v = n.value
+    if isinstance(v, ir.IntImm | ir.FloatImm | ir.Variable):
+        return substitute({n.name: v}, n.body)
+    return None
+
+
+RULES = {
+    ir.Add: add_rules,
+    ir.Sub: sub_rules,
+    ir.Mul: mul_rules,
+    ir.Div: div_rules,
+    ir.Mod: mod_rules,
+    ir.Min: min_rules,
+    ir.Max: max_rules,
+    ir.EQ: cmp_rules,
+    ir.NE: cmp_rules,
+    ir.LT: cmp_rules,
+    ir.LE: cmp_rules,
+    ir.GT: cmp_rules,
+    ir.GE: cmp_rules,
+    ir.And: and_rules,
+    ir.Or: or_rules,
+    ir.Not: not_rules,
+    ir.Select: select_rules,
+    ir.Cast: cast_rules,
+    ir.Let: let_rules,
+}
+
+_FOLDABLE = (ir.BinaryOp,)
+
+
+class Simplify(IRMutator):
+    def __init__(self):
+        super().__init__()
+        self.cache: dict = {}
+
+    def mutate(self, node):
+        if node is None:
+            return None
+        if isinstance(node, ir.Expr):
+            return self.simplify_expr(node)
+        return super().mutate(node)
+
+    def simplify_expr(self, e):
+        hit = self.cache.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        result = e
+        for _ in range(64):
+            result = map_children(result, self.simplify_expr)
+            if isinstance(result, _FOLDABLE):
+                folded = _fold(result)
+                if folded is not None:
+                    result = folded
+                    break
+            rule = RULES.get(type(result))
+            new = rule(result) if rule else None
+            if new is None or new is result:
+                break
+            result = new
+        self.cache[id(e)] = (e, result)  # keeps e alive, so its id stays unique
+        return result
+
+    # ---- statements
+    def visit_LetStmt(self, s):
+        value = self.mutate(s.value)
+        body = self.mutate(s.body)
+        if isinstance(value, ir.IntImm | ir.FloatImm | ir.Variable):
+            return self.mutate(substitute({s.name: value}, body))
+        if s.name not in _used_names(body):
+            return body
+        if value is s.value and body is s.body:
+            return s
+        return ir.LetStmt(s.name, value, body)
+
+    def visit_For(self, s):
+        new = self.default(s)
+        ext = ir.const_int(new.extent)
+        if ext is not None and ext <= 0:
+            return ir.make_block([])
+        if ir.is_no_op(new.body):
+            return new.body
+        return new
+
+    def visit_IfThenElse(self, s):
+        new = self.default(s)
+        if ir.is_const(new.condition):
+            if _c(new.condition):
+                return new.then_case
+            return new.else_case if new.else_case is not None else ir.make_block([])
+        return new
+
+    def visit_AssertStmt(self, s):
+        new = self.default(s)
+        if ir.is_const(new.condition) and _c(new.condition):
+            return ir.make_block([])
+        return new
+
+    def visit_Block(self, s):
+        stmts = [self.mutate(x) for x in s.stmts]
+        if all(a is b for a, b in zip(stmts, s.stmts)):
+            return s
+        return ir.make_block(stmts)
+
+
+def _used_names(node) -> set[str]:
+    from ..ir_mutator import free_variables
+
+    return free_variables(node)
+
+
+def simplify(node):
+    """Simplify an Expr or a Stmt."""
+    return Simplify().mutate(node)

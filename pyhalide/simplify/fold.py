@@ -1,0 +1,109 @@
+"""Constant folding with Halide's semantics: wrap-around integers, Euclidean division, div by 0 = 0."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import ir
+from ..types import Type
+
+
+def euclid_div(a: int, b: int) -> int:
+    if b == 0:
+        return 0
+    q = a // b if b > 0 else -(a // -b)
+    return q
+
+
+def euclid_mod(a: int, b: int) -> int:
+    if b == 0:
+        return 0
+    return a - euclid_div(a, b) * b
+
+
+def _float(t: Type, v: float) -> float:
+    """Round a Python float to t's precision."""
+    if t.bits == 32:
+        with np.errstate(over="ignore"):
+            return float(np.float32(v))
+    return float(v)
+
+
+def fold_binary(node: ir.BinaryOp, a, b) -> ir.Expr | None:
+    """Fold a binary op of two constants (scalars), or return None."""
+    t = node.a.type
+    if isinstance(node, ir.CompareOp):
+        result = {
+            ir.EQ: a == b,
+            ir.NE: a != b,
+            ir.LT: a < b,
+            ir.LE: a <= b,
+            ir.GT: a > b,
+            ir.GE: a >= b,
+        }[type(node)]
+        return ir.make_const(node.type, int(result))
+    if isinstance(node, ir.And):
+        return ir.make_const(t, int(bool(a) and bool(b)))
+    if isinstance(node, ir.Or):
+        return ir.make_const(t, int(bool(a) or bool(b)))
+    if t.is_float():
+        if isinstance(node, ir.Add):
+            v = a + b
+        elif isinstance(node, ir.Sub):
+            v = a - b
+        elif isinstance(node, ir.Mul):
+            v = a * b
+        elif isinstance(node, ir.Div):
+            if b == 0:
+                return None  # leave inf/nan to run time
+            v = a / b
+        elif isinstance(node, ir.Mod):
+            if b == 0:
+                return None
+            v = a - b * math.floor(a / b)
+        elif isinstance(node, ir.Min):
+            v = min(a, b)
+        elif isinstance(node, ir.Max):
+            v = max(a, b)
+        else:
+            return None
+        return ir.make_const(t, _float(t, v))
+    if isinstance(node, ir.Add):
+        v = a + b
+    elif isinstance(node, ir.Sub):
+        v = a - b
+    elif isinstance(node, ir.Mul):
+        v = a * b
+    elif isinstance(node, ir.Div):
+        v = euclid_div(a, b)
+    elif isinstance(node, ir.Mod):
+        v = euclid_mod(a, b)
+    elif isinstance(node, ir.Min):
+        v = min(a, b)
+    elif isinstance(node, ir.Max):
+        v = max(a, b)
+    else:
+        return None
+    return ir.make_const(t, v)
+
+
+def fold_cast(t: Type, e: ir.Expr) -> ir.Expr | None:
+    """Fold a Cast of a scalar constant; None where run time semantics are unspecified."""
+    v = ir.const_value(e)
+    if v is None or t.lanes != 1:
+        return None
+    src = e.type
+    if t.is_float():
+        return ir.make_const(t, _float(t, float(v)))
+    if t.is_bool():
+        return ir.make_const(t, int(v != 0))
+    if src.is_float():
+        if math.isnan(v) or math.isinf(v):
+            return None
+        iv = int(v)  # truncation toward zero
+        if not t.can_represent(iv):
+            return None
+        return ir.make_const(t, iv)
+    return ir.make_const(t, int(v))  # wraps (signed sources were already sign-correct)
