@@ -171,8 +171,9 @@ def wrap(node: ir.Expr) -> Expr:
     return e
 
 
-def is_expr_like(v) -> bool:
-    return isinstance(v, Expr | int | float | bool | np.number | np.bool_)
+def is_python_number(v) -> bool:
+    """True for plain numbers (which take the type of the Expr they meet), false for Expr-likes."""
+    return not isinstance(v, Expr | ir.Expr) and not hasattr(v, "_as_expr")
 
 
 def const_from_python(value) -> ir.Expr:
@@ -232,9 +233,7 @@ def coerce_python(value, t: Type) -> ir.Expr:
 
 def match_types(a, b) -> tuple[ir.Expr, ir.Expr]:
     """Both operands as IR of one common type, by Halide's promotion rules."""
-    a_py, b_py = not isinstance(a, Expr) and not hasattr(a, "_as_expr"), not isinstance(
-        b, Expr
-    ) and not hasattr(b, "_as_expr")
+    a_py, b_py = is_python_number(a), is_python_number(b)
     if a_py and b_py:
         return const_from_python(a), const_from_python(b)
     if a_py:

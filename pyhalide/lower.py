@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from . import ir
 from .ir_printer import stmt_to_string
 from .lowering.bounds_inference import bounds_inference, buffer_names
-from .lowering.environment import Environment, build_environment, collect_inputs
+from .lowering.environment import Environment, build_environment, pipeline_inputs
 from .lowering.inline import inline_functions
 from .lowering.schedule_functions import schedule_functions
 from .lowering.storage_flattening import storage_flattening
@@ -71,7 +71,7 @@ def lower(outputs) -> LoweredPipeline:
         stmt = fn(stmt)
         if debug:
             print(f"=== {name} ({(time.perf_counter() - t0) * 1e3:.1f} ms)\n" + stmt_to_string(stmt))
-    images, params = collect_inputs(stmt)
+    images, params = pipeline_inputs(env)
     buffers = []
     for f in outputs:
         for k, (bname, t) in enumerate(zip(buffer_names(f), f.types())):

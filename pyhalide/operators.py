@@ -6,12 +6,11 @@ import numpy as np
 
 from . import ir
 from .errors import HalideError
-from .expr import Expr, cast_ir, coerce_python, match_types, to_ir, wrap
+from .expr import Expr, cast_ir, coerce_python, is_python_number, match_types, to_ir, wrap
 from .types import Bool, Float, Int, Type, UInt, promote
 
 
-def _is_python_number(v) -> bool:
-    return not isinstance(v, Expr) and not hasattr(v, "_as_expr")
+_is_python_number = is_python_number
 
 
 # ---------------------------------------------------------------- selection

@@ -114,8 +114,17 @@ def build_environment(outputs) -> Environment:
     return env
 
 
-def collect_inputs(stmt) -> tuple[dict, dict]:
-    """The input images and Params a lowered statement uses, by name."""
+def collect_inputs(node) -> tuple[dict, dict]:
+    """The input images and Params an IR node uses, by name."""
     calls = _Calls()
-    calls.visit(stmt)
+    calls.visit(node)
+    return calls.images, calls.params
+
+
+def pipeline_inputs(env) -> tuple[dict, dict]:
+    """The input images and Params of every Func the pipeline uses, by name."""
+    calls = _Calls()
+    for f in env.funcs.values():
+        for e in definition_exprs(f):
+            calls.visit(e)
     return calls.images, calls.params
