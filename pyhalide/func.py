@@ -258,7 +258,10 @@ class Func:
 
     # --- definitions ---
     def __getitem__(self, key) -> FuncRef:
-        return FuncRef(self, _key_to_args(self._name, key))
+        args = _key_to_args(self._name, key)
+        for i, a in enumerate(args):
+            _call_arg(self._name, i, a)  # type errors surface where the call is written
+        return FuncRef(self, args)
 
     def __setitem__(self, key, value):
         args = _key_to_args(self._name, key)

@@ -161,7 +161,8 @@ def loop_nest_text(stmt) -> str:
                 walk(s.body, depth)
         elif isinstance(s, ir.For):
             kind = "" if s.for_type == ir.SERIAL else f"{s.for_type} "
-            lines.append(f"{pad}{kind}for {s.name}:")
+            var = s.name.split(".", 2)[-1]  # drop the "func.s<stage>." prefix
+            lines.append(f"{pad}{kind}for {var}:")
             walk(s.body, depth + 1)
         elif isinstance(s, ir.Allocate):
             lines.append(f"{pad}allocate {s.name}")

@@ -1,0 +1,178 @@
+"""Bad input raises hl.HalideError naming the Func, the dimension and the numbers; never a crash."""
+
+import numpy as np
+import pytest
+
+import pyhalide as hl
+
+x, y = hl.Var("x"), hl.Var("y")
+
+
+def test_input_buffer_too_small():
+    buf = hl.Buffer(np.zeros((10, 10), np.uint8), name="small")
+    f = hl.Func("reads_beyond")
+    f[x, y] = buf[x + 1, y]
+    with pytest.raises(hl.HalideError, match=r"Input buffer small is accessed at 10, which is beyond the max \(9\) "
+                                             r"in dimension 0"):
+        f.realize([10, 10])
+    g = hl.Func("reads_before")
+    g[x, y] = buf[x, y - 2]
+    with pytest.raises(hl.HalideError, match=r"Input buffer small is accessed at -2, which is before the min \(0\) "
+                                             r"in dimension 1"):
+        g.realize([10, 10])
+
+
+def test_input_check_runs_before_any_output_is_written():
+    buf = hl.Buffer(np.ones(8, np.int32), name="in8")
+    f = hl.Func("f_check")
+    f[x] = buf[x] + 1
+    out = hl.Buffer(np.full(9, -7, np.int32))
+    with pytest.raises(hl.RuntimeCheckError):
+        f.realize(out)
+    assert (np.asarray(out) == -7).all()
+
+
+def test_output_region_beyond_buffer():
+    f, g = hl.Func("f_out"), hl.Func("g_out")
+    f[x] = x
+    g[x] = f[x + 1]
+    with pytest.raises(hl.HalideError, match=r"Output buffer f_out is accessed at 5, which is beyond the max \(4\)"):
+        hl.Pipeline([f, g]).realize([5])
+
+
+def test_param_left_unset():
+    p = hl.Param(hl.Int(32), "unset_param")
+    f = hl.Func("uses_param")
+    f[x] = x + p
+    with pytest.raises(hl.HalideError, match="Param unset_param has no value"):
+        f.realize([4])
+
+
+def test_image_param_left_unbound():
+    ip = hl.ImageParam(hl.UInt(8), 1, "unbound_image")
+    f = hl.Func("uses_image")
+    f[x] = ip[x]
+    with pytest.raises(hl.HalideError, match="ImageParam unbound_image is not bound"):
+        f.realize([4])
+
+
+def test_update_type_mismatch():
+    f = hl.Func("typed")
+    f[x] = hl.f32(x)
+    with pytest.raises(hl.HalideError, match=r"update definition 0 of Func typed: value 0 has type int32 but the pure "
+                                             r"definition has type float32"):
+        f[x] = x + 1
+
+
+def test_pure_var_used_twice():
+    f = hl.Func("twice")
+    with pytest.raises(hl.HalideError, match="Func twice: Var x is used more than once"):
+        f[x, x] = 1
+
+
+def test_expression_as_pure_argument():
+    f = hl.Func("exprarg")
+    with pytest.raises(hl.HalideError, match=r"Func exprarg: argument 1 \(\(x \+ 1\)\) is not a pure Var"):
+        f[x + 1] = 1
+
+
+def test_wrong_number_of_arguments():
+    f = hl.Func("two_d")
+    f[x, y] = x + y
+    g = hl.Func("caller")
+    with pytest.raises(hl.HalideError, match="Func two_d was called with 1 arguments, but was defined with 2"):
+        g[x] = f[x] + 1
+
+
+def test_undefined_func_realized():
+    f = hl.Func("never_defined")
+    with pytest.raises(hl.HalideError, match="Func never_defined has not been defined"):
+        f.realize([3])
+
+
+def test_undefined_func_called():
+    f = hl.Func("undefined_callee")
+    g = hl.Func("calls_undefined")
+    with pytest.raises(hl.HalideError, match="Func undefined_callee is called but has not been defined"):
+        g[x] = f[x]
+
+
+def test_rdom_over_undefined_extent():
+    with pytest.raises(hl.HalideError, match="RDom rd: the extent of dimension 1 is undefined"):
+        hl.RDom([(0, 4), (0, hl.Expr())], name="rd")
+
+
+def test_rdom_with_float_extent():
+    with pytest.raises(hl.HalideError, match="RDom rf: the extent of dimension 0 has type float32"):
+        hl.RDom([(0, 2.5)], name="rf")
+
+
+def test_pure_var_moved_in_update():
+    f = hl.Func("moved")
+    f[x, y] = 0
+    with pytest.raises(hl.HalideError, match="pure Var y appears in position 0 but is argument 1"):
+        f[y, x] = 1
+
+
+def test_pure_var_missing_on_left_of_update():
+    f = hl.Func("missing")
+    f[x] = 0
+    r = hl.RDom([(0, 3)])
+    with pytest.raises(hl.HalideError, match="pure Var x must appear unadorned in position 0"):
+        f[r.x] = x
+
+
+def test_unbounded_access_is_a_compile_error():
+    data = hl.Buffer(np.arange(16, dtype=np.int32), name="idx")
+    f = hl.Func("gather")
+    f[x] = data[data[x]]
+    with pytest.raises(hl.HalideError, match="region of input idx .* dimension 0 is unbounded"):
+        f.realize([4])
+
+
+def test_constant_that_does_not_fit():
+    with pytest.raises(hl.HalideError, match="Integer constant 257 will be implicitly coerced to type uint8"):
+        hl.u8(x) + 257
+
+
+def test_expr_has_no_truth_value():
+    with pytest.raises(hl.HalideError, match="no truth value"):
+        if x > 3:
+            pass
+
+
+def test_float_coordinate_needs_explicit_cast():
+    f = hl.Func("floaty")
+    f[x] = x
+    with pytest.raises(hl.HalideError, match="Implicit cast from float32 to int in argument 1 in call to floaty"):
+        f[hl.f32(x)]
+
+
+def test_wrong_output_buffer_type():
+    f = hl.Func("i32out")
+    f[x] = x
+    with pytest.raises(hl.HalideError, match="output i32out has type int32 but the buffer has type float32"):
+        f.realize(hl.Buffer(hl.Float(32), [4]))
+
+
+def test_wrong_realize_dimensions():
+    f = hl.Func("dims2")
+    f[x, y] = x
+    with pytest.raises(hl.HalideError, match="Func dims2 has 2 dimensions but realize was given 1 sizes"):
+        f.realize([4])
+
+
+def test_image_param_type_mismatch():
+    ip = hl.ImageParam(hl.UInt(8), 2, "typed_image")
+    with pytest.raises(hl.HalideError, match="ImageParam typed_image has type uint8 but was given a buffer of type "
+                                             "float32"):
+        ip.set(hl.Buffer(np.zeros((2, 2), np.float32)))
+
+
+def test_cyclic_funcs():
+    f, g = hl.Func("cyc_f"), hl.Func("cyc_g")
+    f[x] = x
+    g[x] = f[x]
+    f[x] = g[x] + f[x]
+    with pytest.raises(hl.HalideError, match="Cyclic dependency"):
+        g.realize([2])

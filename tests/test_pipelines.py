@@ -1,0 +1,255 @@
+"""Halide-style programs through the JIT, checked against numpy written independently here."""
+
+import numpy as np
+import pytest
+
+import pyhalide as hl
+
+x, y, c = hl.Var("x"), hl.Var("y"), hl.Var("c")
+
+
+def blur_numpy(img):
+    p = np.pad(img, 1, mode="edge")
+    bx = ((p[:, :-2] + p[:, 1:-1] + p[:, 2:]) // 3).astype(img.dtype)  # uint16 wraps, as in Halide
+    return ((bx[:-2] + bx[1:-1] + bx[2:]) // 3).astype(img.dtype)
+
+
+@pytest.mark.parametrize("root", [False, True])
+def test_separable_blur_uint16_1536x2560(root):
+    rng = np.random.default_rng(1)
+    img = rng.integers(0, 65536, (1536, 2560), dtype=np.uint16)
+    inp = hl.Buffer(img, name="blur_in")
+    clamped = hl.BoundaryConditions.repeat_edge(inp)
+    blur_x, blur_y = hl.Func("blur_x"), hl.Func("blur_y")
+    blur_x[x, y] = (clamped[x - 1, y] + clamped[x, y] + clamped[x + 1, y]) / 3
+    blur_y[x, y] = (blur_x[x, y - 1] + blur_x[x, y] + blur_x[x, y + 1]) / 3
+    if root:
+        blur_x.compute_root()
+    out = blur_y.realize([2560, 1536])
+    assert np.array_equal(np.asarray(out), blur_numpy(img))
+
+
+def test_matmul_512_float32_with_rdom():
+    rng = np.random.default_rng(2)
+    n = 512
+    a = rng.random((n, n), dtype=np.float32)
+    b = rng.random((n, n), dtype=np.float32)
+    A, B = hl.Buffer(a, name="A"), hl.Buffer(b, name="B")
+    k = hl.RDom([(0, n)], name="k")
+    C = hl.Func("C")
+    C[x, y] = 0.0
+    C[x, y] += A[k.x, y] * B[x, k.x]
+    out = np.asarray(C.realize([n, n]))
+    # the same order of float additions as the RDom: k innermost, one k at a time
+    ref = np.zeros((n, n), np.float32)
+    for kk in range(n):
+        ref += a[:, kk : kk + 1] * b[kk : kk + 1, :]
+    assert np.array_equal(out, ref)
+    assert np.allclose(out, a @ b, rtol=1e-4)
+
+
+def test_histogram_with_where_and_image_param():
+    img = np.random.default_rng(3).integers(0, 256, (40, 50), dtype=np.uint8)
+    inp = hl.ImageParam(hl.UInt(8), 2, "hist_in")
+    inp.set(hl.Buffer(img))
+    r = hl.RDom([(0, 50), (0, 40)])
+    r.where(r.x % 2 == 0)
+    h = hl.Func("hist")
+    h[x] = 0
+    h[hl.i32(inp[r.x, r.y])] += 1
+    assert np.array_equal(np.asarray(h.realize([256])), np.bincount(img[:, ::2].ravel(), minlength=256))
+
+
+def test_cumulative_sum_scan():
+    data = np.random.default_rng(4).integers(-100, 100, 50).astype(np.int32)
+    src = hl.Buffer(data)
+    cs = hl.Func("cumsum")
+    cs[x] = src[x]
+    r = hl.RDom([(1, 49)])
+    cs[r.x] = cs[r.x - 1] + cs[r.x]
+    assert np.array_equal(np.asarray(cs.realize([50])), np.cumsum(data))
+
+
+def test_tuple_valued_func_and_swap_update():
+    t = hl.Func("tup")
+    t[x, y] = (x + y, hl.f32(x) * 0.5)
+    t[x, y] = (hl.i32(t[x, y][1] * 4.0), hl.f32(t[x, y][0]))  # all of a Tuple is read before any is written
+    a, b = t.realize([3, 2])
+    xs, ys = np.meshgrid(np.arange(3), np.arange(2))
+    assert np.array_equal(np.asarray(a), (xs * 2).astype(np.int32))
+    assert np.array_equal(np.asarray(b), (xs + ys).astype(np.float32))
+
+
+def test_pipeline_with_two_outputs():
+    f, g = hl.Func("two_f"), hl.Func("two_g")
+    f[x] = x * 2
+    g[x] = f[x] * 3 + 1
+    fo, go = hl.Pipeline([f, g]).realize([5])
+    assert np.array_equal(np.asarray(fo), np.arange(5) * 2)
+    assert np.array_equal(np.asarray(go), np.arange(5) * 6 + 1)
+
+
+def test_realize_into_buffer_with_nonzero_min():
+    f = hl.Func("shifted")
+    f[x, y] = x * 100 + y
+    buf = hl.Buffer(hl.Int(32), [3, 2])
+    buf.set_min([10, -4])
+    f.realize(buf)
+    expected = np.array([[1000 - 4, 1100 - 4, 1200 - 4], [1000 - 3, 1100 - 3, 1200 - 3]])
+    assert np.array_equal(np.asarray(buf), expected)
+    assert buf[11, -3] == 1100 - 3
+
+
+def test_input_buffer_with_nonzero_min_and_strides():
+    base = np.arange(60, dtype=np.int16).reshape(6, 10)
+    view = base[::2, 1::3]  # non-contiguous strides
+    b = hl.Buffer(view, name="strided")
+    b.set_min([5, 7])
+    f = hl.Func("copy_strided")
+    f[x, y] = b[x + 5, y + 7] * 2
+    out = np.asarray(f.realize([view.shape[1], view.shape[0]]))
+    assert np.array_equal(out, view * 2)
+
+
+def test_buffer_shares_memory_with_numpy():
+    a = np.zeros((3, 4), np.float32)
+    b = hl.Buffer(a)
+    b[2, 1] = 5.0
+    assert a[1, 2] == 5.0
+    assert np.shares_memory(np.asarray(b), a)
+    assert b.width() == 4 and b.height() == 3
+
+
+def test_params_change_between_calls():
+    p = hl.Param(hl.Float(32), "scale", 2.5)
+    q = hl.Param(hl.UInt(8), "offset", 3)
+    f = hl.Func("scaled")
+    f[x] = hl.f32(x) * p + q
+    assert np.array_equal(np.asarray(f.realize([3])), np.array([3, 5.5, 8], np.float32))
+    p.set(1.0)
+    assert np.array_equal(np.asarray(f.realize([3])), np.array([3, 4, 5], np.float32))
+
+
+def test_inline_reductions():
+    rr = hl.RDom([(0, 10)])
+    s = hl.Func("isum")
+    s[x] = hl.sum(rr.x * x)
+    assert np.array_equal(np.asarray(s.realize([3])), np.array([0, 45, 90]))
+    data = np.array([[3, 9, 1, 9], [7, 2, 8, 0]], dtype=np.int32)
+    buf = hl.Buffer(data)
+    r = hl.RDom([(0, 4)])
+    am, mx, mn, pr = hl.Func("am"), hl.Func("mx"), hl.Func("mn"), hl.Func("pr")
+    am[y] = hl.argmax(buf[r.x, y])[0]
+    mx[y] = hl.maximum(buf[r.x, y])
+    mn[y] = hl.minimum(buf[r.x, y])
+    pr[y] = hl.product(buf[r.x, y] + 1)
+    assert list(np.asarray(am.realize([2]))) == [1, 2]  # the first maximum wins
+    assert list(np.asarray(mx.realize([2]))) == [9, 8]
+    assert list(np.asarray(mn.realize([2]))) == [1, 0]
+    assert list(np.asarray(pr.realize([2]))) == [4 * 10 * 2 * 10, 8 * 3 * 9 * 1]
+
+
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("repeat_edge", [0, 0, 0, 0, 0, 0, 1, 2, 3, 3, 3, 3, 3, 3]),
+        ("constant_exterior", [9, 9, 9, 9, 9, 0, 1, 2, 3, 9, 9, 9, 9, 9]),
+        ("mirror_image", [3, 3, 2, 1, 0, 0, 1, 2, 3, 3, 2, 1, 0, 0]),
+        ("mirror_interior", [1, 2, 3, 2, 1, 0, 1, 2, 3, 2, 1, 0, 1, 2]),
+        ("repeat_image", [3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0]),
+    ],
+)
+def test_boundary_conditions(name, expected):
+    small = hl.Buffer(np.arange(4, dtype=np.int32))
+    bc = getattr(hl.BoundaryConditions, name)
+    wrapped = bc(small, 9) if name == "constant_exterior" else bc(small)
+    q = hl.Func("q_" + name)
+    q[x] = wrapped[x - 5]
+    assert list(np.asarray(q.realize([14]))) == expected
+
+
+def test_boundary_condition_on_func_with_bounds():
+    f = hl.Func("inner")
+    f[x] = x * x
+    g = hl.BoundaryConditions.repeat_edge(f, [(0, 3)])
+    h = hl.Func("outer")
+    h[x] = g[x - 2]
+    assert list(np.asarray(h.realize([7]))) == [0, 0, 0, 1, 4, 4, 4]
+
+
+def test_print_returns_its_value(capfd):
+    pr = hl.Func("printer")
+    pr[x] = hl.print(x * 2, "is twice x")
+    assert list(np.asarray(pr.realize([2]))) == [0, 2]
+    err = capfd.readouterr().err
+    assert "0 is twice x" in err and "2 is twice x" in err
+
+
+def test_compile_jit_then_realize_reuses_code():
+    f = hl.Func("reused")
+    f[x] = x + 1
+    f.compile_jit()
+    p = f._pipeline()
+    compiled = dict(p._compiled)
+    f.realize([4])
+    assert p._compiled == compiled
+
+
+def test_redefinition_recompiles():
+    f = hl.Func("redefined")
+    f[x] = x
+    assert list(np.asarray(f.realize([3]))) == [0, 1, 2]
+    f[x] = f[x] * 10
+    assert list(np.asarray(f.realize([3]))) == [0, 10, 20]
+
+
+def test_debug_outputs(tmp_path):
+    f, g = hl.Func("dbg_f"), hl.Func("dbg_g")
+    f[x, y] = x + y
+    g[x, y] = f[x, y] * 2
+    f.compute_root()
+    stmt = tmp_path / "g.stmt"
+    g.compile_to_lowered_stmt(str(stmt))
+    text = stmt.read_text()
+    assert "produce dbg_f" in text and "for<serial> (dbg_g.s0.x" in text
+    ll = tmp_path / "g.ll"
+    g.compile_to_llvm_assembly(str(ll))
+    assert "define" in ll.read_text()
+    asm = tmp_path / "g.s"
+    g.compile_to_assembly(str(asm))
+    assert "pyhalide_pipeline" in asm.read_text()
+
+
+def test_print_loop_nest(capsys):
+    f, g = hl.Func("nest_f"), hl.Func("nest_g")
+    f[x, y] = x + y
+    g[x, y] = f[x, y] * 2
+    f.compute_root()
+    g.print_loop_nest()
+    out = capsys.readouterr().out
+    assert out.splitlines() == [
+        "allocate nest_f",
+        "produce nest_f:",
+        "  for y:",
+        "    for x:",
+        "      nest_f(...) = ...",
+        "produce nest_g:",
+        "  for y:",
+        "    for x:",
+        "      nest_g(...) = ...",
+    ]
+
+
+def test_zero_dimensional_func():
+    f = hl.Func(hl.Expr(42))
+    assert np.asarray(f.realize([])).item() == 42
+
+
+def test_bool_func_and_buffer():
+    f = hl.Func("is_even")
+    f[x] = x % 2 == 0
+    out = np.asarray(f.realize([5]))
+    assert out.dtype == np.bool_ and list(out) == [True, False, True, False, True]
+    g = hl.Func("from_bool")
+    g[x] = hl.select(hl.Buffer(out)[x], 10, 20)
+    assert list(np.asarray(g.realize([5]))) == [10, 20, 10, 20, 10]
