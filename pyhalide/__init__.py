@@ -86,7 +86,7 @@ from .param import ImageParam, Param
 from .pipeline import Pipeline
 from .target import Target, get_host_target, get_jit_target_from_environment, get_target_from_environment
 from .types import Bool, Float, Handle, Int, Type, UInt
-from .var import RDom, Range, RVar, Var, _
+from .var import Range, RDom, RVar, Var, _
 
 # Deep pipelines make deep (but finite) IR; Python 3.11 frames are cheap.
 _sys.setrecursionlimit(20000)

@@ -9,7 +9,6 @@ from .errors import HalideError
 from .expr import Expr, cast_ir, coerce_python, is_python_number, match_types, to_ir, wrap
 from .types import Bool, Float, Int, Type, UInt, promote
 
-
 _is_python_number = is_python_number
 
 

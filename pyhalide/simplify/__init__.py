@@ -9,7 +9,7 @@ Halide does. Float rules never reassociate.
 from __future__ import annotations
 
 from .. import ir
-from ..ir_mutator import IRMutator, map_children, substitute
+from ..ir_mutator import IRMutator, free_variables, map_children, substitute
 from .fold import fold_binary, fold_cast
 
 
@@ -290,15 +290,31 @@ class Simplify(IRMutator):
 
     # ---- statements
     def visit_LetStmt(self, s):
-        value = self.mutate(s.value)
-        body = self.mutate(s.body)
-        if isinstance(value, ir.IntImm | ir.FloatImm | ir.Variable):
-            return self.mutate(substitute({s.name: value}, body))
-        if s.name not in _used_names(body):
-            return body
-        if value is s.value and body is s.body:
-            return s
-        return ir.LetStmt(s.name, value, body)
+        """A whole chain of lets at once: trivial values are substituted, unused lets dropped.
+
+        Working on the chain (not let by let) keeps this linear in the size of the body.
+        """
+        chain = []
+        while isinstance(s, ir.LetStmt):
+            chain.append((s.name, s.value))
+            s = s.body
+        subst: dict[str, ir.Expr] = {}
+        kept = []
+        for name, value in chain:
+            value = self.mutate(substitute(subst, value))
+            if isinstance(value, ir.IntImm | ir.FloatImm | ir.Variable):
+                subst[name] = value
+            else:
+                subst.pop(name, None)
+                kept.append((name, value))
+        body = self.mutate(substitute(subst, s))
+        used = free_variables(body)
+        result = body
+        for name, value in reversed(kept):
+            if name in used:
+                used |= free_variables(value)
+                result = ir.LetStmt(name, value, result)
+        return result
 
     def visit_For(self, s):
         new = self.default(s)
@@ -328,12 +344,6 @@ class Simplify(IRMutator):
         if all(a is b for a, b in zip(stmts, s.stmts)):
             return s
         return ir.make_block(stmts)
-
-
-def _used_names(node) -> set[str]:
-    from ..ir_mutator import free_variables
-
-    return free_variables(node)
 
 
 def simplify(node):
