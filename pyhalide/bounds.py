@@ -254,10 +254,11 @@ def bounds_of_expr(e: ir.Expr, scope: dict[str, Interval] | None = None) -> Inte
 class _BoxCollector(IRVisitor):
     """Union of the coordinates at which `name` is called (and, optionally, provided) in a Stmt."""
 
-    def __init__(self, name: str, include_provides: bool, scope: dict[str, Interval]):
+    def __init__(self, name: str, include_provides: bool, include_calls: bool, scope: dict[str, Interval]):
         super().__init__()
         self.name = name
         self.include_provides = include_provides
+        self.include_calls = include_calls
         self.scope = scope
         self.box: list[Interval | None] | None = None
 
@@ -270,7 +271,7 @@ class _BoxCollector(IRVisitor):
             self.box = [interval_union(x, y) for x, y in zip(self.box, ivs)]
 
     def visit_Call(self, c):
-        if c.name == self.name and c.call_type in (ir.HALIDE, ir.IMAGE):
+        if self.include_calls and c.name == self.name and c.call_type in (ir.HALIDE, ir.IMAGE):
             self._add(c.args)
         self.visit_children(c)
 
@@ -305,12 +306,13 @@ class _BoxCollector(IRVisitor):
             self.scope[name] = old
 
 
-def box_touched(stmt, name: str, include_provides: bool = False, scope=None) -> list[Interval] | None:
+def box_touched(stmt, name: str, include_provides: bool = False, include_calls: bool = True,
+                scope=None) -> list[Interval] | None:
     """Per dimension, the interval of coordinates of `name` used in stmt (None if never used).
 
     Each bound is simplified; a bound is None when it cannot be bounded.
     """
-    collector = _BoxCollector(name, include_provides, dict(scope or {}))
+    collector = _BoxCollector(name, include_provides, include_calls, dict(scope or {}))
     collector.visit(stmt)
     if collector.box is None:
         return None

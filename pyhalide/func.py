@@ -10,6 +10,7 @@ from .expr import Expr, cast_ir, coerce_python, to_ir, wrap
 from .ir_mutator import IRVisitor
 from .names import unique_name
 from .schedule import FuncSchedule, StageSchedule
+from .scheduling import FuncScheduling, Schedulable
 from .types import Int, Type
 from .var import RDom, ReductionDomain, RVar, Var
 
@@ -157,7 +158,7 @@ class _FindVariables(IRVisitor):
                 self.pure.setdefault(name)
 
 
-class Func:
+class Func(FuncScheduling):
     """A function over an infinite integer domain, defined once purely and then by updates."""
 
     def __init__(self, *args):
@@ -410,15 +411,11 @@ class Func:
         self._update(i)
         return Stage(self, i + 1)
 
-    def compute_root(self) -> Func:
-        self._schedule.compute_level = "root"
-        self._version += 1
-        return self
+    def to_python_source(self) -> str:
+        """This Func's schedule as Python a person can paste after the algorithm."""
+        from .schedule import schedule_to_python
 
-    def compute_inline(self) -> Func:
-        self._schedule.compute_level = "inline"
-        self._version += 1
-        return self
+        return schedule_to_python([self])
 
     def realize(self, sizes=None, target=None):
         return self._pipeline().realize(sizes, target)
@@ -447,14 +444,17 @@ class Func:
         self._pipeline().compile_to_assembly(filename, arguments, fn_name, target)
 
 
-class Stage:
+class Stage(Schedulable):
     """One definition of a Func, for scheduling its loops (`f.update(0).vectorize(x)`)."""
 
     def __init__(self, func: Func, index: int):
-        self._func, self._index = func, index
+        self._func, self._stage_index = func, index
+
+    def _target_func(self):
+        return self._func
 
     def name(self) -> str:
-        return f"{self._func.name()}.s{self._index}"
+        return f"{self._func.name()}.s{self._stage_index}"
 
     def __repr__(self):
         return f"Stage({self.name()})"

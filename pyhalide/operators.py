@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from . import ir
 from .errors import HalideError
 from .expr import Expr, cast_ir, coerce_python, is_python_number, match_types, to_ir, wrap
@@ -101,15 +99,6 @@ def reinterpret(t: Type, e) -> Expr:
     return wrap(ir.Reinterpret(t, x))
 
 
-def _largest_float_at_most(ft: Type, value: int) -> float:
-    """The largest value of float type ft that is <= value (for exact saturating bounds)."""
-    dt = ft.to_numpy().type
-    f = dt(value)
-    if int(f) > value:
-        f = np.nextafter(f, dt(0))
-    return float(f)
-
-
 def saturating_cast(t: Type, e) -> Expr:
     """Cast with clamping to t's range instead of wrapping."""
     x = to_ir(e) if not _is_python_number(e) else to_ir(Expr(e))
@@ -121,11 +110,13 @@ def saturating_cast(t: Type, e) -> Expr:
             x = ir.Max(ir.Min(x, ir.make_const(src, t.max())), ir.make_const(src, t.min()))
         return wrap(cast_ir(t, x))
     if src.is_float():
-        lo = float(t.min())
-        hi = _largest_float_at_most(src, t.max())
-        clamped = ir.Max(ir.Min(x, ir.make_const(src, hi)), ir.make_const(src, lo))
-        # NaN becomes 0, as it is below every bound in neither direction
-        return wrap(cast_ir(t, clamped))
+        # t.max() + 1 and t.min() are powers of two (or 0), exact in every float type; t.max()
+        # itself may not be (2**31 - 1 in float32), so clamping in float could not reach it.
+        # Values in (t.min(), t.max() + 1) truncate to a value in range. (NaN is undefined.)
+        too_big = ir.GE(x, ir.make_const(src, float(t.max() + 1)))
+        too_small = ir.LE(x, ir.make_const(src, float(t.min())))
+        inner = ir.Select(too_small, ir.make_const(t, t.min()), cast_ir(t, x))
+        return wrap(ir.Select(too_big, ir.make_const(t, t.max()), inner))
     lo = builtins_max(src.min(), t.min())
     hi = builtins_min(src.max(), t.max())
     if lo > src.min():

@@ -1,11 +1,14 @@
-"""Bounds inference: define every `f.s<k>.<var>.min/.max`, and check inputs and outputs.
+"""Bounds inference: define every `f.s<k>.<var>.min/.max`, size every Realize, check inputs and outputs.
 
-Assumes: the nest from schedule_functions, with inlining done. Consumers are processed before
-their producers, so the region a producer must compute is the box of its calls in its consume
-body, written in terms of its consumers' (already defined) bounds. For a Func with updates, the
-pure stage also covers what the updates read and write of it. All lets go at the top of the
-pipeline, followed by the entry checks: input buffers must cover the box the pipeline reads, and
-the region computed of each output must lie inside its buffer. Nothing is computed before them.
+Assumes: the nest from schedule_functions, with inlining done. Funcs are processed consumers
+first. At f's compute site the region f must compute is the box of its calls in its consume body,
+written in terms of variables in scope there: loops and lets inside the body become intervals.
+For a Func with updates the pure stage also covers what the updates read and write of it. The
+lets of Funcs computed at root go at the top of the pipeline (so their producers' boxes refer to
+them by name); those of Funcs computed inside loops go just before their production. Each Realize
+covers what its Func's stages write over all iterations between its store and compute levels.
+At the top, after the root lets, the pipeline checks that input buffers cover the box it reads
+and that the region computed of each output lies inside its buffer, before computing anything.
 """
 
 from __future__ import annotations
@@ -13,10 +16,14 @@ from __future__ import annotations
 from .. import ir
 from ..bounds import Interval, box_touched
 from ..errors import CompileError
-from ..ir_mutator import IRVisitor
+from ..ir_mutator import IRMutator, IRVisitor
 from ..simplify import simplify
 from ..types import Int
+from .environment import compute_level
 from .schedule_functions import dim_bound, stage_dims
+
+_I32 = Int(32)
+_ONE = ir.make_const(_I32, 1)
 
 
 def buffer_names(f) -> list[str]:
@@ -26,28 +33,12 @@ def buffer_names(f) -> list[str]:
 
 
 def buffer_field(buffer: str, field: str, dim: int) -> ir.Variable:
-    return ir.Variable(f"{buffer}.{field}.{dim}", Int(32))
+    return ir.Variable(f"{buffer}.{field}.{dim}", _I32)
 
 
-class _FindProduceConsume(IRVisitor):
-    def __init__(self, name: str):
-        super().__init__()
-        self.name = name
-        self.produce = None
-        self.consume = None
-
-    def visit_ProducerConsumer(self, pc):
-        if pc.name == self.name:
-            if pc.is_producer:
-                self.produce = pc
-            else:
-                self.consume = pc
-        self.visit_children(pc)
-
-
-def _require(f, dim_name: str, iv: Interval, who: str) -> Interval:
-    if iv.min is None or iv.max is None:
-        side = "below" if iv.min is None else "above"
+def _require(f, dim_name: str, iv: Interval | None, who: str) -> Interval:
+    if iv is None or iv.min is None or iv.max is None:
+        side = "below" if iv is not None and iv.min is None else "above"
         raise CompileError(
             f"Can't infer the region of {f.name()} required by {who}: dimension {dim_name} is unbounded "
             f"{side}. Clamp the coordinates used to access {f.name()}."
@@ -55,64 +46,175 @@ def _require(f, dim_name: str, iv: Interval, who: str) -> Interval:
     return iv
 
 
-def bounds_inference(stmt: ir.Stmt, env) -> ir.Stmt:
+def _is_compute_block(s, name: str) -> bool:
+    return (isinstance(s, ir.Block) and len(s.stmts) == 2 and isinstance(s.stmts[0], ir.ProducerConsumer)
+            and s.stmts[0].is_producer and s.stmts[0].name == name)
+
+
+class _ComputeSite(IRMutator):
+    """Find f's `produce; consume` block, compute f's bounds there, and wrap it with the lets."""
+
+    def __init__(self, f, env, hoist: bool):
+        super().__init__()
+        self.f, self.env, self.hoist = f, env, hoist
+        self.lets: list[tuple[str, ir.Expr]] = []
+        self.checks: list[ir.Stmt] = []
+        self.found = False
+
+    def visit_Block(self, s):
+        if not _is_compute_block(s, self.f.name()):
+            return self.default(s)
+        self.found = True
+        produce, consume = s.stmts
+        self.lets, self.checks = _func_lets(self.f, self.env, produce, consume)
+        if self.hoist:
+            return s
+        body = ir.make_block([*self.checks, s])
+        for name, value in reversed(self.lets):
+            body = ir.LetStmt(name, value, body)
+        return body
+
+
+def _func_lets(f, env, produce, consume):
+    """The lets defining f's required region and its stages' loop bounds, and checks of bound()."""
+    name = f.name()
+    box = box_touched(consume.body, name)
     lets: list[tuple[str, ir.Expr]] = []
     checks: list[ir.Stmt] = []
-    one = ir.make_const(Int(32), 1)
-    for f in reversed(env.order):
-        finder = _FindProduceConsume(f.name())
-        finder.visit(stmt)
-        box = box_touched(finder.consume.body, f.name()) if finder.consume is not None else None
-        required: list[Interval] = []
-        for d, var in enumerate(f._pure_args):
-            iv = box[d] if box is not None else None
-            if env.is_output(f):
-                out = buffer_names(f)[0]
-                lo = buffer_field(out, "min", d)
-                hi = ir.Sub(ir.Add(lo, buffer_field(out, "extent", d)), one)
-                if iv is not None:
-                    _require(f, var, iv, "the other outputs")
-                    lo, hi = ir.Min(lo, iv.min), ir.Max(hi, iv.max)
-                iv = Interval(lo, hi)
-            elif iv is None:
-                raise CompileError(f"Func {f.name()} is realized but never used")
-            required.append(_require(f, var, iv, "its consumers"))
-        for d, var in enumerate(f._pure_args):
-            lets.append((f"{f.name()}.{var}.min", simplify(required[d].min)))
-            lets.append((f"{f.name()}.{var}.max", simplify(required[d].max)))
-        req_var = {
-            var: (ir.Variable(f"{f.name()}.{var}.min", Int(32)), ir.Variable(f"{f.name()}.{var}.max", Int(32)))
-            for var in f._pure_args
-        }
-        n_stages = len(f.definitions())
-        for s in range(1, n_stages):
-            for var, pure in stage_dims(f, s):
-                if pure:
-                    lets.append((dim_bound(f, s, var, "min").name, req_var[var][0]))
-                    lets.append((dim_bound(f, s, var, "max").name, req_var[var][1]))
-        footprint = None
-        if n_stages > 1:
-            updates = ir.make_block(finder.produce.body.stmts[1:])
-            footprint = box_touched(updates, f.name(), include_provides=True)
-        for d, var in enumerate(f._pure_args):
-            lo, hi = req_var[var]
-            if footprint is not None:
-                iv = _require(f, var, footprint[d], "its own update definitions")
-                lo, hi = simplify(ir.Min(lo, iv.min)), simplify(ir.Max(hi, iv.max))
-            lets.append((dim_bound(f, 0, var, "min").name, lo))
-            lets.append((dim_bound(f, 0, var, "max").name, hi))
+    for d, var in enumerate(f._pure_args):
+        iv = box[d] if box is not None else None
         if env.is_output(f):
-            checks.extend(_output_checks(f))
-    checks = _input_checks(stmt, env) + checks
+            out = buffer_names(f)[0]
+            lo = buffer_field(out, "min", d)
+            hi = ir.Sub(ir.Add(lo, buffer_field(out, "extent", d)), _ONE)
+            if iv is not None:
+                iv = _require(f, var, iv, "the other outputs")
+                lo, hi = ir.Min(lo, iv.min), ir.Max(hi, iv.max)
+            iv = Interval(lo, hi)
+        elif iv is None:
+            raise CompileError(f"Func {name} is computed but never used where it is computed")
+        iv = _require(f, var, iv, "its consumers")
+        iv, extra = _apply_bound_directive(f, var, iv)
+        checks.extend(extra)
+        lets.append((f"{name}.{var}.min", simplify(iv.min)))
+        lets.append((f"{name}.{var}.max", simplify(iv.max)))
+    req = {v: (ir.Variable(f"{name}.{v}.min", _I32), ir.Variable(f"{name}.{v}.max", _I32)) for v in f._pure_args}
+    n_stages = len(f.definitions())
+    for s in range(1, n_stages):
+        for var, pure in stage_dims(f, s):
+            if pure:
+                lets.append((dim_bound(f, s, var, "min").name, req[var][0]))
+                lets.append((dim_bound(f, s, var, "max").name, req[var][1]))
+    footprint = None
+    if n_stages > 1:
+        updates = ir.make_block(produce.body.stmts[1:])
+        footprint = box_touched(updates, name, include_provides=True)
+    for d, var in enumerate(f._pure_args):
+        lo, hi = req[var]
+        if footprint is not None:
+            iv = _require(f, var, footprint[d], "its own update definitions")
+            lo, hi = simplify(ir.Min(lo, iv.min)), simplify(ir.Max(hi, iv.max))
+        lets.append((dim_bound(f, 0, var, "min").name, lo))
+        lets.append((dim_bound(f, 0, var, "max").name, hi))
+    return lets, checks
+
+
+def _apply_bound_directive(f, var: str, needed: Interval):
+    """bound / bound_extent / align_bounds: the region to compute instead, and the checks that the
+    consumers' needs fit inside it."""
+    directive = f._schedule.bounds.get(var)
+    if directive is None:
+        return needed, []
+    kind, a, b = directive
+    if kind == "align":
+        modulus, remainder = ir.make_const(_I32, a), ir.make_const(_I32, b)
+        lo = ir.Add(ir.Mul(ir.Div(ir.Sub(needed.min, remainder), modulus), modulus), remainder)
+        hi = ir.Sub(ir.Add(ir.Mul(ir.Div(ir.Add(ir.Sub(needed.max, remainder), modulus), modulus), modulus),
+                           remainder), _ONE)
+        return Interval(lo, hi), []
+    if kind == "bound":
+        lo = a
+        hi = ir.Sub(ir.Add(a, b), _ONE)
+    else:  # bound_extent
+        lo = needed.min
+        hi = ir.Sub(ir.Add(needed.min, b), _ONE)
+    checks = [
+        ir.AssertStmt(ir.GE(needed.min, lo), f"Bounds given for {var} in {f.name()} (from {{}} to {{}}) do not "
+                      f"cover required region (from {{}} to {{}})", (lo, hi, needed.min, needed.max)),
+        ir.AssertStmt(ir.LE(needed.max, hi), f"Bounds given for {var} in {f.name()} (from {{}} to {{}}) do not "
+                      f"cover required region (from {{}} to {{}})", (lo, hi, needed.min, needed.max)),
+    ]
+    return Interval(lo, hi), checks
+
+
+class _SizeRealize(IRMutator):
+    """Give f's Realize the box its stages write inside it."""
+
+    def __init__(self, f):
+        super().__init__()
+        self.f = f
+
+    def visit_Realize(self, r):
+        if r.name != self.f.name():
+            return self.default(r)
+        box = box_touched(r.body, r.name, include_provides=True, include_calls=False)
+        bounds = []
+        for d, var in enumerate(self.f._pure_args):
+            iv = _require(self.f, var, box[d] if box else None, "the storage of its own stages")
+            bounds.append((iv.min, simplify(ir.Add(ir.Sub(iv.max, iv.min), _ONE))))
+        return ir.Realize(r.name, r.types, tuple(bounds), r.body, func=r.func)
+
+
+class _CallsOutside(IRVisitor):
+    """Is f called anywhere outside its own Realize?"""
+
+    def __init__(self, name: str):
+        super().__init__()
+        self.name, self.depth, self.found = name, 0, False
+
+    def visit_Realize(self, r):
+        if r.name == self.name:
+            return
+        self.visit_children(r)
+
+    def visit_Call(self, c):
+        if c.call_type == ir.HALIDE and c.name == self.name:
+            self.found = True
+        self.visit_children(c)
+
+
+def bounds_inference(stmt: ir.Stmt, env) -> ir.Stmt:
+    top_lets: list[tuple[str, ir.Expr]] = []
+    checks: list[ir.Stmt] = []
+    for f in reversed(env.order):
+        hoist = compute_level(f).is_root()
+        site = _ComputeSite(f, env, hoist)
+        stmt = site.mutate(stmt)
+        if not site.found:
+            raise CompileError(f"internal: no production of {f.name()} in the loop nest")
+        if hoist:
+            top_lets.extend(site.lets)
+            checks.extend(site.checks)
+        if not env.is_output(f):
+            outside = _CallsOutside(f.name())
+            outside.visit(stmt)
+            if outside.found:
+                raise CompileError(
+                    f"Func {f.name()} is computed at {compute_level(f)}, but it is also used outside that loop. "
+                    "Compute it at a level that encloses all its uses (or at root).")
+            stmt = _SizeRealize(f).mutate(stmt)
+    for f in env.outputs:
+        checks.extend(_output_checks(stmt, f))
+    checks = _input_checks(stmt) + checks
     body = ir.make_block([*checks, stmt])
-    for name, value in reversed(lets):
+    for name, value in reversed(top_lets):
         body = ir.LetStmt(name, value, body)
     return body
 
 
 def _range_checks(kind: str, buffer: str, dim: int, lo: ir.Expr, hi: ir.Expr) -> list[ir.Stmt]:
     bmin = buffer_field(buffer, "min", dim)
-    bmax = ir.Sub(ir.Add(bmin, buffer_field(buffer, "extent", dim)), ir.make_const(Int(32), 1))
+    bmax = ir.Sub(ir.Add(bmin, buffer_field(buffer, "extent", dim)), _ONE)
     return [
         ir.AssertStmt(
             ir.GE(lo, bmin),
@@ -127,15 +229,19 @@ def _range_checks(kind: str, buffer: str, dim: int, lo: ir.Expr, hi: ir.Expr) ->
     ]
 
 
-def _output_checks(f) -> list[ir.Stmt]:
+def _output_checks(stmt, f) -> list[ir.Stmt]:
+    """An output is written where its stages' loops go, which RoundUp or ShiftInwards splits can take
+    beyond the region asked for: check the written box itself against the buffer."""
+    box = box_touched(stmt, f.name(), include_provides=True, include_calls=False)
     out = []
     for buf in buffer_names(f):
         for d, var in enumerate(f._pure_args):
-            out += _range_checks("Output", buf, d, dim_bound(f, 0, var, "min"), dim_bound(f, 0, var, "max"))
+            iv = _require(f, var, box[d], "its own stages")
+            out += _range_checks("Output", buf, d, iv.min, iv.max)
     return out
 
 
-def _input_checks(stmt: ir.Stmt, env) -> list[ir.Stmt]:
+def _input_checks(stmt: ir.Stmt) -> list[ir.Stmt]:
     from .environment import collect_inputs
 
     images, _ = collect_inputs(stmt)

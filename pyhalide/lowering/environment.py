@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from .. import ir
 from ..errors import CompileError
 from ..ir_mutator import IRVisitor
-from ..schedule import DEFAULT, INLINE
+from ..schedule import LoopLevel
 
 
 def definition_exprs(func):
@@ -102,16 +102,34 @@ def build_environment(outputs) -> Environment:
     env = Environment(list(outputs), funcs, [])
     for name in order_names:
         f = funcs[name]
-        level = f._schedule.compute_level
+        sched = f._schedule
         if env.is_output(f):
+            if sched.compute_level.kind == "at" or sched.explicit_inline:
+                raise CompileError(f"Func {name} is an output of the pipeline, so it is computed at root; it can't "
+                                   f"be scheduled {sched.compute_level}")
             env.order.append(f)
-        elif level == INLINE or (level == DEFAULT and not f.has_update_definition()):
+        elif sched.explicit_inline or (sched.is_default and not f.has_update_definition()):
             if f.has_update_definition():
                 raise CompileError(f"Func {name} has update definitions and cannot be inlined")
+            if any(s.initialized and (s.splits or any(d.for_type != "serial" for d in s.dims))
+                   for s in sched.stages):
+                raise CompileError(f"Func {name} is inlined but its loops are scheduled (split, vectorize ...); "
+                                   "compute it somewhere (compute_root or compute_at) or remove those directives")
             env.inlined.add(name)
         else:
             env.order.append(f)
     return env
+
+
+def compute_level(f):
+    """The LoopLevel where f is computed: default-scheduled Funcs with updates go to root."""
+    level = f._schedule.compute_level
+    return level if level.kind == "at" else LoopLevel.root()
+
+
+def store_level(f):
+    level = f._schedule.store_level
+    return compute_level(f) if level is None or level.is_inlined() else level
 
 
 def collect_inputs(node) -> tuple[dict, dict]:

@@ -1,16 +1,25 @@
-"""Build the loop nest: one Realize per computed Func, its stages' loops, then its consumers.
+"""Build the loop nest from the schedule: each stage's loops, and each Func placed where it is computed.
 
 Assumes: the environment's realization order (producers first). Guarantees: every computed Func f
-has `Realize f { produce f {stages}; consume f {...} }` (outputs have no Realize), loops named
-`f.s<stage>.<var>` whose bounds are the free variables `f.s<stage>.<var>.min/.max`, which
-bounds inference defines next.
+has `produce f {stages}; consume f {...}` at its compute level and (unless it is an output) a
+`Realize f` at its store level, with empty bounds for bounds inference to fill. Loops are named
+`f.s<stage>.<dim>`; the pure dimensions of each stage range over the free variables
+`f.s<stage>.<var>.min/.max`, which bounds inference defines next. Split, fused and renamed
+variables are rebuilt with lets placed just inside the innermost loop they depend on, and
+GuardWithIf tails become ifs at that same place.
 """
 
 from __future__ import annotations
 
 from .. import ir
-from ..ir_mutator import substitute
+from ..errors import CompileError
+from ..ir_mutator import IRMutator, free_variables, substitute
+from ..schedule import PARALLEL, SERIAL, UNROLLED, VECTORIZED, Dim, TailStrategy
 from ..types import Int
+from .environment import compute_level, store_level
+
+_FOR_TYPES = {SERIAL: ir.SERIAL, PARALLEL: ir.PARALLEL, VECTORIZED: ir.VECTORIZED, UNROLLED: ir.UNROLLED}
+_I32 = Int(32)
 
 
 def stage_prefix(f, stage: int) -> str:
@@ -18,7 +27,7 @@ def stage_prefix(f, stage: int) -> str:
 
 
 def stage_dims(f, stage: int) -> list[tuple[str, bool]]:
-    """The loop dimensions of a stage, innermost first, as (name, is_pure_var)."""
+    """The default loop dimensions of a stage, innermost first, as (name, is_pure_var)."""
     d = f.definitions()[stage]
     if stage == 0:
         return [(v, True) for v in f._pure_args]
@@ -26,31 +35,112 @@ def stage_dims(f, stage: int) -> list[tuple[str, bool]]:
     return [(rv.name, False) for rv in d.rvars] + [(v, True) for v in f._pure_args if v in lhs_vars]
 
 
+def stage_schedule(f, stage: int):
+    sched = f._schedule.stages[stage]
+    if not sched.initialized:
+        sched.dims = [Dim(n, n, SERIAL, not pure) for n, pure in stage_dims(f, stage)]
+        sched.initialized = True
+    return sched
+
+
 def dim_bound(f, stage: int, var: str, which: str) -> ir.Variable:
-    return ir.Variable(f"{stage_prefix(f, stage)}{var}.{which}", Int(32))
+    return ir.Variable(f"{stage_prefix(f, stage)}{var}.{which}", _I32)
+
+
+def loop_name(f, stage: int, internal: str) -> str:
+    return stage_prefix(f, stage) + internal
+
+
+def _c(v: int) -> ir.Expr:
+    return ir.make_const(_I32, v)
+
+
+def _resolve_tail(tail: str, stage: int, is_rvar: bool, where: str) -> str:
+    if tail == TailStrategy.Auto:
+        if is_rvar:
+            return TailStrategy.GuardWithIf
+        return TailStrategy.ShiftInwards if stage == 0 else TailStrategy.RoundUp
+    if tail in (TailStrategy.PredicateLoads, TailStrategy.PredicateStores):
+        return TailStrategy.GuardWithIf  # same meaning; the guard becomes a predicate where vectorized
+    if stage > 0 and tail == TailStrategy.ShiftInwards:
+        raise CompileError(f"{where}: TailStrategy ShiftInwards is not legal in an update definition: it would "
+                           "apply the update twice to some elements. Use RoundUp or GuardWithIf.")
+    return tail
 
 
 def build_stage(f, stage: int) -> ir.Stmt:
-    """The loop nest of one definition of f, with symbolic bounds for its pure dimensions."""
+    """The loop nest of one definition of f, from its schedule."""
     d = f.definitions()[stage]
+    sched = stage_schedule(f, stage)
     prefix = stage_prefix(f, stage)
-    dims = stage_dims(f, stage)
-    subst = {name: ir.Variable(prefix + name, Int(32)) for name, _ in dims}
-    rvar_bounds = {rv.name: rv for rv in d.rvars}
-    values = tuple(substitute(subst, v) for v in d.values)
-    args = tuple(substitute(subst, a) for a in d.args)
-    body: ir.Stmt = ir.Provide(f.name(), values, args, func=f)
-    if d.predicate is not None:
-        body = ir.IfThenElse(substitute(subst, d.predicate), body)
-    one = ir.make_const(Int(32), 1)
-    for name, pure in dims:
+    where = f"In schedule for {f.name()}.s{stage}"
+
+    def var(internal: str) -> ir.Variable:
+        return ir.Variable(prefix + internal, _I32)
+
+    # min and extent of every dimension, original and derived, by internal name
+    bounds: dict[str, tuple[ir.Expr, ir.Expr]] = {}
+    rvars = {rv.name: rv for rv in d.rvars}
+    is_rvar: dict[str, bool] = {}
+    for name, pure in stage_dims(f, stage):
         if pure:
             lo = dim_bound(f, stage, name, "min")
-            extent = ir.Add(ir.Sub(dim_bound(f, stage, name, "max"), lo), one)
+            bounds[name] = (lo, ir.Add(ir.Sub(dim_bound(f, stage, name, "max"), lo), _c(1)))
         else:
-            rv = rvar_bounds[name]
-            lo, extent = substitute(subst, rv.min), substitute(subst, rv.extent)
-        body = ir.For(prefix + name, lo, extent, ir.SERIAL, body)
+            bounds[name] = (rvars[name].min, rvars[name].extent)
+        is_rvar[name] = not pure
+
+    items: list[tuple[str, str, ir.Expr]] = []  # ("let", name, value) / ("guard", "", cond), last first
+    for sp in sched.splits:
+        if sp.kind == "split":
+            old_min, old_ext = bounds[sp.old]
+            tail = _resolve_tail(sp.tail, stage, is_rvar[sp.old], where)
+            factor = _c(sp.factor)
+            bounds[sp.inner] = (_c(0), factor)
+            bounds[sp.outer] = (_c(0), ir.Div(ir.Add(old_ext, _c(sp.factor - 1)), factor))
+            is_rvar[sp.inner] = is_rvar[sp.outer] = is_rvar[sp.old]
+            base = ir.Mul(var(sp.outer), factor)
+            if tail == TailStrategy.ShiftInwards:
+                base = ir.Min(base, ir.Sub(old_ext, factor))
+            offset = ir.Add(base, var(sp.inner))
+            if tail == TailStrategy.GuardWithIf:
+                items.append(("guard", "", ir.LT(offset, old_ext)))
+            items.append(("let", sp.old, ir.Add(offset, old_min)))
+        elif sp.kind == "fuse":
+            (in_min, in_ext), (out_min, out_ext) = bounds[sp.old], bounds[sp.outer]
+            bounds[sp.inner] = (_c(0), ir.Mul(in_ext, out_ext))
+            is_rvar[sp.inner] = is_rvar[sp.old] or is_rvar[sp.outer]
+            items.append(("let", sp.old, ir.Add(ir.Mod(var(sp.inner), in_ext), in_min)))
+            items.append(("let", sp.outer, ir.Add(ir.Div(var(sp.inner), in_ext), out_min)))
+        else:  # rename
+            bounds[sp.outer] = bounds[sp.old]
+            is_rvar[sp.outer] = is_rvar[sp.old]
+            items.append(("let", sp.old, var(sp.outer)))
+    items.reverse()  # later splits define the variables earlier ones use
+
+    subst = {name: var(name) for name, _ in stage_dims(f, stage)}
+    body: ir.Stmt = ir.Provide(f.name(), tuple(substitute(subst, v) for v in d.values),
+                               tuple(substitute(subst, a) for a in d.args), func=f)
+    if d.predicate is not None:
+        items.append(("guard", "", substitute(subst, d.predicate)))
+
+    # place each let and guard just inside the innermost loop it depends on
+    loops = list(reversed(sched.dims))  # outermost first
+    depth = {prefix + dim.internal: i for i, dim in enumerate(loops)}
+    placed: list[list] = [[] for _ in range(len(loops) + 1)]
+    for kind, name, value in items:
+        deps = [depth[v] for v in free_variables(value) if v in depth]
+        level = max(deps) + 1 if deps else 0
+        if kind == "let":
+            depth[prefix + name] = level - 1
+        placed[level].append((kind, name, value))
+    for level in range(len(loops), -1, -1):
+        for kind, name, value in reversed(placed[level]):
+            body = ir.LetStmt(prefix + name, value, body) if kind == "let" else ir.IfThenElse(value, body)
+        if level > 0:
+            dim = loops[level - 1]
+            lo, ext = bounds[dim.internal]
+            body = ir.For(prefix + dim.internal, lo, ext, _FOR_TYPES[dim.for_type], body)
     return body
 
 
@@ -59,20 +149,86 @@ def build_produce(f) -> ir.Stmt:
     return ir.ProducerConsumer(f.name(), True, ir.make_block(stages))
 
 
+class _InjectAt(IRMutator):
+    """Wrap the body of the loop named `loop` with `wrap(body)`."""
+
+    def __init__(self, loop: str, wrap):
+        super().__init__()
+        self.loop, self.wrap, self.found = loop, wrap, False
+
+    def visit_For(self, s):
+        if s.name == self.loop:
+            self.found = True
+            return ir.For(s.name, s.min, s.extent, s.for_type, self.wrap(s.body))
+        return self.default(s)
+
+
+def _level_loop(env, f, level, what: str) -> str:
+    """The loop name a LoopLevel refers to, with an error naming the Func, stage and var if absent."""
+    g = env.funcs.get(level.func_name)
+    if g is None:
+        raise CompileError(f"Func {f.name()} is {what} {level.func_name}, which is not used by this pipeline")
+    if g.name() in env.inlined:
+        raise CompileError(f"Func {f.name()} is {what} {g.name()}.{level.var_name}, but {g.name()} is inlined, so "
+                           "it has no loops. Schedule it with compute_root or compute_at.")
+    n_stages = len(g.definitions())
+    stage = level.stage_index if level.stage_index >= 0 else n_stages - 1
+    if stage >= n_stages:
+        raise CompileError(f"Func {f.name()} is {what} stage {stage} of {g.name()}, which has {n_stages} stages")
+    sched = stage_schedule(g, stage)
+    dim = sched.find(level.var_name)
+    if dim is None:
+        loops = ", ".join(x.name for x in reversed(sched.dims))
+        raise CompileError(f"Func {f.name()} is {what} {g.name()}.s{stage}.{level.var_name}, but stage {stage} of "
+                           f"{g.name()} has no loop {level.var_name} (its loops, outermost first, are: {loops})")
+    return loop_name(g, stage, dim.internal)
+
+
 def schedule_functions(env) -> ir.Stmt:
-    """Nest the realizations of all computed Funcs at root, consumers innermost."""
+    """Place each computed Func's production at its compute level, consumers first."""
     stmt: ir.Stmt = ir.make_block([])
-    one = ir.make_const(Int(32), 1)
     for f in reversed(env.order):
         produce = build_produce(f)
-        consume = ir.ProducerConsumer(f.name(), False, stmt)
-        body = ir.make_block([produce, consume])
+
+        def computed(body, f=f, produce=produce):
+            return ir.make_block([produce, ir.ProducerConsumer(f.name(), False, body)])
+
+        def realized(body, f=f):
+            return ir.Realize(f.name(), tuple(f.types()), (), body, func=f)
+
+        clevel, slevel = compute_level(f), store_level(f)
         if env.is_output(f):
-            stmt = body
+            stmt = computed(stmt)
             continue
-        bounds = tuple(
-            (dim_bound(f, 0, v, "min"), ir.Add(ir.Sub(dim_bound(f, 0, v, "max"), dim_bound(f, 0, v, "min")), one))
-            for v in f._pure_args
-        )
-        stmt = ir.Realize(f.name(), tuple(f.types()), bounds, body, func=f)
+        if clevel.is_root():
+            stmt = realized(computed(stmt))
+            continue
+        compute_loop = _level_loop(env, f, clevel, "computed at")
+        if slevel == clevel:
+            stmt = _inject(stmt, compute_loop, lambda b, c=computed, r=realized: r(c(b)), f, "computed at")
+            continue
+        if slevel.is_root():
+            stmt = realized(_inject(stmt, compute_loop, computed, f, "computed at"))
+            continue
+        store_loop = _level_loop(env, f, slevel, "stored at")
+        inner = _InjectAt(compute_loop, computed)
+
+        def store_wrap(body, inner=inner, realized=realized):
+            return realized(inner.mutate(body))
+
+        outer = _InjectAt(store_loop, store_wrap)
+        stmt = outer.mutate(stmt)
+        if not outer.found:
+            raise CompileError(f"Func {f.name()} is stored at loop {store_loop}, which does not exist here")
+        if not inner.found:
+            raise CompileError(f"Func {f.name()} is stored at {store_loop} but computed at {compute_loop}, which is "
+                               "not inside it: the store level must be at or outside the compute level")
+    return stmt
+
+
+def _inject(stmt, loop: str, wrap, f, what: str) -> ir.Stmt:
+    injector = _InjectAt(loop, wrap)
+    stmt = injector.mutate(stmt)
+    if not injector.found:
+        raise CompileError(f"Func {f.name()} is {what} loop {loop}, which does not exist in the loop nest")
     return stmt

@@ -35,12 +35,16 @@ class _Flatten(IRMutator):
         for name, t in zip(reversed(names), reversed(r.types)):
             extents = tuple(ir.Variable(f"{name}.extent.{d}", Int(32)) for d in range(len(r.bounds)))
             inner = ir.Allocate(name, t, extents, body)
-            # define the descriptor variables: dense strides, dimension 0 innermost
+            # define the descriptor variables: dense strides, in storage order (dimension 0
+            # innermost unless reorder_storage said otherwise)
             lets = []
-            stride: ir.Expr = ir.make_const(Int(32), 1)
             for d, (lo, ext) in enumerate(r.bounds):
                 lets.append((f"{name}.min.{d}", lo))
                 lets.append((f"{name}.extent.{d}", ext))
+            order = r.func._schedule.storage_order or r.func._pure_args
+            stride: ir.Expr = ir.make_const(Int(32), 1)
+            for var in order:
+                d = r.func._pure_args.index(var)
                 lets.append((f"{name}.stride.{d}", stride))
                 stride = ir.Mul(stride, ir.Variable(f"{name}.extent.{d}", Int(32)))
             for n, v in reversed(lets):

@@ -1,0 +1,404 @@
+"""The scheduling directives of Funcs and Stages, with Halide 21's names and meanings.
+
+Each directive checks its arguments against the stage's current loops, updates the schedule
+data (schedule.py) and logs itself; errors name the Func, the stage, the dimension and the
+numbers. `Func` schedules its pure definition; `f.update(i)` returns a Stage for update i.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from . import ir
+from .errors import CompileError
+from .schedule import (
+    PARALLEL,
+    SERIAL,
+    UNROLLED,
+    VECTORIZED,
+    Dim,
+    LoopLevel,
+    Split,
+    StageSchedule,
+    TailStrategy,
+)
+
+_tmp_names = itertools.count()
+
+
+def _var_name(v) -> str:
+    if isinstance(v, str):
+        return v
+    name = getattr(v, "name", None)
+    if callable(name):
+        return name()
+    raise CompileError(f"Expected a Var or RVar, got {v!r}")
+
+
+def _is_rvar_arg(v) -> bool:
+    from .var import RDom, RVar
+
+    return isinstance(v, RVar | RDom)
+
+
+def _json_var(v) -> dict:
+    return {"var": _var_name(v), "rvar": _is_rvar_arg(v)}
+
+
+def _positive_int(where: str, what: str, value) -> int:
+    from .expr import Expr
+
+    if isinstance(value, Expr):
+        c = ir.const_int(value.ir())
+        if c is None:
+            raise CompileError(f"{where}: {what} must be a constant integer, got {value}")
+        value = c
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise CompileError(f"{where}: {what} must be an integer, got {value!r}")
+    if value <= 0:
+        raise CompileError(f"{where}: {what} must be positive, got {value}")
+    return value
+
+
+class Schedulable:
+    """Directive methods shared by Func (its pure stage) and Stage (an update)."""
+
+    _stage_index = 0
+
+    # ---- helpers
+    def _target_func(self):
+        raise NotImplementedError
+
+    def _where(self) -> str:
+        return f"In schedule for {self._target_func().name()}.s{self._stage_index}"
+
+    def _stage(self) -> StageSchedule:
+        f = self._target_func()
+        f._require_defined()
+        sched = f._schedule.stages[self._stage_index]
+        if not sched.initialized:
+            from .lowering.schedule_functions import stage_dims
+
+            sched.dims = [Dim(n, n, SERIAL, not pure) for n, pure in stage_dims(f, self._stage_index)]
+            sched.initialized = True
+        return sched
+
+    def _log(self, method: str, *args) -> None:
+        f = self._target_func()
+        f._schedule.log.append((self._stage_index, method, list(args)))
+        f._version += 1
+
+    def _dim(self, v, what: str) -> Dim:
+        sched = self._stage()
+        name = _var_name(v)
+        d = sched.find(name)
+        if d is None:
+            loops = ", ".join(x.name for x in reversed(sched.dims)) or "none"
+            raise CompileError(f"{self._where()}: {what} of unknown dimension {name} (the loops, outermost first, "
+                               f"are: {loops})")
+        return d
+
+    def _fresh(self, base: str) -> str:
+        return f"{base}.{next(_tmp_names)}"
+
+    def _require_unique(self, name: str, what: str) -> None:
+        if self._stage().find(name) is not None:
+            raise CompileError(f"{self._where()}: {what} would create a second dimension named {name}")
+
+    # ---- loop structure
+    def split(self, old, outer, inner, factor, tail=TailStrategy.Auto):
+        where = self._where()
+        factor = _positive_int(f"{where}: split of {_var_name(old)}", "the split factor", factor)
+        if tail not in TailStrategy.ALL:
+            raise CompileError(f"{where}: unknown tail strategy {tail!r}")
+        self._split(old, _var_name(outer), _var_name(inner), factor, tail)
+        self._log("split", _json_var(old), _json_var(outer), _json_var(inner), factor, tail)
+        return self
+
+    def _split(self, old, outer: str, inner: str, factor: int, tail: str):
+        sched = self._stage()
+        d = self._dim(old, "split")
+        if d.is_rvar and tail == TailStrategy.RoundUp:
+            raise CompileError(f"{self._where()}: can't split RVar {d.name} with TailStrategy RoundUp: it would "
+                               "change the reduction domain. Use GuardWithIf.")
+        if d.is_rvar and tail == TailStrategy.ShiftInwards:
+            raise CompileError(f"{self._where()}: can't split RVar {d.name} with TailStrategy ShiftInwards: it "
+                               "would apply some updates twice. Use GuardWithIf.")
+        if outer == inner:
+            raise CompileError(f"{self._where()}: split of {d.name} needs two different names, got {outer} twice")
+        for n in (outer, inner):
+            if n != d.name:
+                self._require_unique(n, f"split of {d.name}")
+        i = sched.index(d.name)
+        inner_dim = Dim(inner, f"{d.internal}.{inner}", SERIAL, d.is_rvar)
+        outer_dim = Dim(outer, f"{d.internal}.{outer}", d.for_type if d.for_type == PARALLEL else SERIAL,
+                        d.is_rvar, d.task_size)
+        sched.dims[i : i + 1] = [inner_dim, outer_dim]
+        sched.splits.append(Split("split", d.internal, outer_dim.internal, inner_dim.internal, factor, tail))
+        return outer_dim, inner_dim
+
+    def fuse(self, inner, outer, fused):
+        sched = self._stage()
+        di, do = self._dim(inner, "fuse"), self._dim(outer, "fuse")
+        if di is do:
+            raise CompileError(f"{self._where()}: can't fuse {di.name} with itself")
+        name = _var_name(fused)
+        if name not in (di.name, do.name):
+            self._require_unique(name, "fuse")
+        fused_dim = Dim(name, f"{do.internal}.{name}.fused", SERIAL, di.is_rvar or do.is_rvar)
+        sched.dims.remove(di)
+        sched.dims[sched.dims.index(do)] = fused_dim
+        sched.splits.append(Split("fuse", di.internal, do.internal, fused_dim.internal))
+        self._log("fuse", _json_var(inner), _json_var(outer), _json_var(fused))
+        return self
+
+    def rename(self, old, new):
+        sched = self._stage()
+        d = self._dim(old, "rename")
+        name = _var_name(new)
+        self._require_unique(name, f"rename of {d.name}")
+        renamed = Dim(name, f"{d.internal}.{name}.renamed", d.for_type, d.is_rvar, d.task_size)
+        sched.dims[sched.index(d.name)] = renamed
+        sched.splits.append(Split("rename", d.internal, renamed.internal))
+        self._log("rename", _json_var(old), _json_var(new))
+        return self
+
+    def reorder(self, *vars):
+        if len(vars) == 1 and isinstance(vars[0], list | tuple):
+            vars = tuple(vars[0])
+        sched = self._stage()
+        dims = [self._dim(v, "reorder") for v in vars]
+        if len({id(d) for d in dims}) != len(dims):
+            raise CompileError(f"{self._where()}: reorder names a dimension twice")
+        positions = sorted(sched.dims.index(d) for d in dims)
+        new = list(sched.dims)
+        for pos, d in zip(positions, dims):
+            new[pos] = d
+        self._check_reorder_legal(sched.dims, new)
+        sched.dims = new
+        self._log("reorder", *[_json_var(v) for v in vars])
+        return self
+
+    def _check_reorder_legal(self, old: list[Dim], new: list[Dim]) -> None:
+        """RVars keep their relative order unless the update is associative; pure Vars may cross
+        RVars only where the update reads its own Func at the same pure coordinates."""
+        if self._stage_index == 0:
+            return
+        f = self._target_func()
+        from .lowering.legality import pure_var_crossing_is_safe, update_is_associative
+
+        old_r = [d.internal for d in old if d.is_rvar]
+        new_r = [d.internal for d in new if d.is_rvar]
+        sched = self._stage()
+        if old_r != new_r and not (sched.atomic or sched.allow_race_conditions or
+                                   update_is_associative(f, self._stage_index)):
+            raise CompileError(
+                f"{self._where()}: can't reorder RVars {', '.join(old_r)} because it may change the meaning of the "
+                "algorithm (the update is not an associative reduction)")
+
+        def rank(dims):
+            return {d.internal: i for i, d in enumerate(dims)}
+
+        ro, rn = rank(old), rank(new)
+        for p in (d for d in old if not d.is_rvar):
+            for r in (d for d in old if d.is_rvar):
+                if (ro[p.internal] < ro[r.internal]) != (rn[p.internal] < rn[r.internal]):
+                    if not pure_var_crossing_is_safe(f, self._stage_index, p.name):
+                        raise CompileError(
+                            f"{self._where()}: can't reorder pure Var {p.name} across RVar {r.name}: the update "
+                            f"reads {f.name()} at other values of {p.name}, so the order matters")
+
+    def tile(self, *args, tail=TailStrategy.Auto):
+        """tile(x, y, xo, yo, xi, yi, xf, yf[, tail]) or tile(x, y, xi, yi, xf, yf[, tail]);
+        the 3-D forms take three of each."""
+        args = list(args)
+        if args and isinstance(args[-1], str) and args[-1] in TailStrategy.ALL:
+            tail = args.pop()
+        n = 3 if len(args) in (9, 12) else 2
+        if len(args) == 4 * n:
+            vs, outs, ins, factors = args[:n], args[n : 2 * n], args[2 * n : 3 * n], args[3 * n :]
+        elif len(args) == 3 * n:
+            vs, ins, factors = args[:n], args[n : 2 * n], args[2 * n :]
+            outs = vs
+        else:
+            raise CompileError(f"{self._where()}: tile takes (x, y, xo, yo, xi, yi, xf, yf) or (x, y, xi, yi, xf, "
+                               f"yf) or their 3-D forms, got {len(args)} arguments")
+        for v, o, i, fct in zip(vs, outs, ins, factors):
+            self.split(v, o, i, fct, tail)
+        self.reorder(*ins, *outs)
+        return self
+
+    # ---- loop kinds
+    def _set_for_type(self, v, for_type: str, what: str):
+        d = self._dim(v, what)
+        if d.is_rvar and for_type in (PARALLEL, VECTORIZED):
+            from .lowering.legality import rvar_loop_is_race_free
+
+            sched = self._stage()
+            f = self._target_func()
+            if not (sched.atomic or sched.allow_race_conditions or
+                    rvar_loop_is_race_free(f, self._stage_index, d.name)):
+                raise CompileError(
+                    f"{self._where()}: can't {what} RVar {d.name}: different iterations may write the same element "
+                    f"of {f.name()} (a race). Call .atomic() or .allow_race_conditions() on the stage, or use rfactor.")
+        d.for_type = for_type
+        return d
+
+    def vectorize(self, v, factor=None, tail=TailStrategy.Auto):
+        if factor is None:
+            self._set_for_type(v, VECTORIZED, "vectorize")
+            self._log("vectorize", _json_var(v))
+            return self
+        factor = _positive_int(f"{self._where()}: vectorize of {_var_name(v)}", "the vector width", factor)
+        d = self._dim(v, "vectorize")
+        inner = self._fresh(f"{d.name}.v")
+        self._split(v, d.name, inner, factor, tail)
+        self._set_for_type(inner, VECTORIZED, "vectorize")
+        self._log("vectorize", _json_var(v), factor, tail)
+        return self
+
+    def unroll(self, v, factor=None, tail=TailStrategy.Auto):
+        if factor is None:
+            self._set_for_type(v, UNROLLED, "unroll")
+            self._log("unroll", _json_var(v))
+            return self
+        factor = _positive_int(f"{self._where()}: unroll of {_var_name(v)}", "the unroll factor", factor)
+        d = self._dim(v, "unroll")
+        inner = self._fresh(f"{d.name}.u")
+        self._split(v, d.name, inner, factor, tail)
+        self._set_for_type(inner, UNROLLED, "unroll")
+        self._log("unroll", _json_var(v), factor, tail)
+        return self
+
+    def parallel(self, v, task_size=None, tail=TailStrategy.Auto):
+        if task_size is None:
+            self._set_for_type(v, PARALLEL, "parallelize")
+            self._log("parallel", _json_var(v))
+            return self
+        task_size = _positive_int(f"{self._where()}: parallel of {_var_name(v)}", "the task size", task_size)
+        d = self._dim(v, "parallelize")
+        inner = self._fresh(f"{d.name}.p")
+        self._split(v, d.name, inner, task_size, tail)
+        self._set_for_type(d.name, PARALLEL, "parallelize")
+        self._log("parallel", _json_var(v), task_size, tail)
+        return self
+
+    def serial(self, v):
+        self._dim(v, "serial").for_type = SERIAL
+        self._log("serial", _json_var(v))
+        return self
+
+    def atomic(self, override_associativity_test: bool = False):
+        self._stage().atomic = True
+        self._log("atomic", override_associativity_test)
+        return self
+
+    def allow_race_conditions(self):
+        self._stage().allow_race_conditions = True
+        self._log("allow_race_conditions")
+        return self
+
+
+class FuncScheduling(Schedulable):
+    """Directives that apply to a whole Func: placement and storage."""
+
+    def _target_func(self):
+        return self
+
+    def _loop_level(self, args, what: str) -> LoopLevel:
+        if len(args) == 1 and isinstance(args[0], LoopLevel):
+            return args[0]
+        if len(args) in (2, 3):
+            f, v = args[0], args[1]
+            if not hasattr(f, "_schedule"):
+                raise CompileError(f"Func {self.name()}.{what}: first argument must be a Func, got {f!r}")
+            stage = args[2] if len(args) == 3 else -1
+            return LoopLevel(f, _var_name(v), stage)
+        raise CompileError(f"Func {self.name()}.{what} takes (func, var) or a LoopLevel")
+
+    def compute_at(self, *args):
+        level = self._loop_level(args, "compute_at")
+        if level.kind == "at" and level.func_name == self.name():
+            raise CompileError(f"Func {self.name()} can't be computed at a loop of itself")
+        self._schedule.compute_level = level
+        self._schedule.explicit_inline = level.is_inlined()
+        self._log("compute_at", {"loop_level": level.to_json()})
+        return self
+
+    def store_at(self, *args):
+        level = self._loop_level(args, "store_at")
+        self._schedule.store_level = level
+        self._log("store_at", {"loop_level": level.to_json()})
+        return self
+
+    def compute_root(self):
+        return self.compute_at(LoopLevel.root())
+
+    def store_root(self):
+        return self.store_at(LoopLevel.root())
+
+    def compute_inline(self):
+        return self.compute_at(LoopLevel.inlined())
+
+    def bound(self, v, min, extent):
+        self._require_defined()
+        name = _var_name(v)
+        if name not in self._pure_args:
+            raise CompileError(f"Func {self.name()}.bound: {name} is not a pure Var of {self.name()} "
+                               f"(its Vars are {', '.join(self._pure_args)})")
+        from .expr import to_ir
+
+        ext = to_ir(extent)
+        c = ir.const_int(ext)
+        if c is not None and c < 0:
+            raise CompileError(f"Func {self.name()}.bound: extent of {name} must be non-negative, got {c}")
+        self._schedule.bounds[name] = ("bound", to_ir(min), ext)
+        self._log("bound", _json_var(v), _const_arg(min), _const_arg(extent))
+        return self
+
+    def bound_extent(self, v, extent):
+        self._require_defined()
+        name = _var_name(v)
+        if name not in self._pure_args:
+            raise CompileError(f"Func {self.name()}.bound_extent: {name} is not a pure Var of {self.name()}")
+        from .expr import to_ir
+
+        self._schedule.bounds[name] = ("bound_extent", None, to_ir(extent))
+        self._log("bound_extent", _json_var(v), _const_arg(extent))
+        return self
+
+    def align_bounds(self, v, modulus, remainder=0):
+        self._require_defined()
+        name = _var_name(v)
+        if name not in self._pure_args:
+            raise CompileError(f"Func {self.name()}.align_bounds: {name} is not a pure Var of {self.name()}")
+        modulus = _positive_int(f"Func {self.name()}.align_bounds of {name}", "the modulus", modulus)
+        self._schedule.bounds[name] = ("align", modulus, int(remainder))
+        self._log("align_bounds", _json_var(v), modulus, int(remainder))
+        return self
+
+    def reorder_storage(self, *vars):
+        if len(vars) == 1 and isinstance(vars[0], list | tuple):
+            vars = tuple(vars[0])
+        self._require_defined()
+        names = [_var_name(v) for v in vars]
+        for n in names:
+            if n not in self._pure_args:
+                raise CompileError(f"Func {self.name()}.reorder_storage: {n} is not a pure Var of {self.name()}")
+        if len(set(names)) != len(names):
+            raise CompileError(f"Func {self.name()}.reorder_storage names a Var twice")
+        rest = [n for n in self._pure_args if n not in names]
+        self._schedule.storage_order = names + rest
+        self._log("reorder_storage", *[_json_var(v) for v in vars])
+        return self
+
+
+def _const_arg(v):
+    from .expr import Expr
+
+    if isinstance(v, Expr):
+        c = ir.const_int(v.ir())
+        if c is None:
+            raise CompileError(f"Schedules record constant bounds only; got {v}")
+        return c
+    return int(v)
