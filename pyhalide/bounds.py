@@ -31,6 +31,10 @@ class Interval:
     def is_point(self) -> bool:
         return self.min is not None and self.min is self.max
 
+    def is_single(self) -> bool:
+        """min and max are the same expression (not necessarily the same object)."""
+        return self.min is not None and (self.min is self.max or self.min == self.max)
+
 
 def _min(a, b):
     if a is None or b is None:
@@ -144,6 +148,8 @@ class _Bounds:
             )
         if e.type.is_float() or not a.is_bounded():
             return Interval(None, None)
+        if b.is_single() and proven_positive(b.min):
+            return Interval(ir.Div(a.min, b.min), ir.Div(a.max, b.min))  # monotonic for a positive divisor
         # |a / b| <= |a| for integers (and a / 0 == 0)
         zero = ir.make_const(e.type, 0)
         neg_max = ir.Sub(zero, a.max)
@@ -160,6 +166,8 @@ class _Bounds:
         cb = ir.const_value(e.b)
         if cb is not None:
             return Interval(zero, ir.make_const(e.type, max(abs(cb) - 1, 0)))
+        if b.is_single() and proven_positive(b.min):
+            return Interval(zero, ir.Sub(b.min, ir.make_const(e.type, 1)))
         if not b.is_bounded():
             return Interval(None, None)
         one = ir.make_const(e.type, 1)
@@ -241,6 +249,49 @@ class _Bounds:
         return _type_range(e.type)
 
 
+def proven_positive(e: ir.Expr) -> bool:
+    """True when e is certainly >= 1 (a positive constant, or a max/sum/product that forces it)."""
+    c = ir.const_value(e)
+    if c is not None:
+        return c >= 1
+    if isinstance(e, ir.Max):
+        return proven_positive(e.a) or proven_positive(e.b)
+    if isinstance(e, ir.Mul | ir.Min):
+        return proven_positive(e.a) and proven_positive(e.b)
+    return False
+
+
+def _narrow(scope: dict, cond: ir.Expr) -> dict | None:
+    """The scope with variables narrowed by a condition known true (a < b, a <= b, ... and &&)."""
+    if isinstance(cond, ir.And):
+        inner = _narrow(scope, cond.a) or scope
+        return _narrow(inner, cond.b) or inner
+    if not isinstance(cond, ir.LT | ir.LE | ir.GT | ir.GE) or cond.a.type.is_float():
+        return None
+    a, b = cond.a, cond.b
+    if isinstance(cond, ir.GT | ir.GE):  # b < a, b <= a
+        a, b = b, a
+    strict = isinstance(cond, ir.LT | ir.GT)
+    one = ir.make_const(a.type, 1)
+    new = None
+    if isinstance(a, ir.Variable) and a.name in scope:
+        hi = _Bounds(scope).of(b).max
+        if hi is not None:
+            iv = scope[a.name]
+            limit = ir.Sub(hi, one) if strict else hi
+            new = dict(scope)
+            new[a.name] = Interval(iv.min, limit if iv.max is None else ir.Min(iv.max, limit))
+    if isinstance(b, ir.Variable) and b.name in scope:
+        lo = _Bounds(scope).of(a).min
+        if lo is not None:
+            base = new or dict(scope)
+            iv = base[b.name]
+            limit = ir.Add(lo, one) if strict else lo
+            base[b.name] = Interval(limit if iv.min is None else ir.Max(iv.min, limit), iv.max)
+            new = base
+    return new
+
+
 def _bool_range() -> Interval:
     from .types import Bool
 
@@ -295,6 +346,17 @@ class _BoxCollector(IRVisitor):
         lo = b.of(s.min)
         last = b.of(ir.Sub(ir.Add(s.min, s.extent), ir.make_const(Int(32), 1)))
         self._scoped(s.name, Interval(lo.min, last.max), s.body)
+
+    def visit_IfThenElse(self, s):
+        self.visit(s.condition)
+        narrowed = _narrow(self.scope, s.condition)
+        if narrowed is None:
+            self.visit(s.then_case)
+        else:
+            saved, self.scope = self.scope, narrowed
+            self.visit(s.then_case)
+            self.scope = saved
+        self.visit(s.else_case)
 
     def _scoped(self, name, iv, body):
         old = self.scope.get(name)

@@ -102,16 +102,17 @@ def build_stage(f, stage: int) -> ir.Stmt:
             base = ir.Mul(var(sp.outer), factor)
             if tail == TailStrategy.ShiftInwards:
                 base = ir.Min(base, ir.Sub(old_ext, factor))
-            offset = ir.Add(base, var(sp.inner))
             if tail == TailStrategy.GuardWithIf:
-                items.append(("guard", "", ir.LT(offset, old_ext)))
-            items.append(("let", sp.old, ir.Add(offset, old_min)))
+                items.append(("guard", "", ir.LT(var(sp.old), ir.Add(old_min, old_ext))))
+            items.append(("let", sp.old, ir.Add(ir.Add(base, var(sp.inner)), old_min)))
         elif sp.kind == "fuse":
             (in_min, in_ext), (out_min, out_ext) = bounds[sp.old], bounds[sp.outer]
-            bounds[sp.inner] = (_c(0), ir.Mul(in_ext, out_ext))
+            # empty dimensions make an empty fused loop; the divisor is provably positive
+            bounds[sp.inner] = (_c(0), ir.Mul(ir.Max(in_ext, _c(0)), ir.Max(out_ext, _c(0))))
             is_rvar[sp.inner] = is_rvar[sp.old] or is_rvar[sp.outer]
-            items.append(("let", sp.old, ir.Add(ir.Mod(var(sp.inner), in_ext), in_min)))
-            items.append(("let", sp.outer, ir.Add(ir.Div(var(sp.inner), in_ext), out_min)))
+            divisor = ir.Max(in_ext, _c(1))
+            items.append(("let", sp.old, ir.Add(ir.Mod(var(sp.inner), divisor), in_min)))
+            items.append(("let", sp.outer, ir.Add(ir.Div(var(sp.inner), divisor), out_min)))
         else:  # rename
             bounds[sp.outer] = bounds[sp.old]
             is_rvar[sp.outer] = is_rvar[sp.old]
