@@ -40,8 +40,8 @@ def main():
         t0 = time.perf_counter()
         lowered = lower([out])
         t1 = time.perf_counter()
-        maps = [list(range(b.dimensions - 1, -1, -1)) for b in lowered.buffers]
-        CompiledPipeline(lowered, maps)
+        layouts = tuple((tuple(range(b.dimensions - 1, -1, -1)), True) for b in lowered.buffers)
+        CompiledPipeline(lowered, layouts)
         t2 = time.perf_counter()
         lower_times.append(t1 - t0)
         compile_times.append(t2 - t1)

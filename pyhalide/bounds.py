@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import ir
-from .ir_mutator import IRVisitor
+from .ir_mutator import IRVisitor, free_variables, substitute
 from .simplify import simplify
 from .types import Int
 
@@ -303,7 +303,13 @@ def bounds_of_expr(e: ir.Expr, scope: dict[str, Interval] | None = None) -> Inte
 
 
 class _BoxCollector(IRVisitor):
-    """Union of the coordinates at which `name` is called (and, optionally, provided) in a Stmt."""
+    """Union of the coordinates at which `name` is called (and, optionally, provided) in a Stmt.
+
+    Lets inside the statement are substituted by their values (simplified), not by intervals,
+    so that correlated bounds cancel (a loop over [0, max - min] with max = min + 15 has 16
+    iterations, not an interval's worth of uncertainty); loops become intervals over the
+    symbols outside the statement.
+    """
 
     def __init__(self, name: str, include_provides: bool, include_calls: bool, scope: dict[str, Interval]):
         super().__init__()
@@ -311,11 +317,15 @@ class _BoxCollector(IRVisitor):
         self.include_provides = include_provides
         self.include_calls = include_calls
         self.scope = scope
+        self.lets: dict[str, ir.Expr] = {}
         self.box: list[Interval | None] | None = None
+
+    def _expand(self, e: ir.Expr) -> ir.Expr:
+        return simplify(substitute(self.lets, e)) if self.lets else e
 
     def _add(self, args):
         b = _Bounds(self.scope)
-        ivs = [b.of(a) for a in args]
+        ivs = [b.of(self._expand(a)) for a in args]
         if self.box is None:
             self.box = ivs
         else:
@@ -333,39 +343,55 @@ class _BoxCollector(IRVisitor):
 
     def visit_Let(self, e):
         self.visit(e.value)
-        self._scoped(e.name, _Bounds(self.scope).of(e.value), e.body)
+        self._with_let(e.name, e.value, e.body)
 
     def visit_LetStmt(self, s):
         self.visit(s.value)
-        self._scoped(s.name, _Bounds(self.scope).of(s.value), s.body)
+        self._with_let(s.name, s.value, s.body)
+
+    def _with_let(self, name, value, body):
+        saved_let, saved_iv = self.lets.get(name), self.scope.pop(name, None)
+        self.lets[name] = self._expand(value)
+        self.visit(body)
+        self._restore(name, saved_let, saved_iv)
 
     def visit_For(self, s):
         self.visit(s.min)
         self.visit(s.extent)
         b = _Bounds(self.scope)
-        lo = b.of(s.min)
-        last = b.of(ir.Sub(ir.Add(s.min, s.extent), ir.make_const(Int(32), 1)))
-        self._scoped(s.name, Interval(lo.min, last.max), s.body)
+        lo_e = self._expand(s.min)
+        last_e = self._expand(ir.Sub(ir.Add(s.min, s.extent), ir.make_const(Int(32), 1)))
+        iv = Interval(b.of(lo_e).min, b.of(last_e).max)
+        saved_let, saved_iv = self.lets.pop(s.name, None), self.scope.get(s.name)
+        self.scope[s.name] = iv
+        self.visit(s.body)
+        self._restore(s.name, saved_let, saved_iv)
+
+    def _restore(self, name, saved_let, saved_iv):
+        self.lets.pop(name, None)
+        self.scope.pop(name, None)
+        if saved_let is not None:
+            self.lets[name] = saved_let
+        if saved_iv is not None:
+            self.scope[name] = saved_iv
 
     def visit_IfThenElse(self, s):
         self.visit(s.condition)
+        # variables the condition constrains become intervals for the then-branch
+        saved_lets, saved_scope = dict(self.lets), dict(self.scope)
+        b = _Bounds(self.scope)
+        for v in free_variables(s.condition):
+            if v in self.lets:
+                value = self.lets.pop(v)
+                self.scope[v] = b.of(value)
         narrowed = _narrow(self.scope, s.condition)
-        if narrowed is None:
-            self.visit(s.then_case)
+        if narrowed is not None:
+            self.scope = narrowed
         else:
-            saved, self.scope = self.scope, narrowed
-            self.visit(s.then_case)
-            self.scope = saved
+            self.lets, self.scope = saved_lets, saved_scope
+        self.visit(s.then_case)
+        self.lets, self.scope = saved_lets, saved_scope
         self.visit(s.else_case)
-
-    def _scoped(self, name, iv, body):
-        old = self.scope.get(name)
-        self.scope[name] = iv
-        self.visit(body)
-        if old is None:
-            del self.scope[name]
-        else:
-            self.scope[name] = old
 
 
 def box_touched(stmt, name: str, include_provides: bool = False, include_calls: bool = True,

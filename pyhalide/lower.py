@@ -16,6 +16,8 @@ from .lowering.environment import Environment, build_environment, pipeline_input
 from .lowering.inline import inline_functions
 from .lowering.schedule_functions import schedule_functions
 from .lowering.storage_flattening import storage_flattening
+from .lowering.unroll_loops import unroll_loops
+from .lowering.vectorize_loops import vectorize_loops
 from .simplify import simplify
 
 
@@ -56,6 +58,11 @@ def _passes(env):
         ("simplify", simplify),
         # Flattening needs the final bounds of every Realize.
         ("storage flattening", storage_flattening),
+        ("simplify", simplify),
+        # Unrolling and vectorizing need constant extents, which simplification exposes;
+        # unrolled copies of a vectorized loop are then each vectorized.
+        ("unroll loops", unroll_loops),
+        ("vectorize loops", vectorize_loops),
         ("simplify", simplify),
     ]
 

@@ -36,29 +36,30 @@ class Pipeline:
             self._compiled = {}
         return self._lowered
 
-    def _compile(self, axis_maps):
+    def _compile(self, layouts):
+        """Native code for one buffer layout: per buffer, its axis order and whether dimension 0 is
+        dense (stride 1), which lets vector loads and stores be contiguous."""
         from .codegen.runtime import CompiledPipeline
 
         lowered = self._lower()
-        key = tuple(tuple(a) for a in axis_maps)
-        compiled = self._compiled.get(key)
+        compiled = self._compiled.get(layouts)
         if compiled is None:
-            compiled = self._compiled[key] = CompiledPipeline(lowered, axis_maps)
+            compiled = self._compiled[layouts] = CompiledPipeline(lowered, layouts)
         return compiled
 
-    def _default_axis_maps(self):
+    def _default_layouts(self):
         lowered = self._lower()
-        maps = []
+        layouts = []
         for b in lowered.buffers:
             if b.is_output:
-                maps.append(list(range(b.dimensions - 1, -1, -1)))
+                layouts.append((tuple(range(b.dimensions - 1, -1, -1)), True))
             else:
-                maps.append(list(_input_buffer(b)._axis))
-        return maps
+                layouts.append(_layout(_input_buffer(b)))
+        return tuple(layouts)
 
     def compile_jit(self, target=None) -> None:
         """Compile now, so the first realize does not pay for it."""
-        self._compile(self._default_axis_maps())
+        self._compile(self._default_layouts())
 
     # ------------------------------------------------------------------ running
     def realize(self, sizes=None, target=None):
@@ -105,8 +106,7 @@ class Pipeline:
         buffers = list(outs)
         for b in lowered.buffers[len(outs):]:
             buffers.append(_input_buffer(b))
-        maps = [list(b._axis) for b in buffers]
-        compiled = self._compile(maps)
+        compiled = self._compile(tuple(_layout(b) for b in buffers))
         params = [s.param.get() for s in lowered.scalars]
         compiled.run(buffers, params)
 
@@ -121,16 +121,22 @@ class Pipeline:
     def compile_to_llvm_assembly(self, filename: str, arguments=None, fn_name=None, target=None) -> None:
         from .codegen.jit import optimize
 
-        compiled = self._compile(self._default_axis_maps())
+        compiled = self._compile(self._default_layouts())
         with open(filename, "w") as f:
             f.write(str(optimize(compiled.llvm_ir)))
 
     def compile_to_assembly(self, filename: str, arguments=None, fn_name=None, target=None) -> None:
         from .codegen.jit import emit_assembly
 
-        compiled = self._compile(self._default_axis_maps())
+        compiled = self._compile(self._default_layouts())
         with open(filename, "w") as f:
             f.write(emit_assembly(compiled.llvm_ir))
+
+
+def _layout(buf: Buffer) -> tuple:
+    arr = buf._array
+    dense = arr.ndim == 0 or arr.strides[buf._axis[0]] == arr.itemsize or arr.shape[buf._axis[0]] <= 1
+    return tuple(buf._axis), dense
 
 
 def _input_buffer(spec) -> Buffer:

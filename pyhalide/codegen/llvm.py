@@ -27,6 +27,10 @@ ERROR_VALUES = 8  # values an assert can report
 STACK_LIMIT = 16 * 1024  # constant-size allocations up to this many bytes go on the stack
 
 
+def _is_dense(index: ir.Expr) -> bool:
+    return isinstance(index, ir.Ramp) and ir.const_int(index.stride) == 1
+
+
 def llvm_type(t: Type, memory: bool = False) -> ll.Type:
     """The LLVM type of t; booleans are i1 in registers and i8 in memory."""
     if t.is_float():
@@ -57,8 +61,9 @@ _BINARY_LIBM = {"atan2": "atan2", "hypot": "hypot"}
 
 
 class CodeGen:
-    def __init__(self, lowered, fn_name: str, axis_maps: list[list[int]]):
+    def __init__(self, lowered, stmt, fn_name: str, axis_maps: list[list[int]]):
         self.lowered = lowered
+        self.body = stmt
         self.fn_name = fn_name
         self.axis_maps = axis_maps
         self.module = ll.Module(name=fn_name)
@@ -105,7 +110,7 @@ class CodeGen:
             self._bind(s.name, self._from_int64(raw, s.type))
         self.layout.error_slot = slot
         self.layout.size = slot + 1 + ERROR_VALUES
-        self.stmt(lp.stmt)
+        self.stmt(self.body)
         if not self.b.block.is_terminated:
             self.b.ret(ll.Constant(I32, 0))
         return str(self.module)
@@ -183,11 +188,15 @@ class CodeGen:
             self._unbind(e.name)
 
     def e_Broadcast(self, e):
-        v = self.expr(e.value)
-        vt = llvm_type(e.type)
+        return self._splat(self.expr(e.value), e.lanes)
+
+    def _splat(self, v, lanes: int):
+        vt = ll.VectorType(v.type, lanes)
+        if isinstance(v, ll.Constant):
+            return ll.Constant(vt, [v.constant] * lanes)
         undef = ll.Constant(vt, ll.Undefined)
         ins = self.b.insert_element(undef, v, ll.Constant(I32, 0))
-        return self.b.shuffle_vector(ins, undef, ll.Constant(ll.VectorType(I32, e.lanes), [0] * e.lanes))
+        return self.b.shuffle_vector(ins, undef, ll.Constant(ll.VectorType(I32, lanes), [0] * lanes))
 
     def e_Ramp(self, e):
         base = self.e_Broadcast(ir.Broadcast(e.base, e.lanes))
@@ -358,19 +367,30 @@ class CodeGen:
             raise CompileError(f"codegen: load from unknown buffer {e.name}")
         mem_t = llvm_type(t.element_of(), memory=True)
         align = t.element_of().bytes()
-        index = self.expr(e.index)
-        if t.lanes > 1:
-            idx64 = self.b.sext(index, ll.VectorType(I64, t.lanes))
-            ptrs = self.b.gep(host, [idx64], source_etype=mem_t)
+        if t.lanes > 1 and _is_dense(e.index):
+            ptr = self.b.gep(host, [self.b.sext(self.expr(e.index.base), I64)], source_etype=mem_t)
+            v = self._load(llvm_type(t, memory=True), ptr, align)
+        elif t.lanes > 1 and isinstance(e.index, ir.Broadcast):
+            ptr = self.b.gep(host, [self.b.sext(self.expr(e.index.value), I64)], source_etype=mem_t)
+            v = self._splat(self._load(mem_t, ptr, align), t.lanes)
+        elif t.lanes > 1:
+            ptrs = self._lane_pointers(host, self.expr(e.index), t)
             mask = ll.Constant(ll.VectorType(I1, t.lanes), [1] * t.lanes)
             v = self._call_gather(ptrs, mask, t, align)
         else:
-            ptr = self.b.gep(host, [self.b.sext(index, I64)], source_etype=mem_t)
+            ptr = self.b.gep(host, [self.b.sext(self.expr(e.index), I64)], source_etype=mem_t)
             v = self._load(mem_t, ptr, align)
         if t.is_bool():
             return self.b.icmp_unsigned("!=", v, ll.Constant(v.type, 0) if t.lanes == 1 else
                                         ll.Constant(v.type, [0] * t.lanes))
         return v
+
+    def _lane_pointers(self, host, index, t: Type):
+        """A vector of element addresses, for gathers and scatters."""
+        vt64 = ll.VectorType(I64, t.lanes)
+        offsets = self.b.mul(self.b.sext(index, vt64), self._splat(ll.Constant(I64, t.element_of().bytes()), t.lanes))
+        base = self._splat(self.b.ptrtoint(host, I64), t.lanes)
+        return self.b.inttoptr(self.b.add(base, offsets), ll.VectorType(PTR, t.lanes))
 
     def _call_gather(self, ptrs, mask, t, align):
         mem_vt = llvm_type(t, memory=True)
@@ -400,16 +420,25 @@ class CodeGen:
             return self._call_intrinsic(_UNARY_LLVM[e.name], t, args)
         if e.name == "pow":
             return self._call_intrinsic("llvm.pow", t, args)
-        if t.lanes != 1:
-            raise CompileError(f"codegen: vector {e.name} is not supported")
-        lt = llvm_type(t)
         if e.name in _UNARY_LIBM or e.name in _BINARY_LIBM:
-            cname = e.name + ("f" if t.bits == 32 else "")
-            fn = self._libc(cname, lt, [lt] * len(args))
-            return self.b.call(fn, args)
+            lt = llvm_type(t.element_of())
+            fn = self._libc(e.name + ("f" if t.bits == 32 else ""), lt, [lt] * len(args))
+            if t.lanes == 1:
+                return self.b.call(fn, args)
+            result = ll.Constant(llvm_type(t), ll.Undefined)  # no vector libm: one call per lane
+            for i in range(t.lanes):
+                lane = ll.Constant(I32, i)
+                r = self.b.call(fn, [self.b.extract_element(a, lane) for a in args])
+                result = self.b.insert_element(result, r, lane)
+            return result
         raise CompileError(f"codegen: unknown math function {e.name}")
 
     # intrinsics
+    def i_all_true(self, e):
+        v = self.expr(e.args[0])
+        fn = self._intrinsic(f"llvm.vector.reduce.and.v{v.type.count}i1", I1, [v.type])
+        return self.b.call(fn, [v])
+
     def i_likely(self, e):
         return self.expr(e.args[0])
 
@@ -599,11 +628,19 @@ class CodeGen:
         mem_t = llvm_type(t.element_of(), memory=True)
         if t.is_bool():
             v = self.b.zext(v, llvm_type(t, memory=True))
-        index = self.expr(s.index)
-        if t.lanes > 1:
-            raise CompileError("codegen: vector stores arrive with the vectorizer")
-        ptr = self.b.gep(host, [self.b.sext(index, I64)], source_etype=mem_t)
-        self.b.store(v, ptr, align=t.element_of().bytes())
+        align = t.element_of().bytes()
+        if t.lanes > 1 and _is_dense(s.index):
+            ptr = self.b.gep(host, [self.b.sext(self.expr(s.index.base), I64)], source_etype=mem_t)
+            self.b.store(v, ptr, align=align)
+        elif t.lanes > 1:
+            ptrs = self._lane_pointers(host, self.expr(s.index), t)
+            mask = ll.Constant(ll.VectorType(I1, t.lanes), [1] * t.lanes)
+            name = f"llvm.masked.scatter.{self._suffix(t)}.v{t.lanes}p0"
+            fn = self._intrinsic(name, ll.VoidType(), [v.type, ptrs.type, I32, mask.type])
+            self.b.call(fn, [v, ptrs, ll.Constant(I32, align), mask])
+        else:
+            ptr = self.b.gep(host, [self.b.sext(self.expr(s.index), I64)], source_etype=mem_t)
+            self.b.store(v, ptr, align=align)
 
     def s_IfThenElse(self, s):
         cond = self.expr(s.condition)

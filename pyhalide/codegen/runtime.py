@@ -15,13 +15,28 @@ SYMBOL = "pyhalide_pipeline"
 _MAX_ELEMENTS = 2**31 - 1  # index arithmetic is 32-bit, as in Halide
 
 
+def _with_unit_strides(stmt, dense_buffers: list[str]):
+    """Specialise a lowered Stmt for buffers whose dimension 0 has stride 1 (checked per call)."""
+    if not dense_buffers:
+        return stmt
+    from .. import ir
+    from ..ir_mutator import substitute
+    from ..simplify import simplify
+
+    one = ir.make_const(ir.Int(32), 1)
+    return simplify(substitute({f"{name}.stride.0": one for name in dense_buffers}, stmt))
+
+
 class CompiledPipeline:
     """Native code for one lowered pipeline and one choice of buffer axis orders."""
 
-    def __init__(self, lowered, axis_maps: list[list[int]]):
+    def __init__(self, lowered, layouts: tuple):
         self.lowered = lowered
-        self.axis_maps = axis_maps
-        cg = CodeGen(lowered, SYMBOL, axis_maps)
+        self.axis_maps = [list(axes) for axes, _ in layouts]
+        self.layouts = layouts
+        dense = [b.name for b, (_, is_dense) in zip(lowered.buffers, layouts) if is_dense and b.dimensions]
+        stmt = _with_unit_strides(lowered.stmt, dense)
+        cg = CodeGen(lowered, stmt, SYMBOL, self.axis_maps)
         self.llvm_ir = cg.generate()
         self.layout = cg.layout
         self.asserts = cg.asserts
@@ -36,7 +51,9 @@ class CompiledPipeline:
         """Run on hl.Buffers (outputs first, then inputs, as in lowered.buffers) and Param values."""
         sc = np.zeros(self.layout.size, dtype=np.int64)
         arrays = []
-        for spec, buf, dtype, axes in zip(self.lowered.buffers, buffers, self._dtypes, self.axis_maps):
+        dense_flags = [d for _, d in self.layouts]
+        for spec, buf, dtype, axes, dense in zip(self.lowered.buffers, buffers, self._dtypes, self.axis_maps,
+                                                 dense_flags):
             arr = buf._array
             if arr.dtype != dtype:
                 raise HalideError(f"Buffer {spec.name} has type {buf.type()} but the pipeline needs {spec.type}")
@@ -46,6 +63,8 @@ class CompiledPipeline:
                 )
             if buf._axis != axes:
                 raise HalideError(f"Buffer {spec.name}: axis order differs from the one compiled for")
+            if dense and arr.ndim and arr.strides[axes[0]] != arr.itemsize and arr.shape[axes[0]] > 1:
+                raise HalideError(f"Buffer {spec.name}: dimension 0 is not dense, unlike the one compiled for")
             if not (arr.flags.c_contiguous or arr.flags.f_contiguous):
                 if any(s % arr.itemsize for s in arr.strides):
                     raise HalideError(f"Buffer {spec.name} has strides not a multiple of its element size")

@@ -1,0 +1,242 @@
+"""Vectorize loops marked vectorized: the loop variable becomes a Ramp and the body works on vectors.
+
+Assumes: storage is flat (Load/Store), unrolled loops are gone, extents are simplified.
+Guarantees: each vectorized loop with a constant extent becomes straight-line vector code, with
+dense Ramp indices where the access is unit-stride (codegen turns those into vector loads and
+stores; other indices become gathers and scatters). A guard that depends on the lane (a
+GuardWithIf tail, an RDom predicate) becomes: if every lane passes, the vector body; otherwise the
+original loop, run serially. Bodies the vectorizer cannot widen (a print, an allocation, an inner
+loop whose bounds depend on the lane, a vectorized loop inside another) keep a serial loop, which
+computes the same thing. A vectorized loop whose extent is not constant is an error.
+"""
+
+from __future__ import annotations
+
+from .. import ir
+from ..errors import CompileError
+from ..ir_mutator import IRMutator
+from ..types import Bool
+
+
+class _CannotVectorize(Exception):
+    pass
+
+
+def _broadcast(e: ir.Expr, lanes: int) -> ir.Expr:
+    if e.type.lanes == lanes:
+        return e
+    if e.type.lanes != 1:
+        raise _CannotVectorize(f"lane mismatch {e.type} vs {lanes}")
+    if isinstance(e, ir.Broadcast):
+        return ir.Broadcast(e.value, lanes)
+    return ir.Broadcast(e, lanes)
+
+
+def _combine(op, a: ir.Expr, b: ir.Expr, lanes: int) -> ir.Expr:
+    """op(a, b) on vectors, keeping Ramp(base, stride) form for affine arithmetic."""
+    va, vb = a.type.lanes > 1, b.type.lanes > 1
+    if not va and not vb:
+        return op(a, b)
+    if op is ir.Add or op is ir.Sub:
+        if isinstance(a, ir.Ramp) and not vb:
+            return ir.Ramp(op(a.base, b), a.stride, lanes)
+        if op is ir.Add and isinstance(b, ir.Ramp) and not va:
+            return ir.Ramp(ir.Add(a, b.base), b.stride, lanes)
+        if isinstance(a, ir.Ramp) and isinstance(b, ir.Ramp):
+            return ir.Ramp(op(a.base, b.base), op(a.stride, b.stride), lanes)
+    if op is ir.Mul:
+        if isinstance(a, ir.Ramp) and not vb:
+            return ir.Ramp(ir.Mul(a.base, b), ir.Mul(a.stride, b), lanes)
+        if isinstance(b, ir.Ramp) and not va:
+            return ir.Ramp(ir.Mul(b.base, a), ir.Mul(b.stride, a), lanes)
+    return op(_broadcast(a, lanes), _broadcast(b, lanes))
+
+
+class _Widen(IRMutator):
+    """Rewrite a loop body for `lanes` lanes of the variable `var`, which becomes `replacement`."""
+
+    def __init__(self, var: str, replacement: ir.Expr, lanes: int):
+        super().__init__()
+        self.lanes = lanes
+        self.vectors: dict[str, ir.Expr] = {var: replacement}  # names whose value is now a vector
+
+    # ---- expressions
+    def visit_Variable(self, v):
+        r = self.vectors.get(v.name)
+        if r is None:
+            return v
+        return r if isinstance(r, ir.Ramp | ir.Broadcast) else ir.Variable(v.name, r.type, v.ref)
+
+    def _binary(self, e):
+        a, b = self.mutate(e.a), self.mutate(e.b)
+        if a is e.a and b is e.b:
+            return e
+        return _combine(type(e), a, b, self.lanes)
+
+    visit_Add = visit_Sub = visit_Mul = visit_Div = visit_Mod = visit_Min = visit_Max = _binary
+    visit_EQ = visit_NE = visit_LT = visit_LE = visit_GT = visit_GE = visit_And = visit_Or = _binary
+
+    def visit_Not(self, e):
+        a = self.mutate(e.a)
+        return e if a is e.a else ir.Not(a)
+
+    def visit_Select(self, e):
+        c, t, f = self.mutate(e.condition), self.mutate(e.true_value), self.mutate(e.false_value)
+        if c is e.condition and t is e.true_value and f is e.false_value:
+            return e
+        if t.type.lanes > 1 or f.type.lanes > 1 or c.type.lanes > 1:
+            t, f = _broadcast(t, self.lanes), _broadcast(f, self.lanes)
+        return ir.Select(c, t, f)
+
+    def visit_Cast(self, e):
+        v = self.mutate(e.value)
+        if v is e.value:
+            return e
+        return ir.Cast(e.type.with_lanes(v.type.lanes), v)
+
+    def visit_Reinterpret(self, e):
+        v = self.mutate(e.value)
+        if v is e.value:
+            return e
+        return ir.Reinterpret(e.type.with_lanes(v.type.lanes), v)
+
+    def visit_Load(self, e):
+        index = self.mutate(e.index)
+        if index is e.index:
+            return e
+        return ir.Load(e.type.with_lanes(index.type.lanes), e.name, index)
+
+    def visit_Call(self, e):
+        if e.call_type == ir.INTRINSIC and e.name == "print":
+            if any(a is not self.mutate(a) for a in e.args):
+                raise _CannotVectorize("print")
+            return e
+        args = tuple(self.mutate(a) for a in e.args)
+        if all(a is b for a, b in zip(args, e.args)):
+            return e
+        args = tuple(_broadcast(a, self.lanes) for a in args)
+        return ir.Call(e.type.with_lanes(self.lanes), e.name, args, e.call_type, e.value_index, e.func, e.image)
+
+    def visit_Let(self, e):
+        value = self.mutate(e.value)
+        if value.type.lanes > 1:
+            self.vectors[e.name] = value if isinstance(value, ir.Ramp) else ir.Variable(e.name, value.type)
+        body = self.mutate(e.body)
+        self.vectors.pop(e.name, None)
+        if isinstance(value, ir.Ramp):
+            return body
+        if value is e.value and body is e.body:
+            return e
+        return ir.Let(e.name, value, body)
+
+    # ---- statements
+    def visit_LetStmt(self, s):
+        value = self.mutate(s.value)
+        if value.type.lanes > 1:
+            # keep Ramps symbolic so that accesses through them stay dense
+            self.vectors[s.name] = value if isinstance(value, ir.Ramp) else ir.Variable(s.name, value.type)
+        body = self.mutate(s.body)
+        self.vectors.pop(s.name, None)
+        if isinstance(value, ir.Ramp):
+            return body
+        if value is s.value and body is s.body:
+            return s
+        return ir.LetStmt(s.name, value, body)
+
+    def visit_Store(self, s):
+        value, index = self.mutate(s.value), self.mutate(s.index)
+        if value is s.value and index is s.index:
+            return s
+        if index.type.lanes == 1:
+            raise _CannotVectorize("all lanes store to one place")
+        return ir.Store(s.name, _broadcast(value, self.lanes), index)
+
+    def visit_For(self, s):
+        lo, ext = self.mutate(s.min), self.mutate(s.extent)
+        if lo.type.lanes > 1 or ext.type.lanes > 1:
+            raise _CannotVectorize("inner loop bounds depend on the lane")
+        if s.for_type in (ir.VECTORIZED, ir.PARALLEL):
+            raise _CannotVectorize("nested vectorized or parallel loop")
+        body = self.mutate(s.body)
+        return s if body is s.body else ir.For(s.name, lo, ext, s.for_type, body)
+
+    def visit_IfThenElse(self, s):
+        cond = self.mutate(s.condition)
+        if cond.type.lanes > 1:
+            raise _LaneGuard(cond)
+        return self.default(s)
+
+    def visit_Allocate(self, s):
+        raise _CannotVectorize("allocation inside a vectorized loop")
+
+    def visit_AssertStmt(self, s):
+        raise _CannotVectorize("assert inside a vectorized loop")
+
+
+class _LaneGuard(Exception):
+    def __init__(self, cond):
+        super().__init__("guard")
+        self.cond = cond
+
+
+def _strip_guards(stmt: ir.Stmt, var: str) -> tuple[ir.Stmt, list[ir.Expr], list[tuple[str, ir.Expr]]]:
+    """Peel the lets and lane-dependent ifs off the top of a loop body: (body, guards, lets)."""
+    guards, lets = [], []
+    while True:
+        if isinstance(stmt, ir.LetStmt):
+            lets.append((stmt.name, stmt.value))
+            stmt = stmt.body
+        elif isinstance(stmt, ir.IfThenElse) and stmt.else_case is None:
+            guards.append((len(lets), stmt.condition))
+            stmt = stmt.then_case
+        else:
+            return stmt, guards, lets
+
+
+class _Vectorize(IRMutator):
+    def visit_For(self, s):
+        body = self.mutate(s.body)
+        if s.for_type != ir.VECTORIZED:
+            return s if body is s.body else ir.For(s.name, s.min, s.extent, s.for_type, body)
+        lanes = ir.const_int(s.extent)
+        if lanes is None:
+            raise CompileError(f"Can't vectorize loop {s.name}: its extent ({s.extent}) is not a constant. "
+                               "Split it by a constant factor first (vectorize(x, n)).")
+        serial = ir.For(s.name, s.min, s.extent, ir.SERIAL, body)
+        if lanes <= 1 or s.min.type.lanes != 1:
+            return serial
+        ramp = ir.Ramp(s.min, ir.make_const(s.min.type, 1), lanes)
+        try:
+            return _Widen(s.name, ramp, lanes).mutate(body)
+        except _CannotVectorize:
+            return serial
+        except _LaneGuard:
+            pass
+        # A lane-dependent guard: run the vector body when every lane passes, else the serial loop.
+        inner, guards, lets = _strip_guards(body, s.name)
+        try:
+            fast = _Widen(s.name, ramp, lanes).mutate(_rebuild(inner, lets))
+            conds = []
+            for n_lets, cond in guards:
+                e = cond
+                for name, value in reversed(lets[:n_lets]):
+                    e = ir.Let(name, value, e)
+                conds.append(_Widen(s.name, ramp, lanes).mutate(e))
+        except (_CannotVectorize, _LaneGuard):
+            return serial
+        all_pass = None
+        for c in conds:
+            c = c if c.type.lanes > 1 else ir.Broadcast(c, lanes)
+            test = ir.Call(Bool(), "all_true", (c,), ir.INTRINSIC)
+            all_pass = test if all_pass is None else ir.And(all_pass, test)
+        return ir.IfThenElse(all_pass, fast, serial)
+
+
+def _rebuild(stmt, lets):
+    for name, value in reversed(lets):
+        stmt = ir.LetStmt(name, value, stmt)
+    return stmt
+
+
+def vectorize_loops(stmt: ir.Stmt) -> ir.Stmt:
+    return _Vectorize().mutate(stmt)
