@@ -38,6 +38,9 @@ def _init():
         return _state
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
+    # libgomp spins 300,000 times before sleeping by default; on shared or oversubscribed cores
+    # that costs milliseconds per parallel loop. It reads this when it is loaded.
+    os.environ.setdefault("GOMP_SPINCOUNT", "2000")
     gomp = ctypes.util.find_library("gomp")
     if gomp:
         llvm.load_library_permanently(gomp)

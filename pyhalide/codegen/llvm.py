@@ -15,6 +15,7 @@ from llvmlite import ir as ll
 
 from .. import ir
 from ..errors import CompileError
+from ..ir_mutator import IRVisitor, free_variables
 from ..types import Type
 
 I1, I8, I32, I64 = ll.IntType(1), ll.IntType(8), ll.IntType(32), ll.IntType(64)
@@ -25,6 +26,31 @@ F32, F64 = ll.FloatType(), ll.DoubleType()
 NP_DATA, NP_ND, NP_DIMS, NP_STRIDES = 16, 24, 32, 40
 ERROR_VALUES = 8  # values an assert can report
 STACK_LIMIT = 16 * 1024  # constant-size allocations up to this many bytes go on the stack
+
+
+def _atomic_store(builder, value, ptr):
+    """A monotonic atomic i32 store through an opaque pointer (llvmlite's helper wants a typed one)."""
+    from llvmlite.ir import instructions
+
+    st = instructions.StoreAtomicInstr(builder.block, value, ptr, "monotonic", 4)
+    builder._insert(st)
+    return st
+
+
+def _buffers_used(stmt) -> set[str]:
+    names: set[str] = set()
+
+    class Collect(IRVisitor):
+        def visit_Load(self, e):
+            names.add(e.name)
+            self.visit_children(e)
+
+        def visit_Store(self, st):
+            names.add(st.name)
+            self.visit_children(st)
+
+    Collect().visit(stmt)
+    return names
 
 
 def _is_dense(index: ir.Expr) -> bool:
@@ -50,6 +76,7 @@ class ScalarLayout:
 
     min_slots: dict[str, list[int]] = field(default_factory=dict)
     param_slots: dict[str, int] = field(default_factory=dict)
+    threads_slot: int = 0
     error_slot: int = 0
     size: int = 0
 
@@ -74,6 +101,7 @@ class CodeGen:
         self.asserts: list[tuple[str, int]] = []
         self.layout = ScalarLayout()
         self._strings: dict[str, ll.GlobalVariable] = {}
+        self.closure_error = None  # inside a parallel task: where to report a failure
 
     # ------------------------------------------------------------------ entry
     def generate(self) -> str:
@@ -108,8 +136,9 @@ class CodeGen:
             raw = self._load(I64, self._scalar_ptr(slot))
             slot += 1
             self._bind(s.name, self._from_int64(raw, s.type))
-        self.layout.error_slot = slot
-        self.layout.size = slot + 1 + ERROR_VALUES
+        self.layout.threads_slot = slot
+        self.layout.error_slot = slot + 1
+        self.layout.size = slot + 2 + ERROR_VALUES
         self.stmt(self.body)
         if not self.b.block.is_terminated:
             self.b.ret(ll.Constant(I32, 0))
@@ -589,35 +618,128 @@ class CodeGen:
         self.b.position_at_end(ok)
 
     def _return_error(self, code: int):
+        """Leave the current function with an error, freeing what it allocated on the heap."""
         self.b.store(ll.Constant(I64, code), self._scalar_ptr(self.layout.error_slot))
         free = self._libc("free", ll.VoidType(), [PTR])
         for p in reversed(self.heap_allocs):
             self.b.call(free, [p])
-        self.b.ret(ll.Constant(I32, code))
+        if self.closure_error is None:
+            self.b.ret(ll.Constant(I32, code))
+        else:  # inside a parallel task: tell the other tasks and the caller, then stop
+            _atomic_store(self.b, ll.Constant(I32, code), self.closure_error)
+            self.b.ret_void()
 
     def s_For(self, s):
         if s.for_type not in (ir.SERIAL, ir.PARALLEL, ir.UNROLLED, ir.VECTORIZED):
             raise CompileError(f"codegen: loop {s.name} of type {s.for_type} is not supported on the CPU")
+        if s.for_type == ir.PARALLEL:
+            self._parallel_for(s)
+            return
+        self._serial_for(s.name, self.expr(s.min), self.expr(s.extent), s.body)
+
+    def _serial_for(self, name: str, lo, extent, body_stmt):
         b = self.b
-        lo = self.expr(s.min)
-        end = b.add(lo, self.expr(s.extent), flags=["nsw"])
+        end = b.add(lo, extent, flags=["nsw"])
         pre = b.block
-        header = self.fn.append_basic_block(f"{s.name}.header")
-        body = self.fn.append_basic_block(f"{s.name}.body")
-        done = self.fn.append_basic_block(f"{s.name}.end")
+        header = self.fn.append_basic_block(f"{name}.header")
+        body = self.fn.append_basic_block(f"{name}.body")
+        done = self.fn.append_basic_block(f"{name}.end")
         b.branch(header)
         b.position_at_end(header)
-        i = b.phi(I32, name=s.name)
+        i = b.phi(I32, name=name)
         i.add_incoming(lo, pre)
         b.cbranch(b.icmp_signed("<", i, end), body, done)
         b.position_at_end(body)
-        self._bind(s.name, i)
-        self.stmt(s.body)
-        self._unbind(s.name)
+        self._bind(name, i)
+        self.stmt(body_stmt)
+        self._unbind(name)
         nxt = b.add(i, ll.Constant(I32, 1), flags=["nsw"])
         i.add_incoming(nxt, b.block)
         b.branch(header)
         b.position_at_end(done)
+
+    def _parallel_for(self, s):
+        """Outline the loop body into a task function and run it on libgomp's thread pool.
+
+        The closure holds the loop bounds, a shared iteration counter, an error code, the scalars
+        array, and every value and buffer the body uses. Each thread takes iterations from the
+        counter until none are left or some task failed.
+        """
+        b = self.b
+        lo, extent = self.expr(s.min), self.expr(s.extent)
+        used = free_variables(s.body)
+        values = [(n, self.scope[n][-1]) for n in sorted(used) if self.scope.get(n) and n != s.name]
+        buffers = [(n, self.hosts[n]) for n in sorted(_buffers_used(s.body)) if n in self.hosts]
+        fields = [I32, I32, I32, I32, PTR] + [v.type for _, v in values] + [PTR] * len(buffers)
+        closure_t = ll.LiteralStructType(fields)
+        with b.goto_block(self.entry):
+            b.position_at_start(self.entry)
+            closure = b.alloca(closure_t, name=f"{s.name}.closure")
+
+        def field_ptr(builder, base, k):
+            idx = [ll.Constant(I32, 0), ll.Constant(I32, k)]
+            if base.type.is_opaque:
+                return builder.gep(base, idx, source_etype=closure_t)
+            return builder.gep(base, idx)  # typed: the result points at the field's type
+
+        for k, v in enumerate([lo, extent, ll.Constant(I32, 0), ll.Constant(I32, 0), self.scalars]):
+            b.store(v, field_ptr(b, closure, k))
+        for k, (_, v) in enumerate(values):
+            b.store(v, field_ptr(b, closure, 5 + k))
+        for k, (_, p) in enumerate(buffers):
+            b.store(p, field_ptr(b, closure, 5 + len(values) + k))
+
+        task = ll.Function(self.module, ll.FunctionType(ll.VoidType(), [PTR]),
+                           f"{self.fn_name}.par.{len(self.module.functions)}")
+        task.linkage = "internal"
+        saved = (self.fn, self.b, self.entry, self.heap_allocs, self.scope, self.hosts, self.scalars,
+                 self.closure_error)
+        self.fn, self.entry = task, task.append_basic_block("entry")
+        self.b = tb = ll.IRBuilder(self.entry)
+        self.heap_allocs, self.scope, self.hosts = [], {}, {}
+        data = task.args[0]
+        t_lo = tb.load(field_ptr(tb, data, 0), typ=I32)
+        t_extent = tb.load(field_ptr(tb, data, 1), typ=I32)
+        counter = field_ptr(tb, data, 2)
+        self.closure_error = field_ptr(tb, data, 3)
+        self.scalars = tb.load(field_ptr(tb, data, 4), typ=PTR)
+        for k, (n, v) in enumerate(values):
+            self._bind(n, tb.load(field_ptr(tb, data, 5 + k), typ=v.type))
+        for k, (n, _) in enumerate(buffers):
+            self.hosts[n] = tb.load(field_ptr(tb, data, 5 + len(values) + k), typ=PTR)
+        take = task.append_basic_block("take")
+        work = task.append_basic_block("work")
+        finish = task.append_basic_block("finish")
+        tb.branch(take)
+        tb.position_at_end(take)
+        failed = tb.load_atomic(self.closure_error, "monotonic", 4, typ=I32)
+        i = tb.atomic_rmw("add", counter, ll.Constant(I32, 1), "monotonic")
+        more = tb.and_(tb.icmp_signed("<", i, t_extent), tb.icmp_signed("==", failed, ll.Constant(I32, 0)))
+        tb.cbranch(more, work, finish)
+        tb.position_at_end(work)
+        self._bind(s.name, tb.add(t_lo, i, flags=["nsw"]))
+        self.stmt(s.body)
+        self._unbind(s.name)
+        self.b.branch(take)
+        self.b.position_at_end(finish)
+        self.b.ret_void()
+        (self.fn, self.b, self.entry, self.heap_allocs, self.scope, self.hosts, self.scalars,
+         self.closure_error) = saved
+
+        b = self.b
+        threads = b.trunc(self._load(I64, self._scalar_ptr(self.layout.threads_slot)), I32)
+        gomp = self._libc("GOMP_parallel", ll.VoidType(), [PTR, PTR, I32, I32])
+        b.call(gomp, [task, closure, threads, ll.Constant(I32, 0)])
+        code = b.load(field_ptr(b, closure, 3), typ=I32)
+        with b.if_then(b.icmp_signed("!=", code, ll.Constant(I32, 0)), likely=False):
+            free = self._libc("free", ll.VoidType(), [PTR])
+            for p in reversed(self.heap_allocs):
+                b.call(free, [p])
+            if self.closure_error is None:
+                b.ret(code)
+            else:
+                _atomic_store(b, code, self.closure_error)
+                b.ret_void()
 
     def s_Store(self, s):
         t = s.value.type

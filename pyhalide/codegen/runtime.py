@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import os
 import struct
 
 import numpy as np
@@ -13,6 +14,29 @@ from .llvm import CodeGen
 
 SYMBOL = "pyhalide_pipeline"
 _MAX_ELEMENTS = 2**31 - 1  # index arithmetic is 32-bit, as in Halide
+
+
+_threads = {"forked": False}
+
+
+def _after_fork_in_child():
+    _threads["forked"] = True  # libgomp is not fork-safe: a forked child runs serially
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def num_threads() -> int:
+    """Threads for parallel loops: HL_NUM_THREADS as in Halide, else every core."""
+    if _threads["forked"]:
+        return 1
+    env = os.environ.get("HL_NUM_THREADS")
+    if env:
+        try:
+            return max(1, int(env))
+        except ValueError:
+            raise HalideError(f"HL_NUM_THREADS must be a positive integer, got {env!r}") from None
+    return os.cpu_count() or 1
 
 
 def _with_unit_strides(stmt, dense_buffers: list[str]):
@@ -76,6 +100,7 @@ class CompiledPipeline:
             for d, m in enumerate(buf._mins):
                 sc[slots[d]] = m
             arrays.append(arr)
+        sc[self.layout.threads_slot] = num_threads()
         for (slot, is_float), v in zip(self._float_params, param_values):
             sc[slot] = struct.unpack("<q", struct.pack("<d", v))[0] if is_float else v
         rc = self._fn(*arrays, sc)
