@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import ir
-from .ir_mutator import IRVisitor, free_variables, substitute
+from .ir_mutator import IRVisitor, children, free_variables, substitute
 from .simplify import simplify
 from .types import Int
 
@@ -76,8 +76,27 @@ def _fits(t, iv: Interval) -> bool:
 class _Bounds:
     def __init__(self, scope: dict[str, Interval]):
         self.scope = scope
+        self._fixed: dict[int, bool] = {}
+
+    def _is_fixed(self, e) -> bool:
+        """e uses no variable of the scope, so its interval is the single value e itself."""
+        key = id(e)
+        hit = self._fixed.get(key)
+        if hit is None:
+            if isinstance(e, ir.Variable):
+                hit = e.name not in self.scope
+            elif isinstance(e, ir.Let):
+                hit = self._is_fixed(e.value) and e.name not in self.scope and self._is_fixed(e.body)
+            elif isinstance(e, ir.Call) and e.call_type in (ir.HALIDE, ir.IMAGE):
+                hit = False  # a value read from memory
+            else:
+                hit = all(self._is_fixed(c) for c in children(e))
+            self._fixed[key] = hit
+        return hit
 
     def of(self, e: ir.Expr) -> Interval:
+        if self._is_fixed(e):
+            return Interval.point(e)
         method = getattr(self, "b_" + type(e).__name__, None)
         if method is None:
             return _type_range(e.type) if not e.type.is_bool() else _bool_range()

@@ -157,10 +157,14 @@ def apply_schedule_json(funcs, text: str) -> None:
         f = by_name[name]
         for stage, method, args in entries:
             target = f if stage == 0 else Stage(f, stage)
-            getattr(target, method)(*[_decode_arg(a, by_name) for a in args])
+            result = getattr(target, method)(*[_decode_arg(a, by_name) for a in args])
+            if method == "rfactor":  # later entries may schedule the intermediate it made
+                by_name[result.name()] = result
 
 
 def _decode_arg(a, by_name):
+    if isinstance(a, list):
+        return [_decode_arg(x, by_name) for x in a]
     if isinstance(a, dict) and a.get("loop_level"):
         lv = a["loop_level"]
         if lv["kind"] == "root":
@@ -186,15 +190,17 @@ def schedule_to_python(funcs) -> str:
 
 
 def _source_arg(a) -> str:
+    if isinstance(a, list):
+        return "[" + ", ".join(_source_arg(x) for x in a) + "]"
     if isinstance(a, dict) and a.get("loop_level"):
         lv = a["loop_level"]
         if lv["kind"] == "root":
             return "hl.LoopLevel.root()"
         if lv["kind"] == "inlined":
             return "hl.LoopLevel.inlined()"
-        return f"hl.LoopLevel({lv['func']}, {lv['var']}, {lv['stage']})"
+        return f"hl.LoopLevel({lv['func']}, hl.Var({lv['var']!r}), {lv['stage']})"
     if isinstance(a, dict) and "var" in a:
-        return a["var"].replace(".", "_").replace("$", "_")
+        return f"hl.{'RVar' if a.get('rvar') else 'Var'}({a['var']!r})"
     if isinstance(a, str) and a in TailStrategy.ALL:
         return f"hl.TailStrategy.{a}"
     return repr(a)

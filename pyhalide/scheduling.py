@@ -27,8 +27,12 @@ _tmp_names = itertools.count()
 
 
 def _var_name(v) -> str:
+    from .var import RDom
+
     if isinstance(v, str):
         return v
+    if isinstance(v, RDom):
+        v = v._as_expr()  # a one-dimensional RDom stands for its RVar
     name = getattr(v, "name", None)
     if callable(name):
         return name()
@@ -293,6 +297,11 @@ class Schedulable:
         self._log("atomic", override_associativity_test)
         return self
 
+    def rfactor(self, *args):
+        """rfactor(rvar, var) or rfactor([(rvar, var), ...]); returns the intermediate Func."""
+        pairs = [tuple(args)] if len(args) == 2 and not isinstance(args[0], list | tuple) else list(args[0])
+        return rfactor(self, pairs)
+
     def allow_race_conditions(self):
         self._stage().allow_race_conditions = True
         self._log("allow_race_conditions")
@@ -402,3 +411,132 @@ def _const_arg(v):
             raise CompileError(f"Schedules record constant bounds only; got {v}")
         return c
     return int(v)
+
+
+def rfactor(stage: Schedulable, pairs):
+    """Split an associative reduction into an intermediate Func over the preserved RVars.
+
+    `f.update(i).rfactor([(ri, u), ...])` makes `f_intm(pure..., u...)`, which reduces over the
+    other RVars with each preserved RVar replaced by its new pure Var, and rewrites the update
+    to reduce `f_intm` over the preserved RVars. The intermediate can then be computed and
+    vectorized or parallelized over u, which the original reduction forbade. Float results may
+    differ in the last bits: the sum is reassociated, as in Halide.
+    """
+    from .expr import wrap
+    from .func import Definition, Func
+    from .ir_mutator import substitute
+    from .lowering.legality import update_is_associative
+    from .var import ReductionDomain, ReductionVariable
+
+    f = stage._target_func()
+    s = stage._stage_index
+    where = stage._where()
+    if s == 0:
+        raise CompileError(f"{where}: rfactor applies to an update definition (use f.update(i).rfactor)")
+    if len(f.types()) != 1:
+        raise CompileError(f"{where}: rfactor of a Tuple-valued reduction is not supported")
+    if not update_is_associative(f, s):
+        raise CompileError(f"{where}: can't rfactor: the update is not an associative reduction "
+                           "(f(args) = f(args) op e, with op one of + * min max and e not reading f)")
+    sched = stage._stage()
+    d = f.definitions()[s]
+    preserved = {}
+    for rv, v in pairs:
+        dim = stage._dim(rv, "rfactor")
+        if not dim.is_rvar:
+            raise CompileError(f"{where}: rfactor of {dim.name}, which is not an RVar")
+        preserved[dim.internal] = _var_name(v)
+    if any(sp.kind == "fuse" for sp in sched.splits):
+        raise CompileError(f"{where}: rfactor after fusing RVars is not supported")
+    # every original RVar as an expression of the stage's current RVar dimensions
+    bounds = {rv.name: (rv.min, rv.extent) for rv in d.rvars}
+    value_of: dict[str, ir.Expr] = {}
+    guards = []
+    for sp in sched.splits:
+        if sp.old not in bounds:
+            continue  # a pure-variable split: schedule only
+        old_min, old_ext = bounds[sp.old]
+        if sp.kind == "rename":
+            bounds[sp.outer] = bounds[sp.old]
+            value_of[sp.old] = ir.Variable(sp.outer)
+            continue
+        factor = ir.make_const(ir.Int(32), sp.factor)
+        bounds[sp.inner] = (ir.make_const(ir.Int(32), 0), factor)
+        bounds[sp.outer] = (ir.make_const(ir.Int(32), 0),
+                            ir.Div(ir.Add(old_ext, ir.make_const(ir.Int(32), sp.factor - 1)), factor))
+        offset = ir.Add(ir.Mul(ir.Variable(sp.outer), factor), ir.Variable(sp.inner))
+        guards.append(ir.LT(offset, old_ext))
+        value_of[sp.old] = ir.Add(offset, old_min)
+
+    def resolve(e):
+        for _ in range(len(value_of) + 1):
+            e2 = substitute(value_of, e)
+            if e2 is e:
+                return e
+            e = e2
+        return e
+
+    rdims = [dim for dim in sched.dims if dim.is_rvar]
+    kept = [dim for dim in rdims if dim.internal not in preserved]
+    kept_dom = ReductionDomain([ReductionVariable(f"{f.name()}_intm_s{s}${dim.name}", *bounds[dim.internal])
+                                for dim in kept]) if kept else None
+    pres_dims = [dim for dim in rdims if dim.internal in preserved]
+    pres_dom = ReductionDomain([ReductionVariable(f"{f.name()}_s{s}${dim.name}", *bounds[dim.internal])
+                                for dim in pres_dims])
+    to_kept = {dim.internal: ir.Variable(rv.name, ir.Int(32), ref=kept_dom)
+               for dim, rv in zip(kept, kept_dom.rvars if kept_dom else [])}
+    to_pure = {dim.internal: ir.Variable(preserved[dim.internal]) for dim in pres_dims}
+    dims_map = {**to_kept, **to_pure}
+
+    def rewrite(e):
+        return substitute(dims_map, resolve(e))
+
+    value = d.values[0]
+    self_is_a = isinstance(value.a, ir.Call) and value.a.func is f and value.a.args == d.args
+    term = value.b if self_is_a else value.a
+    op = type(value)
+    t = f.types()[0]
+    identity = _reduction_identity(op, t)
+    new_vars = [preserved[dim.internal] for dim in pres_dims]
+    clash = set(new_vars) & set(f._pure_args)
+    if clash:
+        raise CompileError(f"{where}: rfactor's new Vars {sorted(clash)} are already pure Vars of {f.name()}")
+    intm = Func(f"{f.name()}_s{s}_intm")
+    pure = f._pure_args + tuple(new_vars)
+    from .var import Var
+
+    intm[tuple(Var(n) for n in pure)] = wrap(identity)
+    predicate = d.predicate
+    conds = [rewrite(g) for g in guards] + ([rewrite(predicate)] if predicate is not None else [])
+    lhs = tuple(rewrite(a) for a in d.args) + tuple(ir.Variable(n) for n in new_vars)
+    call_self = ir.Call(t, intm.name(), lhs, ir.HALIDE, 0, intm)
+    rhs = op(call_self, rewrite(term)) if self_is_a else op(rewrite(term), call_self)
+    cond = None
+    for c in conds:
+        cond = c if cond is None else ir.And(cond, c)
+    intm._updates.append(Definition(lhs, (rhs,), tuple(kept_dom.rvars) if kept_dom else (), cond))
+    intm._schedule.reset_stages(2)
+    intm._version += 1
+    # f's update now reduces the intermediate over the preserved RVars
+    f_pure = tuple(ir.Variable(n) for n in f._pure_args)
+    pres_vars = tuple(ir.Variable(rv.name, ir.Int(32), ref=pres_dom) for rv in pres_dom.rvars)
+    call_intm = ir.Call(t, intm.name(), f_pure + pres_vars, ir.HALIDE, 0, intm)
+    call_f = ir.Call(t, f.name(), f_pure, ir.HALIDE, 0, f)
+    f._updates[s - 1] = Definition(f_pure, (op(call_f, call_intm),), tuple(pres_dom.rvars), None)
+    f._schedule.stages[s] = type(sched)()
+    stage._log("rfactor", [[_json_var(rv), _json_var(v)] for rv, v in pairs])
+    return intm
+
+
+def _reduction_identity(op, t) -> ir.Expr:
+    if op is ir.Add:
+        return ir.make_const(t, 0)
+    if op is ir.Mul:
+        return ir.make_const(t, 1)
+    if op is ir.Min:
+        return ir.make_const(t, float("inf") if t.is_float() else t.max())
+    if op is ir.Max:
+        return ir.make_const(t, float("-inf") if t.is_float() else t.min())
+    if op is ir.And:
+        return ir.make_const(t, 1)
+    return ir.make_const(t, 0)

@@ -789,6 +789,7 @@ class CodeGen:
                     b.position_at_start(self.entry)
                     ptr = b.alloca(elem, size=ll.Constant(I64, max(n, 1)), name=s.name)
                     ptr.align = max(s.type.bytes(), 16)
+                    ptr.type = PTR  # opaque, so vector stores through it type-check
                 self.hosts[s.name] = ptr
                 self.stmt(s.body)
                 return

@@ -1,0 +1,168 @@
+"""Specific schedules: Halide's blur and gemm schedules, vector code in the assembly, threads,
+and schedules as data (JSON and Python source)."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import pyhalide as hl
+from pyhalide.schedule import apply_schedule_json, schedule_to_json
+
+x, y = hl.Var("x"), hl.Var("y")
+xi, yi, xo, yo, u = hl.Var("xi"), hl.Var("yi"), hl.Var("xo"), hl.Var("yo"), hl.Var("u")
+
+
+def blur_numpy(img):
+    bx = ((img[:, :-2] + img[:, 1:-1] + img[:, 2:]) // 3).astype(img.dtype)
+    return ((bx[:-2] + bx[1:-1] + bx[2:]) // 3).astype(img.dtype)
+
+
+def halide_blur(img):
+    inp = hl.Buffer(img, name="blur_input")
+    blur_x, blur_y = hl.Func("blur_x"), hl.Func("blur_y")
+    blur_x[x, y] = (inp[x - 1, y] + inp[x, y] + inp[x + 1, y]) / 3
+    blur_y[x, y] = (blur_x[x, y - 1] + blur_x[x, y] + blur_x[x, y + 1]) / 3
+    return blur_x, blur_y
+
+
+def apply_halide_blur_schedule(blur_x, blur_y):
+    blur_y.split(y, y, yi, 32).parallel(y).vectorize(x, 16)
+    blur_x.store_at(blur_y, y).compute_at(blur_y, x).vectorize(x, 16)
+
+
+@pytest.mark.parametrize("shape", [(1922, 2562), (67, 53)])
+def test_halide_blur_schedule(shape):
+    img = np.random.default_rng(0).integers(0, 65536, shape, dtype=np.uint16)
+    blur_x, blur_y = halide_blur(img)
+    apply_halide_blur_schedule(blur_x, blur_y)
+    out = hl.Buffer(hl.UInt(16), [shape[1] - 2, shape[0] - 2])
+    out.set_min([1, 1])
+    blur_y.realize(out)
+    assert np.array_equal(np.asarray(out), blur_numpy(img))
+
+
+def gemm(n, a, b):
+    A, B = hl.Buffer(a, name="A"), hl.Buffer(b, name="B")
+    k = hl.RDom([(0, n)], name="k")
+    prod, out = hl.Func("prod"), hl.Func("gemm_out")
+    prod[x, y] = 0.0
+    prod[x, y] += A[k, y] * B[x, k]
+    out[x, y] = prod[x, y]
+    return prod, out, k
+
+
+def apply_gemm_schedule(prod, out, k, vec=16):
+    """Tiles of the output, a reduction split and rfactored, the intermediate computed per tile row."""
+    ki = hl.RVar("ki")
+    xy = hl.Var("xy")
+    out.tile(x, y, xi, yi, 2 * vec, 8).fuse(x, y, xy).parallel(xy).vectorize(xi, vec).unroll(yi)
+    prod.compute_at(out, xy).vectorize(x, vec)
+    prod.update(0).reorder(x, y, k).vectorize(x, vec).unroll(y)
+    intm = prod.update(0).split(k, k, ki, 4).rfactor(ki, u)
+    intm.compute_at(out, xy).vectorize(x, vec).unroll(u)
+    intm.update(0).reorder(x, u, y).vectorize(x, vec).unroll(u)
+    return intm
+
+
+@pytest.mark.parametrize("n", [128, 100])
+def test_gemm_schedule_with_rfactor(n):
+    rng = np.random.default_rng(1)
+    a = rng.random((n, n), dtype=np.float32)
+    b = rng.random((n, n), dtype=np.float32)
+    prod, out, k = gemm(n, a, b)
+    apply_gemm_schedule(prod, out, k)
+    res = np.asarray(out.realize([n, n]))
+    assert np.allclose(res, a @ b, rtol=1e-5, atol=1e-4)  # rfactor reassociates the sum
+
+
+def test_vectorized_code_uses_avx512_registers(tmp_path):
+    f = hl.Func("vec_add")
+    data = hl.Buffer(np.arange(1024, dtype=np.float32), name="vdata")
+    f[x] = data[x] * 2.0 + 1.0
+    f.vectorize(x, 16)
+    asm = tmp_path / "vec.s"
+    f.compile_to_assembly(str(asm))
+    text = asm.read_text()
+    assert "zmm" in text  # 16 x float32 = one 512-bit register
+    out = np.asarray(f.realize([1024]))
+    assert np.array_equal(out, np.arange(1024, dtype=np.float32) * 2 + 1)
+
+
+def test_vectorized_tail_with_guard_matches():
+    f = hl.Func("guarded")
+    f[x, y] = x * 3 + y
+    f.vectorize(x, 8, hl.TailStrategy.GuardWithIf)
+    out = np.asarray(f.realize([13, 3]))
+    xs, ys = np.meshgrid(np.arange(13), np.arange(3))
+    assert np.array_equal(out, xs * 3 + ys)
+
+
+def test_parallel_results_do_not_depend_on_thread_count():
+    code = (
+        "import numpy as np, pyhalide as hl\n"
+        "x, y = hl.Var('x'), hl.Var('y')\n"
+        "f = hl.Func('par'); g = hl.Func('par_out')\n"
+        "f[x, y] = x * 7 + y * 13\n"
+        "g[x, y] = f[x - 1, y] + f[x + 1, y]\n"
+        "g.parallel(y).vectorize(x, 8)\n"
+        "f.compute_at(g, y).parallel(x, 4)\n"
+        "print(int(np.asarray(g.realize([101, 77])).astype(np.int64).sum()))\n"
+    )
+    sums = set()
+    for threads in ("1", "2", "4"):
+        env = dict(os.environ, HL_NUM_THREADS=threads)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        sums.add(out.stdout.strip())
+    xs, ys = np.meshgrid(np.arange(101), np.arange(77))
+    expected = ((xs - 1) * 7 + ys * 13) + ((xs + 1) * 7 + ys * 13)
+    assert sums == {str(int(expected.sum()))}
+
+
+def test_unroll_and_split_tails():
+    for tail in (hl.TailStrategy.GuardWithIf, hl.TailStrategy.ShiftInwards, hl.TailStrategy.RoundUp):
+        src = hl.Func("unroll_src")
+        src[x] = x * x
+        f = hl.Func("unrolled")
+        f[x] = src[x] + 1
+        src.compute_root().split(x, xo, xi, 3, tail).unroll(xi)
+        f.unroll(x, 2, hl.TailStrategy.GuardWithIf)
+        assert list(np.asarray(f.realize([7]))) == [v * v + 1 for v in range(7)]
+
+
+def test_schedule_json_round_trip_and_python_source():
+    img = np.random.default_rng(2).integers(0, 65536, (40, 70), dtype=np.uint16)
+    blur_x, blur_y = halide_blur(img)
+    apply_halide_blur_schedule(blur_x, blur_y)
+    text = schedule_to_json([blur_x, blur_y])
+    source = blur_y.to_python_source() + blur_x.to_python_source()
+    assert "blur_y.split(hl.Var('y'), hl.Var('y'), hl.Var('yi'), 32" in source
+    assert "blur_x.store_at(hl.LoopLevel(blur_y, hl.Var('y'), -1))" in source
+
+    fresh_x, fresh_y = halide_blur(img)
+    apply_schedule_json([fresh_x, fresh_y], text)
+    assert schedule_to_json([fresh_x, fresh_y]) == text
+    out = hl.Buffer(hl.UInt(16), [68, 38])
+    out.set_min([1, 1])
+    fresh_y.realize(out)
+    assert np.array_equal(np.asarray(out), blur_numpy(img))
+
+    # the Python source, run against a fresh algorithm, gives the same schedule
+    src_x, src_y = halide_blur(img)
+    exec(source.replace("hl.LoopLevel(blur_y,", "hl.LoopLevel(blur_y_func,"),
+         {"hl": hl, "blur_y": src_y, "blur_x": src_x, "blur_y_func": src_y})
+    assert schedule_to_json([src_x, src_y]) == text
+
+
+def test_rfactor_round_trips_through_json():
+    rng = np.random.default_rng(3)
+    a, b = rng.random((32, 32), dtype=np.float32), rng.random((32, 32), dtype=np.float32)
+    prod, out, k = gemm(32, a, b)
+    intm = apply_gemm_schedule(prod, out, k, vec=8)
+    text = schedule_to_json([prod, out, intm])
+    p2, o2, _ = gemm(32, a, b)
+    apply_schedule_json([p2, o2], text)
+    res = np.asarray(o2.realize([32, 32]))
+    assert np.allclose(res, a @ b, rtol=1e-5, atol=1e-4)
