@@ -61,15 +61,25 @@ class _ComputeSite(IRMutator):
         self.checks: list[ir.Stmt] = []
         self.found = False
 
+    def visit_Realize(self, r):
+        # Stored where it is computed: the lets go outside the Realize, so its bounds are
+        # written in terms of them (and index arithmetic into it folds to constants).
+        if r.name == self.f.name() and _is_compute_block(r.body, r.name):
+            return self._wrap(r, r.body)
+        return self.default(r)
+
     def visit_Block(self, s):
         if not _is_compute_block(s, self.f.name()):
             return self.default(s)
+        return self._wrap(s, s)
+
+    def _wrap(self, node, block):
         self.found = True
-        produce, consume = s.stmts
+        produce, consume = block.stmts
         self.lets, self.checks = _func_lets(self.f, self.env, produce, consume)
         if self.hoist:
-            return s
-        body = ir.make_block([*self.checks, s])
+            return node
+        body = ir.make_block([*self.checks, node])
         for name, value in reversed(self.lets):
             body = ir.LetStmt(name, value, body)
         return body
@@ -96,8 +106,13 @@ def _func_lets(f, env, produce, consume):
         iv = _require(f, var, iv, "its consumers")
         iv, extra = _apply_bound_directive(f, var, iv)
         checks.extend(extra)
-        lets.append((f"{name}.{var}.min", simplify(iv.min)))
-        lets.append((f"{name}.{var}.max", simplify(iv.max)))
+        lo, hi = simplify(iv.min), simplify(iv.max)
+        width = simplify(ir.Sub(hi, lo))
+        if ir.const_int(width) is not None:
+            # a constant-size region: say so, so loop extents over it simplify to constants
+            hi = ir.Add(ir.Variable(f"{name}.{var}.min", _I32), width)
+        lets.append((f"{name}.{var}.min", lo))
+        lets.append((f"{name}.{var}.max", hi))
     req = {v: (ir.Variable(f"{name}.{v}.min", _I32), ir.Variable(f"{name}.{v}.max", _I32)) for v in f._pure_args}
     n_stages = len(f.definitions())
     for s in range(1, n_stages):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from .. import ir
 from ..errors import CompileError
 from ..ir_mutator import IRMutator
+from ..ir_printer import expr_to_string
 
 
 class _Unroll(IRMutator):
@@ -18,7 +19,8 @@ class _Unroll(IRMutator):
             return s if body is s.body else ir.For(s.name, s.min, s.extent, s.for_type, body)
         extent = ir.const_int(s.extent)
         if extent is None:
-            raise CompileError(f"Can't unroll loop {s.name}: its extent ({s.extent}) is not a constant. "
+            raise CompileError(f"Can't unroll loop {s.name}: its extent ({expr_to_string(s.extent)}) is not a "
+                               "constant. "
                                "Split it by a constant factor first (unroll(x, n)).")
         copies = [ir.LetStmt(s.name, ir.Add(s.min, ir.make_const(s.min.type, i)), body) for i in range(extent)]
         return ir.make_block(copies)

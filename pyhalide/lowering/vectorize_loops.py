@@ -15,6 +15,7 @@ from __future__ import annotations
 from .. import ir
 from ..errors import CompileError
 from ..ir_mutator import IRMutator
+from ..ir_printer import expr_to_string
 from ..types import Bool
 
 
@@ -200,7 +201,8 @@ class _Vectorize(IRMutator):
             return s if body is s.body else ir.For(s.name, s.min, s.extent, s.for_type, body)
         lanes = ir.const_int(s.extent)
         if lanes is None:
-            raise CompileError(f"Can't vectorize loop {s.name}: its extent ({s.extent}) is not a constant. "
+            raise CompileError(f"Can't vectorize loop {s.name}: its extent ({expr_to_string(s.extent)}) is not a "
+                               "constant. "
                                "Split it by a constant factor first (vectorize(x, n)).")
         serial = ir.For(s.name, s.min, s.extent, ir.SERIAL, body)
         if lanes <= 1 or s.min.type.lanes != 1:

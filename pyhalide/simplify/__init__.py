@@ -302,7 +302,7 @@ class Simplify(IRMutator):
         kept = []
         for name, value in chain:
             value = self.mutate(substitute(subst, value))
-            if isinstance(value, ir.IntImm | ir.FloatImm | ir.Variable):
+            if _is_simple(value):
                 subst[name] = value
             else:
                 subst.pop(name, None)
@@ -344,6 +344,15 @@ class Simplify(IRMutator):
         if all(a is b for a, b in zip(stmts, s.stmts)):
             return s
         return ir.make_block(stmts)
+
+
+def _is_simple(value) -> bool:
+    """Lets worth substituting: constants, variables, and a variable plus a constant (so that
+    `max - min` of a fixed-size region folds to its width)."""
+    if isinstance(value, ir.IntImm | ir.FloatImm | ir.Variable):
+        return True
+    return (isinstance(value, ir.Add) and isinstance(value.a, ir.Variable) and isinstance(value.b, ir.IntImm)
+            and value.type.is_int() and value.type.bits >= 32)
 
 
 def simplify(node):
