@@ -409,19 +409,18 @@ class Allocate(Stmt):
 
 
 @_node
-class Free(Stmt):
-    name: str
-
-
-@_node
 class Realize(Stmt):
-    """Storage for a Func over `bounds` (a tuple of (min, extent) pairs), before flattening."""
+    """Storage for a Func over `bounds` (a tuple of (min, extent) pairs), before flattening.
+
+    A dimension with a fold factor F keeps only F coordinates, at `coordinate mod F`.
+    """
 
     name: str
     types: tuple
     bounds: tuple
     body: Stmt
     func: Any = field(default=None, compare=False)
+    folds: tuple = ()  # per dimension, a storage fold factor (0: not folded)
     _children = ("bounds", "body")
 
 

@@ -119,11 +119,10 @@ def _print_stmt(s, depth: int, out: list[str]) -> None:
         ext = " * ".join(ex(e) for e in s.extents) or "1"
         out.append(f"{pad}allocate {s.name}[{s.type} * {ext}]")
         _print_stmt(s.body, depth, out)
-    elif isinstance(s, ir.Free):
-        out.append(f"{pad}free {s.name}")
     elif isinstance(s, ir.Realize):
         b = ", ".join(f"[{ex(m)}, {ex(e)}]" for m, e in s.bounds)
-        out.append(f"{pad}realize {s.name}({b}) {{")
+        folds = "".join(f" fold dim {d} by {k}" for d, k in enumerate(s.folds) if k)
+        out.append(f"{pad}realize {s.name}({b}){folds} {{")
         _print_stmt(s.body, depth + 1, out)
         out.append(pad + "}")
     elif isinstance(s, ir.IfThenElse):

@@ -15,7 +15,9 @@ from .lowering.bounds_inference import bounds_inference, buffer_names
 from .lowering.environment import Environment, build_environment, pipeline_inputs
 from .lowering.inline import inline_functions
 from .lowering.schedule_functions import schedule_functions
+from .lowering.sliding_window import sliding_window
 from .lowering.storage_flattening import storage_flattening
+from .lowering.storage_folding import storage_folding
 from .lowering.unroll_loops import unroll_loops
 from .lowering.vectorize_loops import vectorize_loops
 from .simplify import simplify
@@ -55,6 +57,9 @@ def _passes(env):
         # must run after it, so that calls made through inlined Funcs count.
         ("inline functions", lambda s: inline_functions(s, env)),
         ("bounds inference", lambda s: bounds_inference(s, env)),
+        # Sliding window rewrites the pure-stage bounds lets, before simplification inlines them;
+        # folding then shrinks the storage of what slides.
+        ("sliding window and storage folding", lambda s: storage_folding(*sliding_window(s, env))),
         ("simplify", simplify),
         # Flattening needs the final bounds of every Realize.
         ("storage flattening", storage_flattening),

@@ -177,7 +177,7 @@ class _SizeRealize(IRMutator):
         for d, var in enumerate(self.f._pure_args):
             iv = _require(self.f, var, box[d] if box else None, "the storage of its own stages")
             bounds.append((iv.min, simplify(ir.Add(ir.Sub(iv.max, iv.min), _ONE))))
-        return ir.Realize(r.name, r.types, tuple(bounds), r.body, func=r.func)
+        return ir.Realize(r.name, r.types, tuple(bounds), r.body, r.func, r.folds)
 
 
 class _CallsOutside(IRVisitor):

@@ -16,10 +16,14 @@ from ..types import Int
 from .bounds_inference import buffer_field, buffer_names
 
 
-def flat_index(buffer: str, args) -> ir.Expr:
+def flat_index(buffer: str, args, folds=()) -> ir.Expr:
     index = None
     for d, a in enumerate(args):
-        term = ir.Mul(ir.Sub(a, buffer_field(buffer, "min", d)), buffer_field(buffer, "stride", d))
+        if folds and folds[d]:
+            offset = ir.Mod(a, ir.make_const(Int(32), folds[d]))  # Euclidean: never negative
+        else:
+            offset = ir.Sub(a, buffer_field(buffer, "min", d))
+        term = ir.Mul(offset, buffer_field(buffer, "stride", d))
         index = term if index is None else ir.Add(index, term)
     return index if index is not None else ir.make_const(Int(32), 0)
 
@@ -28,12 +32,18 @@ class _Flatten(IRMutator):
     def __init__(self):
         super().__init__()
         self.tmp = itertools.count()
+        self.folds: dict[str, tuple] = {}  # Func name -> fold factors of its enclosing Realize
 
     def visit_Realize(self, r):
+        saved = self.folds.get(r.name)
+        self.folds[r.name] = r.folds
         body = self.mutate(r.body)
+        self.folds[r.name] = saved
         names = buffer_names(r.func)
         for name, t in zip(reversed(names), reversed(r.types)):
-            extents = tuple(ir.Variable(f"{name}.extent.{d}", Int(32)) for d in range(len(r.bounds)))
+            extents = tuple(
+                ir.make_const(Int(32), r.folds[d]) if r.folds and r.folds[d] else
+                ir.Variable(f"{name}.extent.{d}", Int(32)) for d in range(len(r.bounds)))
             inner = ir.Allocate(name, t, extents, body)
             # define the descriptor variables: dense strides, in storage order (dimension 0
             # innermost unless reorder_storage said otherwise)
@@ -46,7 +56,10 @@ class _Flatten(IRMutator):
             for var in order:
                 d = r.func._pure_args.index(var)
                 lets.append((f"{name}.stride.{d}", stride))
-                stride = ir.Mul(stride, ir.Variable(f"{name}.extent.{d}", Int(32)))
+                stored = ir.Variable(f"{name}.extent.{d}", Int(32))
+                if r.folds and r.folds[d]:
+                    stored = ir.make_const(Int(32), r.folds[d])
+                stride = ir.Mul(stride, stored)
             for n, v in reversed(lets):
                 inner = ir.LetStmt(n, v, inner)
             body = inner
@@ -57,11 +70,12 @@ class _Flatten(IRMutator):
         args = [self.mutate(a) for a in p.args]
         names = buffer_names(p.func)
         if len(values) == 1:
-            return ir.Store(names[0], values[0], flat_index(names[0], args))
+            return ir.Store(names[0], values[0], flat_index(names[0], args, self.folds.get(p.name)))
         # A Tuple is read completely before any part of it is written.
         temps = [f"{p.name}.value{k}.t{next(self.tmp)}" for k in range(len(values))]
         stores = [
-            ir.Store(n, ir.Variable(t, v.type), flat_index(n, args)) for n, t, v in zip(names, temps, values)
+            ir.Store(n, ir.Variable(t, v.type), flat_index(n, args, self.folds.get(p.name)))
+            for n, t, v in zip(names, temps, values)
         ]
         body = ir.make_block(stores)
         for t, v in reversed(list(zip(temps, values))):
@@ -76,7 +90,8 @@ class _Flatten(IRMutator):
         else:
             return self.default(c)
         args = [self.mutate(a) for a in c.args]
-        return ir.Load(c.type, name, flat_index(name, args))
+        folds = self.folds.get(c.name) if c.call_type == ir.HALIDE else None
+        return ir.Load(c.type, name, flat_index(name, args, folds))
 
 
 def storage_flattening(stmt: ir.Stmt) -> ir.Stmt:

@@ -56,6 +56,8 @@ def add_rules(n):
         return a.a  # (x - b) + b
     if isinstance(a, ir.Add) and _c(a.b) is not None and _c(b) is None:
         return ir.Add(ir.Add(a.a, b), a.b)  # (x + c) + y -> (x + y) + c
+    if isinstance(b, ir.Add) and _c(b.b) is not None:
+        return ir.Add(ir.Add(a, b.a), b.b)  # x + (y + c) -> (x + y) + c
     return None
 
 
@@ -70,6 +72,11 @@ def sub_rules(n):
     cb = _c(b)
     if cb is not None:
         return ir.Add(a, _const(t, -cb))
+    if isinstance(a, ir.Add) and isinstance(b, ir.Add):
+        if a.b == b.b:
+            return ir.Sub(a.a, b.a)  # (x + z) - (y + z)
+        if a.a == b.a:
+            return ir.Sub(a.b, b.b)  # (z + x) - (z + y)
     if isinstance(a, ir.Add):
         if a.a == b:
             return a.b  # (x + y) - x

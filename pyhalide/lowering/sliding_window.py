@@ -1,0 +1,124 @@
+"""Sliding window: when a Func is stored outside a serial loop that it is computed inside, compute
+in each iteration only what the previous iterations have not.
+
+Assumes: bounds inference has defined, at each compute site of f, `f.<v>.min/max` (the region its
+consumers need) and `f.s0.<v>.min/max` (the region its pure stage computes). Guarantees: for a
+pure Func whose storage is outside the outermost serial loop L between its store and compute
+levels, and whose needed region in one dimension moves monotonically with L (and in no other
+dimension depends on L), the pure stage computes from one past what the previous iteration
+computed: `f.s0.v.min = L > L.min ? max(f.v.min, previous max + 1) : f.v.min`. Storage sits
+outside L, so earlier results are still there; the Realize bounds are unchanged. The window
+found is recorded for storage folding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import ir
+from ..ir_mutator import IRMutator, free_variables, substitute
+from ..simplify import simplify
+from ..types import Int
+
+_I32 = Int(32)
+
+
+@dataclass
+class Window:
+    """f slides along loop `loop` in dimension `dim`, needing at most `width` coordinates at once."""
+
+    func: str
+    dim: int
+    loop: str
+    width: int
+
+
+class _Slide(IRMutator):
+    def __init__(self, f, windows: list[Window]):
+        super().__init__()
+        self.f = f
+        self.windows = windows
+        self.inside = False
+        self.loops: list[ir.For] = []
+        self.lets: dict[str, ir.Expr] = {}
+
+    def visit_Realize(self, r):
+        if r.name != self.f.name() or self.inside:
+            return self.default(r)
+        self.inside = True
+        body = self.mutate(r.body)
+        self.inside = False
+        return r if body is r.body else ir.Realize(r.name, r.types, r.bounds, body, r.func, r.folds)
+
+    def visit_For(self, s):
+        if not self.inside:
+            return self.default(s)
+        self.loops.append(s)
+        body = self.mutate(s.body)
+        self.loops.pop()
+        return s if body is s.body else ir.For(s.name, s.min, s.extent, s.for_type, body)
+
+    def visit_ProducerConsumer(self, pc):
+        if self.inside and pc.name == self.f.name():
+            return pc  # nothing below the production of f is ours to change
+        return self.default(pc)
+
+    def visit_LetStmt(self, s):
+        if not self.inside:
+            return self.default(s)
+        expanded = simplify(substitute(self.lets, s.value)) if self.lets else s.value
+        value = s.value
+        slid = self._slide(s.name)
+        if slid is not None:
+            value = slid
+        self.lets[s.name] = expanded
+        body = self.mutate(s.body)
+        del self.lets[s.name]
+        if value is s.value and body is s.body:
+            return s
+        return ir.LetStmt(s.name, value, body)
+
+    def _slide(self, let_name: str):
+        f = self.f
+        prefix = f"{f.name()}.s0."
+        if not (let_name.startswith(prefix) and let_name.endswith(".min")) or not self.loops:
+            return None
+        if any(w.func == f.name() for w in self.windows):
+            return None  # one sliding dimension per Func
+        var = let_name[len(prefix) : -len(".min")]
+        if var not in f._pure_args:
+            return None
+        loop = self.loops[0]
+        if loop.for_type != ir.SERIAL:
+            return None
+        lo_e = self.lets.get(f"{f.name()}.{var}.min")
+        hi_e = self.lets.get(f"{f.name()}.{var}.max")
+        if lo_e is None or hi_e is None or loop.name not in free_variables(hi_e):
+            return None
+        for other in f._pure_args:  # the rest of the region must not move with the loop
+            if other == var:
+                continue
+            for which in ("min", "max"):
+                e = self.lets.get(f"{f.name()}.{other}.{which}")
+                if e is None or loop.name in free_variables(e):
+                    return None
+        prev = {loop.name: ir.Sub(ir.Variable(loop.name, _I32), ir.make_const(_I32, 1))}
+        step_lo = ir.const_int(simplify(ir.Sub(lo_e, substitute(prev, lo_e))))
+        step_hi = ir.const_int(simplify(ir.Sub(hi_e, substitute(prev, hi_e))))
+        width = ir.const_int(simplify(ir.Sub(hi_e, lo_e)))
+        if step_lo is None or step_hi is None or step_lo < 0 or step_hi <= 0 or width is None:
+            return None
+        self.windows.append(Window(f.name(), f._pure_args.index(var), loop.name, width + 1))
+        needed_min = ir.Variable(f"{f.name()}.{var}.min", _I32)
+        prev_max = substitute(prev, hi_e)
+        later = ir.GT(ir.Variable(loop.name, _I32), loop.min)
+        return ir.Select(later, ir.Max(needed_min, ir.Add(prev_max, ir.make_const(_I32, 1))), needed_min)
+
+
+def sliding_window(stmt: ir.Stmt, env) -> tuple[ir.Stmt, list[Window]]:
+    windows: list[Window] = []
+    for f in env.order:
+        if f.has_update_definition() or env.is_output(f):
+            continue
+        stmt = _Slide(f, windows).mutate(stmt)
+    return stmt, windows

@@ -1,0 +1,60 @@
+"""Storage folding: a Func that slides along a loop keeps only a window of it, reused circularly.
+
+Assumes: the windows sliding_window found, and the Realize bounds from bounds inference.
+Guarantees: where f slides in dimension d along loop L needing at most w coordinates per
+iteration, and every use of f inside its Realize is in the consume body of its production, the
+Realize keeps only F coordinates of d (F the power of two >= w), at `coordinate mod F`. The
+window only moves forward, so a coordinate is overwritten only once no iteration needs it.
+"""
+
+from __future__ import annotations
+
+from .. import ir
+from ..ir_mutator import IRMutator, IRVisitor
+
+
+class _CallsOutsideConsume(IRVisitor):
+    """Is f read anywhere in its Realize other than in the consume body of its production?"""
+
+    def __init__(self, name: str):
+        super().__init__()
+        self.name, self.found = name, False
+
+    def visit_ProducerConsumer(self, pc):
+        if pc.name != self.name:
+            self.visit_children(pc)
+
+    def visit_Call(self, c):
+        if c.call_type == ir.HALIDE and c.name == self.name:
+            self.found = True
+        self.visit_children(c)
+
+
+class _Fold(IRMutator):
+    def __init__(self, window):
+        super().__init__()
+        self.window = window
+
+    def visit_Realize(self, r):
+        if r.name != self.window.func:
+            return self.default(r)
+        d = self.window.dim
+        factor = 1
+        while factor < self.window.width:
+            factor *= 2
+        extent = ir.const_int(r.bounds[d][1])
+        if extent is not None and extent <= factor:
+            return r
+        outside = _CallsOutsideConsume(r.name)
+        outside.visit(r.body)
+        if outside.found:
+            return r
+        folds = list(r.folds) if r.folds else [0] * len(r.bounds)
+        folds[d] = factor
+        return ir.Realize(r.name, r.types, r.bounds, r.body, r.func, tuple(folds))
+
+
+def storage_folding(stmt: ir.Stmt, windows) -> ir.Stmt:
+    for w in windows:
+        stmt = _Fold(w).mutate(stmt)
+    return stmt
