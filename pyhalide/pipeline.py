@@ -19,6 +19,7 @@ class Pipeline:
         self._lowered = None
         self._versions = None
         self._compiled: dict = {}
+        self._target = None
 
     def outputs(self) -> list[Func]:
         return list(self._outputs)
@@ -42,9 +43,10 @@ class Pipeline:
         from .codegen.runtime import CompiledPipeline
 
         lowered = self._lower()
-        compiled = self._compiled.get(layouts)
+        key = (layouts, str(self._target))
+        compiled = self._compiled.get(key)
         if compiled is None:
-            compiled = self._compiled[layouts] = CompiledPipeline(lowered, layouts)
+            compiled = self._compiled[key] = CompiledPipeline(lowered, layouts, self._target)
         return compiled
 
     def _default_layouts(self):
@@ -57,13 +59,29 @@ class Pipeline:
                 layouts.append(_layout(_input_buffer(b)))
         return tuple(layouts)
 
+    def _set_target(self, target) -> None:
+        if target is None:
+            return
+        from .target import Target
+
+        if isinstance(target, str):
+            target = Target(target)
+        if not isinstance(target, Target):
+            raise HalideError(f"target must be an hl.Target or a target string, got {target!r}")
+        if target.arch != "x86" or target.bits != 64 or target.has_gpu_feature():
+            raise HalideError(f"JIT compilation supports only the host x86-64 CPU, not {target}")
+        self._target = target
+
     def compile_jit(self, target=None) -> None:
-        """Compile now, so the first realize does not pay for it."""
+        """Compile now, so the first realize does not pay for it. Target feature "fp_contract"
+        allows fused multiply-adds (as Halide does unless strict_float): faster, last-bit different."""
+        self._set_target(target)
         self._compile(self._default_layouts())
 
     # ------------------------------------------------------------------ running
     def realize(self, sizes=None, target=None):
         """realize([w, h, ...]) allocates outputs; realize(buffer) / realize([buffers]) fills them."""
+        self._set_target(target)
         lowered = self._lower()
         out_specs = [b for b in lowered.buffers if b.is_output]
         if isinstance(sizes, Buffer) or (

@@ -88,9 +88,11 @@ _BINARY_LIBM = {"atan2": "atan2", "hypot": "hypot"}
 
 
 class CodeGen:
-    def __init__(self, lowered, stmt, fn_name: str, axis_maps: list[list[int]]):
+    def __init__(self, lowered, stmt, fn_name: str, axis_maps: list[list[int]], fp_contract: bool = False):
         self.lowered = lowered
         self.body = stmt
+        # Exact IEEE results unless the target asks for fused multiply-adds ("fp_contract").
+        self.float_flags = ["contract"] if fp_contract else []
         self.fn_name = fn_name
         self.axis_maps = axis_maps
         self.module = ll.Module(name=fn_name)
@@ -264,7 +266,7 @@ class CodeGen:
     def _arith(self, e, int_op, float_op):
         a, b = self.expr(e.a), self.expr(e.b)
         if e.type.is_float():
-            return getattr(self.b, float_op)(a, b)
+            return getattr(self.b, float_op)(a, b, flags=self.float_flags)
         flags = ["nsw"] if e.type.is_int() and e.type.bits >= 32 else []
         return getattr(self.b, int_op)(a, b, flags=flags)
 

@@ -54,13 +54,14 @@ def _with_unit_strides(stmt, dense_buffers: list[str]):
 class CompiledPipeline:
     """Native code for one lowered pipeline and one choice of buffer axis orders."""
 
-    def __init__(self, lowered, layouts: tuple):
+    def __init__(self, lowered, layouts: tuple, target=None):
         self.lowered = lowered
         self.axis_maps = [list(axes) for axes, _ in layouts]
         self.layouts = layouts
         dense = [b.name for b, (_, is_dense) in zip(lowered.buffers, layouts) if is_dense and b.dimensions]
         stmt = _with_unit_strides(lowered.stmt, dense)
-        cg = CodeGen(lowered, stmt, SYMBOL, self.axis_maps)
+        contract = target is not None and target.has_feature("fp_contract")
+        cg = CodeGen(lowered, stmt, SYMBOL, self.axis_maps, fp_contract=contract)
         self.llvm_ir = cg.generate()
         self.layout = cg.layout
         self.asserts = cg.asserts
