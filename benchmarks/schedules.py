@@ -81,7 +81,7 @@ def timed_alternately(runs: dict, rounds: int) -> dict:
 
 def compile_all(funcs, fma_target):
     out = {}
-    for name, (func, run, lib) in funcs.items():
+    for name, (func, _run, lib) in funcs.items():
         t0 = time.perf_counter()
         if lib is pyhalide and fma_target:
             func.compile_jit(pyhalide.Target("host-fp_contract"))
