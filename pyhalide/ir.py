@@ -400,6 +400,16 @@ class Provide(Stmt):
 
 
 @_node
+class Atomic(Stmt):
+    """The Stores in body are read-modify-writes that other threads may race with: each runs as
+    an atomic compare-and-swap, with the value it replaces named by `old` in the stored value."""
+
+    old: str
+    body: Stmt
+    _children = ("body",)
+
+
+@_node
 class Allocate(Stmt):
     name: str
     type: Type

@@ -115,6 +115,10 @@ def _print_stmt(s, depth: int, out: list[str]) -> None:
         if len(s.values) > 1:
             vals = "{" + vals + "}"
         out.append(f"{pad}{s.name}({', '.join(ex(a) for a in s.args)}) = {vals}")
+    elif isinstance(s, ir.Atomic):
+        out.append(f"{pad}atomic ({s.old}) {{")
+        _print_stmt(s.body, depth + 1, out)
+        out.append(pad + "}")
     elif isinstance(s, ir.Allocate):
         ext = " * ".join(ex(e) for e in s.extents) or "1"
         out.append(f"{pad}allocate {s.name}[{s.type} * {ext}]")

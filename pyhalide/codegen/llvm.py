@@ -766,6 +766,51 @@ class CodeGen:
             ptr = self.b.gep(host, [self.b.sext(self.expr(s.index), I64)], source_etype=mem_t)
             self.b.store(v, ptr, align=align)
 
+    def s_Atomic(self, s):
+        """A compare-and-swap loop: read the element, compute the new value from it, retry until
+        no other thread changed it in between."""
+        st = s.body
+        t = st.value.type
+        if t.lanes != 1:
+            raise CompileError("codegen: vector atomic updates are not supported")
+        host = self.hosts[st.name]
+        mem_t = llvm_type(t, memory=True)
+        bits_t = ll.IntType(max(8, t.bits))
+        b = self.b
+        ptr = b.gep(host, [b.sext(self.expr(st.index), I64)], source_etype=mem_t)
+        loop = self.fn.append_basic_block(f"{s.old}.cas")
+        done = self.fn.append_basic_block(f"{s.old}.done")
+        pre = b.block
+        first = b.load(ptr, typ=bits_t, align=t.bytes())
+        b.branch(loop)
+        b.position_at_end(loop)
+        seen = b.phi(bits_t)
+        seen.add_incoming(first, pre)
+        old = self._from_bits(seen, t)
+        self._bind(s.old, old)
+        new = self.expr(st.value)
+        self._unbind(s.old)
+        pair = b.cmpxchg(ptr, seen, self._to_bits(new, t, bits_t), "monotonic", "monotonic")
+        actual = b.extract_value(pair, 0)
+        ok = b.extract_value(pair, 1)
+        seen.add_incoming(actual, b.block)
+        b.cbranch(ok, done, loop)
+        b.position_at_end(done)
+
+    def _from_bits(self, v, t: Type):
+        if t.is_float():
+            return self.b.bitcast(v, llvm_type(t))
+        if t.is_bool():
+            return self.b.icmp_unsigned("!=", v, ll.Constant(v.type, 0))
+        return v
+
+    def _to_bits(self, v, t: Type, bits_t):
+        if t.is_float():
+            return self.b.bitcast(v, bits_t)
+        if t.is_bool():
+            return self.b.zext(v, bits_t)
+        return v
+
     def s_IfThenElse(self, s):
         cond = self.expr(s.condition)
         if s.else_case is None:

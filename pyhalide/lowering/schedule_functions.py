@@ -122,6 +122,10 @@ def build_stage(f, stage: int) -> ir.Stmt:
     subst = {name: var(name) for name, _ in stage_dims(f, stage)}
     body: ir.Stmt = ir.Provide(f.name(), tuple(substitute(subst, v) for v in d.values),
                                tuple(substitute(subst, a) for a in d.args), func=f)
+    if sched.atomic:
+        if len(d.values) != 1:
+            raise CompileError(f"{where}: atomic() on a Tuple-valued Func is not supported")
+        body = ir.Atomic(f"{f.name()}.s{stage}.old", body)
     if d.predicate is not None:
         items.append(("guard", "", substitute(subst, d.predicate)))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 
 from .. import ir
+from ..errors import CompileError
 from ..ir_mutator import IRMutator
 from ..types import Int
 from .bounds_inference import buffer_field, buffer_names
@@ -81,6 +82,21 @@ class _Flatten(IRMutator):
         for t, v in reversed(list(zip(temps, values))):
             body = ir.LetStmt(t, v, body)
         return body
+
+    def visit_Atomic(self, a):
+        body = self.mutate(a.body)
+        if not isinstance(body, ir.Store):
+            raise CompileError(f"internal: atomic update {a.old} is not a single store")
+        old = ir.Variable(a.old, body.value.type)
+
+        class ReadsOfTarget(IRMutator):
+            def visit_Load(self, e):
+                if e.name == body.name and e.index == body.index:
+                    return old
+                return self.default(e)
+
+        value = ReadsOfTarget().mutate(body.value)
+        return ir.Atomic(a.old, ir.Store(body.name, value, body.index))
 
     def visit_Call(self, c):
         if c.call_type == ir.HALIDE:

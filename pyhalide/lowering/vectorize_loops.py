@@ -173,6 +173,9 @@ class _Widen(IRMutator):
     def visit_AssertStmt(self, s):
         raise _CannotVectorize("assert inside a vectorized loop")
 
+    def visit_Atomic(self, s):
+        raise _CannotVectorize("atomic update: lanes may collide")
+
 
 class _LaneGuard(Exception):
     def __init__(self, cond):
