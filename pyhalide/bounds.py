@@ -280,6 +280,12 @@ def proven_positive(e: ir.Expr) -> bool:
     return False
 
 
+def _select(cond, a, b):
+    if a is None or b is None:
+        return None
+    return ir.Select(cond, a, b)
+
+
 def _narrow(scope: dict, cond: ir.Expr) -> dict | None:
     """The scope with variables narrowed by a condition known true (a < b, a <= b, ... and &&)."""
     if isinstance(cond, ir.And):
@@ -330,8 +336,10 @@ class _BoxCollector(IRVisitor):
     symbols outside the statement.
     """
 
-    def __init__(self, name: str, include_provides: bool, include_calls: bool, scope: dict[str, Interval]):
+    def __init__(self, name: str, include_provides: bool, include_calls: bool, scope: dict[str, Interval],
+                 sentinels: bool = False):
         super().__init__()
+        self.sentinels = sentinels
         self.name = name
         self.include_provides = include_provides
         self.include_calls = include_calls
@@ -386,6 +394,31 @@ class _BoxCollector(IRVisitor):
         self.visit(s.body)
         self._restore(s.name, saved_let, saved_iv)
 
+    def _conditional(self, cond, s):
+        """A branch on something fixed for the whole statement (a specialization): the box is the
+        then-box where cond holds and the else-box where it does not."""
+        outer = self.box
+        self.box = None
+        self.visit(s.then_case)
+        then_box = self.box
+        self.box = None
+        self.visit(s.else_case)
+        else_box = self.box
+        self.box = outer
+        if then_box is None and else_box is None:
+            return
+        if then_box is not None and else_box is not None:
+            merged = [Interval(_select(cond, t.min, e.min), _select(cond, t.max, e.max))
+                      for t, e in zip(then_box, else_box)]
+        elif self.sentinels:
+            # touched on one side only: the other side asks for nothing (an empty interval)
+            big, small = ir.make_const(Int(32), 2**31 - 1), ir.make_const(Int(32), -(2**31))
+            taken, when = (then_box, cond) if then_box is not None else (else_box, ir.Not(cond))
+            merged = [Interval(_select(when, iv.min, big), _select(when, iv.max, small)) for iv in taken]
+        else:
+            merged = then_box if then_box is not None else else_box
+        self.box = merged if self.box is None else [interval_union(a, b) for a, b in zip(self.box, merged)]
+
     def _restore(self, name, saved_let, saved_iv):
         self.lets.pop(name, None)
         self.scope.pop(name, None)
@@ -396,6 +429,10 @@ class _BoxCollector(IRVisitor):
 
     def visit_IfThenElse(self, s):
         self.visit(s.condition)
+        cond = self._expand(s.condition)
+        if not (free_variables(cond) & self.scope.keys()):
+            self._conditional(cond, s)
+            return
         # variables the condition constrains become intervals for the then-branch
         saved_lets, saved_scope = dict(self.lets), dict(self.scope)
         b = _Bounds(self.scope)
@@ -414,12 +451,13 @@ class _BoxCollector(IRVisitor):
 
 
 def box_touched(stmt, name: str, include_provides: bool = False, include_calls: bool = True,
-                scope=None) -> list[Interval] | None:
+                scope=None, for_checks: bool = False) -> list[Interval] | None:
     """Per dimension, the interval of coordinates of `name` used in stmt (None if never used).
 
-    Each bound is simplified; a bound is None when it cannot be bounded.
+    Each bound is simplified; a bound is None when it cannot be bounded. With for_checks, a
+    branch not taken contributes an empty interval (min above max), which only checks may use.
     """
-    collector = _BoxCollector(name, include_provides, include_calls, dict(scope or {}))
+    collector = _BoxCollector(name, include_provides, include_calls, dict(scope or {}), for_checks)
     collector.visit(stmt)
     if collector.box is None:
         return None

@@ -107,6 +107,7 @@ class StageSchedule:
     atomic: bool = False
     allow_race_conditions: bool = False
     initialized: bool = False
+    specializations: list = field(default_factory=list)  # (condition IR, StageSchedule), first wins
 
     def find(self, name: str) -> Dim | None:
         for d in self.dims:
@@ -142,6 +143,10 @@ class FuncSchedule:
 
 def schedule_to_json(funcs) -> str:
     """The schedules of the given Funcs (by name) as JSON: the replayable directive log."""
+    for f in funcs:
+        if any(method == "specialize" for _, method, _ in f._schedule.log):
+            raise CompileError(f"The schedule of {f.name()} uses specialize(), whose conditions are Exprs; "
+                               "it can't be written as JSON")
     return json.dumps({f.name(): [list(entry) for entry in f._schedule.log] for f in funcs}, sort_keys=True)
 
 

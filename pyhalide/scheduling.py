@@ -79,6 +79,9 @@ class Schedulable:
     def _stage(self) -> StageSchedule:
         f = self._target_func()
         f._require_defined()
+        special = getattr(self, "_special", None)
+        if special is not None:
+            return special
         sched = f._schedule.stages[self._stage_index]
         if not sched.initialized:
             from .lowering.schedule_functions import stage_dims
@@ -89,7 +92,8 @@ class Schedulable:
 
     def _log(self, method: str, *args) -> None:
         f = self._target_func()
-        f._schedule.log.append((self._stage_index, method, list(args)))
+        if getattr(self, "_special", None) is None:
+            f._schedule.log.append((self._stage_index, method, list(args)))
         f._version += 1
 
     def _dim(self, v, what: str) -> Dim:
@@ -301,6 +305,28 @@ class Schedulable:
         """rfactor(rvar, var) or rfactor([(rvar, var), ...]); returns the intermediate Func."""
         pairs = [tuple(args)] if len(args) == 2 and not isinstance(args[0], list | tuple) else list(args[0])
         return rfactor(self, pairs)
+
+    def specialize(self, condition):
+        """A copy of this stage's schedule used when `condition` holds at run time; schedule it
+        further through the returned Stage (e.g. vectorize only when the width allows it)."""
+        import copy
+
+        from .expr import to_ir
+        from .func import Stage
+
+        cond = to_ir(condition)
+        if not cond.type.is_bool() or cond.type.lanes != 1:
+            raise CompileError(f"{self._where()}: specialize condition has type {cond.type}, not bool")
+        sched = self._stage()
+        saved, sched.specializations = sched.specializations, []
+        special = copy.deepcopy(sched)  # the loops and splits only; conditions hold Params
+        sched.specializations = saved + [(cond, special)]
+        f = self._target_func()
+        f._schedule.log.append((self._stage_index, "specialize", [str(condition)]))
+        f._version += 1
+        stage = Stage(f, self._stage_index)
+        stage._special = special
+        return stage
 
     def allow_race_conditions(self):
         self._stage().allow_race_conditions = True

@@ -247,7 +247,7 @@ def _range_checks(kind: str, buffer: str, dim: int, lo: ir.Expr, hi: ir.Expr) ->
 def _output_checks(stmt, f) -> list[ir.Stmt]:
     """An output is written where its stages' loops go, which RoundUp or ShiftInwards splits can take
     beyond the region asked for: check the written box itself against the buffer."""
-    box = box_touched(stmt, f.name(), include_provides=True, include_calls=False)
+    box = box_touched(stmt, f.name(), include_provides=True, include_calls=False, for_checks=True)
     out = []
     for buf in buffer_names(f):
         for d, var in enumerate(f._pure_args):
@@ -262,7 +262,7 @@ def _input_checks(stmt: ir.Stmt) -> list[ir.Stmt]:
     images, _ = collect_inputs(stmt)
     out = []
     for name in sorted(images):
-        box = box_touched(stmt, name)
+        box = box_touched(stmt, name, for_checks=True)
         if box is None:
             continue
         for d, iv in enumerate(box):

@@ -69,9 +69,16 @@ def _resolve_tail(tail: str, stage: int, is_rvar: bool, where: str) -> str:
 
 
 def build_stage(f, stage: int) -> ir.Stmt:
-    """The loop nest of one definition of f, from its schedule."""
-    d = f.definitions()[stage]
+    """The loop nest of one definition of f; with specializations, one nest per condition."""
     sched = stage_schedule(f, stage)
+    result = _build_stage_nest(f, stage, sched)
+    for cond, special in reversed(sched.specializations):
+        result = ir.IfThenElse(cond, _build_stage_nest(f, stage, special), result)
+    return result
+
+
+def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
+    d = f.definitions()[stage]
     prefix = stage_prefix(f, stage)
     where = f"In schedule for {f.name()}.s{stage}"
 
