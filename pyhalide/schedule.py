@@ -129,6 +129,7 @@ class FuncSchedule:
     explicit_inline: bool = False
     bounds: dict[str, tuple] = field(default_factory=dict)  # var -> (min or None, extent, modulus, remainder)
     storage_order: list[str] | None = None
+    global_wrapper: object = None  # the Func made by f.in_(), which all other consumers call
     stages: list[StageSchedule] = field(default_factory=lambda: [StageSchedule()])
     log: list[tuple[int, str, list]] = field(default_factory=list)  # (stage, method, args)
 
@@ -163,13 +164,17 @@ def apply_schedule_json(funcs, text: str) -> None:
         for stage, method, args in entries:
             target = f if stage == 0 else Stage(f, stage)
             result = getattr(target, method)(*[_decode_arg(a, by_name) for a in args])
-            if method == "rfactor":  # later entries may schedule the intermediate it made
+            if method in ("rfactor", "in_"):  # later entries may schedule the Func it made
                 by_name[result.name()] = result
 
 
 def _decode_arg(a, by_name):
     if isinstance(a, list):
         return [_decode_arg(x, by_name) for x in a]
+    if isinstance(a, dict) and "func" in a and len(a) == 1:
+        if a["func"] not in by_name:
+            raise CompileError(f"Schedule names Func {a['func']}, which is not in the pipeline")
+        return by_name[a["func"]]
     if isinstance(a, dict) and a.get("loop_level"):
         lv = a["loop_level"]
         if lv["kind"] == "root":
@@ -197,6 +202,8 @@ def schedule_to_python(funcs) -> str:
 def _source_arg(a) -> str:
     if isinstance(a, list):
         return "[" + ", ".join(_source_arg(x) for x in a) + "]"
+    if isinstance(a, dict) and "func" in a and len(a) == 1:
+        return a["func"]
     if isinstance(a, dict) and a.get("loop_level"):
         lv = a["loop_level"]
         if lv["kind"] == "root":

@@ -412,6 +412,30 @@ class FuncScheduling(Schedulable):
         self._log("align_bounds", _json_var(v), modulus, int(remainder))
         return self
 
+    def in_(self, consumers=None):
+        """A wrapper Func that stands between this Func and its consumers (all of them, or those
+        given), so the wrapper can be scheduled on its own: `f.in_(g).compute_at(g, x)`."""
+        self._require_defined()
+        if consumers is None:
+            wrapper = self._schedule.global_wrapper
+            if wrapper is None:
+                wrapper = self._schedule.global_wrapper = _make_wrapper(self, f"{self.name()}_global_wrapper")
+            self._log("in_")
+            return wrapper
+        if not isinstance(consumers, list | tuple):
+            consumers = [consumers]
+        for g in consumers:
+            if not hasattr(g, "_schedule") or g is self:
+                raise CompileError(f"Func {self.name()}.in_: consumers must be other Funcs, got {g!r}")
+        name = f"{self.name()}_in_{'_'.join(g.name() for g in consumers)}"
+        wrapper = _make_wrapper(self, name)
+        for g in consumers:
+            g._require_defined()
+            if not redirect_calls(g, self, wrapper):
+                raise CompileError(f"Func {self.name()}.in_({g.name()}): {g.name()} does not call {self.name()}")
+        self._log("in_", [{"func": g.name()} for g in consumers])
+        return wrapper
+
     def reorder_storage(self, *vars):
         if len(vars) == 1 and isinstance(vars[0], list | tuple):
             vars = tuple(vars[0])
@@ -426,6 +450,42 @@ class FuncScheduling(Schedulable):
         self._schedule.storage_order = names + rest
         self._log("reorder_storage", *[_json_var(v) for v in vars])
         return self
+
+
+def _make_wrapper(f, name: str):
+    from .func import Func
+    from .var import Var
+
+    wrapper = Func(name)
+    args = tuple(Var(n) for n in f._pure_args)
+    values = [f[args] if len(f.types()) == 1 else f[args][k] for k in range(len(f.types()))]
+    wrapper[args] = values[0] if len(values) == 1 else tuple(values)
+    return wrapper
+
+
+def redirect_calls(g, f, wrapper) -> bool:
+    """Make g's definitions call `wrapper` wherever they called f. Returns whether any did."""
+    from .ir_mutator import IRMutator
+
+    changed = []
+
+    class Redirect(IRMutator):
+        def visit_Call(self, c):
+            c2 = self.default(c)
+            if c2.call_type == ir.HALIDE and c2.func is f:
+                changed.append(True)
+                return ir.Call(c2.type, wrapper.name(), c2.args, ir.HALIDE, c2.value_index, wrapper)
+            return c2
+
+    r = Redirect()
+    for d in g.definitions():
+        d.args = tuple(r.mutate(a) for a in d.args)
+        d.values = tuple(r.mutate(v) for v in d.values)
+        if d.predicate is not None:
+            d.predicate = r.mutate(d.predicate)
+    if changed:
+        g._version += 1
+    return bool(changed)
 
 
 def _const_arg(v):

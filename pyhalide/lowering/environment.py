@@ -45,6 +45,19 @@ class _Calls(IRVisitor):
             self.images.setdefault(v.name.rsplit(".", 2)[0], v.ref)
 
 
+def _apply_global_wrappers(f) -> None:
+    """Calls from f to a Func with a global wrapper (g.in_()) go to the wrapper instead."""
+    from ..scheduling import redirect_calls
+
+    calls = _Calls()
+    for e in definition_exprs(f):
+        calls.visit(e)
+    for callee in calls.funcs.values():
+        wrapper = callee._schedule.global_wrapper
+        if wrapper is not None and wrapper is not f:
+            redirect_calls(f, callee, wrapper)
+
+
 @dataclass
 class Environment:
     outputs: list
@@ -74,6 +87,7 @@ def build_environment(outputs) -> Environment:
         if not f.defined():
             raise CompileError(f"Func {name} is called but has not been defined")
         funcs[name] = f
+        _apply_global_wrappers(f)
         calls = _Calls()
         for e in definition_exprs(f):
             calls.visit(e)

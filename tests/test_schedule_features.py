@@ -1,0 +1,142 @@
+"""Scheduling features beyond loop structure: atomic updates, specialize, wrappers (in_),
+sliding window and storage folding, bound / align_bounds / reorder_storage, fp_contract."""
+
+import numpy as np
+import pytest
+
+import pyhalide as hl
+
+x, y = hl.Var("x"), hl.Var("y")
+
+
+def test_parallel_histogram_needs_atomic_and_then_matches():
+    img = np.random.default_rng(0).integers(0, 256, 20000, dtype=np.uint8)
+    inp = hl.Buffer(img, name="hist_in")
+    r = hl.RDom([(0, img.size)])
+    h = hl.Func("hist_atomic")
+    h[x] = 0
+    h[hl.i32(inp[r])] += 1
+    with pytest.raises(hl.HalideError, match=r"can't parallelize RVar .* \(a race\)"):
+        h.update(0).parallel(r)
+    h.update(0).atomic().parallel(r, 500)
+    assert np.array_equal(np.asarray(h.realize([256])), np.bincount(img, minlength=256))
+
+
+def test_atomic_float_maximum():
+    data = np.random.default_rng(1).random(5000).astype(np.float32)
+    buf = hl.Buffer(data, name="amax_in")
+    r = hl.RDom([(0, data.size)])
+    m = hl.Func("amax")
+    m[x] = -1.0
+    m[r.x % 4] = hl.max(m[r.x % 4], buf[r])
+    m.update(0).atomic().parallel(r, 100)
+    expected = [data[k::4].max() for k in range(4)]
+    assert np.array_equal(np.asarray(m.realize([4])), np.array(expected, np.float32))
+
+
+def test_specialize_picks_the_schedule_by_condition(tmp_path):
+    inp = hl.ImageParam(hl.Float(32), 2, "spec_in")
+    f = hl.Func("specialized")
+    f[x, y] = inp[x, y] * 2.0 + 1.0
+    f.specialize(inp.width() % 16 == 0).vectorize(x, 16)
+    f.specialize(inp.width() >= 4).vectorize(x, 4, hl.TailStrategy.GuardWithIf)
+    for w in (32, 10, 3):
+        a = np.random.default_rng(w).random((5, w), dtype=np.float32)
+        inp.set(hl.Buffer(a))
+        assert np.array_equal(np.asarray(f.realize([w, 5])), a * 2 + 1)
+    stmt = tmp_path / "spec.stmt"
+    f.compile_to_lowered_stmt(str(stmt))
+    assert "((spec_in.extent.0 % 16) == 0)" in stmt.read_text()
+
+
+def test_specialized_schedules_are_not_json():
+    from pyhalide.schedule import schedule_to_json
+
+    p = hl.Param(hl.Int(32), "spec_p", 3)
+    f = hl.Func("spec_json")
+    f[x] = x + p
+    f.specialize(p > 2).vectorize(x, 4)
+    with pytest.raises(hl.HalideError, match="specialize"):
+        schedule_to_json([f])
+
+
+def test_wrappers_for_one_consumer_and_for_all():
+    f = hl.Func("wrapped")
+    f[x, y] = x + y * 3
+    g = hl.Func("wrap_consumer")
+    g[x, y] = f[x, y] + f[x + 1, y]
+    h = hl.Func("wrap_out")
+    h[x, y] = g[x, y] * 2 + f[x, y]
+    f.compute_root()
+    g.compute_root()
+    w = f.in_(g)
+    assert w.name() == "wrapped_in_wrap_consumer"
+    w.compute_at(g, y).vectorize(x, 4)
+    xs, ys = np.meshgrid(np.arange(10), np.arange(4))
+    expected = ((xs + ys * 3) + (xs + 1 + ys * 3)) * 2 + (xs + ys * 3)
+    assert np.array_equal(np.asarray(h.realize([10, 4])), expected)
+    f.in_().compute_root()
+    assert np.array_equal(np.asarray(h.realize([10, 4])), expected)
+    with pytest.raises(hl.HalideError, match="does not call"):
+        f.in_(h.in_())
+
+
+def test_sliding_window_folds_storage(tmp_path):
+    img = np.random.default_rng(2).integers(0, 65536, (70, 40), dtype=np.uint16)
+    inp = hl.Buffer(img, name="slide_in")
+    bx, by = hl.Func("slide_x"), hl.Func("slide_y")
+    bx[x, y] = (inp[x - 1, y] + inp[x, y] + inp[x + 1, y]) / 3
+    by[x, y] = (bx[x, y - 1] + bx[x, y] + bx[x, y + 1]) / 3
+    bx.store_root().compute_at(by, y)
+    out = hl.Buffer(hl.UInt(16), [38, 68])
+    out.set_min([1, 1])
+    by.realize(out)
+    b = ((img[:, :-2] + img[:, 1:-1] + img[:, 2:]) // 3).astype(np.uint16)
+    assert np.array_equal(np.asarray(out), ((b[:-2] + b[1:-1] + b[2:]) // 3).astype(np.uint16))
+    stmt = tmp_path / "slide.stmt"
+    by.compile_to_lowered_stmt(str(stmt))
+    text = stmt.read_text()
+    assert "allocate slide_x[uint16 * slide_x.extent.0 * 4]" in text  # 3 rows live, folded to 4
+    assert "select((slide_y.s0.y > slide_y.min.1)" in text  # later rows compute one new row
+
+
+def test_bound_and_align_bounds():
+    f = hl.Func("bounded_src")
+    f[x] = x * 2
+    g = hl.Func("bounded")
+    g[x] = f[x] + f[x + 3]
+    f.compute_root().align_bounds(x, 8)
+    g.bound(x, 0, 10)
+    assert list(np.asarray(g.realize([10]))) == [4 * v + 6 for v in range(10)]
+    with pytest.raises(hl.HalideError, match="Bounds given for x in bounded"):
+        g.realize([12])
+
+
+def test_reorder_storage_changes_layout_not_results(tmp_path):
+    f = hl.Func("col_major")
+    f[x, y] = x * 10 + y
+    g = hl.Func("reads_col_major")
+    g[x, y] = f[x, y] + 1
+    f.compute_root().reorder_storage(y, x)
+    xs, ys = np.meshgrid(np.arange(5), np.arange(3))
+    assert np.array_equal(np.asarray(g.realize([5, 3])), xs * 10 + ys + 1)
+    stmt = tmp_path / "cm.stmt"
+    g.compile_to_lowered_stmt(str(stmt))
+    # x now has the stride of a whole column (the extent of y); y is innermost
+    assert "col_major[(((col_major.s0.x - reads_col_major.min.0) * col_major.extent.1) + (col_major.s0.y" in \
+        stmt.read_text()
+
+
+def test_fp_contract_uses_fused_multiply_add(tmp_path):
+    a = hl.Buffer(np.random.default_rng(3).random(256, dtype=np.float32), name="fma_a")
+    f = hl.Func("fma")
+    f[x] = a[x] * 3.0 + 1.0
+    f.vectorize(x, 16)
+    exact = np.asarray(f.realize([256])).copy()
+    assert np.array_equal(exact, a.to_numpy() * np.float32(3) + np.float32(1))
+    f.compile_jit(hl.Target("host-fp_contract"))
+    fused = np.asarray(f.realize([256]))
+    assert np.allclose(fused, exact, rtol=1e-6)
+    asm = tmp_path / "fma.s"
+    f.compile_to_assembly(str(asm))
+    assert "vfmadd" in asm.read_text()
