@@ -83,7 +83,7 @@ from .operators import (
     u64_sat,
 )
 from .param import ImageParam, Param
-from .pipeline import Pipeline
+from .pipeline import Callable, Pipeline
 from .schedule import LoopLevel, TailStrategy
 from .target import Target, get_host_target, get_jit_target_from_environment, get_target_from_environment
 from .types import Bool, Float, Handle, Int, Type, UInt

@@ -253,3 +253,25 @@ def test_bool_func_and_buffer():
     g = hl.Func("from_bool")
     g[x] = hl.select(hl.Buffer(out)[x], 10, 20)
     assert list(np.asarray(g.realize([5]))) == [10, 20, 10, 20, 10]
+
+
+def test_compile_to_callable_takes_arrays_and_params():
+    inp = hl.ImageParam(hl.Float(32), 2, "callable_in")
+    scale = hl.Param(hl.Float(32), "callable_scale")
+    offset = hl.Param(hl.Int(32), "callable_offset")
+    f = hl.Func("callable_f")
+    f[x, y] = inp[x, y] * scale + hl.f32(offset)
+    c = hl.Pipeline(f).compile_to_callable([inp, scale, offset])
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    out = np.zeros((3, 4), np.float32)
+    c(a, 2.0, 5, out)
+    assert np.array_equal(out, a * 2 + 5)
+    buf_out = hl.Buffer(hl.Float(32), [4, 3])
+    c(hl.Buffer(a), 0.5, -1, buf_out)
+    assert np.array_equal(np.asarray(buf_out), a * 0.5 - 1)
+    with pytest.raises(hl.HalideError, match="Callable takes 3 arguments and 1 output buffers, got 2"):
+        c(a, 2.0)
+    with pytest.raises(hl.HalideError, match="Buffer callable_f is float64 with 2 dimensions"):
+        c(a, 2.0, 5, np.zeros((3, 4)))
+    with pytest.raises(hl.HalideError, match="Param callable_offset, which is not among the arguments"):
+        hl.Pipeline(f).compile_to_callable([inp, scale])

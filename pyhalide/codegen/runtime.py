@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import struct
 
 import numpy as np
 
@@ -27,16 +26,19 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def num_threads() -> int:
-    """Threads for parallel loops: HL_NUM_THREADS as in Halide, else every core."""
+    """Threads for parallel loops: HL_NUM_THREADS (read once, as Halide's runtime does), else
+    every core; one in a forked child."""
     if _threads["forked"]:
         return 1
-    env = os.environ.get("HL_NUM_THREADS")
-    if env:
+    n = _threads.get("count")
+    if n is None:
+        env = os.environ.get("HL_NUM_THREADS")
         try:
-            return max(1, int(env))
+            n = max(1, int(env)) if env else (os.cpu_count() or 1)
         except ValueError:
             raise HalideError(f"HL_NUM_THREADS must be a positive integer, got {env!r}") from None
-    return os.cpu_count() or 1
+        _threads["count"] = n
+    return n
 
 
 def _with_unit_strides(stmt, dense_buffers: list[str]):
@@ -69,41 +71,54 @@ class CompiledPipeline:
         n = len(lowered.buffers) + 1
         proto = ctypes.CFUNCTYPE(ctypes.c_int32, *([ctypes.py_object] * n))
         self._fn = proto(self._jit.address)
-        self._dtypes = [b.type.to_numpy() for b in lowered.buffers]
-        self._float_params = [(self.layout.param_slots[s.name], s.type.is_float()) for s in lowered.scalars]
+        self._specs = []
+        for spec, (axes, dense) in zip(lowered.buffers, layouts):
+            dtype = spec.type.to_numpy()
+            slots = self.layout.min_slots[spec.name]
+            self._specs.append((spec, dtype, spec.dimensions, list(axes), axes[0] if axes else 0, dense,
+                                dtype.itemsize, slots))
+        self._params = [(self.layout.param_slots[s.name], s.type.is_float()) for s in lowered.scalars]
+        self._has_float_params = any(is_float for _, is_float in self._params)
+        self._template = np.zeros(self.layout.size, dtype=np.int64)
 
     def run(self, buffers: list, param_values: list) -> None:
-        """Run on hl.Buffers (outputs first, then inputs, as in lowered.buffers) and Param values."""
-        sc = np.zeros(self.layout.size, dtype=np.int64)
+        """Run on buffers (outputs first, then inputs, as in lowered.buffers) and Param values.
+
+        Each buffer is an hl.Buffer, or a numpy array taken as an hl.Buffer of it would be
+        (axes reversed, mins 0). This is the per-call path: checks are cheap and done once."""
+        sc = self._template.copy()
+        sc[self.layout.threads_slot] = num_threads()
         arrays = []
-        dense_flags = [d for _, d in self.layouts]
-        for spec, buf, dtype, axes, dense in zip(self.lowered.buffers, buffers, self._dtypes, self.axis_maps,
-                                                 dense_flags):
-            arr = buf._array
-            if arr.dtype != dtype:
-                raise HalideError(f"Buffer {spec.name} has type {buf.type()} but the pipeline needs {spec.type}")
-            if arr.ndim != spec.dimensions:
-                raise HalideError(
-                    f"Buffer {spec.name} has {arr.ndim} dimensions but the pipeline needs {spec.dimensions}"
-                )
-            if buf._axis != axes:
+        for (spec, dtype, ndim, axes, axis0, dense, itemsize, slots), buf in zip(self._specs, buffers):
+            if type(buf) is np.ndarray:
+                arr, mins, buf_axes = buf, None, None
+            else:
+                arr, mins, buf_axes = buf._array, buf._mins, buf._axis
+            if arr.dtype != dtype or arr.ndim != ndim:
+                raise HalideError(f"Buffer {spec.name} is {arr.dtype} with {arr.ndim} dimensions, but the pipeline "
+                                  f"needs {spec.type} with {ndim}")
+            if buf_axes is not None and buf_axes != axes or buf_axes is None and ndim > 1 and axes[0] != ndim - 1:
                 raise HalideError(f"Buffer {spec.name}: axis order differs from the one compiled for")
-            if dense and arr.ndim and arr.strides[axes[0]] != arr.itemsize and arr.shape[axes[0]] > 1:
-                raise HalideError(f"Buffer {spec.name}: dimension 0 is not dense, unlike the one compiled for")
-            if not (arr.flags.c_contiguous or arr.flags.f_contiguous):
-                if any(s % arr.itemsize for s in arr.strides):
+            if ndim:
+                if dense and arr.strides[axis0] != itemsize and arr.shape[axis0] > 1:
+                    raise HalideError(f"Buffer {spec.name}: dimension 0 is not dense, unlike the one compiled for")
+                if not arr.flags.c_contiguous and any(st % itemsize for st in arr.strides):
                     raise HalideError(f"Buffer {spec.name} has strides not a multiple of its element size")
-            if arr.size > _MAX_ELEMENTS:
-                raise HalideError(f"Buffer {spec.name} has {arr.size} elements; at most 2^31-1 are supported")
+                if arr.size > _MAX_ELEMENTS:
+                    raise HalideError(f"Buffer {spec.name} has {arr.size} elements; at most 2^31-1 are supported")
             if spec.is_output and not arr.flags.writeable:
                 raise HalideError(f"Output buffer {spec.name} is read-only")
-            slots = self.layout.min_slots[spec.name]
-            for d, m in enumerate(buf._mins):
-                sc[slots[d]] = m
+            if mins and any(mins):
+                for d, m in enumerate(mins):
+                    sc[slots[d]] = m
             arrays.append(arr)
-        sc[self.layout.threads_slot] = num_threads()
-        for (slot, is_float), v in zip(self._float_params, param_values):
-            sc[slot] = struct.unpack("<q", struct.pack("<d", v))[0] if is_float else v
+        if self._params:
+            as_float = sc.view(np.float64) if self._has_float_params else None
+            for (slot, is_float), v in zip(self._params, param_values):
+                if is_float:
+                    as_float[slot] = v
+                else:
+                    sc[slot] = v
         rc = self._fn(*arrays, sc)
         if rc != 0:
             self._raise(rc, sc)
