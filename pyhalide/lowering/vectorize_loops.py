@@ -229,12 +229,12 @@ class _Vectorize(IRMutator):
                 conds.append(_Widen(s.name, ramp, lanes).mutate(e))
         except (_CannotVectorize, _LaneGuard):
             return serial
-        all_pass = None
-        for c in conds:
+        # Test the guards one after another: a later one may read memory that only the earlier
+        # ones make safe to read.
+        for c in reversed(conds):
             c = c if c.type.lanes > 1 else ir.Broadcast(c, lanes)
-            test = ir.Call(Bool(), "all_true", (c,), ir.INTRINSIC)
-            all_pass = test if all_pass is None else ir.And(all_pass, test)
-        return ir.IfThenElse(all_pass, fast, serial)
+            fast = ir.IfThenElse(ir.Call(Bool(), "all_true", (c,), ir.INTRINSIC), fast, serial)
+        return fast
 
 
 def _rebuild(stmt, lets):
