@@ -1,0 +1,50 @@
+"""3x3 separable box blur of a uint16 image, as in Halide's blur app."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from apps.common import App, Built, sample_image
+
+
+class Blur(App):
+    name = "blur"
+    description = "3x3 box blur, uint16 (Halide's blur app)"
+
+    def inputs(self, size="default"):
+        h, w = (64, 96) if size == "small" else (1920, 2560)
+        return self.inputs_from_image(sample_image(h, w))
+
+    def inputs_from_image(self, img):
+        # 14-bit values, as a camera gives: sums of three stay inside uint16
+        grey = img if img.ndim == 2 else img[..., :3].mean(axis=2)
+        return {"input": (grey * 64).astype(np.uint16)}
+
+    def build(self, hl, inputs):
+        img = inputs["input"]
+        x, y = hl.Var("x"), hl.Var("y")
+        inp = hl.Buffer(img, "input")
+        blur_x, blur_y = hl.Func("blur_x"), hl.Func("blur_y")
+        blur_x[x, y] = (inp[x - 1, y] + inp[x, y] + inp[x + 1, y]) / 3
+        blur_y[x, y] = (blur_x[x, y - 1] + blur_x[x, y] + blur_x[x, y + 1]) / 3
+        h, w = img.shape
+        # Like Halide's app, the output is the interior the 3x3 window fits in.
+        return Built(blur_y, [w - 2, h - 2], hl.UInt(16), {"blur_x": blur_x, "blur_y": blur_y},
+                     {"x": x, "y": y}, output_mins=[1, 1])
+
+    def schedule(self, hl, built):
+        x, y, yi = built.vars["x"], built.vars["y"], hl.Var("yi")
+        blur_x, blur_y = built.funcs["blur_x"], built.funcs["blur_y"]
+        blur_y.split(y, y, yi, 32).parallel(y).vectorize(x, 16)
+        blur_x.store_at(blur_y, y).compute_at(blur_y, x).vectorize(x, 16)
+
+    def reference(self, inputs):
+        img = inputs["input"]
+        bx = ((img[:, :-2] + img[:, 1:-1] + img[:, 2:]) // 3).astype(np.uint16)  # uint16 wraps
+        return ((bx[:-2] + bx[1:-1] + bx[2:]) // 3).astype(np.uint16)
+
+    def to_image(self, result):
+        return (result >> 6).astype(np.uint8)
+
+
+APP = Blur()
