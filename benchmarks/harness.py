@@ -1,0 +1,265 @@
+"""The side-by-side harness: every app, every variant, one run, medians and ratios.
+
+    python -m benchmarks [APP ...] --json results.json --plot results.png
+
+Variants: pyhalide-naive (the default schedule), pyhalide-hand, pyhalide-auto (once the
+autoscheduler exists), numpy (the app's reference), torch (conv_layer, where installed),
+halide-hand (the real Halide, same algorithm and schedule) and halide-adams2019 (Halide's own
+autoscheduler). Outputs are checked against the reference before anything is timed; all
+variants use the same inputs and thread count, and are timed in alternating rounds so they see
+the same machine load. Compile time is reported separately.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+VARIANTS = ["pyhalide-naive", "pyhalide-hand", "pyhalide-auto", "numpy", "torch", "halide-hand",
+            "halide-adams2019"]
+SLOW_SECONDS = 5.0  # a variant whose first run takes longer is timed once, not repeated
+
+
+@dataclass
+class Record:
+    app: str
+    variant: str
+    median_ms: float
+    min_ms: float
+    compile_s: float
+    correct: bool
+    runs: int
+    gflops: float | None = None
+    note: str = ""
+
+
+def _halide():
+    try:
+        import halide
+    except ImportError:
+        return None
+    return halide
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def measure_peaks(threads: int) -> dict:
+    """This machine's float32 FMA rate (a pyhalide kernel of independent FMAs) and memory copy
+    bandwidth (numpy), measured once."""
+    import pyhalide as hl
+
+    x = hl.Var("x")
+    chains, steps, lanes = 8, 256, 16
+    v = hl.Func("peak_fma")
+    a, c = hl.f32(1.0000001), hl.f32(0.999999)
+    acc = [hl.f32(x + k) for k in range(chains)]
+    for _ in range(steps):
+        acc = [t * a + c for t in acc]
+    total = acc[0]
+    for t in acc[1:]:
+        total = total + t
+    v[x] = total
+    n = lanes * threads * 2048
+    xo = hl.Var("xo")
+    v.split(x, xo, x, lanes * 64).parallel(xo).vectorize(x, lanes)
+    v.compile_jit(hl.Target("host-fp_contract"))
+    out = hl.Buffer(hl.Float(32), [n])
+    t, _ = _time_once_and_median(lambda: v.realize(out), 5)
+    fma_gflops = n * chains * steps * 2 / t / 1e9
+    src = np.ones(64 * 1024 * 1024 // 4, np.float32)
+    dst = np.empty_like(src)
+    tb, _ = _time_once_and_median(lambda: np.copyto(dst, src), 5)
+    return {"fma_gflops": fma_gflops, "copy_gbs": 2 * src.nbytes / tb / 1e9}
+
+
+def _time_once_and_median(fn, repeats):
+    fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), min(times)
+
+
+def build_variants(app, inputs, which: set[str]) -> dict:
+    """name -> (run function, compile seconds, note), for the variants that exist here."""
+    import pyhalide
+
+    out = {}
+
+    def compiled(lib, built, target=None):
+        t0 = time.perf_counter()
+        if target is not None:
+            built.output.compile_jit(target)
+        else:
+            built.output.compile_jit()
+        return time.perf_counter() - t0
+
+    contract = None if app.exact else pyhalide.Target("host-fp_contract")
+    if "pyhalide-naive" in which:
+        built = app.build(pyhalide, inputs)
+        out["pyhalide-naive"] = (app.runner(pyhalide, built), compiled(pyhalide, built, contract), "default schedule")
+    if "pyhalide-hand" in which:
+        built = app.build(pyhalide, inputs)
+        app.schedule(pyhalide, built)
+        out["pyhalide-hand"] = (app.runner(pyhalide, built), compiled(pyhalide, built, contract), "")
+    halide = _halide()
+    if halide is not None and "halide-hand" in which:
+        built = app.build(halide, inputs)
+        app.schedule(halide, built)
+        out["halide-hand"] = (app.runner(halide, built), compiled(halide, built), "")
+    if halide is not None and "halide-adams2019" in which:
+        try:
+            built = app.build(halide, inputs)
+            t0 = time.perf_counter()
+            _adams2019(halide, built)
+            auto_s = time.perf_counter() - t0
+            out["halide-adams2019"] = (app.runner(halide, built), auto_s + compiled(halide, built),
+                                       f"autoschedule {auto_s:.1f} s")
+        except Exception as e:  # the autoscheduler refusing an app is a result, not a crash
+            print(f"  halide-adams2019: {type(e).__name__}: {e}")
+    if "numpy" in which:
+        out["numpy"] = (lambda: app.reference(inputs), 0.0, "")
+    torch = _torch()
+    if torch is not None and "torch" in which and hasattr(app, "torch_runner"):
+        out["torch"] = (app.torch_runner(torch, inputs), 0.0, f"torch {torch.__version__}")
+    return out
+
+
+def _adams2019(halide, built) -> None:
+    lib = os.path.join(os.path.dirname(halide.__file__), "lib64", "libautoschedule_adams2019.so")
+    if "adams2019" not in _adams2019.__dict__:
+        halide.load_plugin(lib)
+        _adams2019.__dict__["adams2019"] = True
+    mins = built.output_mins or [0] * len(built.output_sizes)
+    built.output.set_estimates([halide.Range(m, e) for m, e in zip(mins, built.output_sizes)])
+    params = halide.AutoschedulerParams("Adams2019", {"parallelism": str(_threads())})
+    halide.Pipeline(built.output).apply_autoscheduler(halide.get_jit_target_from_environment(), params)
+
+
+def _threads() -> int:
+    return int(os.environ.get("HL_NUM_THREADS", "2"))
+
+
+def run_app(name: str, size: str, rounds: int, which: set[str]) -> list[Record]:
+    from apps import load
+
+    app = load(name)
+    inputs = app.inputs(size)
+    expected = app.reference(inputs)
+    flops = app.flops(inputs) if hasattr(app, "flops") else None
+    variants = build_variants(app, inputs, which)
+    records, active = [], {}
+    for variant, (run, compile_s, note) in variants.items():
+        t0 = time.perf_counter()
+        result = run()
+        first = time.perf_counter() - t0
+        ok = app.check(np.asarray(result), expected)
+        if first > SLOW_SECONDS:
+            records.append(Record(name, variant, first * 1e3, first * 1e3, compile_s, ok, 1,
+                                  flops / first / 1e9 if flops else None, (note + "; timed once: slow").strip("; ")))
+            continue
+        active[variant] = (run, compile_s, note, ok)
+    times = {v: [] for v in active}
+    for _ in range(rounds):
+        for variant, (run, *_rest) in active.items():
+            t0 = time.perf_counter()
+            run()
+            times[variant].append(time.perf_counter() - t0)
+    for variant, (_, compile_s, note, ok) in active.items():
+        med, best = statistics.median(times[variant]), min(times[variant])
+        records.append(Record(name, variant, med * 1e3, best * 1e3, compile_s, ok, len(times[variant]),
+                              flops / med / 1e9 if flops else None, note))
+    records.sort(key=lambda r: VARIANTS.index(r.variant))
+    return records
+
+
+def print_table(name: str, records: list[Record], peaks: dict | None) -> None:
+    by = {r.variant: r for r in records}
+    hand = by.get("pyhalide-hand")
+    print(f"\n{name}")
+    print(f"  {'variant':18s} {'median ms':>10s} {'min ms':>9s} {'compile s':>9s} {'hand is':>9s}  ok   GFLOP/s")
+    for r in records:
+        ratio = f"{r.median_ms / hand.median_ms:8.2f}x" if hand else "      -"
+        gf = f"{r.gflops:7.1f}" if r.gflops else "      -"
+        if r.gflops and peaks:
+            gf += f" ({100 * r.gflops / peaks['fma_gflops']:.0f}% of peak)"
+        print(f"  {r.variant:18s} {r.median_ms:10.2f} {r.min_ms:9.2f} {r.compile_s:9.2f} {ratio}  "
+              f"{'yes' if r.correct else 'NO '}  {gf}  {r.note}")
+    if hand is None:
+        return
+    for rival, target, what in (("halide-hand", 1.2, "within 1.2x of Halide's same schedule"),
+                                ("numpy", 1 / 0.7, "at least 0.7x OpenBLAS") if name == "gemm" else (None, 0, ""),
+                                ("torch", 1.0, "no slower than PyTorch") if name == "conv_layer" else (None, 0, "")):
+        if rival in by:
+            met = hand.median_ms <= target * by[rival].median_ms
+            print(f"  target {what}: {'met' if met else 'MISSED'} "
+                  f"({hand.median_ms / by[rival].median_ms:.2f}x its time)")
+
+
+def plot(records: list[Record], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    apps = list(dict.fromkeys(r.app for r in records))
+    variants = [v for v in VARIANTS if any(r.variant == v for r in records)]
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(apps)), 4.5))
+    width = 0.8 / len(variants)
+    for i, v in enumerate(variants):
+        xs, ys = [], []
+        for j, a in enumerate(apps):
+            for r in records:
+                if r.app == a and r.variant == v:
+                    xs.append(j + i * width)
+                    ys.append(r.median_ms)
+        ax.bar(xs, ys, width, label=v)
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(apps))], apps, rotation=20)
+    ax.set_yscale("log")
+    ax.set_ylabel("median time (ms, log scale)")
+    ax.set_title(f"pyhalide apps, {_threads()} threads (lower is better)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv=None) -> None:
+    from apps import NAMES
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("apps", nargs="*", help=f"apps to run (default: all of {', '.join(NAMES)})")
+    parser.add_argument("--json", help="write the records here")
+    parser.add_argument("--plot", help="write a bar chart (PNG) here")
+    parser.add_argument("--size", default="default", choices=["small", "default"])
+    parser.add_argument("--rounds", type=int, default=9, help="alternating timing rounds per app")
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    args = parser.parse_args(argv)
+    names = args.apps or NAMES
+    which = set(args.variants.split(","))
+    peaks = measure_peaks(_threads())
+    print(f"machine: {os.cpu_count()} cores, {_threads()} threads used; measured float32 FMA peak "
+          f"{peaks['fma_gflops']:.0f} GFLOP/s, copy bandwidth {peaks['copy_gbs']:.1f} GB/s")
+    records = []
+    for name in names:
+        recs = run_app(name, args.size, args.rounds, which)
+        print_table(name, recs, peaks)
+        records.extend(recs)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"peaks": peaks, "threads": _threads(), "records": [asdict(r) for r in records]}, f, indent=1)
+    if args.plot:
+        plot(records, args.plot)
