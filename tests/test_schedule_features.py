@@ -140,3 +140,22 @@ def test_fp_contract_uses_fused_multiply_add(tmp_path):
     asm = tmp_path / "fma.s"
     f.compile_to_assembly(str(asm))
     assert "vfmadd" in asm.read_text()
+
+
+def test_three_dimensional_tile_and_bound_extent():
+    c = hl.Var("c")
+    xo, yo, co, xi, yi, ci = (hl.Var(n) for n in ("xo", "yo", "co", "xi", "yi", "ci"))
+    f = hl.Func("tile3")
+    f[x, y, c] = x + 10 * y + 100 * c
+    f.tile(x, y, c, xo, yo, co, xi, yi, ci, 4, 3, 2, hl.TailStrategy.GuardWithIf).vectorize(xi)
+    out = np.asarray(f.realize([9, 5, 3]))
+    cs, ys, xs = np.meshgrid(np.arange(3), np.arange(5), np.arange(9), indexing="ij")
+    assert np.array_equal(out, xs + 10 * ys + 100 * cs)
+    g = hl.Func("bounded_extent_src")
+    g[x] = x * 3
+    h = hl.Func("bounded_extent")
+    h[x] = g[x] + g[x + 1]
+    g.compute_root().bound_extent(x, 8)
+    assert list(np.asarray(h.realize([7]))) == [6 * v + 3 for v in range(7)]
+    with pytest.raises(hl.HalideError, match="Bounds given for x in bounded_extent_src"):
+        h.realize([9])
