@@ -290,7 +290,27 @@ def bitwise(intrinsic: str, bool_op, a, b) -> Expr:
 
 
 def shift(intrinsic: str, a, b) -> Expr:
-    ai, bi = match_types(a, b)
-    if ai.type.is_float():
-        raise HalideError(f"{intrinsic} of float Exprs ({ai.type})")
+    """a << b / a >> b with Halide's typing: the result has a's type (widened to b's bit width if b
+    is wider); b keeps its signedness (a negative signed amount shifts the other way). A Python int
+    amount becomes an unsigned constant of a's width, a negative one reversing the direction."""
+    if is_python_number(b) and not is_python_number(a):
+        ai = to_ir(a)
+        if ai.type.is_float():
+            raise HalideError(f"{intrinsic} of float Exprs ({ai.type})")
+        if isinstance(b, float | np.floating):
+            raise HalideError(f"{intrinsic}: the shift amount {b!r} is not an integer")
+        amount = int(b)
+        if amount < 0:
+            intrinsic = "shift_right" if intrinsic == "shift_left" else "shift_left"
+            amount = -amount
+        ut = ai.type.with_code("uint") if not ai.type.is_bool() else ai.type
+        if not ut.element_of().can_represent(amount):
+            raise HalideError(f"{intrinsic}: shift amount {amount} does not fit in {ut.element_of()}")
+        return wrap(ir.Call(ai.type, intrinsic, (ai, ir.make_const(ut, amount)), ir.INTRINSIC))
+    ai, bi = (to_ir(int(v) if isinstance(v, bool | np.bool_) else v) for v in (a, b))
+    for e in (ai, bi):
+        if e.type.is_float():
+            raise HalideError(f"{intrinsic} of float Exprs ({e.type})")
+    bits = max(ai.type.bits, bi.type.bits)  # widen the narrower, keeping its signedness (bool is uint)
+    ai, bi = cast_ir(ai.type.with_bits(bits), ai), cast_ir(bi.type.with_bits(bits), bi)
     return wrap(ir.Call(ai.type, intrinsic, (ai, bi), ir.INTRINSIC))
