@@ -191,7 +191,7 @@ def const_from_python(value) -> ir.Expr:
             return ir.IntImm(Int(64), value)
         raise HalideError(f"Integer constant {value} does not fit in 64 bits")
     if isinstance(value, float):
-        return ir.FloatImm(Float(32), value)
+        return ir.make_const(Float(32), value)
     raise HalideError(f"Cannot convert {value!r} of type {type(value).__name__} to an Expr")
 
 

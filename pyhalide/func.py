@@ -137,6 +137,8 @@ class FuncRef(Expr):
 class _FindVariables(IRVisitor):
     """Collect the Variables of an expression, split by what they stand for."""
 
+    visit_once = True
+
     def __init__(self):
         super().__init__()
         self.pure: dict[str, None] = {}
@@ -370,6 +372,7 @@ class Func(FuncScheduling):
                         f"{self._pure_args.index(name)} of the left-hand side"
                     )
                 raise HalideError(f"{where}: undefined variable {name}")
+        self._check_self_references(where, ir_args, ir_values, lhs_pure)
         rvars = []
         predicate = None
         for dom in finder.domains.values():
@@ -384,6 +387,21 @@ class Func(FuncScheduling):
                     raise HalideError(f"{where}: the RDom predicate uses variable {name}, not on the left")
         self._updates.append(Definition(ir_args, tuple(ir_values), tuple(rvars), predicate))
         self._schedule.reset_stages(1 + len(self._updates))
+
+    def _check_self_references(self, where: str, lhs, values, lhs_pure: dict) -> None:
+        """Reads of the Func by its own update use each pure Var of the left-hand side, unadorned,
+        in its place (Halide's rule: the stage's pure dimensions stay independent)."""
+        from .lowering.legality import self_calls
+
+        for call in self_calls(self, [*lhs, *values]):
+            for name, pos in lhs_pure.items():
+                arg = call.args[pos]
+                if not (isinstance(arg, ir.Variable) and arg.name == name):
+                    raise HalideError(
+                        f"{where}: all recursive references to {self._name} must contain the same pure "
+                        f"variables in the same places as on the left-hand side (argument {pos} is "
+                        f"{wrap(arg)}, not {name})"
+                    )
 
     def _define_reduction_op(self, args: tuple, op: _UpdateOp):
         if op.ref._func is not self:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from .errors import CompileError
 from .types import Bool, Int, Type
 
@@ -51,11 +53,17 @@ class IntImm(Expr):
 
 @_node
 class FloatImm(Expr):
+    """A float constant, stored already rounded to its type (a Float(32) 0.1 is the float nearest
+    0.1, so constant folding gives what the hardware would)."""
+
     type: Type
     value: float
 
     def __post_init__(self):
         _check(self.type.is_float() and self.type.is_scalar(), f"FloatImm of type {self.type}")
+        if self.type.bits == 32:
+            with np.errstate(over="ignore"):
+                object.__setattr__(self, "value", float(np.float32(self.value)))
 
 
 @_node

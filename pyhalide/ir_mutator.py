@@ -76,14 +76,27 @@ class IRMutator:
 
 
 class IRVisitor:
-    """Read-only walk: override visit_<NodeClass>; call self.visit_children(node) to recurse."""
+    """Read-only walk: override visit_<NodeClass>; call self.visit_children(node) to recurse.
+
+    Subclasses whose result does not depend on where a node sits (collectors of names, calls)
+    set `visit_once = True`, so an expression DAG that shares subtrees is walked in linear time.
+    """
+
+    visit_once = False
 
     def __init__(self):
         self._dispatch: dict[type, Callable] = {}
+        self._seen: set[int] = set()
+        self._keep: list = []
 
     def visit(self, node):
         if node is None:
             return
+        if self.visit_once:
+            if id(node) in self._seen:
+                return
+            self._seen.add(id(node))
+            self._keep.append(node)  # ids stay unique while we remember them
         cls = type(node)
         method = self._dispatch.get(cls)
         if method is None:
@@ -105,6 +118,18 @@ def substitute(replacements: dict[str, ir.Expr], node):
         def __init__(self, repl):
             super().__init__()
             self.repl = repl
+            self.memo: dict[int, tuple] = {}
+
+        def mutate(self, node):
+            # a node's result depends only on it and repl: share work on expression DAGs
+            if not isinstance(node, ir.Expr):
+                return super().mutate(node)
+            hit = self.memo.get(id(node))
+            if hit is not None:
+                return hit[1]
+            result = super().mutate(node)
+            self.memo[id(node)] = (node, result)
+            return result
 
         def visit_Variable(self, v):
             r = self.repl.get(v.name)
@@ -138,6 +163,8 @@ def free_variables(node) -> set[str]:
     names: set[str] = set()
 
     class Collect(IRVisitor):
+        visit_once = True
+
         def visit_Variable(self, v):
             names.add(v.name)
 

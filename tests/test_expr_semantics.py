@@ -400,9 +400,7 @@ def test_shifts_of_mixed_types(ta, tb, data):
 SIGNED_TYPES = [t for t in INT_TYPES if t.is_int()]
 
 
-@pytest.mark.parametrize("t", [pytest.param(t, marks=pytest.mark.xfail(
-    strict=True, reason="compiler bug: a negative signed shift amount should shift the other way (as Halide "
-    "does); codegen emits a plain LLVM shl/ashr")) for t in SIGNED_TYPES], ids=ids(SIGNED_TYPES))
+@pytest.mark.parametrize("t", SIGNED_TYPES, ids=ids(SIGNED_TYPES))
 @given(data=st.data())
 def test_negative_shift_amounts(t, data):
     a, s = data.draw(n_and_arrays((t, int_elements(t)), (t, st.integers(-(t.bits - 1), t.bits - 1))))
@@ -672,16 +670,7 @@ def _fold_model(t, name, a, b):
     return wrap(exact, t)
 
 
-_FOLD_PARAMS = [
-    pytest.param(t, marks=pytest.mark.xfail(
-        strict=True, reason="compiler bug: Float(32) constants are folded with their unrounded double values "
-        "(FloatImm(Float(32), 0.1) keeps 0.1), so f32(0.1) - f32(1/3) folds differently from run time"))
-    if t == hl.Float(32) else t
-    for t in ALL_TYPES
-]
-
-
-@pytest.mark.parametrize("t", _FOLD_PARAMS, ids=ids(ALL_TYPES))
+@pytest.mark.parametrize("t", ALL_TYPES, ids=ids(ALL_TYPES))
 def test_constant_folding(t):
     """Operations on constants, which the compiler folds, give what they give at run time."""
     vals = _fold_values(t)

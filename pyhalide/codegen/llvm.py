@@ -504,11 +504,28 @@ class CodeGen:
         return self.b.not_(self.expr(e.args[0]))
 
     def i_shift_left(self, e):
-        return self.b.shl(self.expr(e.args[0]), self.expr(e.args[1]))
+        return self._shift(e, left=True)
 
     def i_shift_right(self, e):
-        a, b = self.expr(e.args[0]), self.expr(e.args[1])
-        return self.b.ashr(a, b) if e.type.is_int() else self.b.lshr(a, b)
+        return self._shift(e, left=False)
+
+    def _shift(self, e, left: bool):
+        """Halide's shifts: a negative signed amount shifts the other way; shifting by the bit
+        width or more gives 0 (or the sign, for >> of a signed value). LLVM would give poison."""
+        B = self.b
+        a, amount = self.expr(e.args[0]), self.expr(e.args[1])
+        ta, tb = e.args[0].type, e.args[1].type
+        negative = None
+        if tb.is_int():
+            negative = B.icmp_signed("<", amount, self._const(tb, 0))
+            amount = B.select(negative, B.sub(self._const(tb, 0), amount), amount)
+        too_far = B.icmp_unsigned(">", amount, self._const(tb, ta.bits - 1))
+        safe = B.select(too_far, self._const(tb, ta.bits - 1), amount)
+        zero = self._const(ta, 0)
+        shl = B.select(too_far, zero, B.shl(a, safe))
+        shr = B.ashr(a, safe) if ta.is_int() else B.select(too_far, zero, B.lshr(a, safe))
+        ahead, back = (shl, shr) if left else (shr, shl)
+        return ahead if negative is None else B.select(negative, back, ahead)
 
     def i_popcount(self, e):
         return self._call_intrinsic("llvm.ctpop", e.type, [self.expr(e.args[0])])

@@ -114,23 +114,22 @@ def _func_lets(f, env, produce, consume):
         lets.append((f"{name}.{var}.min", lo))
         lets.append((f"{name}.{var}.max", hi))
     req = {v: (ir.Variable(f"{name}.{v}.min", _I32), ir.Variable(f"{name}.{v}.max", _I32)) for v in f._pure_args}
+    # Each stage covers what its consumers need and what the later stages of f read or write;
+    # the later stages' loops use their own bounds, so they are defined first (last stage first).
     n_stages = len(f.definitions())
-    for s in range(1, n_stages):
-        for var, pure in stage_dims(f, s):
-            if pure:
-                lets.append((dim_bound(f, s, var, "min").name, req[var][0]))
-                lets.append((dim_bound(f, s, var, "max").name, req[var][1]))
-    footprint = None
-    if n_stages > 1:
-        updates = ir.make_block(produce.body.stmts[1:])
-        footprint = box_touched(updates, name, include_provides=True)
-    for d, var in enumerate(f._pure_args):
-        lo, hi = req[var]
-        if footprint is not None:
-            iv = _require(f, var, footprint[d], "its own update definitions")
-            lo, hi = simplify(ir.Min(lo, iv.min)), simplify(ir.Max(hi, iv.max))
-        lets.append((dim_bound(f, 0, var, "min").name, lo))
-        lets.append((dim_bound(f, 0, var, "max").name, hi))
+    stages = produce.body.stmts if n_stages > 1 else (produce.body,)
+    for s in range(n_stages - 1, -1, -1):
+        footprint = None
+        if s + 1 < n_stages:
+            footprint = box_touched(ir.make_block(stages[s + 1:]), name, include_provides=True)
+        pure_dims = [v for v, pure in stage_dims(f, s) if pure]
+        for var in pure_dims:
+            lo, hi = req[var]
+            if footprint is not None:
+                iv = _require(f, var, footprint[f._pure_args.index(var)], "its own update definitions")
+                lo, hi = simplify(ir.Min(lo, iv.min)), simplify(ir.Max(hi, iv.max))
+            lets.append((dim_bound(f, s, var, "min").name, lo))
+            lets.append((dim_bound(f, s, var, "max").name, hi))
     return lets, checks
 
 

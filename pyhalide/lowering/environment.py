@@ -23,6 +23,8 @@ def definition_exprs(func):
 
 
 class _Calls(IRVisitor):
+    visit_once = True
+
     def __init__(self):
         super().__init__()
         self.funcs: dict[str, object] = {}

@@ -7,6 +7,8 @@ from ..ir_mutator import IRVisitor
 
 
 class _SelfCalls(IRVisitor):
+    visit_once = True
+
     def __init__(self, func):
         super().__init__()
         self.func = func
