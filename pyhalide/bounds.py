@@ -60,7 +60,7 @@ def _type_range(t) -> Interval:
     if t.is_float() or t.is_handle() or (t.is_int() and t.bits >= 32) or (t.is_uint() and t.bits >= 32):
         return Interval(None, None)
     s = t.element_of()
-    return Interval(ir.make_const(s, s.min()), ir.make_const(s, s.max()))
+    return Interval(ir.make_const(s, s.min_value()), ir.make_const(s, s.max_value()))
 
 
 def _may_wrap(t) -> bool:

@@ -40,20 +40,20 @@ def product(e, name: str = "product") -> Expr:
 def maximum(e, name: str = "maximum") -> Expr:
     from .operators import max as hl_max
 
-    return _reduce(e, name, lambda t: t.min() if not t.is_float() else float("-inf"), hl_max)
+    return _reduce(e, name, lambda t: t.min_value() if not t.is_float() else float("-inf"), hl_max)
 
 
 def minimum(e, name: str = "minimum") -> Expr:
     from .operators import min as hl_min
 
-    return _reduce(e, name, lambda t: t.max() if not t.is_float() else float("inf"), hl_min)
+    return _reduce(e, name, lambda t: t.max_value() if not t.is_float() else float("inf"), hl_min)
 
 
 def _arg_reduce(e, name: str, better):
     value = to_ir(e)
     vars_, rvars = _free_vars_and_rvars(value)
     t = value.type
-    worst = (t.min() if better == "gt" else t.max()) if not t.is_float() else (
+    worst = (t.min_value() if better == "gt" else t.max_value()) if not t.is_float() else (
         float("-inf") if better == "gt" else float("inf"))
     f = Func(name)
     args = tuple(vars_)

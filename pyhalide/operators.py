@@ -107,21 +107,21 @@ def saturating_cast(t: Type, e) -> Expr:
         return wrap(x)
     if t.is_float():
         if src.is_float() and src.bits > t.bits:
-            x = ir.Max(ir.Min(x, ir.make_const(src, t.max())), ir.make_const(src, t.min()))
+            x = ir.Max(ir.Min(x, ir.make_const(src, t.max_value())), ir.make_const(src, t.min_value()))
         return wrap(cast_ir(t, x))
     if src.is_float():
-        # t.max() + 1 and t.min() are powers of two (or 0), exact in every float type; t.max()
+        # t.max_value() + 1 and t.min_value() are powers of two (or 0), exact in every float type; t.max_value()
         # itself may not be (2**31 - 1 in float32), so clamping in float could not reach it.
-        # Values in (t.min(), t.max() + 1) truncate to a value in range. (NaN is undefined.)
-        too_big = ir.GE(x, ir.make_const(src, float(t.max() + 1)))
-        too_small = ir.LE(x, ir.make_const(src, float(t.min())))
-        inner = ir.Select(too_small, ir.make_const(t, t.min()), cast_ir(t, x))
-        return wrap(ir.Select(too_big, ir.make_const(t, t.max()), inner))
-    lo = builtins_max(src.min(), t.min())
-    hi = builtins_min(src.max(), t.max())
-    if lo > src.min():
+        # Values in (t.min_value(), t.max_value() + 1) truncate to a value in range. (NaN is undefined.)
+        too_big = ir.GE(x, ir.make_const(src, float(t.max_value() + 1)))
+        too_small = ir.LE(x, ir.make_const(src, float(t.min_value())))
+        inner = ir.Select(too_small, ir.make_const(t, t.min_value()), cast_ir(t, x))
+        return wrap(ir.Select(too_big, ir.make_const(t, t.max_value()), inner))
+    lo = builtins_max(src.min_value(), t.min_value())
+    hi = builtins_min(src.max_value(), t.max_value())
+    if lo > src.min_value():
         x = ir.Max(x, ir.make_const(src, lo))
-    if hi < src.max():
+    if hi < src.max_value():
         x = ir.Min(x, ir.make_const(src, hi))
     return wrap(cast_ir(t, x))
 

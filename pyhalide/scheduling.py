@@ -620,9 +620,9 @@ def _reduction_identity(op, t) -> ir.Expr:
     if op is ir.Mul:
         return ir.make_const(t, 1)
     if op is ir.Min:
-        return ir.make_const(t, float("inf") if t.is_float() else t.max())
+        return ir.make_const(t, float("inf") if t.is_float() else t.max_value())
     if op is ir.Max:
-        return ir.make_const(t, float("-inf") if t.is_float() else t.min())
+        return ir.make_const(t, float("-inf") if t.is_float() else t.min_value())
     if op is ir.And:
         return ir.make_const(t, 1)
     return ir.make_const(t, 0)

@@ -59,8 +59,8 @@ class Type:
     def bytes(self) -> int:
         return (self.bits + 7) // 8
 
-    def max(self):
-        """The largest value of the type, as a Python number."""
+    def max_value(self):
+        """The largest finite value of the type, as a Python number."""
         if self.is_int():
             return (1 << (self.bits - 1)) - 1
         if self.is_uint():
@@ -69,7 +69,8 @@ class Type:
             return float(np.finfo(self.to_numpy()).max)
         raise HalideError(f"Type {self} has no maximum")
 
-    def min(self):
+    def min_value(self):
+        """The smallest finite value of the type, as a Python number."""
         if self.is_int():
             return -(1 << (self.bits - 1))
         if self.is_uint():
@@ -77,6 +78,20 @@ class Type:
         if self.is_float():
             return -float(np.finfo(self.to_numpy()).max)
         raise HalideError(f"Type {self} has no minimum")
+
+    def max(self):
+        """The largest value, as an Expr (+inf for floats), as in Halide's Type.max()."""
+        return self._limit(self.max_value(), float("inf"))
+
+    def min(self):
+        """The smallest value, as an Expr (-inf for floats), as in Halide's Type.min()."""
+        return self._limit(self.min_value(), float("-inf"))
+
+    def _limit(self, value, float_value):
+        from .expr import wrap
+        from .ir import make_const
+
+        return wrap(make_const(self, float_value if self.is_float() else value))
 
     def can_represent(self, value) -> bool:
         if isinstance(value, bool):
@@ -87,7 +102,7 @@ class Type:
             if not value.is_integer():
                 return False
             value = int(value)
-        return self.min() <= value <= self.max()
+        return self.min_value() <= value <= self.max_value()
 
     def to_numpy(self) -> np.dtype:
         if self.is_bool():

@@ -138,6 +138,8 @@ class RDom:
     _dim_names = ("x", "y", "z", "w")
 
     def __init__(self, *ranges, name: str | None = None):
+        if ranges and isinstance(ranges[-1], str):  # RDom(region, "name"), as in Halide
+            ranges, name = ranges[:-1], ranges[-1]
         name = name or f"r{next(_rdom_counter)}"
         if len(ranges) == 1 and isinstance(ranges[0], list | tuple) and not isinstance(ranges[0], Range):
             first = ranges[0]
