@@ -1,0 +1,4 @@
+from apps.bilateral_grid import APP
+from apps.common import demo_main
+
+demo_main(APP)

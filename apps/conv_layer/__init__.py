@@ -1,0 +1,99 @@
+"""A convolution layer of a neural network: 3x3 filter, bias, ReLU, float32 (Halide's conv_layer).
+
+Layout, as in Halide's conv_layer app (Halide order, innermost first; numpy shapes are reversed):
+
+    input   [c_in, x, y, n]            numpy (N, H + 2, W + 2, C_in)
+    filter  [c_out, fx, fy, c_in]      numpy (C_in, 3, 3, C_out)
+    bias    [c_out]                    numpy (C_out,)
+    output  [c_out, x, y, n]           numpy (N, H, W, C_out)
+
+    output(c, x, y, n) = max(0, bias(c) + sum over ci, fx, fy of
+                                filter(c, fx, fy, ci) * input(ci, x + fx, y + fy, n))
+
+The input already carries the one-pixel border the 3x3 window needs (a "valid" convolution),
+and channels are innermost, so a vector of output channels is a dense load of filter weights.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from apps.common import App, Built
+
+
+class ConvLayer(App):
+    name = "conv_layer"
+    description = "3x3 convolution layer + bias + ReLU, float32 (Halide's conv_layer)"
+    exact = False  # the reduction is vectorised and FMA-contracted in Halide: a different rounding
+    rtol, atol = 1e-4, 1e-4
+    tile_vectors, tile_pixels = 4, 4  # the register block: vectors of output channels x pixels
+
+    def inputs(self, size="default"):
+        # (batch, channels in, channels out, output width, output height)
+        n, ci, co, w, h = (1, 8, 8, 10, 6) if size == "small" else (5, 128, 128, 100, 80)
+        rng = np.random.default_rng(2)
+        return {
+            "input": rng.standard_normal((n, h + 2, w + 2, ci), dtype=np.float32),
+            "filter": (rng.standard_normal((ci, 3, 3, co), dtype=np.float32) / np.sqrt(9 * ci)).astype(np.float32),
+            "bias": rng.standard_normal(co, dtype=np.float32),
+        }
+
+    def flops(self, inputs):
+        """A multiply and an add per output value and filter tap (bias and ReLU not counted)."""
+        n, hp, wp, ci = inputs["input"].shape
+        co = inputs["bias"].shape[0]
+        return 2 * n * (hp - 2) * (wp - 2) * co * ci * 9
+
+    def build(self, hl, inputs):
+        inp, filt, bias = inputs["input"], inputs["filter"], inputs["bias"]
+        n, hp, wp, ci = inp.shape
+        co = bias.shape[0]
+        input_b = hl.Buffer(inp, "input")
+        filter_b = hl.Buffer(filt, "filter")
+        bias_b = hl.Buffer(bias, "bias")
+        c, x, y, b = hl.Var("c"), hl.Var("x"), hl.Var("y"), hl.Var("n")
+        r = hl.RDom([hl.Range(0, ci), hl.Range(0, 3), hl.Range(0, 3)], name="r")
+        conv, relu = hl.Func("conv"), hl.Func("relu")
+        conv[c, x, y, b] = bias_b[c]
+        conv[c, x, y, b] += filter_b[c, r.y, r.z, r.x] * input_b[r.x, x + r.y, y + r.z, b]
+        relu[c, x, y, b] = hl.max(conv[c, x, y, b], hl.f32(0))
+        return Built(relu, [co, wp - 2, hp - 2, n], hl.Float(32), {"conv": conv, "relu": relu},
+                     {"c": c, "x": x, "y": y, "n": b, "r": r})
+
+    def schedule(self, hl, built):
+        """Register blocking, as Halide's CPU schedule does: each block of the output is
+        `tw` vectors of output channels by `th` pixels of one row (4 x 16 channels by 4 pixels:
+        16 accumulator registers), computed in conv per block, with the reduction over input
+        channels and the 3x3 window outside the block's loops; every reduction step loads `tw`
+        filter vectors and broadcasts `th` input values. Rows of all images are fused into one
+        parallel loop; within a row, blocks run over x inside each group of output channels."""
+        c, x, y, b, r = (built.vars[v] for v in ("c", "x", "y", "n", "r"))
+        conv, relu = built.funcs["conv"], built.funcs["relu"]
+        n_c, w = built.output_sizes[0], built.output_sizes[1]
+        vec = 16 if n_c >= 16 else 8 if n_c >= 8 else 1
+        tw = self.tile_vectors if n_c >= self.tile_vectors * vec else 1
+        th = min(self.tile_pixels, w)
+        co, ci, xo, xi, yn = hl.Var("co"), hl.Var("ci"), hl.Var("xo"), hl.Var("xi"), hl.Var("yn")
+        relu.split(c, co, ci, vec * tw).split(x, xo, xi, th)
+        relu.reorder(ci, xi, xo, co, y, b).fuse(y, b, yn).parallel(yn).unroll(xi)
+        conv.compute_at(relu, xo).unroll(x)
+        conv.update(0).reorder(c, x, r.x, r.y, r.z, y).unroll(x)
+        if vec > 1:
+            relu.vectorize(ci, vec).unroll(ci)
+            conv.vectorize(c, vec).unroll(c)
+            conv.update(0).vectorize(c, vec).unroll(c)
+
+    def reference(self, inputs):
+        """im2col: gather the 3x3xC_in window of every output pixel into a row, then one matmul."""
+        inp, filt, bias = inputs["input"], inputs["filter"], inputs["bias"]
+        n, hp, wp, ci = inp.shape
+        h, w, co = hp - 2, wp - 2, bias.shape[0]
+        cols = np.empty((n, h, w, 3, 3, ci), np.float32)
+        for fy in range(3):
+            for fx in range(3):
+                cols[:, :, :, fy, fx, :] = inp[:, fy:fy + h, fx:fx + w, :]
+        weights = filt.transpose(1, 2, 0, 3).reshape(9 * ci, co)  # rows ordered (fy, fx, ci)
+        out = cols.reshape(-1, 9 * ci) @ weights + bias
+        return np.maximum(out, 0).reshape(n, h, w, co)
+
+APP = ConvLayer()

@@ -1,0 +1,121 @@
+"""Harris corner response (Harris and Stephens 1988), as in Halide's harris app.
+
+Input: a float32 RGB image in [0, 1], planar [x, y, c] as in Halide (numpy (3, H, W));
+output: the response at every pixel, float32 [x, y] (numpy (H, W)).
+
+    grey   = 0.299 r + 0.587 g + 0.114 b              (input read with repeat_edge)
+    Ix, Iy = Sobel derivatives of grey, scaled by 1/12
+    Sxx, Syy, Sxy = 3x3 box sums of Ix², Iy², Ix·Iy  (the structure tensor)
+    output = det - k trace², det = Sxx Syy - Sxy², trace = Sxx + Syy, k = 0.04
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from apps.common import App, Built, sample_image
+
+K = 0.04
+GREY = (0.299, 0.587, 0.114)
+
+
+class Harris(App):
+    name = "harris"
+    description = "Harris corner response, float32 RGB (Halide's harris)"
+    exact = False  # float sums in a different order (and FMA in Halide)
+    rtol, atol = 1e-4, 2e-8  # responses reach ~3e-3; most are near 0
+
+    def inputs(self, size="default"):
+        # small is not a multiple of the tile or the vector width
+        h, w = (45, 70) if size == "small" else (1536, 2560)
+        return self.inputs_from_image(sample_image(h, w, seed=5))
+
+    def inputs_from_image(self, img):
+        rgb = np.repeat(img[..., None], 3, axis=2) if img.ndim == 2 else img[..., :3]
+        return {"input": np.ascontiguousarray(rgb.transpose(2, 0, 1), dtype=np.float32) / np.float32(255)}
+
+    def to_image(self, result):
+        """Corners bright, edges (negative response) dark, flat areas grey: the response over
+        its 99.5th percentile magnitude, square-rooted so weak features still show."""
+        mag = np.abs(result)
+        scale = max(float(np.percentile(mag, 99.5)), 1e-30)
+        shown = np.sign(result) * np.sqrt(np.clip(mag / scale, 0, 1))
+        return (np.clip(0.5 + 0.5 * shown, 0, 1) * 255 + 0.5).astype(np.uint8)
+
+    def build(self, hl, inputs):
+        img = inputs["input"]
+        _, h, w = img.shape
+        x, y = hl.Var("x"), hl.Var("y")
+        in_b = hl.BoundaryConditions.repeat_edge(hl.Buffer(img, "input"))
+        gray, Ix, Iy = hl.Func("gray"), hl.Func("Ix"), hl.Func("Iy")
+        gray[x, y] = (hl.f32(GREY[0]) * in_b[x, y, 0] + hl.f32(GREY[1]) * in_b[x, y, 1]
+                      + hl.f32(GREY[2]) * in_b[x, y, 2])
+
+        def sobel(dx, dy):
+            """(g(+1) - g(-1)) along (dx, dy), smoothed [1, 2, 1] across it, / 12."""
+            ex, ey = dy, dx  # the perpendicular direction
+            terms = [(gray[x + dx + s * ex, y + dy + s * ey] - gray[x - dx + s * ex, y - dy + s * ey]) * wt
+                     for s, wt in ((-1, 1.0), (0, 2.0), (1, 1.0))]
+            return (terms[0] + terms[1] + terms[2]) / 12.0
+
+        Ix[x, y] = sobel(1, 0)
+        Iy[x, y] = sobel(0, 1)
+        Ixx, Iyy, Ixy = hl.Func("Ixx"), hl.Func("Iyy"), hl.Func("Ixy")
+        Ixx[x, y] = Ix[x, y] * Ix[x, y]
+        Iyy[x, y] = Iy[x, y] * Iy[x, y]
+        Ixy[x, y] = Ix[x, y] * Iy[x, y]
+
+        def box(f):
+            """The 3x3 box sum, written out (pure, so it inlines into its consumer)."""
+            return sum(f[x + dx, y + dy] for dy in (-1, 0, 1) for dx in (-1, 0, 1))
+
+        Sxx, Syy, Sxy = hl.Func("Sxx"), hl.Func("Syy"), hl.Func("Sxy")
+        Sxx[x, y] = box(Ixx)
+        Syy[x, y] = box(Iyy)
+        Sxy[x, y] = box(Ixy)
+        det = Sxx[x, y] * Syy[x, y] - Sxy[x, y] * Sxy[x, y]
+        trace = Sxx[x, y] + Syy[x, y]
+        output = hl.Func("harris")
+        output[x, y] = det - hl.f32(K) * trace * trace
+        funcs = {"gray": gray, "Ix": Ix, "Iy": Iy, "Ixx": Ixx, "Iyy": Iyy, "Ixy": Ixy,
+                 "Sxx": Sxx, "Syy": Syy, "Sxy": Sxy, "output": output}
+        return Built(output, [w, h], hl.Float(32), funcs, {"x": x, "y": y})
+
+    def schedule(self, hl, built):
+        """Tiles of 256x32 output pixels, rows of tiles in parallel, vectorised along x. The
+        grey image and both gradients are computed per tile (with a 2- and 1-pixel apron),
+        so they stay in cache; the products and box sums are computed inline, per vector of
+        output."""
+        x, y = built.vars["x"], built.vars["y"]
+        f = built.funcs
+        w, h = built.output_sizes
+        xi, yi = hl.Var("xi"), hl.Var("yi")
+        vec = 16
+        f["output"].tile(x, y, xi, yi, min(256, w), min(32, h)).parallel(y).vectorize(xi, vec)
+        for name in ("gray", "Ix", "Iy"):
+            f[name].compute_at(f["output"], x).vectorize(x, vec)
+
+    def reference(self, inputs):
+        """numpy in float32 on an edge-padded copy: shifted slices for the stencils."""
+        img = inputs["input"]
+        f32 = np.float32
+        pad = np.pad(img, ((0, 0), (3, 3), (3, 3)), mode="edge")  # [c, y, x], 3 pixels each side
+        grey = f32(GREY[0]) * pad[0] + f32(GREY[1]) * pad[1] + f32(GREY[2]) * pad[2]
+
+        def shift(a, dy, dx, m):  # a[y + dy, x + dx] over the interior shrunk by m each side
+            hh, ww = a.shape
+            return a[m + dy:hh - m + dy, m + dx:ww - m + dx]
+
+        smooth = (f32(1), f32(2), f32(1))
+        ix = sum(wt * (shift(grey, s, 1, 1) - shift(grey, s, -1, 1)) for s, wt in zip((-1, 0, 1), smooth)) / f32(12)
+        iy = sum(wt * (shift(grey, 1, s, 1) - shift(grey, -1, s, 1)) for s, wt in zip((-1, 0, 1), smooth)) / f32(12)
+
+        def box(a):
+            return sum(shift(a, dy, dx, 1) for dy in (-1, 0, 1) for dx in (-1, 0, 1))
+
+        sxx, syy, sxy = box(ix * ix), box(iy * iy), box(ix * iy)
+        out = sxx * syy - sxy * sxy - f32(K) * (sxx + syy) ** 2
+        return out[1:-1, 1:-1]
+
+
+APP = Harris()
