@@ -251,6 +251,12 @@ class _Bounds:
     def b_Call(self, e):
         if e.call_type == ir.INTRINSIC and e.name == "likely":
             return self.of(e.args[0])
+        if e.call_type == ir.INTRINSIC and e.name == "promise_clamped":
+            # promise_clamped(value, lo, hi, outer): over all iterations of the outer loop the
+            # value spans [lo, hi]; for one iteration, its own interval is the tighter answer.
+            if free_variables(e.args[3]) & self.scope.keys():
+                return Interval(self.of(e.args[1]).min, self.of(e.args[2]).max)
+            return self.of(e.args[0])
         if e.call_type == ir.INTRINSIC and e.name == "abs" and not e.type.is_float():
             a = self.of(e.args[0])
             if a.is_bounded() and not e.type.bits < 32:

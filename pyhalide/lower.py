@@ -18,6 +18,7 @@ from .lowering.schedule_functions import schedule_functions
 from .lowering.sliding_window import sliding_window
 from .lowering.storage_flattening import storage_flattening
 from .lowering.storage_folding import storage_folding
+from .lowering.strip_promises import strip_promises
 from .lowering.unroll_loops import unroll_loops
 from .lowering.vectorize_loops import vectorize_loops
 from .simplify import simplify
@@ -60,6 +61,7 @@ def _passes(env):
         # Sliding window rewrites the pure-stage bounds lets, before simplification inlines them;
         # folding then shrinks the storage of what slides.
         ("sliding window and storage folding", lambda s: storage_folding(*sliding_window(s, env))),
+        ("strip promises", strip_promises),
         ("simplify", simplify),
         # Flattening needs the final bounds of every Realize.
         ("storage flattening", storage_flattening),

@@ -51,38 +51,56 @@ def _is_compute_block(s, name: str) -> bool:
             and s.stmts[0].is_producer and s.stmts[0].name == name)
 
 
-class _ComputeSite(IRMutator):
-    """Find f's `produce; consume` block, compute f's bounds there, and wrap it with the lets."""
+class _ComputeSites(IRVisitor):
+    """Find f's `produce; consume` blocks and compute f's bounds at each, noting the innermost
+    loop around it (None at root), where the lets will go."""
 
-    def __init__(self, f, env, hoist: bool):
+    def __init__(self, f, env):
         super().__init__()
-        self.f, self.env, self.hoist = f, env, hoist
-        self.lets: list[tuple[str, ir.Expr]] = []
-        self.checks: list[ir.Stmt] = []
-        self.found = False
+        self.f, self.env = f, env
+        self.loops: list[ir.For] = []
+        self.sites: list[tuple] = []  # (loop or None, lets, checks)
 
-    def visit_Realize(self, r):
-        # Stored where it is computed: the lets go outside the Realize, so its bounds are
-        # written in terms of them (and index arithmetic into it folds to constants).
-        if r.name == self.f.name() and _is_compute_block(r.body, r.name):
-            return self._wrap(r, r.body)
-        return self.default(r)
+    def visit_For(self, s):
+        self.loops.append(s)
+        self.visit_children(s)
+        self.loops.pop()
 
     def visit_Block(self, s):
         if not _is_compute_block(s, self.f.name()):
-            return self.default(s)
-        return self._wrap(s, s)
+            self.visit_children(s)
+            return
+        produce, consume = s.stmts
+        lets, checks = _func_lets(self.f, self.env, produce, consume)
+        self.sites.append((self.loops[-1] if self.loops else None, lets, checks))
 
-    def _wrap(self, node, block):
-        self.found = True
-        produce, consume = block.stmts
-        self.lets, self.checks = _func_lets(self.f, self.env, produce, consume)
-        if self.hoist:
-            return node
-        body = ir.make_block([*self.checks, node])
-        for name, value in reversed(self.lets):
-            body = ir.LetStmt(name, value, body)
-        return body
+
+class _InsertAtLoopTop(IRMutator):
+    """Add lets (and checks) at the end of the chain of lets that opens a loop's body.
+
+    Funcs computed at the same loop share one chain, consumers first: a producer's bounds then
+    name its consumers' bounds instead of repeating their expressions, which keeps the IR linear
+    in the number of stages."""
+
+    def __init__(self, loop: ir.For, lets, checks):
+        super().__init__()
+        self.loop, self.lets, self.checks = loop, lets, checks
+
+    def visit_For(self, s):
+        if s is not self.loop:
+            return self.default(s)
+        return ir.For(s.name, s.min, s.extent, s.for_type, _append_lets(s.body, self.lets, self.checks))
+
+
+def _append_lets(body, lets, checks):
+    chain = []
+    while isinstance(body, ir.LetStmt):
+        chain.append((body.name, body.value))
+        body = body.body
+    body = ir.make_block([*checks, body])
+    for name, value in reversed(chain + list(lets)):
+        body = ir.LetStmt(name, value, body)
+    return body
 
 
 def _func_lets(f, env, produce, consume):
@@ -201,14 +219,16 @@ def bounds_inference(stmt: ir.Stmt, env) -> ir.Stmt:
     top_lets: list[tuple[str, ir.Expr]] = []
     checks: list[ir.Stmt] = []
     for f in reversed(env.order):
-        hoist = compute_level(f).is_root()
-        site = _ComputeSite(f, env, hoist)
-        stmt = site.mutate(stmt)
-        if not site.found:
+        finder = _ComputeSites(f, env)
+        finder.visit(stmt)
+        if not finder.sites:
             raise CompileError(f"internal: no production of {f.name()} in the loop nest")
-        if hoist:
-            top_lets.extend(site.lets)
-            checks.extend(site.checks)
+        for loop, lets, site_checks in finder.sites:
+            if loop is None:
+                top_lets.extend(lets)
+                checks.extend(site_checks)
+            else:
+                stmt = _InsertAtLoopTop(loop, lets, site_checks).mutate(stmt)
         if not env.is_output(f):
             outside = _CallsOutside(f.name())
             outside.visit(stmt)

@@ -111,7 +111,15 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
                 base = ir.Min(base, ir.Sub(old_ext, factor))
             if tail == TailStrategy.GuardWithIf:
                 items.append(("guard", "", ir.LT(var(sp.old), ir.Add(old_min, old_ext))))
-            items.append(("let", sp.old, ir.Add(ir.Add(base, var(sp.inner)), old_min)))
+            value = ir.Add(ir.Add(base, var(sp.inner)), old_min)
+            if tail == TailStrategy.ShiftInwards:
+                # The loops cover [min, max], shifted down when the extent is below the factor.
+                # Saying so keeps bounds short: a chain of such stages otherwise nests these
+                # min() expressions inside each other.
+                lo = ir.Add(old_min, ir.Min(ir.Sub(old_ext, factor), _c(0)))
+                hi = ir.Sub(ir.Add(old_min, old_ext), _c(1))
+                value = ir.Call(_I32, "promise_clamped", (value, lo, hi, var(sp.outer)), ir.INTRINSIC)
+            items.append(("let", sp.old, value))
         elif sp.kind == "fuse":
             (in_min, in_ext), (out_min, out_ext) = bounds[sp.old], bounds[sp.outer]
             # empty dimensions make an empty fused loop; the divisor is provably positive
