@@ -54,6 +54,8 @@ def _call_arg(owner: str, i: int, a) -> ir.Expr:
 def _key_to_args(owner: str, key) -> tuple:
     from .var import _ImplicitMarker
 
+    if isinstance(key, list):  # f[[x, y]] is f[x, y], as in Halide's bindings
+        key = tuple(key)
     if not isinstance(key, tuple):
         key = (key,)
     if any(isinstance(k, _ImplicitMarker) for k in key):

@@ -7,6 +7,7 @@ from .errors import HalideError
 from .expr import Expr, to_ir, wrap
 from .func import Func, Tuple, _FindVariables
 from .operators import select
+from .names import unique_name
 from .var import RVar, Var
 
 
@@ -22,40 +23,55 @@ def _free_vars_and_rvars(e: ir.Expr):
 def _reduce(e, name, init, step):
     value = to_ir(e)
     vars_, _ = _free_vars_and_rvars(value)
-    f = Func(name)
+    f = _reduction_func(name)
     f[tuple(vars_)] = wrap(ir.make_const(value.type, init(value.type)))
     f[tuple(vars_)] = step(f[tuple(vars_)], wrap(value))
     return f[tuple(vars_)]
 
 
-def sum(e, name: str = "sum") -> Expr:
+def _reduction_func(name: str) -> Func:
+    """The hidden Func of an inline reduction: by default computed inside the innermost loop of
+    the Func that uses it, as in Halide."""
+    f = Func(name)
+    f._schedule.innermost_default = True
+    return f
+
+
+def _lowest(t):
+    return float("-inf") if t.is_float() else t.min_value()
+
+
+def _highest(t):
+    return float("inf") if t.is_float() else t.max_value()
+
+
+def sum(e, name: str | None = None) -> Expr:
     """The sum of e over its RDom, in e's type (integers wrap, as in Halide)."""
-    return _reduce(e, name, lambda t: 0, lambda acc, v: acc + v)
+    return _reduce(e, name or unique_name("sum"), lambda t: 0, lambda acc, v: acc + v)
 
 
-def product(e, name: str = "product") -> Expr:
-    return _reduce(e, name, lambda t: 1, lambda acc, v: acc * v)
+def product(e, name: str | None = None) -> Expr:
+    return _reduce(e, name or unique_name("product"), lambda t: 1, lambda acc, v: acc * v)
 
 
-def maximum(e, name: str = "maximum") -> Expr:
+def maximum(e, name: str | None = None) -> Expr:
     from .operators import max as hl_max
 
-    return _reduce(e, name, lambda t: t.min_value() if not t.is_float() else float("-inf"), hl_max)
+    return _reduce(e, name or unique_name("maximum"), _lowest, hl_max)
 
 
-def minimum(e, name: str = "minimum") -> Expr:
+def minimum(e, name: str | None = None) -> Expr:
     from .operators import min as hl_min
 
-    return _reduce(e, name, lambda t: t.max_value() if not t.is_float() else float("inf"), hl_min)
+    return _reduce(e, name or unique_name("minimum"), _highest, hl_min)
 
 
 def _arg_reduce(e, name: str, better):
     value = to_ir(e)
     vars_, rvars = _free_vars_and_rvars(value)
     t = value.type
-    worst = (t.min_value() if better == "gt" else t.max_value()) if not t.is_float() else (
-        float("-inf") if better == "gt" else float("inf"))
-    f = Func(name)
+    worst = _lowest(t) if better == "gt" else _highest(t)
+    f = _reduction_func(name)
     args = tuple(vars_)
     f[args] = Tuple([*[r.min() for r in rvars], wrap(ir.make_const(t, worst))])
     current = f[args]
@@ -67,10 +83,10 @@ def _arg_reduce(e, name: str, better):
     return f[args]
 
 
-def argmax(e, name: str = "argmax") -> Expr:
+def argmax(e, name: str | None = None) -> Expr:
     """A Tuple (coordinates of the first maximum..., the maximum); index it with [i]."""
-    return _arg_reduce(e, name, "gt")
+    return _arg_reduce(e, name or unique_name("argmax"), "gt")
 
 
-def argmin(e, name: str = "argmin") -> Expr:
-    return _arg_reduce(e, name, "lt")
+def argmin(e, name: str | None = None) -> Expr:
+    return _arg_reduce(e, name or unique_name("argmin"), "lt")

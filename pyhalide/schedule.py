@@ -127,6 +127,7 @@ class FuncSchedule:
     compute_level: LoopLevel = field(default_factory=LoopLevel)  # inlined means "default"
     store_level: LoopLevel | None = None  # None: same as compute level
     explicit_inline: bool = False
+    innermost_default: bool = False  # an inline reduction: by default computed in its consumer's innermost loop
     bounds: dict[str, tuple] = field(default_factory=dict)  # var -> (min or None, extent, modulus, remainder)
     storage_order: list[str] | None = None
     global_wrapper: object = None  # the Func made by f.in_(), which all other consumers call

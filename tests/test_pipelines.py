@@ -275,3 +275,46 @@ def test_compile_to_callable_takes_arrays_and_params():
         c(a, 2.0, 5, np.zeros((3, 4)))
     with pytest.raises(hl.HalideError, match="Param callable_offset, which is not among the arguments"):
         hl.Pipeline(f).compile_to_callable([inp, scale])
+
+
+def test_inline_reductions_get_their_own_names_and_live_in_their_consumer():
+    r = hl.RDom([hl.Range(0, 3)])
+    f = hl.Func("ir_src")
+    f[x] = hl.cast(hl.Int(32), x)
+    g = hl.Func("two_sums")
+    g[x] = hl.sum(f[x + r.x]) + hl.sum(f[x + r.x] * 2)
+    assert list(np.asarray(g.realize([4]))) == [9, 18, 27, 36]
+    xo, xi = hl.Var("xo"), hl.Var("xi")
+    f2 = hl.Func("ir_src2")
+    f2[x] = x
+    g2 = hl.Func("sum_at_tile")
+    g2[x] = hl.sum(f2[x + r.x])
+    g2.split(x, xo, xi, 4)
+    f2.compute_at(g2, xo)  # legal because the sum is computed inside g2's innermost loop
+    assert list(np.asarray(g2.realize([8]))) == [3 * v + 3 for v in range(8)]
+
+
+def test_list_indices_and_rdom_name():
+    f = hl.Func("listed")
+    f[[x]] = x * 2
+    g = hl.Func("list_reader")
+    r = hl.RDom([hl.Range(0, 2)], "lr")
+    g[x] = f[[x + 1]] + hl.sum(f[x + r.x])
+    assert r.x.name() == "lr$x"
+    assert list(np.asarray(g.realize([3]))) == [2 + 2, 4 + 6, 6 + 10]
+
+
+def test_type_limits_are_exprs_as_in_halide():
+    assert np.asarray(hl.Func(hl.UInt(8).max()).realize([])).item() == 255
+    assert np.asarray(hl.Func(hl.Float(32).min()).realize([])).item() == float("-inf")
+    assert hl.Int(16).max_value() == 32767
+
+
+def test_two_funcs_with_one_name_are_an_error():
+    a, b = hl.Func("same_name"), hl.Func("same_name")
+    a[x] = x
+    b[x] = x + 1
+    c = hl.Func("uses_both")
+    c[x] = a[x] + b[x]
+    with pytest.raises(hl.HalideError, match="Two different Funcs are both named same_name"):
+        c.realize([2])

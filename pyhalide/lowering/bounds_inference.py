@@ -234,7 +234,7 @@ def bounds_inference(stmt: ir.Stmt, env) -> ir.Stmt:
             outside.visit(stmt)
             if outside.found:
                 raise CompileError(
-                    f"Func {f.name()} is computed at {compute_level(f)}, but it is also used outside that loop. "
+                    f"Func {f.name()} is computed at {compute_level(f, env)}, but it is also used outside that loop. "
                     "Compute it at a level that encloses all its uses (or at root).")
             stmt = _SizeRealize(f).mutate(stmt)
     for f in env.outputs:

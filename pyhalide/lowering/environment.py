@@ -33,7 +33,9 @@ class _Calls(IRVisitor):
 
     def visit_Call(self, c):
         if c.call_type == ir.HALIDE:
-            self.funcs.setdefault(c.name, c.func)
+            known = self.funcs.setdefault(c.name, c.func)
+            if known is not c.func:
+                raise CompileError(f"Two different Funcs are both named {c.name}; give them distinct names")
         elif c.call_type == ir.IMAGE:
             self.images.setdefault(c.name, c.image)
         self.visit_children(c)
@@ -66,6 +68,8 @@ class Environment:
     funcs: dict[str, object]  # every Func reached, by name
     order: list  # realization order of the computed (not inlined) Funcs, producers first
     inlined: set[str] = field(default_factory=set)
+    callees: dict[str, list[str]] = field(default_factory=dict)
+    levels: dict[str, LoopLevel] = field(default_factory=dict)  # default compute levels decided here
 
     def is_output(self, f) -> bool:
         return any(o is f for o in self.outputs)
@@ -115,7 +119,7 @@ def build_environment(outputs) -> Environment:
     for f in outputs:
         visit(f.name(), [])
 
-    env = Environment(list(outputs), funcs, [])
+    env = Environment(list(outputs), funcs, [], callees=callees)
     for name in order_names:
         f = funcs[name]
         sched = f._schedule
@@ -134,18 +138,63 @@ def build_environment(outputs) -> Environment:
             env.inlined.add(name)
         else:
             env.order.append(f)
+    for f in env.order:
+        if f._schedule.is_default and f._schedule.innermost_default and not env.is_output(f):
+            level = _innermost_consumer_loop(env, f.name())
+            if level is not None:
+                env.levels[f.name()] = level
     return env
 
 
-def compute_level(f):
-    """The LoopLevel where f is computed: default-scheduled Funcs with updates go to root."""
+def _innermost_consumer_loop(env, name: str):
+    """Where an inline reduction goes by default: the innermost loop (vector loops excluded, so
+    its consumer stays vectorized) of the one computed stage that uses it, else None (root)."""
+    from .schedule_functions import stage_schedule
+
+    users = [g for g, cs in env.callees.items() if name in cs]
+    while len(users) == 1 and users[0] in env.inlined:
+        users = [g for g, cs in env.callees.items() if users[0] in cs]
+    if len(users) != 1:
+        return None
+    g = env.funcs[users[0]]
+    stages = [s for s, d in enumerate(g.definitions()) if _stage_reaches(env, d, name)]
+    if len(stages) != 1:
+        return None
+    for dim in stage_schedule(g, stages[0]).dims:  # innermost first
+        if dim.for_type != "vectorized":
+            return LoopLevel(g.name(), dim.name, stages[0])
+    return None
+
+
+def _stage_reaches(env, definition, name: str) -> bool:
+    """Does this definition call `name`, directly or through inlined Funcs?"""
+    calls = _Calls()
+    for e in (*definition.args, *definition.values, *([definition.predicate] if definition.predicate else [])):
+        calls.visit(e)
+    todo, seen = list(calls.funcs), set()
+    while todo:
+        n = todo.pop()
+        if n == name:
+            return True
+        if n in env.inlined and n not in seen:
+            seen.add(n)
+            todo.extend(env.callees.get(n, []))
+    return False
+
+
+def compute_level(f, env=None):
+    """The LoopLevel where f is computed: its schedule's, else a level lowering chose, else root."""
     level = f._schedule.compute_level
-    return level if level.kind == "at" else LoopLevel.root()
+    if level.kind == "at":
+        return level
+    if env is not None and f.name() in env.levels:
+        return env.levels[f.name()]
+    return LoopLevel.root()
 
 
-def store_level(f):
+def store_level(f, env=None):
     level = f._schedule.store_level
-    return compute_level(f) if level is None or level.is_inlined() else level
+    return compute_level(f, env) if level is None or level.is_inlined() else level
 
 
 def collect_inputs(node) -> tuple[dict, dict]:

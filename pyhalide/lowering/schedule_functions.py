@@ -216,7 +216,7 @@ def schedule_functions(env) -> ir.Stmt:
         def realized(body, f=f):
             return ir.Realize(f.name(), tuple(f.types()), (), body, func=f)
 
-        clevel, slevel = compute_level(f), store_level(f)
+        clevel, slevel = compute_level(f, env), store_level(f, env)
         if env.is_output(f):
             stmt = computed(stmt)
             continue
