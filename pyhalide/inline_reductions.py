@@ -6,8 +6,8 @@ from . import ir
 from .errors import HalideError
 from .expr import Expr, to_ir, wrap
 from .func import Func, Tuple, _FindVariables
-from .operators import select
 from .names import unique_name
+from .operators import select
 from .var import RVar, Var
 
 
