@@ -53,6 +53,12 @@ def _buffers_used(stmt) -> set[str]:
     return names
 
 
+def _small_stride(index: ir.Expr) -> bool:
+    """A Ramp with a small positive constant stride (loaded densely and shuffled)."""
+    k = ir.const_int(index.stride) if isinstance(index, ir.Ramp) else None
+    return k is not None and 2 <= k <= 4 and k * index.lanes <= 256
+
+
 def _is_dense(index: ir.Expr) -> bool:
     return isinstance(index, ir.Ramp) and ir.const_int(index.stride) == 1
 
@@ -401,6 +407,15 @@ class CodeGen:
         if t.lanes > 1 and _is_dense(e.index):
             ptr = self.b.gep(host, [self.b.sext(self.expr(e.index.base), I64)], source_etype=mem_t)
             v = self._load(llvm_type(t, memory=True), ptr, align)
+        elif t.lanes > 1 and _small_stride(e.index):
+            # A constant stride: one dense load of the span, then a shuffle picks every k-th
+            # element. The span ends at the last element used, so it never reads past the access.
+            k = ir.const_int(e.index.stride)
+            span = k * (t.lanes - 1) + 1
+            ptr = self.b.gep(host, [self.b.sext(self.expr(e.index.base), I64)], source_etype=mem_t)
+            wide = self._load(ll.VectorType(mem_t, span), ptr, align)
+            picks = ll.Constant(ll.VectorType(I32, t.lanes), [k * i for i in range(t.lanes)])
+            v = self.b.shuffle_vector(wide, ll.Constant(wide.type, ll.Undefined), picks)
         elif t.lanes > 1 and isinstance(e.index, ir.Broadcast):
             ptr = self.b.gep(host, [self.b.sext(self.expr(e.index.value), I64)], source_etype=mem_t)
             v = self._splat(self._load(mem_t, ptr, align), t.lanes)
