@@ -109,7 +109,9 @@ def build_variants(app, inputs, which: set[str]) -> dict:
         return time.perf_counter() - t0
 
     contract = None if app.exact else pyhalide.Target("host-fp_contract")
-    if "pyhalide-naive" in which:
+    if "pyhalide-naive" in which and app.default_schedule_is_slow:
+        print(f"  pyhalide-naive: skipped ({app.name}'s default schedule inlines every stage: exponential work)")
+    elif "pyhalide-naive" in which:
         built = app.build(pyhalide, inputs)
         out["pyhalide-naive"] = (app.runner(pyhalide, built), compiled(pyhalide, built, contract), "default schedule")
     if "pyhalide-hand" in which:

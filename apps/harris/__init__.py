@@ -20,6 +20,7 @@ GREY = (0.299, 0.587, 0.114)
 
 
 class Harris(App):
+    default_schedule_is_slow = True  # every stage inlined: exponential recomputation
     name = "harris"
     description = "Harris corner response, float32 RGB (Halide's harris)"
     exact = False  # float sums in a different order (and FMA in Halide)

@@ -34,6 +34,7 @@ def pyramid_levels(h: int, w: int) -> int:
 
 
 class LocalLaplacian(App):
+    default_schedule_is_slow = True  # every stage inlined: exponential recomputation
     name = "local_laplacian"
     description = "local Laplacian filter, 8 pyramid levels, uint16 RGB (Halide's local_laplacian)"
     exact = False  # float32 through eight pyramid levels; the uint16 result may differ by one
