@@ -391,7 +391,7 @@ MIXED_SHIFTS = [(hl.UInt(8), hl.Int(8)), (hl.Int(8), hl.UInt(8)), (hl.UInt(16), 
 def test_shifts_of_mixed_types(ta, tb, data):
     """The result has a's signedness at the wider width; the amount keeps its own type."""
     rt = ta.with_bits(max(ta.bits, tb.bits))
-    a, s = data.draw(n_and_arrays((ta, int_elements(ta)), (tb, st.integers(0, min(rt.bits, tb.max() + 1) - 1))))
+    a, s = data.draw(n_and_arrays((ta, int_elements(ta)), (tb, st.integers(0, min(rt.bits, tb.max_value() + 1) - 1))))
     s = _no_signed_overflow(rt, a, s)
     wants = [model(rt, _shift_model(rt, True), a, s), model(rt, _shift_model(rt, False), a, s)]
     check_both(["a << s", "a >> s"], ("mixshift", ta, tb), [ta, tb], lambda p, q: (p << q, p >> q), [a, s], wants)
