@@ -209,9 +209,10 @@ class Schedulable:
 
         ro, rn = rank(old), rank(new)
         for p in (d for d in old if not d.is_rvar):
+            root = p.internal.split(".")[0]  # the pure Var this (possibly split) loop iterates
             for r in (d for d in old if d.is_rvar):
                 if (ro[p.internal] < ro[r.internal]) != (rn[p.internal] < rn[r.internal]):
-                    if not pure_var_crossing_is_safe(f, self._stage_index, p.name):
+                    if root in f._pure_args and not pure_var_crossing_is_safe(f, self._stage_index, root):
                         raise CompileError(
                             f"{self._where()}: can't reorder pure Var {p.name} across RVar {r.name}: the update "
                             f"reads {f.name()} at other values of {p.name}, so the order matters")

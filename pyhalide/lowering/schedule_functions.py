@@ -55,11 +55,19 @@ def _c(v: int) -> ir.Expr:
     return ir.make_const(_I32, v)
 
 
-def _resolve_tail(tail: str, stage: int, is_rvar: bool, where: str) -> str:
+def _resolve_tail(tail: str, stage: int, is_rvar: bool, where: str, fixed_extent: bool = False,
+                  name: str = "") -> str:
+    """Auto is ShiftInwards for pure definitions, RoundUp for pure Vars of updates, GuardWithIf for
+    RVars and for dimensions that came out of an earlier split or fuse in an update (rounding one of
+    those up would run the update twice on the points where neighbouring blocks overlap)."""
     if tail == TailStrategy.Auto:
-        if is_rvar:
+        if is_rvar or (stage > 0 and fixed_extent):
             return TailStrategy.GuardWithIf
         return TailStrategy.ShiftInwards if stage == 0 else TailStrategy.RoundUp
+    if stage > 0 and fixed_extent and tail == TailStrategy.RoundUp:
+        raise CompileError(f"{where}: can't use TailStrategy RoundUp for splitting {name} in an update "
+                           "definition: it comes from an earlier split, so rounding it up would apply the update "
+                           "twice to some points. Use GuardWithIf.")
     if tail in (TailStrategy.PredicateLoads, TailStrategy.PredicateStores):
         return TailStrategy.GuardWithIf  # same meaning; the guard becomes a predicate where vectorized
     if stage > 0 and tail == TailStrategy.ShiftInwards:
@@ -98,10 +106,12 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
         is_rvar[name] = not pure
 
     items: list[tuple[str, str, ir.Expr]] = []  # ("let", name, value) / ("guard", "", cond), last first
+    fixed: set[str] = set()  # dimensions made by an earlier split (the inner one) or fuse
     for sp in sched.splits:
         if sp.kind == "split":
             old_min, old_ext = bounds[sp.old]
-            tail = _resolve_tail(sp.tail, stage, is_rvar[sp.old], where)
+            tail = _resolve_tail(sp.tail, stage, is_rvar[sp.old], where, sp.old in fixed, sp.old)
+            fixed.add(sp.inner)
             factor = _c(sp.factor)
             bounds[sp.inner] = (_c(0), factor)
             bounds[sp.outer] = (_c(0), ir.Div(ir.Add(old_ext, _c(sp.factor - 1)), factor))
@@ -124,11 +134,14 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
             (in_min, in_ext), (out_min, out_ext) = bounds[sp.old], bounds[sp.outer]
             # empty dimensions make an empty fused loop; the divisor is provably positive
             bounds[sp.inner] = (_c(0), ir.Mul(ir.Max(in_ext, _c(0)), ir.Max(out_ext, _c(0))))
+            fixed.add(sp.inner)
             is_rvar[sp.inner] = is_rvar[sp.old] or is_rvar[sp.outer]
             divisor = ir.Max(in_ext, _c(1))
             items.append(("let", sp.old, ir.Add(ir.Mod(var(sp.inner), divisor), in_min)))
             items.append(("let", sp.outer, ir.Add(ir.Div(var(sp.inner), divisor), out_min)))
         else:  # rename
+            if sp.old in fixed:
+                fixed.add(sp.outer)
             bounds[sp.outer] = bounds[sp.old]
             is_rvar[sp.outer] = is_rvar[sp.old]
             items.append(("let", sp.old, var(sp.outer)))
