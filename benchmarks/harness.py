@@ -76,11 +76,11 @@ def measure_peaks(threads: int) -> dict:
     v.split(x, xo, x, lanes * 64).parallel(xo).vectorize(x, lanes)
     v.compile_jit(hl.Target("host-fp_contract"))
     out = hl.Buffer(hl.Float(32), [n])
-    t, _ = _time_once_and_median(lambda: v.realize(out), 5)
+    _, t = _time_once_and_median(lambda: v.realize(out), 15)  # the best run: a peak, not a typical load
     fma_gflops = n * chains * steps * 2 / t / 1e9
     src = np.ones(64 * 1024 * 1024 // 4, np.float32)
     dst = np.empty_like(src)
-    tb, _ = _time_once_and_median(lambda: np.copyto(dst, src), 5)
+    _, tb = _time_once_and_median(lambda: np.copyto(dst, src), 9)
     return {"fma_gflops": fma_gflops, "copy_gbs": 2 * src.nbytes / tb / 1e9}
 
 
