@@ -107,7 +107,11 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
 
     items: list[tuple[str, str, ir.Expr]] = []  # ("let", name, value) / ("guard", "", cond), last first
     fixed: set[str] = set()  # dimensions made by an earlier split (the inner one) or fuse
-    for sp in sched.splits:
+    consumed_after = [set() for _ in sched.splits]  # dims that later splits/fuses/renames take apart
+    for i in range(len(sched.splits) - 2, -1, -1):
+        later = sched.splits[i + 1]
+        consumed_after[i] = consumed_after[i + 1] | {later.old} | ({later.outer} if later.kind == "fuse" else set())
+    for i, sp in enumerate(sched.splits):
         if sp.kind == "split":
             old_min, old_ext = bounds[sp.old]
             tail = _resolve_tail(sp.tail, stage, is_rvar[sp.old], where, sp.old in fixed, sp.old)
@@ -122,8 +126,9 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
             if tail == TailStrategy.GuardWithIf:
                 items.append(("guard", "", ir.LT(var(sp.old), ir.Add(old_min, old_ext))))
             value = ir.Add(ir.Add(base, var(sp.inner)), old_min)
-            if tail == TailStrategy.ShiftInwards:
+            if tail == TailStrategy.ShiftInwards and not ({sp.outer, sp.inner} & consumed_after[i]):
                 # The loops cover [min, max], shifted down when the extent is below the factor.
+                # (Only while outer and inner stay loops: splitting them again can move them.)
                 # Saying so keeps bounds short: a chain of such stages otherwise nests these
                 # min() expressions inside each other.
                 lo = ir.Add(old_min, ir.Min(ir.Sub(old_ext, factor), _c(0)))

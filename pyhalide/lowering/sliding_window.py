@@ -32,6 +32,7 @@ class Window:
     dim: int
     loop: str
     width: int
+    foldable: bool = True
 
 
 class _Slide(IRMutator):
@@ -110,7 +111,10 @@ class _Slide(IRMutator):
         width = ir.const_int(simplify(ir.Sub(hi_e, lo_e)))
         if step_lo is None or step_hi is None or step_lo < 0 or step_hi <= 0 or width is None:
             return None
-        self.windows.append(Window(f.name(), f._pure_args.index(var), loop.name, width + 1))
+        # Folding keeps one window only if no loop inside L moves it (else several are live).
+        inner_loops = {inner.name for inner in self.loops[1:]}
+        foldable = not (inner_loops & (free_variables(lo_e) | free_variables(hi_e)))
+        self.windows.append(Window(f.name(), f._pure_args.index(var), loop.name, width + 1, foldable))
         needed_min = ir.Variable(f"{f.name()}.{var}.min", _I32)
         prev_max = substitute(prev, hi_e)
         later = ir.GT(ir.Variable(loop.name, _I32), loop.min)

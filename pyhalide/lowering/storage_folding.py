@@ -56,5 +56,6 @@ class _Fold(IRMutator):
 
 def storage_folding(stmt: ir.Stmt, windows) -> ir.Stmt:
     for w in windows:
-        stmt = _Fold(w).mutate(stmt)
+        if w.foldable:
+            stmt = _Fold(w).mutate(stmt)
     return stmt

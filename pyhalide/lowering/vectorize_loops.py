@@ -213,7 +213,7 @@ class _Vectorize(IRMutator):
         ramp = ir.Ramp(s.min, ir.make_const(s.min.type, 1), lanes)
         try:
             return _Widen(s.name, ramp, lanes).mutate(body)
-        except _CannotVectorize:
+        except (_CannotVectorize, CompileError):  # e.g. vectors of vectors: keep the loop serial
             return serial
         except _LaneGuard:
             pass
@@ -227,7 +227,7 @@ class _Vectorize(IRMutator):
                 for name, value in reversed(lets[:n_lets]):
                     e = ir.Let(name, value, e)
                 conds.append(_Widen(s.name, ramp, lanes).mutate(e))
-        except (_CannotVectorize, _LaneGuard):
+        except (_CannotVectorize, _LaneGuard, CompileError):
             return serial
         # Test the guards one after another: a later one may read memory that only the earlier
         # ones make safe to read.
