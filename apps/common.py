@@ -115,6 +115,15 @@ def sample_image(height: int = 480, width: int = 640, seed: int = 0) -> np.ndarr
     return np.clip(img, 0, 255).astype(np.uint8)
 
 
+def planar_float_rgb(img: np.ndarray) -> np.ndarray:
+    """An 8-bit grey or RGB(A) picture as planar float32 RGB in [0, 1]: numpy (c, y, x), which is
+    Halide [x, y, c]."""
+    if img.ndim == 2:
+        img = np.stack([img] * 3, axis=-1)
+    planar = np.ascontiguousarray(img[..., :3].transpose(2, 0, 1))
+    return planar.astype(np.float32) / np.float32(255)
+
+
 def write_png(path: str | Path, image: np.ndarray) -> None:
     """Write a uint8 (or uint16) grey or RGB image as a PNG, with zlib from the standard library."""
     img = np.asarray(image)

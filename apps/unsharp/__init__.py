@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from apps.common import App, Built, sample_image
+from apps.common import App, Built, planar_float_rgb, sample_image
 
 SIGMA = 1.5
 RADIUS = 3  # 7 taps
@@ -41,10 +41,7 @@ class Unsharp(App):
         return self.inputs_from_image(sample_image(h, w))
 
     def inputs_from_image(self, img):
-        if img.ndim == 2:
-            img = np.stack([img] * 3, axis=-1)
-        planar = np.ascontiguousarray(img[..., :3].transpose(2, 0, 1))  # (c, y, x): Halide [x, y, c]
-        return {"input": planar.astype(np.float32) / np.float32(255)}
+        return {"input": planar_float_rgb(img)}
 
     def build(self, hl, inputs):
         img = inputs["input"]
