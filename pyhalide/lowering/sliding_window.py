@@ -114,6 +114,10 @@ class _Slide(IRMutator):
         # Folding keeps one window only if no loop inside L moves it (else several are live).
         inner_loops = {inner.name for inner in self.loops[1:]}
         foldable = not (inner_loops & (free_variables(lo_e) | free_variables(hi_e)))
+        # A RoundUp split computes past the window (into coordinates a fold would alias).
+        splits = f._schedule.stages[0].splits
+        if any(sp.kind == "split" and sp.tail == "RoundUp" and sp.old.split(".")[0] == var for sp in splits):
+            foldable = False
         self.windows.append(Window(f.name(), f._pure_args.index(var), loop.name, width + 1, foldable))
         needed_min = ir.Variable(f"{f.name()}.{var}.min", _I32)
         prev_max = substitute(prev, hi_e)
