@@ -615,6 +615,36 @@ class PipelineCrashed(AssertionError):
 MODE = "fork" if hasattr(os, "fork") and os.environ.get("PYHALIDE_FUZZ_FORK", "1") != "0" else "inprocess"
 
 
+# Seconds a forked child may run one example (these pipelines take milliseconds): past it, the child
+# is killed and the example fails as a hang.
+TIMEOUT = float(os.environ.get("PYHALIDE_FUZZ_TIMEOUT", "60"))
+
+
+class PipelineHung(AssertionError):
+    """The compiled pipeline ran far longer than it could need to (an endless loop?)."""
+
+
+def _read_with_deadline(fd: int, pid: int, timeout: float) -> bytes:
+    import select
+    import signal
+    import time
+
+    chunks, deadline = [], time.monotonic() + timeout
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                raise PipelineHung(f"running the compiled pipeline took more than {timeout:g} s; killed it")
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+
+
 def realize_guarded(case, parallel: bool = True):
     """Realize a Case as MODE says; `parallel`: the schedule may have parallel loops."""
     if MODE != "fork":
@@ -643,8 +673,7 @@ def realize_guarded(case, parallel: bool = True):
         finally:
             os._exit(0)
     os.close(w)
-    with os.fdopen(r, "rb") as fh:
-        data = fh.read()
+    data = _read_with_deadline(r, pid, TIMEOUT)
     _, status = os.waitpid(pid, 0)
     if os.WIFSIGNALED(status):
         import signal
