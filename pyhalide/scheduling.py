@@ -253,44 +253,29 @@ class Schedulable:
         d.for_type = for_type
         return d
 
-    def vectorize(self, v, factor=None, tail=TailStrategy.Auto):
+    def _loop_kind(self, method: str, for_type: str, what: str, v, factor, tail, noun: str, mark_inner: bool):
+        """vectorize / unroll / parallel: mark v, or split v by factor and mark the inner loop
+        (vectorize, unroll) or the outer one (parallel with a task size)."""
         if factor is None:
-            self._set_for_type(v, VECTORIZED, "vectorize")
-            self._log("vectorize", _json_var(v))
+            self._set_for_type(v, for_type, what)
+            self._log(method, _json_var(v))
             return self
-        factor = _positive_int(f"{self._where()}: vectorize of {_var_name(v)}", "the vector width", factor)
-        d = self._dim(v, "vectorize")
-        inner = self._fresh(f"{d.name}.v")
+        factor = _positive_int(f"{self._where()}: {method} of {_var_name(v)}", noun, factor)
+        d = self._dim(v, what)
+        inner = self._fresh(f"{d.name}.{method[0]}")
         self._split(v, d.name, inner, factor, tail)
-        self._set_for_type(inner, VECTORIZED, "vectorize")
-        self._log("vectorize", _json_var(v), factor, tail)
+        self._set_for_type(inner if mark_inner else d.name, for_type, what)
+        self._log(method, _json_var(v), factor, tail)
         return self
+
+    def vectorize(self, v, factor=None, tail=TailStrategy.Auto):
+        return self._loop_kind("vectorize", VECTORIZED, "vectorize", v, factor, tail, "the vector width", True)
 
     def unroll(self, v, factor=None, tail=TailStrategy.Auto):
-        if factor is None:
-            self._set_for_type(v, UNROLLED, "unroll")
-            self._log("unroll", _json_var(v))
-            return self
-        factor = _positive_int(f"{self._where()}: unroll of {_var_name(v)}", "the unroll factor", factor)
-        d = self._dim(v, "unroll")
-        inner = self._fresh(f"{d.name}.u")
-        self._split(v, d.name, inner, factor, tail)
-        self._set_for_type(inner, UNROLLED, "unroll")
-        self._log("unroll", _json_var(v), factor, tail)
-        return self
+        return self._loop_kind("unroll", UNROLLED, "unroll", v, factor, tail, "the unroll factor", True)
 
     def parallel(self, v, task_size=None, tail=TailStrategy.Auto):
-        if task_size is None:
-            self._set_for_type(v, PARALLEL, "parallelize")
-            self._log("parallel", _json_var(v))
-            return self
-        task_size = _positive_int(f"{self._where()}: parallel of {_var_name(v)}", "the task size", task_size)
-        d = self._dim(v, "parallelize")
-        inner = self._fresh(f"{d.name}.p")
-        self._split(v, d.name, inner, task_size, tail)
-        self._set_for_type(d.name, PARALLEL, "parallelize")
-        self._log("parallel", _json_var(v), task_size, tail)
-        return self
+        return self._loop_kind("parallel", PARALLEL, "parallelize", v, task_size, tail, "the task size", False)
 
     def serial(self, v):
         self._dim(v, "serial").for_type = SERIAL
