@@ -94,6 +94,10 @@ class _Slide(IRMutator):
         loop = self.loops[0]
         if loop.for_type != ir.SERIAL:
             return None
+        # A RoundUp split computes past the region it is asked for; sliding such a stage is left alone.
+        if any(sp.kind == "split" and sp.tail == "RoundUp" and sp.old.split(".")[0] == var
+               for sp in f._schedule.stages[0].splits):
+            return None
         lo_e = self.lets.get(f"{f.name()}.{var}.min")
         hi_e = self.lets.get(f"{f.name()}.{var}.max")
         if lo_e is None or hi_e is None or loop.name not in free_variables(hi_e):
@@ -114,10 +118,6 @@ class _Slide(IRMutator):
         # Folding keeps one window only if no loop inside L moves it (else several are live).
         inner_loops = {inner.name for inner in self.loops[1:]}
         foldable = not (inner_loops & (free_variables(lo_e) | free_variables(hi_e)))
-        # A RoundUp split computes past the window (into coordinates a fold would alias).
-        splits = f._schedule.stages[0].splits
-        if any(sp.kind == "split" and sp.tail == "RoundUp" and sp.old.split(".")[0] == var for sp in splits):
-            foldable = False
         self.windows.append(Window(f.name(), f._pure_args.index(var), loop.name, width + 1, foldable))
         needed_min = ir.Variable(f"{f.name()}.{var}.min", _I32)
         prev_max = substitute(prev, hi_e)
