@@ -94,8 +94,10 @@ class _Slide(IRMutator):
         loop = self.loops[0]
         if loop.for_type != ir.SERIAL:
             return None
-        # A RoundUp split computes past the region it is asked for; sliding such a stage is left alone.
-        if any(sp.kind == "split" and sp.tail == "RoundUp" and sp.old.split(".")[0] == var
+        # RoundUp and ShiftInwards splits compute outside the (slid, smaller) region they are asked
+        # for, below or past the storage bounds inference sized: only guarded splits may slide.
+        if any(sp.kind in ("split", "fuse") and sp.old.split(".")[0] == var and
+               sp.tail not in ("GuardWithIf", "PredicateLoads", "PredicateStores")
                for sp in f._schedule.stages[0].splits):
             return None
         lo_e = self.lets.get(f"{f.name()}.{var}.min")
