@@ -14,20 +14,26 @@ consumers are final. For each Func:
   consumer, of the loops around that consumer's computation followed by the consumer's own loops
   of the one stage that uses the Func. store_at is drawn at or outside the compute level, never
   outside a parallel or vectorized loop that encloses the compute level (Halide rejects that as a
-  race).
+  race). Sites at or inside vectorized or unrolled loops are drawn only now and then (legal, but
+  the code, and so the compile time, grows with the width).
 * loops, for every stage of a Func that is not inlined: a few of split / tile / fuse (adjacent
   dimensions) / reorder / rename / vectorize / unroll / parallel / serial, with factors that do
   and don't divide, and tail strategies wherever the API allows them. Output stages only get tail
   strategies that keep the loops inside the output region (RoundUp only where the factor
   divides the extent, ShiftInwards only where the extent is at least the factor), because a loop
   that writes beyond an output is a legitimate runtime error. Updates never get ShiftInwards,
-  RVars only GuardWithIf or Auto (Halide refuses the others).
+  RVars only GuardWithIf or Auto (Halide refuses the others). parallel mostly goes on the
+  outermost loop, and only now and then into a Func computed inside another's loops (a task launch
+  per iteration of the enclosing loops is slow).
 * a few Func-level directives: bound on outputs (exact region), align_bounds and
   reorder_storage on intermediates, atomic() on associative updates.
 
 A directive the API refuses (hl.HalideError at schedule time) is skipped and recorded; that is the
 API rejecting an illegal schedule. The result is a Schedule, whose repr is Python source that
 replays it (for the falsifying example Hypothesis prints).
+
+Running: realize_scheduled / realize_guarded run each example in a forked child (see MODE), so a
+pipeline that corrupts memory or never ends fails its example instead of ending the session.
 """
 
 from __future__ import annotations
@@ -45,8 +51,8 @@ from pyhalide.ir_mutator import IRVisitor
 
 TS = hl.TailStrategy
 
-# CompileErrors from realize that mean "this schedule is invalid", as documented by the brief for
-# lowering-time rejections. Anything else from realize is a failure.
+# The documented lowering-time rejections of a schedule: a CompileError from realize containing one
+# of these discards the example (counted). Anything else from realize is a failure.
 INVALID_SCHEDULE_MESSAGES = ("used outside that loop", "store level must be at or outside", "can't", "is inlined")
 
 

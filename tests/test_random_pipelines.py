@@ -1,7 +1,7 @@
 """Random pipelines (tests/random_pipelines.py) under random schedules compute what the algorithm
 computes, as pyhalide.reference evaluates it.
 
-Examples: 40 scheduled and 25 default-scheduled pipelines under the "default" Hypothesis profile,
+Examples: 100 scheduled and 40 default-scheduled pipelines under the "default" Hypothesis profile,
 the profile's max_examples under any larger one (HYPOTHESIS_PROFILE=thorough). If the process dies,
 the example that did it is in schedule_strategies.LAST_EXAMPLE.
 """
@@ -22,7 +22,7 @@ _LARGE = _PROFILE_EXAMPLES > 30
 _HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
 
 
-@settings(max_examples=_PROFILE_EXAMPLES if _LARGE else 25, deadline=None, suppress_health_check=_HEALTH)
+@settings(max_examples=_PROFILE_EXAMPLES if _LARGE else 40, deadline=None, suppress_health_check=_HEALTH)
 @given(pipeline=random_pipelines())
 def test_random_pipeline_default_schedule(pipeline):
     want = pipeline.build().reference()
@@ -31,7 +31,7 @@ def test_random_pipeline_default_schedule(pipeline):
     assert_same(realize_guarded(case, parallel=False), want, case.reassociates, "default schedule vs reference")
 
 
-@settings(max_examples=_PROFILE_EXAMPLES if _LARGE else 40, deadline=None, suppress_health_check=_HEALTH)
+@settings(max_examples=_PROFILE_EXAMPLES if _LARGE else 100, deadline=None, suppress_health_check=_HEALTH)
 @given(pipeline=random_pipelines(), data=st.data())
 def test_random_pipeline_random_schedule(pipeline, data):
     want = pipeline.build().reference()
