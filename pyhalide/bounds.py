@@ -225,12 +225,12 @@ class _Bounds:
             return _bool_range()
         if a.is_point():
             return Interval.point(ir.Cast(t, a.min))
-        widening = t.is_float() or (
-            src.is_float() and False) or (
-            not src.is_float() and (src.is_bool() or (t.code == src.code and t.bits >= src.bits)
+        # order-preserving conversions: to float, from bool, to a wider type that holds every source value,
+        # and float to 32/64-bit ints (truncation is monotonic; overflow is unspecified, as in Halide)
+        widening = t.is_float() or src.is_bool() or (
+            not src.is_float() and ((t.code == src.code and t.bits >= src.bits)
                                     or (t.is_int() and src.is_uint() and t.bits > src.bits)))
         if src.is_float() and not t.is_float():
-            # truncation is monotonic; out-of-range conversions are unspecified in Halide too
             if not (t.is_int() and t.bits >= 32):
                 return _type_range(t)
             widening = True

@@ -118,31 +118,21 @@ class _Widen(IRMutator):
         args = tuple(_broadcast(a, self.lanes) for a in args)
         return ir.Call(e.type.with_lanes(self.lanes), e.name, args, e.call_type, e.value_index, e.func, e.image)
 
-    def visit_Let(self, e):
-        value = self.mutate(e.value)
+    def _let(self, node):
+        """Let and LetStmt: a vector value renames nothing, but uses of the name become vectors.
+        A Ramp is substituted rather than bound, so accesses through it stay dense."""
+        value = self.mutate(node.value)
         if value.type.lanes > 1:
-            self.vectors[e.name] = value if isinstance(value, ir.Ramp) else ir.Variable(e.name, value.type)
-        body = self.mutate(e.body)
-        self.vectors.pop(e.name, None)
+            self.vectors[node.name] = value if isinstance(value, ir.Ramp) else ir.Variable(node.name, value.type)
+        body = self.mutate(node.body)
+        self.vectors.pop(node.name, None)
         if isinstance(value, ir.Ramp):
             return body
-        if value is e.value and body is e.body:
-            return e
-        return ir.Let(e.name, value, body)
+        if value is node.value and body is node.body:
+            return node
+        return type(node)(node.name, value, body)
 
-    # ---- statements
-    def visit_LetStmt(self, s):
-        value = self.mutate(s.value)
-        if value.type.lanes > 1:
-            # keep Ramps symbolic so that accesses through them stay dense
-            self.vectors[s.name] = value if isinstance(value, ir.Ramp) else ir.Variable(s.name, value.type)
-        body = self.mutate(s.body)
-        self.vectors.pop(s.name, None)
-        if isinstance(value, ir.Ramp):
-            return body
-        if value is s.value and body is s.body:
-            return s
-        return ir.LetStmt(s.name, value, body)
+    visit_Let = visit_LetStmt = _let
 
     def visit_Store(self, s):
         value, index = self.mutate(s.value), self.mutate(s.index)
