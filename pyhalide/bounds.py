@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import ir
-from .ir_mutator import IRVisitor, children, free_variables, substitute
+from .ir_mutator import IRMutator, IRVisitor, children, free_variables, substitute
 from .simplify import simplify
 from .types import Int
 
@@ -218,6 +218,26 @@ class _Bounds:
     def b_Select(self, e):
         return interval_union(self.of(e.true_value), self.of(e.false_value))
 
+    def decide(self, cond) -> bool | None:
+        """The value of an integer comparison over the whole scope, when its bounds settle it."""
+        if not isinstance(cond, ir.LT | ir.LE | ir.GT | ir.GE) or not cond.a.type.is_int():
+            return None
+        diff = self.of(simplify(ir.Sub(cond.a, cond.b)))  # a - b
+        lo = None if diff.min is None else ir.const_int(simplify(diff.min))
+        hi = None if diff.max is None else ir.const_int(simplify(diff.max))
+        strict = isinstance(cond, ir.LT | ir.GT)
+        if isinstance(cond, ir.GT | ir.GE):  # a > b: a - b > 0
+            if lo is not None and (lo > 0 or (lo == 0 and not strict)):
+                return True
+            if hi is not None and (hi <= 0 if strict else hi < 0):
+                return False
+        else:  # a < b: a - b < 0
+            if hi is not None and (hi < 0 or (hi == 0 and not strict)):
+                return True
+            if lo is not None and (lo >= 0 if strict else lo > 0):
+                return False
+        return None
+
     def b_Cast(self, e):
         a = self.of(e.value)
         t, src = e.type, e.value.type
@@ -327,6 +347,23 @@ def _bool_range() -> Interval:
     from .types import Bool
 
     return Interval(ir.make_const(Bool(), 0), ir.make_const(Bool(), 1))
+
+
+class _SettleSelects(IRMutator):
+    def __init__(self, scope):
+        super().__init__()
+        self.bounds = _Bounds(scope)
+
+    def visit_Select(self, e):
+        taken = self.bounds.decide(e.condition)
+        if taken is None:
+            return self.default(e)
+        return self.mutate(e.true_value if taken else e.false_value)
+
+
+def settle_selects(e: ir.Expr, scope: dict[str, Interval]) -> ir.Expr:
+    """e with each select whose condition is the same over the whole scope replaced by its branch."""
+    return _SettleSelects(scope).mutate(e)
 
 
 def bounds_of_expr(e: ir.Expr, scope: dict[str, Interval] | None = None) -> Interval:

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 from . import ir
 from .ir_printer import stmt_to_string
+from .lowering.allocation_bounds import allocation_bounds
 from .lowering.bounds_inference import bounds_inference, buffer_names
+from .lowering.buffer_checks import buffer_checks
 from .lowering.environment import Environment, build_environment, pipeline_inputs
 from .lowering.inline import inline_functions
 from .lowering.schedule_functions import schedule_functions
@@ -51,6 +53,11 @@ class LoweredPipeline:
     env: Environment
 
 
+def _slide_and_fold(stmt, env):
+    stmt, windows = sliding_window(stmt, env)
+    return storage_folding(allocation_bounds(stmt), windows)
+
+
 def _passes(env):
     """(name, function) in the order they run. Each takes and returns a Stmt."""
     return [
@@ -59,8 +66,10 @@ def _passes(env):
         ("inline functions", lambda s: inline_functions(s, env)),
         ("bounds inference", lambda s: bounds_inference(s, env)),
         # Sliding window rewrites the pure-stage bounds lets, before simplification inlines them;
-        # folding then shrinks the storage of what slides.
-        ("sliding window and storage folding", lambda s: storage_folding(*sliding_window(s, env))),
+        # it moves what each iteration computes, so allocations are sized and buffers checked
+        # after it; folding then shrinks the storage of what slides.
+        ("sliding window, allocation bounds, storage folding", lambda s: _slide_and_fold(s, env)),
+        ("buffer checks", lambda s: buffer_checks(s, env)),
         ("strip promises", strip_promises),
         ("simplify", simplify),
         # Flattening needs the final bounds of every Realize.

@@ -1,14 +1,13 @@
-"""Bounds inference: define every `f.s<k>.<var>.min/.max`, size every Realize, check inputs and outputs.
+"""Bounds inference: define every `f.s<k>.<var>.min/.max`, the region each stage computes.
 
 Assumes: the nest from schedule_functions, with inlining done. Funcs are processed consumers
 first. At f's compute site the region f must compute is the box of its calls in its consume body,
 written in terms of variables in scope there: loops and lets inside the body become intervals.
 For a Func with updates the pure stage also covers what the updates read and write of it. The
 lets of Funcs computed at root go at the top of the pipeline (so their producers' boxes refer to
-them by name); those of Funcs computed inside loops go just before their production. Each Realize
-covers what its Func's stages write over all iterations between its store and compute levels.
-At the top, after the root lets, the pipeline checks that input buffers cover the box it reads
-and that the region computed of each output lies inside its buffer, before computing anything.
+them by name); those of Funcs computed inside loops go just before their production. Realize
+sizes and buffer checks come later (allocation_bounds, buffer_checks): sliding window still moves
+what each iteration computes.
 """
 
 from __future__ import annotations
@@ -36,7 +35,7 @@ def buffer_field(buffer: str, field: str, dim: int) -> ir.Variable:
     return ir.Variable(f"{buffer}.{field}.{dim}", _I32)
 
 
-def _require(f, dim_name: str, iv: Interval | None, who: str) -> Interval:
+def require_bounded(f, dim_name: str, iv: Interval | None, who: str) -> Interval:
     if iv is None or iv.min is None or iv.max is None:
         side = "below" if iv is not None and iv.min is None else "above"
         raise CompileError(
@@ -116,12 +115,12 @@ def _func_lets(f, env, produce, consume):
             lo = buffer_field(out, "min", d)
             hi = ir.Sub(ir.Add(lo, buffer_field(out, "extent", d)), _ONE)
             if iv is not None:
-                iv = _require(f, var, iv, "the other outputs")
+                iv = require_bounded(f, var, iv, "the other outputs")
                 lo, hi = ir.Min(lo, iv.min), ir.Max(hi, iv.max)
             iv = Interval(lo, hi)
         elif iv is None:
             raise CompileError(f"Func {name} is computed but never used where it is computed")
-        iv = _require(f, var, iv, "its consumers")
+        iv = require_bounded(f, var, iv, "its consumers")
         iv, extra = _apply_bound_directive(f, var, iv)
         checks.extend(extra)
         lo, hi = simplify(iv.min), simplify(iv.max)
@@ -144,7 +143,7 @@ def _func_lets(f, env, produce, consume):
         for var in pure_dims:
             lo, hi = req[var]
             if footprint is not None:
-                iv = _require(f, var, footprint[f._pure_args.index(var)], "its own update definitions")
+                iv = require_bounded(f, var, footprint[f._pure_args.index(var)], "its own update definitions")
                 lo, hi = simplify(ir.Min(lo, iv.min)), simplify(ir.Max(hi, iv.max))
             lets.append((dim_bound(f, s, var, "min").name, lo))
             lets.append((dim_bound(f, s, var, "max").name, hi))
@@ -177,24 +176,6 @@ def _apply_bound_directive(f, var: str, needed: Interval):
                       f"cover required region (from {{}} to {{}})", (lo, hi, needed.min, needed.max)),
     ]
     return Interval(lo, hi), checks
-
-
-class _SizeRealize(IRMutator):
-    """Give f's Realize the box its stages write inside it."""
-
-    def __init__(self, f):
-        super().__init__()
-        self.f = f
-
-    def visit_Realize(self, r):
-        if r.name != self.f.name():
-            return self.default(r)
-        box = box_touched(r.body, r.name, include_provides=True, include_calls=False)
-        bounds = []
-        for d, var in enumerate(self.f._pure_args):
-            iv = _require(self.f, var, box[d] if box else None, "the storage of its own stages")
-            bounds.append((iv.min, simplify(ir.Add(ir.Sub(iv.max, iv.min), _ONE))))
-        return ir.Realize(r.name, r.types, tuple(bounds), r.body, r.func, r.folds)
 
 
 class _CallsOutside(IRVisitor):
@@ -236,59 +217,7 @@ def bounds_inference(stmt: ir.Stmt, env) -> ir.Stmt:
                 raise CompileError(
                     f"Func {f.name()} is computed at {compute_level(f, env)}, but it is also used outside that loop. "
                     "Compute it at a level that encloses all its uses (or at root).")
-            stmt = _SizeRealize(f).mutate(stmt)
-    for f in env.outputs:
-        checks.extend(_output_checks(stmt, f))
-    checks = _input_checks(stmt) + checks
     body = ir.make_block([*checks, stmt])
     for name, value in reversed(top_lets):
         body = ir.LetStmt(name, value, body)
     return body
-
-
-def _range_checks(kind: str, buffer: str, dim: int, lo: ir.Expr, hi: ir.Expr) -> list[ir.Stmt]:
-    bmin = buffer_field(buffer, "min", dim)
-    bmax = ir.Sub(ir.Add(bmin, buffer_field(buffer, "extent", dim)), _ONE)
-    return [
-        ir.AssertStmt(
-            ir.GE(lo, bmin),
-            f"{kind} buffer {buffer} is accessed at {{}}, which is before the min ({{}}) in dimension {dim}",
-            (lo, bmin),
-        ),
-        ir.AssertStmt(
-            ir.LE(hi, bmax),
-            f"{kind} buffer {buffer} is accessed at {{}}, which is beyond the max ({{}}) in dimension {dim}",
-            (hi, bmax),
-        ),
-    ]
-
-
-def _output_checks(stmt, f) -> list[ir.Stmt]:
-    """An output is written where its stages' loops go, which RoundUp or ShiftInwards splits can take
-    beyond the region asked for: check the written box itself against the buffer."""
-    box = box_touched(stmt, f.name(), include_provides=True, include_calls=False, for_checks=True)
-    out = []
-    for buf in buffer_names(f):
-        for d, var in enumerate(f._pure_args):
-            iv = _require(f, var, box[d], "its own stages")
-            out += _range_checks("Output", buf, d, iv.min, iv.max)
-    return out
-
-
-def _input_checks(stmt: ir.Stmt) -> list[ir.Stmt]:
-    from .environment import collect_inputs
-
-    images, _ = collect_inputs(stmt)
-    out = []
-    for name in sorted(images):
-        box = box_touched(stmt, name, for_checks=True)
-        if box is None:
-            continue
-        for d, iv in enumerate(box):
-            if iv.min is None or iv.max is None:
-                raise CompileError(
-                    f"Can't infer the region of input {name} the pipeline reads: dimension {d} is unbounded. "
-                    f"Clamp the coordinates used to access {name} (or use a BoundaryConditions wrapper)."
-                )
-            out += _range_checks("Input", name, d, iv.min, iv.max)
-    return out

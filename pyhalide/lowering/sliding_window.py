@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import ir
+from ..bounds import Interval, bounds_of_expr, settle_selects
 from ..ir_mutator import IRMutator, free_variables, substitute
 from ..simplify import simplify
 from ..types import Int
@@ -112,11 +113,14 @@ class _Slide(IRMutator):
                 if e is None or loop.name in free_variables(e):
                     return None
         prev = {loop.name: ir.Sub(ir.Variable(loop.name, _I32), ir.make_const(_I32, 1))}
-        step_lo = ir.const_int(simplify(ir.Sub(lo_e, substitute(prev, lo_e))))
-        step_hi = ir.const_int(simplify(ir.Sub(hi_e, substitute(prev, hi_e))))
-        width = ir.const_int(simplify(ir.Sub(hi_e, lo_e)))
+        # The region must only move forward (its min and max never decrease from one iteration to
+        # the next) and have a bounded width.
+        step_lo = _least_over_iterations(ir.Sub(lo_e, substitute(prev, lo_e)), loop, first=1)
+        step_hi = _least_over_iterations(ir.Sub(hi_e, substitute(prev, hi_e)), loop, first=1)
+        width = _least_over_iterations(ir.Sub(lo_e, hi_e), loop, first=0)
         if step_lo is None or step_hi is None or step_lo < 0 or step_hi <= 0 or width is None:
             return None
+        width = -width
         # Folding keeps one window only if no loop inside L moves it (else several are live).
         inner_loops = {inner.name for inner in self.loops[1:]}
         foldable = not (inner_loops & (free_variables(lo_e) | free_variables(hi_e)))
@@ -127,9 +131,32 @@ class _Slide(IRMutator):
         return ir.Select(later, ir.Max(needed_min, ir.Add(prev_max, ir.make_const(_I32, 1))), needed_min)
 
 
+def _least_over_iterations(e: ir.Expr, loop: ir.For, first: int) -> int | None:
+    """A constant lower bound of e over the iterations loop.min + first, loop.min + first + 1, ...
+
+    A consumer that slid already selects on `loop > loop.min`, so the iterations just after the
+    start are bounded one by one and the rest together, where such selects are settled."""
+    k = ir.Variable(f"{loop.name}.k", _I32)
+    least = None
+    for start in range(first, 3):
+        at = ir.Add(loop.min, ir.make_const(_I32, start))
+        scope = {}
+        if start == 2:
+            at, scope = ir.Add(at, k), {k.name: Interval(ir.make_const(_I32, 0), None)}
+        # with k a symbol again, its occurrences cancel once the selects are settled
+        lo = bounds_of_expr(simplify(settle_selects(simplify(substitute({loop.name: at}, e)), scope))).min
+        lo = None if lo is None else ir.const_int(simplify(lo))
+        if lo is None:
+            return None
+        least = lo if least is None else min(least, lo)
+    return least
+
+
 def sliding_window(stmt: ir.Stmt, env) -> tuple[ir.Stmt, list[Window]]:
+    """Consumers slide first: a producer's region is then written in terms of what its consumers
+    really compute in each iteration."""
     windows: list[Window] = []
-    for f in env.order:
+    for f in reversed(env.order):
         if f.has_update_definition() or env.is_output(f):
             continue
         stmt = _Slide(f, windows).mutate(stmt)

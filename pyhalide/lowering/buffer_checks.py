@@ -1,0 +1,78 @@
+"""Buffer checks: before computing anything, assert that every input buffer covers the box the
+pipeline reads of it and that every output buffer covers the box its stages write.
+
+Assumes: final loop bounds (after sliding window). Guarantees: the asserts go right after the
+lets that open the pipeline (the root Funcs' bounds), so they name those lets instead of
+repeating their expressions, and run before any production. An output is written where its
+stages' loops go, which RoundUp or ShiftInwards splits can take beyond the region asked for, so
+the written box itself is checked. A branch not taken counts as touching nothing.
+"""
+
+from __future__ import annotations
+
+from .. import ir
+from ..bounds import box_touched
+from ..errors import CompileError
+from ..types import Int
+from .bounds_inference import buffer_field, buffer_names, require_bounded
+from .environment import collect_inputs
+
+_ONE = ir.make_const(Int(32), 1)
+
+
+def _range_checks(kind: str, buffer: str, dim: int, lo: ir.Expr, hi: ir.Expr) -> list[ir.Stmt]:
+    bmin = buffer_field(buffer, "min", dim)
+    bmax = ir.Sub(ir.Add(bmin, buffer_field(buffer, "extent", dim)), _ONE)
+    return [
+        ir.AssertStmt(
+            ir.GE(lo, bmin),
+            f"{kind} buffer {buffer} is accessed at {{}}, which is before the min ({{}}) in dimension {dim}",
+            (lo, bmin),
+        ),
+        ir.AssertStmt(
+            ir.LE(hi, bmax),
+            f"{kind} buffer {buffer} is accessed at {{}}, which is beyond the max ({{}}) in dimension {dim}",
+            (hi, bmax),
+        ),
+    ]
+
+
+def _output_checks(stmt, f) -> list[ir.Stmt]:
+    box = box_touched(stmt, f.name(), include_provides=True, include_calls=False, for_checks=True)
+    out = []
+    for buf in buffer_names(f):
+        for d, var in enumerate(f._pure_args):
+            iv = require_bounded(f, var, box[d], "its own stages")
+            out += _range_checks("Output", buf, d, iv.min, iv.max)
+    return out
+
+
+def _input_checks(stmt: ir.Stmt) -> list[ir.Stmt]:
+    images, _ = collect_inputs(stmt)
+    out = []
+    for name in sorted(images):
+        box = box_touched(stmt, name, for_checks=True)
+        if box is None:
+            continue
+        for d, iv in enumerate(box):
+            if iv.min is None or iv.max is None:
+                raise CompileError(
+                    f"Can't infer the region of input {name} the pipeline reads: dimension {d} is unbounded. "
+                    f"Clamp the coordinates used to access {name} (or use a BoundaryConditions wrapper)."
+                )
+            out += _range_checks("Input", name, d, iv.min, iv.max)
+    return out
+
+
+def buffer_checks(stmt: ir.Stmt, env) -> ir.Stmt:
+    lets = []
+    while isinstance(stmt, ir.LetStmt):
+        lets.append((stmt.name, stmt.value))
+        stmt = stmt.body
+    checks = _input_checks(stmt)
+    for f in env.outputs:
+        checks.extend(_output_checks(stmt, f))
+    body = ir.make_block([*checks, stmt])
+    for name, value in reversed(lets):
+        body = ir.LetStmt(name, value, body)
+    return body
