@@ -7,6 +7,8 @@ numbers. `Func` schedules its pure definition; `f.update(i)` returns a Stage for
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import itertools
 
 from . import ir
@@ -95,6 +97,20 @@ class Schedulable:
         if getattr(self, "_special", None) is None:
             f._schedule.log.append((self._stage_index, method, list(args)))
         f._version += 1
+
+    @contextlib.contextmanager
+    def _all_or_nothing(self):
+        """A directive made of several steps is applied whole or, if a step is refused, not at all
+        (so the schedule and its log, which replays it, stay the same)."""
+        f = self._target_func()
+        sched = self._stage()
+        saved = copy.deepcopy((sched.dims, sched.splits)), len(f._schedule.log)
+        try:
+            yield
+        except CompileError:
+            (sched.dims, sched.splits), n = saved
+            del f._schedule.log[n:]
+            raise
 
     def _dim(self, v, what: str) -> Dim:
         sched = self._stage()
@@ -232,14 +248,20 @@ class Schedulable:
         else:
             raise CompileError(f"{self._where()}: tile takes (x, y, xo, yo, xi, yi, xf, yf) or (x, y, xi, yi, xf, "
                                f"yf) or their 3-D forms, got {len(args)} arguments")
-        for v, o, i, fct in zip(vs, outs, ins, factors):
-            self.split(v, o, i, fct, tail)
-        self.reorder(*ins, *outs)
+        with self._all_or_nothing():
+            for v, o, i, fct in zip(vs, outs, ins, factors):
+                self.split(v, o, i, fct, tail)
+            self.reorder(*ins, *outs)
         return self
 
     # ---- loop kinds
     def _set_for_type(self, v, for_type: str, what: str):
         d = self._dim(v, what)
+        self._check_loop_kind(d, for_type, what)
+        d.for_type = for_type
+        return d
+
+    def _check_loop_kind(self, d: Dim, for_type: str, what: str) -> None:
         if d.is_rvar and for_type in (PARALLEL, VECTORIZED):
             from .lowering.legality import rvar_loop_is_race_free
 
@@ -250,8 +272,6 @@ class Schedulable:
                 raise CompileError(
                     f"{self._where()}: can't {what} RVar {d.name}: different iterations may write the same element "
                     f"of {f.name()} (a race). Call .atomic() or .allow_race_conditions() on the stage, or use rfactor.")
-        d.for_type = for_type
-        return d
 
     def _loop_kind(self, method: str, for_type: str, what: str, v, factor, tail, noun: str, mark_inner: bool):
         """vectorize / unroll / parallel: mark v, or split v by factor and mark the inner loop
@@ -262,10 +282,12 @@ class Schedulable:
             return self
         factor = _positive_int(f"{self._where()}: {method} of {_var_name(v)}", noun, factor)
         d = self._dim(v, what)
-        inner = self._fresh(f"{d.name}.{method[0]}")
-        self._split(v, d.name, inner, factor, tail)
-        self._set_for_type(inner if mark_inner else d.name, for_type, what)
-        self._log(method, _json_var(v), factor, tail)
+        self._check_loop_kind(d, for_type, what)  # before splitting: the error names v, and nothing changes
+        with self._all_or_nothing():
+            inner = self._fresh(f"{d.name}.{method[0]}")
+            self._split(v, d.name, inner, factor, tail)
+            self._set_for_type(inner if mark_inner else d.name, for_type, what)
+            self._log(method, _json_var(v), factor, tail)
         return self
 
     def vectorize(self, v, factor=None, tail=TailStrategy.Auto):

@@ -129,9 +129,32 @@ def test_vectorize_rvar_of_a_histogram_is_a_race():
     h = hl.Func("h")
     h[x] = 0
     h[hl.i32(img[r.x, r.y])] += 1
-    with pytest.raises(hl.HalideError, match=r"In schedule for h\.s1: can't vectorize RVar ri\$x[.\w]*: .*"
+    with pytest.raises(hl.HalideError, match=r"In schedule for h\.s1: can't vectorize RVar ri\$x: .*"
                                              r"\.atomic\(\)"):
         h.update(0).vectorize(r.x, 4)
+
+
+def _loops_and_log(f):
+    f.update(0)._stage()  # the stage's loops exist once it is scheduled
+    return [(d.name, d.for_type) for d in f._schedule.stages[1].dims], list(f._schedule.log)
+
+
+@pytest.mark.parametrize("method", ["vectorize", "parallel", "tile"])
+def test_a_refused_directive_changes_nothing(method):
+    """A directive of several steps (split, then mark; splits, then reorder) is applied whole or not
+    at all, so the schedule and the log that replays it agree."""
+    f, r = transpose_scan("ts_" + method)
+    before = _loops_and_log(f)
+    with pytest.raises(hl.HalideError):
+        if method == "tile":
+            # the two splits are legal; putting r.y's inner loop inside r.x's is not
+            f.update(0).tile(r.x, r.y, hl.RVar("rxo"), hl.RVar("ryo"), hl.RVar("rxi"), hl.RVar("ryi"), 2, 2,
+                             hl.TailStrategy.GuardWithIf)
+        else:
+            getattr(f.update(0), method)(r.x, 2)
+    assert _loops_and_log(f) == before
+    f.update(0).split(r.x, hl.RVar("rxo"), hl.RVar("rxi"), 2, hl.TailStrategy.GuardWithIf)  # still schedulable
+    assert [d.name for d in f._schedule.stages[1].dims][:2] == ["rxi", "rxo"]
 
 
 def test_vectorize_rvar_of_a_histogram_after_atomic_is_accepted():
