@@ -169,9 +169,10 @@ class Schedulable:
         name = _var_name(fused)
         if name not in (di.name, do.name):
             self._require_unique(name, "fuse")
+        # as in Halide, the fused loop takes the inner loop's place
         fused_dim = Dim(name, f"{do.internal}.{name}.fused", SERIAL, di.is_rvar or do.is_rvar)
-        sched.dims.remove(di)
-        sched.dims[sched.dims.index(do)] = fused_dim
+        sched.dims.remove(do)
+        sched.dims[sched.dims.index(di)] = fused_dim
         sched.splits.append(Split("fuse", di.internal, do.internal, fused_dim.internal))
         self._log("fuse", _json_var(inner), _json_var(outer), _json_var(fused))
         return self

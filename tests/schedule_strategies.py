@@ -140,7 +140,6 @@ class Schedule:
         self.case = case
         self.lines: list[str] = []
         self.refused: list[tuple[str, str]] = []  # (directive, error message)
-        self.partial: list[str] = []  # refused directives that still changed the schedule
         self.placements: dict[str, str] = {}
         self.loop_directives = 0
         self.built = None  # the scheduled Case (or whatever the caller built)
@@ -207,9 +206,7 @@ class _Scheduler:
             fn()
         except hl.HalideError as e:
             self.sched.refused.append((text, str(e)))
-            if target is not None and self._snapshot(target) != before:
-                self.sched.partial.append(text)
-                self.sched.lines.append(f"# refused, but partly applied: {text}")
+            assert target is None or self._snapshot(target) == before, f"refused, but partly applied: {text}"
             return False
         except Exception as e:
             # not a HalideError: a crash of the scheduling API itself (a bug)

@@ -337,6 +337,16 @@ def test_store_inside_compute():
         g.realize([4, 4])
 
 
+@pytest.mark.parametrize("kind", ["parallel", "vectorized"])
+def test_store_outside_a_parallel_or_vectorized_loop_computed_inside_it(kind):
+    f, g = producer_consumer()
+    g.parallel(y) if kind == "parallel" else g.vectorize(y)
+    f.compute_at(g, x).store_root()
+    with pytest.raises(hl.HalideError, match=rf"Func prod is stored outside the {kind} loop over cons\.s0\.y but "
+                                             r"computed within it. This is a potential race condition"):
+        g.realize([4, 4])
+
+
 def test_compute_at_itself():
     f = pointwise()
     with pytest.raises(hl.HalideError, match=r"Func f can't be computed at a loop of itself"):

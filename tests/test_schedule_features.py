@@ -159,3 +159,16 @@ def test_three_dimensional_tile_and_bound_extent():
     assert list(np.asarray(h.realize([7]))) == [6 * v + 3 for v in range(7)]
     with pytest.raises(hl.HalideError, match="Bounds given for x in bounded_extent_src"):
         h.realize([9])
+
+
+def test_fuse_puts_the_fused_loop_where_the_inner_one_was(capsys):
+    """As in Halide: fuse(x, c, t) of f[x, y, c] iterates y outside t (t covers x and c)."""
+    x, y, c, t = hl.Var("x"), hl.Var("y"), hl.Var("c"), hl.Var("t")
+    f = hl.Func("fused3")
+    f[x, y, c] = x + 10 * y + 100 * c
+    f.fuse(x, c, t)
+    f.print_loop_nest()
+    loops = [line.split()[1].rstrip(":") for line in capsys.readouterr().out.splitlines() if "for " in line]
+    assert loops[0] == "y" and len(loops) == 2
+    want = np.fromfunction(lambda c_, y_, x_: x_ + 10 * y_ + 100 * c_, (2, 4, 3), dtype=np.int32)
+    assert np.array_equal(np.asarray(f.realize([3, 4, 2])), want)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..errors import CompileError
-from ..ir_mutator import IRMutator, free_variables, substitute
+from ..ir_mutator import IRMutator, IRVisitor, free_variables, substitute
 from ..schedule import PARALLEL, SERIAL, UNROLLED, VECTORIZED, Dim, TailStrategy
 from ..types import Int
 from .environment import compute_level, store_level
@@ -261,7 +261,38 @@ def schedule_functions(env) -> ir.Stmt:
         if not inner.found:
             raise CompileError(f"Func {f.name()} is stored at {store_loop} but computed at {compute_loop}, which is "
                                "not inside it: the store level must be at or outside the compute level")
+    _StoredOutsideParallel().visit(stmt)
     return stmt
+
+
+class _StoredOutsideParallel(IRVisitor):
+    """Refuse, as Halide does, storage outside a parallel or vectorized loop that the Func is
+    computed inside: the iterations would share (and race on) one buffer."""
+
+    def __init__(self):
+        super().__init__()
+        self.loops: list[ir.For] = []
+        self.realized_at: dict[str, int] = {}  # Func -> how many loops enclose its Realize
+
+    def visit_For(self, s):
+        self.loops.append(s)
+        self.visit_children(s)
+        self.loops.pop()
+
+    def visit_Realize(self, r):
+        self.realized_at[r.name] = len(self.loops)
+        self.visit_children(r)
+        del self.realized_at[r.name]
+
+    def visit_ProducerConsumer(self, pc):
+        depth = self.realized_at.get(pc.name)
+        if pc.is_producer and depth is not None:
+            for loop in self.loops[depth:]:
+                if loop.for_type in (ir.PARALLEL, ir.VECTORIZED):
+                    kind = "parallel" if loop.for_type == ir.PARALLEL else "vectorized"
+                    raise CompileError(f"Func {pc.name} is stored outside the {kind} loop over {loop.name} but "
+                                       "computed within it. This is a potential race condition.")
+        self.visit_children(pc)
 
 
 def _inject(stmt, loop: str, wrap, f, what: str) -> ir.Stmt:
