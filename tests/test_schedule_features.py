@@ -172,3 +172,46 @@ def test_fuse_puts_the_fused_loop_where_the_inner_one_was(capsys):
     assert loops[0] == "y" and len(loops) == 2
     want = np.fromfunction(lambda c_, y_, x_: x_ + 10 * y_ + 100 * c_, (2, 4, 3), dtype=np.int32)
     assert np.array_equal(np.asarray(f.realize([3, 4, 2])), want)
+
+
+def test_vector_loops_run_without_boundary_clamps_where_they_change_nothing():
+    """repeat_edge clamps its coordinates; a vector iteration whose lanes are all inside runs a
+    copy without the clamps, whose loads are dense (the edges keep the clamped gathers)."""
+    from pyhalide import ir
+    from pyhalide.codegen.runtime import _with_unit_strides
+    from pyhalide.ir_mutator import IRVisitor
+    from pyhalide.lower import lower
+
+    img = np.random.default_rng(3).random((9, 37), dtype=np.float32)
+    src = hl.BoundaryConditions.repeat_edge(hl.Buffer(img, name="edge_in"))
+    f = hl.Func("edge_blur")
+    f[x, y] = src[x - 1, y] + src[x, y] * 2 + src[x + 1, y + 1]
+    f.vectorize(x, 8)
+    pad = np.pad(img, 1, mode="edge")
+    want = pad[1:-1, :-2] + pad[1:-1, 1:-1] * np.float32(2) + pad[2:, 2:]
+    assert np.array_equal(np.asarray(f.realize([37, 9])), want)
+
+    class Branches(IRVisitor):
+        def __init__(self):
+            super().__init__()
+            self.found = []
+
+        def visit_IfThenElse(self, s):
+            if isinstance(s.condition, ir.Call) and s.condition.name == "all_true":
+                self.found.append(s)
+            self.visit_children(s)
+
+    stmt = _with_unit_strides(lower([f]).stmt, ["edge_in", "edge_blur"])
+    branches = Branches()
+    branches.visit(stmt)
+    assert len(branches.found) == 1
+    loads = {}
+    for case in ("then_case", "else_case"):
+        class Loads(IRVisitor):
+            def visit_Load(self, e, case=case):
+                loads.setdefault(case, []).append(e.index)
+                self.visit_children(e)
+        Loads().visit(getattr(branches.found[0], case))
+    assert len(loads["then_case"]) == 3 and all(
+        isinstance(i, ir.Ramp) and ir.const_int(i.stride) == 1 for i in loads["then_case"])
+    assert not any(isinstance(i, ir.Ramp) for i in loads["else_case"])  # gathers at the edges

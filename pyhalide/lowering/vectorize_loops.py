@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..errors import CompileError
-from ..ir_mutator import IRMutator
+from ..ir_mutator import IRMutator, IRVisitor, free_variables
 from ..ir_printer import expr_to_string
 from ..types import Bool
 
@@ -202,7 +202,7 @@ class _Vectorize(IRMutator):
             return serial
         ramp = ir.Ramp(s.min, ir.make_const(s.min.type, 1), lanes)
         try:
-            return _Widen(s.name, ramp, lanes).mutate(body)
+            return _without_clamps_when_inside(_Widen(s.name, ramp, lanes).mutate(body), lanes)
         except (_CannotVectorize, CompileError):  # e.g. vectors of vectors: keep the loop serial
             return serial
         except _LaneGuard:
@@ -210,7 +210,7 @@ class _Vectorize(IRMutator):
         # A lane-dependent guard: run the vector body when every lane passes, else the serial loop.
         inner, guards, lets = _strip_guards(body, s.name)
         try:
-            fast = _Widen(s.name, ramp, lanes).mutate(_rebuild(inner, lets))
+            fast = _without_clamps_when_inside(_Widen(s.name, ramp, lanes).mutate(_rebuild(inner, lets)), lanes)
             conds = []
             for n_lets, cond in guards:
                 e = cond
@@ -225,6 +225,69 @@ class _Vectorize(IRMutator):
             c = c if c.type.lanes > 1 else ir.Broadcast(c, lanes)
             fast = ir.IfThenElse(ir.Call(Bool(), "all_true", (c,), ir.INTRINSIC), fast, serial)
         return fast
+
+
+class _PeelClamps(IRMutator):
+    """Remove the clamps of boundary conditions, `clamp(likely(v), lo, hi)` with v a vector and the
+    bounds the same for every lane, noting for each the condition under which it changes nothing."""
+
+    def __init__(self, bound: set[str]):
+        super().__init__()
+        self.bound = bound  # names defined inside the vector body: conditions can't use them
+        self.conds: list[ir.Expr] = []
+
+    def _outside(self, e) -> bool:
+        return not (free_variables(e) & self.bound)
+
+    def _core(self, e):
+        """v, if e is likely(v) under a chain of lane-invariant mins and maxes; else None."""
+        if isinstance(e, ir.Call) and e.call_type == ir.INTRINSIC and e.name == "likely" and e.type.lanes > 1:
+            return e.args[0] if self._outside(e.args[0]) else None
+        if isinstance(e, ir.Min | ir.Max) and isinstance(e.b, ir.Broadcast) and self._outside(e.b):
+            v = self._core(e.a)
+            if v is not None:
+                self.conds.append(ir.LE(v, e.b) if isinstance(e, ir.Min) else ir.GE(v, e.b))
+            return v
+        return None
+
+    def _clamp(self, e):
+        n = len(self.conds)
+        v = self._core(e)
+        if v is None:
+            del self.conds[n:]
+            return self.default(e)
+        return self.mutate(v)
+
+    visit_Min = visit_Max = _clamp
+
+
+def _without_clamps_when_inside(stmt: ir.Stmt, lanes: int) -> ir.Stmt:
+    """Halide partitions loops so that the steady state runs without boundary clamps; here each
+    vector iteration tests whether its clamps change anything and, if not, runs a version without
+    them, whose accesses are dense instead of gathers."""
+    peel = _PeelClamps(_bound_names(stmt))
+    fast = peel.mutate(stmt)
+    if not peel.conds:
+        return stmt
+    unique = list(dict.fromkeys(peel.conds))
+    cond = unique[0]
+    for c in unique[1:]:
+        cond = ir.And(cond, c)
+    return ir.IfThenElse(ir.Call(Bool(), "all_true", (cond,), ir.INTRINSIC), fast, stmt)
+
+
+def _bound_names(stmt: ir.Stmt) -> set[str]:
+    names: set[str] = set()
+
+    class _Binders(IRVisitor):
+        def visit_Let(self, e):
+            names.add(e.name)
+            self.visit_children(e)
+
+        visit_LetStmt = visit_For = visit_Let
+
+    _Binders().visit(stmt)
+    return names
 
 
 def _rebuild(stmt, lets):

@@ -37,6 +37,28 @@ def _const(t, v):
 
 
 # ---------------------------------------------------------------- rules per operator
+def _vector_affine(n):
+    """Integer +, - and * of ramps and broadcasts stay ramps and broadcasts, so that an index
+    rebuilt from vector pieces is recognised as dense again (codegen loads a ramp of stride 1)."""
+    a, b, t = n.a, n.b, n.type
+    if t.lanes == 1 or not _is_int(t) or not isinstance(a, ir.Ramp | ir.Broadcast) or \
+            not isinstance(b, ir.Ramp | ir.Broadcast):
+        return None
+    op, lanes = type(n), t.lanes
+    if isinstance(a, ir.Broadcast) and isinstance(b, ir.Broadcast):
+        return ir.Broadcast(op(a.value, b.value), lanes)
+    if op is ir.Mul:
+        if isinstance(a, ir.Broadcast):
+            a, b = b, a
+        if isinstance(b, ir.Broadcast):
+            return ir.Ramp(ir.Mul(a.base, b.value), ir.Mul(a.stride, b.value), lanes)
+        return None
+    zero = _const(a.type.element_of(), 0)
+    a_base, a_stride = (a.base, a.stride) if isinstance(a, ir.Ramp) else (a.value, zero)
+    b_base, b_stride = (b.base, b.stride) if isinstance(b, ir.Ramp) else (b.value, zero)
+    return ir.Ramp(op(a_base, b_base), op(a_stride, b_stride), lanes)
+
+
 def add_rules(n):
     a, b, t = n.a, n.b, n.type
     if _c(a) is not None and _c(b) is None:
@@ -239,25 +261,25 @@ def let_rules(n):
 
 
 RULES = {
-    ir.Add: add_rules,
-    ir.Sub: sub_rules,
-    ir.Mul: mul_rules,
-    ir.Div: div_rules,
-    ir.Mod: mod_rules,
-    ir.Min: min_rules,
-    ir.Max: max_rules,
-    ir.EQ: cmp_rules,
-    ir.NE: cmp_rules,
-    ir.LT: cmp_rules,
-    ir.LE: cmp_rules,
-    ir.GT: cmp_rules,
-    ir.GE: cmp_rules,
-    ir.And: and_rules,
-    ir.Or: or_rules,
-    ir.Not: not_rules,
-    ir.Select: select_rules,
-    ir.Cast: cast_rules,
-    ir.Let: let_rules,
+    ir.Add: (_vector_affine, add_rules),
+    ir.Sub: (_vector_affine, sub_rules),
+    ir.Mul: (_vector_affine, mul_rules),
+    ir.Div: (div_rules,),
+    ir.Mod: (mod_rules,),
+    ir.Min: (min_rules,),
+    ir.Max: (max_rules,),
+    ir.EQ: (cmp_rules,),
+    ir.NE: (cmp_rules,),
+    ir.LT: (cmp_rules,),
+    ir.LE: (cmp_rules,),
+    ir.GT: (cmp_rules,),
+    ir.GE: (cmp_rules,),
+    ir.And: (and_rules,),
+    ir.Or: (or_rules,),
+    ir.Not: (not_rules,),
+    ir.Select: (select_rules,),
+    ir.Cast: (cast_rules,),
+    ir.Let: (let_rules,),
 }
 
 _FOLDABLE = (ir.BinaryOp,)
@@ -287,8 +309,11 @@ class Simplify(IRMutator):
                 if folded is not None:
                     result = folded
                     break
-            rule = RULES.get(type(result))
-            new = rule(result) if rule else None
+            new = None
+            for rule in RULES.get(type(result), ()):
+                new = rule(result)
+                if new is not None:
+                    break
             if new is None or new is result:
                 break
             result = new
