@@ -76,12 +76,13 @@ def _fits(t, iv: Interval) -> bool:
 class _Bounds:
     def __init__(self, scope: dict[str, Interval]):
         self.scope = scope
-        self._fixed: dict[int, bool] = {}
+        self._fixed: dict[int, tuple] = {}
 
     def _is_fixed(self, e) -> bool:
         """e uses no variable of the scope, so its interval is the single value e itself."""
         key = id(e)
-        hit = self._fixed.get(key)
+        entry = self._fixed.get(key)
+        hit = entry[1] if entry is not None and entry[0] is e else None
         if hit is None:
             if isinstance(e, ir.Variable):
                 hit = e.name not in self.scope
@@ -91,7 +92,7 @@ class _Bounds:
                 hit = False  # a value read from memory
             else:
                 hit = all(self._is_fixed(c) for c in children(e))
-            self._fixed[key] = hit
+            self._fixed[key] = (e, hit)  # keeps e alive, so its id stays unique
         return hit
 
     def of(self, e: ir.Expr) -> Interval:
@@ -360,9 +361,18 @@ class _SettleSelects(IRMutator):
             return self.default(e)
         return self.mutate(e.true_value if taken else e.false_value)
 
+    def _min_max(self, e):
+        a_wins = self.bounds.decide(ir.LE(e.a, e.b) if isinstance(e, ir.Min) else ir.GE(e.a, e.b))
+        if a_wins is None:
+            return self.default(e)
+        return self.mutate(e.a if a_wins else e.b)
+
+    visit_Min = visit_Max = _min_max
+
 
 def settle_selects(e: ir.Expr, scope: dict[str, Interval]) -> ir.Expr:
-    """e with each select whose condition is the same over the whole scope replaced by its branch."""
+    """e with each select, min and max whose outcome is the same over the whole scope replaced by
+    the operand it picks."""
     return _SettleSelects(scope).mutate(e)
 
 

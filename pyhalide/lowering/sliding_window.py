@@ -142,14 +142,45 @@ def _least_over_iterations(e: ir.Expr, loop: ir.For, first: int) -> int | None:
         at = ir.Add(loop.min, ir.make_const(_I32, start))
         scope = {}
         if start == 2:
-            at, scope = ir.Add(at, k), {k.name: Interval(ir.make_const(_I32, 0), None)}
+            last = simplify(ir.Sub(loop.extent, ir.make_const(_I32, 3)))
+            at, scope = ir.Add(at, k), {k.name: Interval(ir.make_const(_I32, 0), last)}
         # with k a symbol again, its occurrences cancel once the selects are settled
-        lo = bounds_of_expr(simplify(settle_selects(simplify(substitute({loop.name: at}, e)), scope))).min
+        settled = simplify(settle_selects(simplify(substitute({loop.name: at}, e)), scope))
+        remainders = _Remainders()
+        settled = simplify(remainders.mutate(settled))
+        settled = simplify(settle_selects(settled, remainders.scope))
+        lo = bounds_of_expr(settled, remainders.scope).min
         lo = None if lo is None else ir.const_int(simplify(lo))
         if lo is None:
             return None
         least = lo if least is None else min(least, lo)
     return least
+
+
+class _Remainders(IRMutator):
+    """Write each (x + d) / c (c > 0) as q + (r + d) / c with x = c * q + r, 0 <= r < c, so that
+    differences of divisions of the same x cancel to something bounded by constants."""
+
+    def __init__(self):
+        super().__init__()
+        self.names: dict[tuple, tuple[ir.Variable, ir.Variable]] = {}
+        self.scope: dict[str, Interval] = {}
+
+    def visit_Div(self, e):
+        c = ir.const_int(e.b)
+        if c is None or c <= 0 or e.type != _I32 or ir.const_int(e.a) is not None:
+            return self.default(e)
+        x, d = e.a, ir.make_const(_I32, 0)
+        if isinstance(x, ir.Add) and ir.const_int(x.b) is not None:
+            x, d = x.a, x.b
+        key = (x, c)
+        if key not in self.names:
+            n = len(self.names)
+            q, r = ir.Variable(f"div.q{n}", _I32), ir.Variable(f"div.r{n}", _I32)
+            self.names[key] = (q, r)
+            self.scope[r.name] = Interval(ir.make_const(_I32, 0), ir.make_const(_I32, c - 1))
+        q, r = self.names[key]
+        return ir.Add(q, ir.Div(ir.Add(r, d), e.b))
 
 
 def sliding_window(stmt: ir.Stmt, env) -> tuple[ir.Stmt, list[Window]]:

@@ -145,8 +145,14 @@ def div_rules(n):
     if cb is not None and cb > 0 and isinstance(a, ir.Mul) and _c(a.b) is not None and _c(a.b) % cb == 0:
         return ir.Mul(a.a, _const(t, _c(a.b) // cb))  # (x * 8) / 4
     if (cb is not None and cb > 0 and isinstance(a, ir.Add) and _c(a.b) is not None
-            and _c(a.b) % cb == 0 and _no_overflow(t)):
-        return ir.Add(ir.Div(a.a, b), _const(t, _c(a.b) // cb))  # (x + 8) / 4
+            and not 0 <= _c(a.b) < cb and _no_overflow(t)):
+        q, r = divmod(_c(a.b), cb)  # Euclidean, as Halide's division
+        inner = a.a if r == 0 else ir.Add(a.a, _const(t, r))
+        return ir.Add(ir.Div(inner, b), _const(t, q))  # (x + 9) / 4 -> (x + 1) / 4 + 2
+    if cb is not None and cb > 0 and isinstance(a, ir.Add) and _no_overflow(t):
+        for x, m in ((a.a, a.b), (a.b, a.a)):
+            if isinstance(m, ir.Mul) and _c(m.b) is not None and _c(m.b) % cb == 0:
+                return ir.Add(ir.Div(x, b), ir.Mul(m.a, _const(t, _c(m.b) // cb)))  # (x + y * 8) / 4
     return None
 
 
