@@ -8,6 +8,8 @@ Halide does. Float rules never reassociate.
 
 from __future__ import annotations
 
+import itertools
+
 from .. import ir
 from ..ir_mutator import IRMutator, free_variables, map_children, substitute
 from .fold import fold_binary, fold_cast
@@ -37,16 +39,29 @@ def _const(t, v):
 
 
 # ---------------------------------------------------------------- rules per operator
-def _vector_affine(n):
-    """Integer +, - and * of ramps and broadcasts stay ramps and broadcasts, so that an index
-    rebuilt from vector pieces is recognised as dense again (codegen loads a ramp of stride 1)."""
+def _vector_rules(n):
+    """Integer arithmetic of ramps and broadcasts stays ramps and broadcasts where it can, so that
+    an index rebuilt from vector pieces is recognised as dense again (codegen loads a ramp of
+    stride 1), and a condition the same for every lane is a broadcast of one scalar."""
     a, b, t = n.a, n.b, n.type
-    if t.lanes == 1 or not _is_int(t) or not isinstance(a, ir.Ramp | ir.Broadcast) or \
+    if t.lanes == 1 or not _is_int(a.type) or not isinstance(a, ir.Ramp | ir.Broadcast) or \
             not isinstance(b, ir.Ramp | ir.Broadcast):
         return None
+    if isinstance(n, ir.EQ | ir.NE | ir.LT | ir.LE | ir.GT | ir.GE):
+        return ir.Broadcast(type(n)(a.value, b.value), t.lanes) if isinstance(a, ir.Broadcast) and \
+            isinstance(b, ir.Broadcast) else None
     op, lanes = type(n), t.lanes
     if isinstance(a, ir.Broadcast) and isinstance(b, ir.Broadcast):
         return ir.Broadcast(op(a.value, b.value), lanes)
+    if op is ir.Div or op is ir.Mod:
+        # (base + s * i) / c = base / c + (s / c) * i and (base + s * i) % c = base % c when c divides s
+        c = _c(b.value) if isinstance(b, ir.Broadcast) else None
+        stride = _c(a.stride) if isinstance(a, ir.Ramp) else None
+        if c is None or stride is None or c <= 0 or stride % c != 0:
+            return None
+        if op is ir.Mod:
+            return ir.Broadcast(ir.Mod(a.base, b.value), lanes)
+        return ir.Ramp(ir.Div(a.base, b.value), _const(a.stride.type, stride // c), lanes)
     if op is ir.Mul:
         if isinstance(a, ir.Broadcast):
             a, b = b, a
@@ -165,6 +180,10 @@ def mod_rules(n):
     cb = _c(b)
     if cb is not None and cb > 0 and isinstance(a, ir.Mul) and _c(a.b) is not None and _c(a.b) % cb == 0:
         return _const(t, 0)
+    if cb is not None and cb > 0 and isinstance(a, ir.Add) and _no_overflow(t):
+        for x, y in ((a.a, a.b), (a.b, a.a)):
+            if isinstance(x, ir.Mul) and _c(x.b) is not None and _c(x.b) % cb == 0:
+                return ir.Mod(y, b)  # (x * 4 + y) % 2 -> y % 2
     return None
 
 
@@ -236,8 +255,9 @@ def not_rules(n):
 
 
 def select_rules(n):
-    if ir.is_const(n.condition) and n.condition.type.lanes == 1:
-        return n.true_value if _c(n.condition) else n.false_value
+    cond = n.condition.value if isinstance(n.condition, ir.Broadcast) else n.condition
+    if ir.is_const(cond) and cond.type.lanes == 1:
+        return n.true_value if _c(cond) else n.false_value
     if n.true_value == n.false_value:
         return n.true_value
     return None
@@ -267,19 +287,19 @@ def let_rules(n):
 
 
 RULES = {
-    ir.Add: (_vector_affine, add_rules),
-    ir.Sub: (_vector_affine, sub_rules),
-    ir.Mul: (_vector_affine, mul_rules),
-    ir.Div: (div_rules,),
-    ir.Mod: (mod_rules,),
+    ir.Add: (_vector_rules, add_rules),
+    ir.Sub: (_vector_rules, sub_rules),
+    ir.Mul: (_vector_rules, mul_rules),
+    ir.Div: (_vector_rules, div_rules),
+    ir.Mod: (_vector_rules, mod_rules),
     ir.Min: (min_rules,),
     ir.Max: (max_rules,),
-    ir.EQ: (cmp_rules,),
-    ir.NE: (cmp_rules,),
-    ir.LT: (cmp_rules,),
-    ir.LE: (cmp_rules,),
-    ir.GT: (cmp_rules,),
-    ir.GE: (cmp_rules,),
+    ir.EQ: (_vector_rules, cmp_rules),
+    ir.NE: (_vector_rules, cmp_rules),
+    ir.LT: (_vector_rules, cmp_rules),
+    ir.LE: (_vector_rules, cmp_rules),
+    ir.GT: (_vector_rules, cmp_rules),
+    ir.GE: (_vector_rules, cmp_rules),
     ir.And: (and_rules,),
     ir.Or: (or_rules,),
     ir.Not: (not_rules,),
@@ -291,10 +311,107 @@ RULES = {
 _FOLDABLE = (ir.BinaryOp,)
 
 
+_INT32_RANGE = (-(2**31), 2**31 - 1)
+
+
 class Simplify(IRMutator):
+    """Rules plus what the enclosing loops say: inside a loop with constant bounds (and lets of
+    such loop variables) each integer variable has a constant range, and a min or max whose
+    operands' ranges don't overlap is the operand it must pick (as Halide's simplifier does with
+    its bounds of loop variables). Simplified results are cached per range scope."""
+
     def __init__(self):
         super().__init__()
         self.cache: dict = {}
+        self.ranges: dict[str, tuple[int, int]] = {}
+        self.scope = 0  # which set of ranges the cache entries were made under
+        self._scopes = itertools.count(1)
+        self._range_cache: dict = {}
+
+    def _with_ranges(self, new: dict[str, tuple[int, int] | None], fn):
+        saved = {n: self.ranges.get(n) for n in new}
+        if not any(v is not None or saved[n] is not None for n, v in new.items()):
+            return fn()
+        saved_scope = self.scope
+        for n, v in new.items():
+            if v is None:
+                self.ranges.pop(n, None)
+            else:
+                self.ranges[n] = v
+        self.scope = next(self._scopes)
+        try:
+            return fn()
+        finally:
+            for n, v in saved.items():
+                if v is None:
+                    self.ranges.pop(n, None)
+                else:
+                    self.ranges[n] = v
+            self.scope = saved_scope
+
+    def const_range(self, e) -> tuple[int, int] | None:
+        """Constant [lo, hi] of an integer expression under the loop ranges, or None."""
+        key = (id(e), self.scope)
+        hit = self._range_cache.get(key)
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        r = self._range(e)
+        if r is not None and not (_INT32_RANGE[0] <= r[0] and r[1] <= _INT32_RANGE[1]):
+            r = None
+        self._range_cache[key] = (e, r)
+        return r
+
+    def _range(self, e):
+        if not _is_int(e.type):
+            return None
+        c = _c(e)
+        if c is not None:
+            return (c, c)
+        if isinstance(e, ir.Variable):
+            return self.ranges.get(e.name)
+        if isinstance(e, ir.Broadcast):
+            return self.const_range(e.value)
+        if isinstance(e, ir.Ramp):
+            base, stride = self.const_range(e.base), _c(e.stride)
+            if base is None or stride is None:
+                return None
+            span = stride * (e.lanes - 1)
+            return (base[0] + min(0, span), base[1] + max(0, span))
+        if isinstance(e, ir.Cast) and e.type.is_int() and e.type.bits >= 32:
+            return self.const_range(e.value) if _is_int(e.value.type) else None
+        if not isinstance(e, ir.Add | ir.Sub | ir.Mul | ir.Min | ir.Max | ir.Div | ir.Mod):
+            return None
+        b = self.const_range(e.b)
+        if isinstance(e, ir.Mod | ir.Div) and (b is None or b[0] != b[1] or b[0] <= 0):
+            return None
+        if isinstance(e, ir.Mod):
+            return (0, b[0] - 1)
+        a = self.const_range(e.a)
+        if a is None or b is None:
+            return None
+        if isinstance(e, ir.Add):
+            return (a[0] + b[0], a[1] + b[1])
+        if isinstance(e, ir.Sub):
+            return (a[0] - b[1], a[1] - b[0])
+        if isinstance(e, ir.Min):
+            return (min(a[0], b[0]), min(a[1], b[1]))
+        if isinstance(e, ir.Max):
+            return (max(a[0], b[0]), max(a[1], b[1]))
+        if isinstance(e, ir.Div):
+            return (a[0] // b[0], a[1] // b[0])
+        products = [x * y for x in a for y in b]
+        return (min(products), max(products))
+
+    def _settle_min_max(self, e):
+        """min(a, b) -> a when a <= b everywhere in the loop ranges (and so on)."""
+        a, b = self.const_range(e.a), self.const_range(e.b)
+        if a is None or b is None:
+            return None
+        if a[1] <= b[0]:
+            return e.a if isinstance(e, ir.Min) else e.b
+        if b[1] <= a[0]:
+            return e.b if isinstance(e, ir.Min) else e.a
+        return None
 
     def mutate(self, node):
         if node is None:
@@ -304,7 +421,7 @@ class Simplify(IRMutator):
         return super().mutate(node)
 
     def simplify_expr(self, e):
-        hit = self.cache.get(id(e))
+        hit = self.cache.get((id(e), self.scope))
         if hit is not None and hit[0] is e:
             return hit[1]
         result = e
@@ -320,10 +437,12 @@ class Simplify(IRMutator):
                 new = rule(result)
                 if new is not None:
                     break
+            if new is None and self.ranges and isinstance(result, ir.Min | ir.Max):
+                new = self._settle_min_max(result)
             if new is None or new is result:
                 break
             result = new
-        self.cache[id(e)] = (e, result)  # keeps e alive, so its id stays unique
+        self.cache[(id(e), self.scope)] = (e, result)  # keeps e alive, so its id stays unique
         return result
 
     # ---- statements
@@ -338,14 +457,16 @@ class Simplify(IRMutator):
             s = s.body
         subst: dict[str, ir.Expr] = {}
         kept = []
+        ranges: dict[str, tuple[int, int] | None] = {}
         for name, value in chain:
-            value = self.mutate(substitute(subst, value))
+            value = self._with_ranges(dict(ranges), lambda v=value: self.mutate(substitute(subst, v)))
             if _is_simple(value):
                 subst[name] = value
             else:
                 subst.pop(name, None)
                 kept.append((name, value))
-        body = self.mutate(substitute(subst, s))
+                ranges[name] = self._with_ranges(dict(ranges), lambda v=value: self.const_range(v))
+        body = self._with_ranges(ranges, lambda: self.mutate(substitute(subst, s)))
         used = free_variables(body)
         result = body
         for name, value in reversed(kept):
@@ -355,13 +476,18 @@ class Simplify(IRMutator):
         return result
 
     def visit_For(self, s):
-        new = self.default(s)
-        ext = ir.const_int(new.extent)
+        lo, extent = self.mutate(s.min), self.mutate(s.extent)
+        ext = ir.const_int(extent)
         if ext is not None and ext <= 0:
             return ir.make_block([])
-        if ir.is_no_op(new.body):
-            return new.body
-        return new
+        lo_range = self.const_range(lo)
+        loop_range = None if lo_range is None or ext is None else (lo_range[0], lo_range[1] + ext - 1)
+        body = self._with_ranges({s.name: loop_range}, lambda: self.mutate(s.body))
+        if ir.is_no_op(body):
+            return body
+        if lo is s.min and extent is s.extent and body is s.body:
+            return s
+        return ir.For(s.name, lo, extent, s.for_type, body)
 
     def visit_IfThenElse(self, s):
         new = self.default(s)
