@@ -717,3 +717,27 @@ def test_constant_folding(t):
     inputs = [np.array([p for p, _ in pairs], dtype=object), np.array([q for _, q in pairs], dtype=object)]
     check([f"compiled {lb}" for lb in labels], got, wants, inputs)
     check([f"reference {lb}" for lb in labels], ref, wants, inputs)
+
+
+@pytest.mark.parametrize("vector", [False, True])
+def test_float_min_max_of_nans_and_signed_zeros_match_numpy_bit_for_bit(vector):
+    """A NaN operand wins; otherwise the first operand if strictly better, else the second (so
+    min(-0, +0) is +0 and min(+0, -0) is -0, as numpy's minimum). Constant folding agrees."""
+    specials = [np.nan, -0.0, 0.0, np.inf, -np.inf, 1.5, -1.5, 1.5]
+    pairs = [(p, q) for p in specials for q in specials]
+    a = np.array([p for p, _ in pairs], dtype=np.float32)
+    b = np.array([q for _, q in pairs], dtype=np.float32)
+    x = hl.Var("x")
+    f = hl.Func("nan_minmax")
+    f[x] = hl.Tuple([hl.min(hl.Buffer(a, name="mm_a")[x], hl.Buffer(b, name="mm_b")[x]),
+                     hl.max(hl.Buffer(a, name="mm_a")[x], hl.Buffer(b, name="mm_b")[x])])
+    if vector:
+        f.vectorize(x, 16)
+    lo, hi = (np.asarray(r) for r in f.realize([len(pairs)]))
+    assert lo.tobytes() == np.minimum(a, b).tobytes() and hi.tobytes() == np.maximum(a, b).tobytes()
+    for p, q in pairs[:: 3 if vector else 1]:
+        g = hl.Func("folded_minmax")
+        g[x] = hl.Tuple([hl.min(hl.f32(p), hl.f32(q)), hl.max(hl.f32(p), hl.f32(q))])
+        glo, ghi = (np.asarray(r) for r in g.realize([1]))
+        assert glo.tobytes() == np.minimum(np.float32(p), np.float32(q)).reshape(1).tobytes(), (p, q)
+        assert ghi.tobytes() == np.maximum(np.float32(p), np.float32(q)).reshape(1).tobytes(), (p, q)

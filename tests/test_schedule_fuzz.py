@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 from schedule_strategies import assert_same, realize_guarded, realize_scheduled, remember, scheduled
 
-# Run with `pytest -m fuzz`: kept out of the default run until the bugs it finds are fixed.
+# Part of the default run; `pytest -m fuzz` runs the fuzz suites alone.
 pytestmark = pytest.mark.fuzz
 
 _PROFILE_EXAMPLES = settings.default.max_examples

@@ -345,7 +345,11 @@ class CodeGen:
         a, b = self.expr(e.a), self.expr(e.b)
         t = e.type
         if t.is_float():
-            return self._call_intrinsic("llvm.minimum" if is_min else "llvm.maximum", t, [a, b])
+            # As numpy's minimum/maximum: a NaN operand wins, else a if strictly better, else b.
+            # The first select is x86's minps/maxps; the second keeps a's NaN.
+            better = self.b.fcmp_ordered("<" if is_min else ">", a, b)
+            picked = self.b.select(better, a, b)
+            return self.b.select(self.b.fcmp_unordered("uno", a, a), a, picked)
         op = "<" if is_min else ">"
         cmp = self.b.icmp_signed(op, a, b) if t.is_int() else self.b.icmp_unsigned(op, a, b)
         return self.b.select(cmp, a, b)
