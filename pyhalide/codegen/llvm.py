@@ -436,11 +436,12 @@ class CodeGen:
         return v
 
     def _lane_pointers(self, host, index, t: Type):
-        """A vector of element addresses, for gathers and scatters."""
-        vt64 = ll.VectorType(I64, t.lanes)
-        offsets = self.b.mul(self.b.sext(index, vt64), self._splat(ll.Constant(I64, t.element_of().bytes()), t.lanes))
-        base = self._splat(self.b.ptrtoint(host, I64), t.lanes)
-        return self.b.inttoptr(self.b.add(base, offsets), ll.VectorType(PTR, t.lanes))
+        """A vector of element addresses, for gathers and scatters: one getelementptr with the
+        32-bit index vector, which x86 turns into a base + 32-bit index gather (16 lanes in one
+        vgatherdps, where 64-bit addresses take two)."""
+        ptrs = self.b.gep(host, [index], source_etype=llvm_type(t.element_of(), memory=True))
+        ptrs.type = ll.VectorType(PTR, t.lanes)  # llvmlite types a vector-index GEP as one pointer
+        return ptrs
 
     def _call_gather(self, ptrs, mask, t, align):
         mem_vt = llvm_type(t, memory=True)
