@@ -345,11 +345,11 @@ class CodeGen:
         a, b = self.expr(e.a), self.expr(e.b)
         t = e.type
         if t.is_float():
-            # As numpy's minimum/maximum: a NaN operand wins, else a if strictly better, else b.
-            # The first select is x86's minps/maxps; the second keeps a's NaN.
-            better = self.b.fcmp_ordered("<" if is_min else ">", a, b)
-            picked = self.b.select(better, a, b)
-            return self.b.select(self.b.fcmp_unordered("uno", a, a), a, picked)
+            # Halide's: max(a, b) = a > b ? a : b and min(a, b) = b < a ? b : a, so a NaN or a
+            # tie gives b for max and a for min. Each is one x86 maxps/minps.
+            if is_min:
+                return self.b.select(self.b.fcmp_ordered("<", b, a), b, a)
+            return self.b.select(self.b.fcmp_ordered(">", a, b), a, b)
         op = "<" if is_min else ">"
         cmp = self.b.icmp_signed(op, a, b) if t.is_int() else self.b.icmp_unsigned(op, a, b)
         return self.b.select(cmp, a, b)

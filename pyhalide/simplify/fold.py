@@ -63,9 +63,10 @@ def fold_binary(node: ir.BinaryOp, a, b) -> ir.Expr | None:
             if b == 0:
                 return None
             v = a - b * math.floor(a / b)
-        elif isinstance(node, ir.Min | ir.Max):  # as codegen (and numpy): a NaN a wins, then a if better
-            better = a < b if isinstance(node, ir.Min) else a > b
-            v = a if math.isnan(a) or better else b
+        elif isinstance(node, ir.Min):  # as codegen (Halide at run time): b < a ? b : a
+            v = b if b < a else a
+        elif isinstance(node, ir.Max):  # a > b ? a : b
+            v = a if a > b else b
         else:
             return None
         return ir.make_const(t, _float(t, v))
