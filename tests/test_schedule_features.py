@@ -215,3 +215,18 @@ def test_vector_loops_run_without_boundary_clamps_where_they_change_nothing():
     assert len(loads["then_case"]) == 3 and all(
         isinstance(i, ir.Ramp) and ir.const_int(i.stride) == 1 for i in loads["then_case"])
     assert not any(isinstance(i, ir.Ramp) for i in loads["else_case"])  # gathers at the edges
+
+
+def test_vector_stores_with_a_constant_stride():
+    """Vectorizing across rows of a Func with a constant row length stores with stride 8; the
+    unrolled phases of a split dimension store with stride 2. Both are written lane by lane."""
+    g, h, out = hl.Func("rows_g"), hl.Func("phase_h"), hl.Func("strided_out")
+    xo, xi = hl.Var("xo"), hl.Var("xi")
+    g[x, y] = x + 10 * y
+    h[x, y] = g[x, y] * 3 - x
+    out[x, y] = h[x, y] + g[x, y]
+    g.compute_root().bound(x, 0, 8).reorder(y, x).vectorize(y, 4)
+    h.compute_root().split(x, xo, xi, 2).reorder(xi, xo).unroll(xi).vectorize(xo, 4)
+    out.bound(x, 0, 8)
+    want = np.fromfunction(lambda y_, x_: (x_ + 10 * y_) * 4 - x_, (12, 8), dtype=np.int32)
+    assert np.array_equal(np.asarray(out.realize([8, 12])), want)

@@ -793,6 +793,14 @@ class CodeGen:
         if t.lanes > 1 and _is_dense(s.index):
             ptr = self.b.gep(host, [self.b.sext(self.expr(s.index.base), I64)], source_etype=mem_t)
             self.b.store(v, ptr, align=align)
+        elif t.lanes > 1 and isinstance(s.index, ir.Ramp) and ir.const_int(s.index.stride) is not None:
+            # A constant-stride store: lane by lane at base + constant offsets (one address
+            # computation, as Halide does), not a scatter through a vector of 64-bit addresses.
+            stride = ir.const_int(s.index.stride)
+            base = self.b.gep(host, [self.b.sext(self.expr(s.index.base), I64)], source_etype=mem_t)
+            for lane in range(t.lanes):
+                ptr = self.b.gep(base, [ll.Constant(I64, lane * stride)], source_etype=mem_t)
+                self.b.store(self.b.extract_element(v, ll.Constant(I32, lane)), ptr, align=align)
         elif t.lanes > 1:
             ptrs = self._lane_pointers(host, self.expr(s.index), t)
             mask = ll.Constant(ll.VectorType(I1, t.lanes), [1] * t.lanes)
