@@ -146,6 +146,7 @@ class Pipeline:
     def compile_to_llvm_assembly(self, filename: str, arguments=None, fn_name=None, target=None) -> None:
         from .codegen.jit import optimize
 
+        self._set_target(target)
         compiled = self._compile(self._default_layouts())
         with open(filename, "w") as f:
             f.write(str(optimize(compiled.llvm_ir)))
@@ -153,6 +154,7 @@ class Pipeline:
     def compile_to_assembly(self, filename: str, arguments=None, fn_name=None, target=None) -> None:
         from .codegen.jit import emit_assembly
 
+        self._set_target(target)
         compiled = self._compile(self._default_layouts())
         with open(filename, "w") as f:
             f.write(emit_assembly(compiled.llvm_ir))

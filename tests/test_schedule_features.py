@@ -140,6 +140,13 @@ def test_fp_contract_uses_fused_multiply_add(tmp_path):
     asm = tmp_path / "fma.s"
     f.compile_to_assembly(str(asm))
     assert "vfmadd" in asm.read_text()
+    g = hl.Func("fma2")  # the target given to compile_to_assembly counts too
+    g[x] = a[x] * 3.0 + 1.0
+    g.vectorize(x, 16)
+    g.compile_to_assembly(str(asm), [])
+    assert "vfmadd" not in asm.read_text()
+    g.compile_to_assembly(str(asm), [], "fma2", hl.Target("host-fp_contract"))
+    assert "vfmadd" in asm.read_text()
 
 
 def test_three_dimensional_tile_and_bound_extent():
