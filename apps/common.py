@@ -41,7 +41,8 @@ class App:
     default_schedule_is_slow = False
 
     def inputs(self, size: str = "default") -> dict[str, np.ndarray]:
-        """Deterministic input arrays (numpy axis order). size: "small" for tests, "default"."""
+        """Deterministic input arrays (numpy axis order). size: "small" for tests, "default", or
+        "large" where an app has a larger benchmark size (else the same as "default")."""
         raise NotImplementedError
 
     def build(self, hl, inputs: dict[str, np.ndarray]) -> Built:

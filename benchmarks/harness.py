@@ -23,6 +23,7 @@ import numpy as np
 
 VARIANTS = ["pyhalide-naive", "pyhalide-hand", "pyhalide-auto", "numpy", "torch", "halide-hand",
             "halide-adams2019"]
+SETTLE_SECONDS = 0.25  # pause before each timed run, so other libraries' spinning threads sleep
 SLOW_SECONDS = 5.0  # a variant whose first run takes longer is timed once, not repeated
 
 
@@ -61,7 +62,7 @@ def measure_peaks(threads: int) -> dict:
     import pyhalide as hl
 
     x = hl.Var("x")
-    chains, steps, lanes = 8, 256, 16
+    chains, steps, lanes = 24, 16, 16  # many independent chains, a short body (fits the op cache)
     v = hl.Func("peak_fma")
     a, c = hl.f32(1.0000001), hl.f32(0.999999)
     acc = [hl.f32(x + k) for k in range(chains)]
@@ -71,7 +72,7 @@ def measure_peaks(threads: int) -> dict:
     for t in acc[1:]:
         total = total + t
     v[x] = total
-    n = lanes * threads * 2048
+    n = lanes * threads * 2048 * 64
     xo = hl.Var("xo")
     v.split(x, xo, x, lanes * 64).parallel(xo).vectorize(x, lanes)
     v.compile_jit(hl.Target("host-fp_contract"))
@@ -178,6 +179,9 @@ def run_app(name: str, size: str, rounds: int, which: set[str]) -> list[Record]:
     times = {v: [] for v in active}
     for _ in range(rounds):
         for variant, (run, *_rest) in active.items():
+            # Let the previous variant's worker threads go idle first: OpenBLAS's and Halide's
+            # spin for a while after a call and would take a core from whoever runs next.
+            time.sleep(SETTLE_SECONDS)
             t0 = time.perf_counter()
             run()
             times[variant].append(time.perf_counter() - t0)
@@ -246,7 +250,8 @@ def main(argv=None) -> None:
     parser.add_argument("apps", nargs="*", help=f"apps to run (default: all of {', '.join(NAMES)})")
     parser.add_argument("--json", help="write the records here")
     parser.add_argument("--plot", help="write a bar chart (PNG) here")
-    parser.add_argument("--size", default="default", choices=["small", "default"])
+    parser.add_argument("--size", default="default", choices=["small", "default", "large"],
+                        help="input sizes; large: apps that have a larger size use it (gemm 2048^3)")
     parser.add_argument("--rounds", type=int, default=9, help="alternating timing rounds per app")
     parser.add_argument("--variants", default=",".join(VARIANTS))
     args = parser.parse_args(argv)
