@@ -138,7 +138,7 @@ def build_variants(app, inputs, which: set[str]) -> dict:
         out["numpy"] = (lambda: app.reference(inputs), 0.0, "")
     torch = _torch()
     if torch is not None and "torch" in which and hasattr(app, "torch_runner"):
-        out["torch"] = (app.torch_runner(torch, inputs), 0.0, f"torch {torch.__version__}")
+        out["torch"] = (app.torch_runner(torch, inputs, _threads()), 0.0, f"torch {torch.__version__}")
     return out
 
 
