@@ -423,6 +423,15 @@ class CodeGen:
         elif t.lanes > 1 and isinstance(e.index, ir.Broadcast):
             ptr = self.b.gep(host, [self.b.sext(self.expr(e.index.value), I64)], source_etype=mem_t)
             v = self._splat(self._load(mem_t, ptr, align), t.lanes)
+        elif t.lanes > 1 and t.element_of().bits < 32:
+            # x86 gathers only 32- and 64-bit elements: load lane by lane, each at base + a 32-bit
+            # index (as Halide does), rather than extracting 64-bit addresses from a vector
+            index = self.expr(e.index)
+            v = ll.Constant(llvm_type(t, memory=True), ll.Undefined)
+            for lane in range(t.lanes):
+                i = self.b.extract_element(index, ll.Constant(I32, lane))
+                ptr = self.b.gep(host, [self.b.sext(i, I64)], source_etype=mem_t)
+                v = self.b.insert_element(v, self._load(mem_t, ptr, align), ll.Constant(I32, lane))
         elif t.lanes > 1:
             ptrs = self._lane_pointers(host, self.expr(e.index), t)
             mask = ll.Constant(ll.VectorType(I1, t.lanes), [1] * t.lanes)
