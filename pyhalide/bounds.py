@@ -350,7 +350,7 @@ def _bool_range() -> Interval:
     return Interval(ir.make_const(Bool(), 0), ir.make_const(Bool(), 1))
 
 
-class _SettleSelects(IRMutator):
+class _SettleChoices(IRMutator):
     def __init__(self, scope):
         super().__init__()
         self.bounds = _Bounds(scope)
@@ -370,10 +370,10 @@ class _SettleSelects(IRMutator):
     visit_Min = visit_Max = _min_max
 
 
-def settle_selects(e: ir.Expr, scope: dict[str, Interval]) -> ir.Expr:
+def settle_choices(e: ir.Expr, scope: dict[str, Interval]) -> ir.Expr:
     """e with each select, min and max whose outcome is the same over the whole scope replaced by
     the operand it picks."""
-    return _SettleSelects(scope).mutate(e)
+    return _SettleChoices(scope).mutate(e)
 
 
 def bounds_of_expr(e: ir.Expr, scope: dict[str, Interval] | None = None) -> Interval:

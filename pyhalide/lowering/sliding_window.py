@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import ir
-from ..bounds import Interval, bounds_of_expr, settle_selects
+from ..bounds import Interval, bounds_of_expr, settle_choices
 from ..ir_mutator import IRMutator, free_variables, substitute
 from ..simplify import simplify
 from ..types import Int
@@ -135,7 +135,9 @@ def _least_over_iterations(e: ir.Expr, loop: ir.For, first: int) -> int | None:
     """A constant lower bound of e over the iterations loop.min + first, loop.min + first + 1, ...
 
     A consumer that slid already selects on `loop > loop.min`, so the iterations just after the
-    start are bounded one by one and the rest together, where such selects are settled."""
+    start are bounded one by one and the rest together (k >= 0 steps further), where such selects
+    (and mins and maxes the loop's extent decides) are settled. Divisions of the same value are
+    then written through their remainders, so that their differences become bounded."""
     k = ir.Variable(f"{loop.name}.k", _I32)
     least = None
     for start in range(first, 3):
@@ -144,11 +146,10 @@ def _least_over_iterations(e: ir.Expr, loop: ir.For, first: int) -> int | None:
         if start == 2:
             last = simplify(ir.Sub(loop.extent, ir.make_const(_I32, 3)))
             at, scope = ir.Add(at, k), {k.name: Interval(ir.make_const(_I32, 0), last)}
-        # with k a symbol again, its occurrences cancel once the selects are settled
-        settled = simplify(settle_selects(simplify(substitute({loop.name: at}, e)), scope))
+        settled = simplify(settle_choices(simplify(substitute({loop.name: at}, e)), scope))
         remainders = _Remainders()
         settled = simplify(remainders.mutate(settled))
-        settled = simplify(settle_selects(settled, remainders.scope))
+        settled = simplify(settle_choices(settled, remainders.scope))
         lo = bounds_of_expr(settled, remainders.scope).min
         lo = None if lo is None else ir.const_int(simplify(lo))
         if lo is None:
