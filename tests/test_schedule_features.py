@@ -237,3 +237,101 @@ def test_vector_stores_with_a_constant_stride():
     out.bound(x, 0, 8)
     want = np.fromfunction(lambda y_, x_: (x_ + 10 * y_) * 4 - x_, (12, 8), dtype=np.int32)
     assert np.array_equal(np.asarray(out.realize([8, 12])), want)
+
+
+def _windows_of(f):
+    """The sliding windows lowering finds for f's pipeline: (Func, fold width) pairs."""
+    from pyhalide.lowering.bounds_inference import bounds_inference
+    from pyhalide.lowering.environment import build_environment
+    from pyhalide.lowering.inline import inline_functions
+    from pyhalide.lowering.schedule_functions import schedule_functions
+    from pyhalide.lowering.sliding_window import sliding_window
+
+    env = build_environment([f])
+    stmt = bounds_inference(inline_functions(schedule_functions(env), env), env)
+    return sorted((w.func, w.width) for w in sliding_window(stmt, env)[1])
+
+
+def test_a_chain_of_line_buffers_all_slide():
+    """c reads b and a, b reads a; both stored per image and computed per row of c. b slides
+    first; a's rows then depend on b's slid region (a select on the first row), and a slides
+    too. Unsharp mask and camera_pipe rely on this."""
+    img = np.random.default_rng(4).integers(0, 1000, (40, 24)).astype(np.int32)
+    inp = hl.Buffer(img, name="chain_in")
+    a, b, c = hl.Func("chain_a"), hl.Func("chain_b"), hl.Func("chain_c")
+    a[x, y] = inp[x, y] * 2
+    b[x, y] = a[x, y - 1] + a[x, y + 1]
+    c[x, y] = b[x, y - 1] + b[x, y + 1] + a[x, y]
+    a.store_root().compute_at(c, y)
+    b.store_root().compute_at(c, y)
+    out = hl.Buffer(hl.Int(32), [24, 36])
+    out.set_min([0, 2])
+    c.realize(out)
+    a_ = img * 2
+    b_ = a_[:-2] + a_[2:]  # rows 1 .. 38
+    want = b_[0:36] + b_[2:38] + a_[2:38]  # c rows 2 .. 37
+    assert np.array_equal(np.asarray(out), want)
+    assert _windows_of(c) == [("chain_a", 5), ("chain_b", 3)]
+
+
+def test_sliding_through_a_guarded_split_consumer_computes_every_row():
+    """Regression (fuzzer): a producer computed inside a GuardWithIf-split consumer in a chain
+    of line buffers used to skip rows, and one computed at the split's inner loop wrote past
+    its allocation."""
+    yi_ = hl.Var("yi_")
+    c, a, b, out = hl.Func("g_c"), hl.Func("g_a"), hl.Func("g_b"), hl.Func("g_out")
+    c[x, y] = x * 100 + y
+    a[x, y] = c[x, y - 1]
+    b[x, y] = a[x, y]
+    out[x, y] = b[x, y] + b[x, y + 1]
+    b.compute_at(out, y).store_root()
+    c.compute_at(out, y).store_root()
+    a.compute_at(b, x).split(y, y, yi_, 2, hl.TailStrategy.GuardWithIf)
+    yy, xx = np.mgrid[0:4, 0:3]
+    assert np.array_equal(np.asarray(out.realize([3, 4])), (xx * 100 + yy - 1) + (xx * 100 + yy))
+
+    m, a2, b2, out2 = hl.Func("h_m"), hl.Func("h_a"), hl.Func("h_b"), hl.Func("h_out")
+    m[x, y] = x * 7 + y
+    a2[x, y] = m[x, y + 2]
+    b2[x, y] = a2[x, y]
+    out2[x, y] = b2[x, y] + b2[x, y + 1]
+    b2.compute_at(out2, y).store_root()
+    a2.compute_at(out2, y).split(y, hl.Var("yo_"), yi_, 3, hl.TailStrategy.GuardWithIf)
+    m.compute_at(a2, yi_).store_root()
+    yy, xx = np.mgrid[0:23, 0:4]
+    for _ in range(3):
+        assert np.array_equal(np.asarray(out2.realize([4, 23])), (xx * 7 + yy + 2) + (xx * 7 + yy + 3))
+
+
+def test_exact_splits_of_bounded_loops_need_no_clamp():
+    """A split by 2 of a loop bounded to 64, unrolled inside a vectorized loop: the simplifier
+    knows the loops' ranges, so min(xo * 2, 62) goes away and both phases store with stride 2
+    from a ramp (no min, no gather)."""
+    from pyhalide import ir
+    from pyhalide.ir_mutator import IRVisitor
+    from pyhalide.lower import lower
+
+    xo_, xi_ = hl.Var("xo_"), hl.Var("xi_")
+    f = hl.Func("phases")
+    f[x, y] = hl.select(x % 2 == 0, x * 3, y - x)
+    f.bound(x, 0, 64).split(x, xo_, xi_, 2).reorder(xi_, xo_).unroll(xi_).vectorize(xo_, 8)
+    want = np.fromfunction(lambda y_, x_: np.where(x_ % 2 == 0, x_ * 3, y_ - x_), (5, 64), dtype=np.int32)
+    assert np.array_equal(np.asarray(f.realize([64, 5])), want)
+
+    class Stores(IRVisitor):
+        def __init__(self):
+            super().__init__()
+            self.indices, self.selects = [], 0
+
+        def visit_Store(self, s):
+            self.indices.append(s.index)
+            self.visit_children(s)
+
+        def visit_Select(self, e):
+            self.selects += 1
+            self.visit_children(e)
+
+    found = Stores()
+    found.visit(lower([f]).stmt)
+    assert len(found.indices) == 2 and all(isinstance(i, ir.Ramp) for i in found.indices)
+    assert found.selects == 0  # x % 2 is known in each phase
