@@ -47,9 +47,10 @@ class Gemm(App):
         column of tiles at a time. For each column the matching panel of B (48 columns, all of
         k) is first copied into a contiguous buffer (packed, as BLAS libraries do): it then
         stays in the L2 cache for every tile of the column, and consecutive k rows are adjacent
-        in memory instead of a row of B apart. The tiles of a column are computed in parallel;
-        each keeps its partial sums (prod) in the task and steps through k: 3 vector loads of
-        the panel, 8 broadcasts of A and 24 multiply-adds per step. Sizes that are not
+        in memory instead of a row of B apart. Columns are the parallel tasks (one parallel
+        loop per call: waking threads for a loop per column cost more than the work on this VM).
+        Each tile keeps its partial sums (prod) in registers and steps through k: 3 vector loads
+        of the panel, 8 broadcasts of A and 24 multiply-adds per step. Sizes that are not
         multiples of the tile are handled by shifting the last tile inwards (it overlaps its
         neighbour); matrices narrower than a tile get a smaller one."""
         x, y, k = built.vars["x"], built.vars["y"], built.vars["k"]
@@ -59,7 +60,7 @@ class Gemm(App):
         tx = 3 * vec if w >= 3 * vec else vec
         ty = min(8, h)
         xi, yi = hl.Var("xi"), hl.Var("yi")
-        out.tile(x, y, xi, yi, tx, ty).reorder(xi, yi, y, x).parallel(y).unroll(yi)
+        out.tile(x, y, xi, yi, tx, ty).reorder(xi, yi, y, x).parallel(x).unroll(yi)
         b_panel.compute_at(out, x)
         prod.compute_at(out, y).unroll(y)
         prod.update(0).reorder(x, y, k).unroll(y)
