@@ -7,7 +7,7 @@ import sys as _sys
 
 from . import boundary_conditions as BoundaryConditions
 from .buffer import Buffer
-from .errors import CompileError, HalideError, RuntimeCheckError
+from .errors import CompileError, HalideError, InternalError, RuntimeCheckError
 from .expr import Expr
 from .func import Func, FuncRef, Stage, Tuple
 from .inline_reductions import argmax, argmin, maximum, minimum, product, sum

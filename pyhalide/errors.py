@@ -11,3 +11,9 @@ class CompileError(HalideError):
 
 class RuntimeCheckError(HalideError):
     """A check at pipeline entry failed (buffer too small, bad stride, ...); nothing was computed."""
+
+
+class InternalError(Exception):
+    """A broken invariant inside pyhalide (malformed IR, a pass's assumption violated): a bug in
+    pyhalide, never the user's fault. Deliberately not a HalideError, so that no code path that
+    handles user errors (or picks a slower fallback on one) can swallow it."""

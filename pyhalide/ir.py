@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import CompileError
+from .errors import InternalError
 from .types import Bool, Int, Type
 
 
@@ -31,8 +31,9 @@ class Stmt(Node):
 
 
 def _check(cond: bool, message: str) -> None:
+    """Malformed IR is pyhalide's bug: the front end checks what users write before building it."""
     if not cond:
-        raise CompileError(message)
+        raise InternalError(message)
 
 
 _node = dataclass(frozen=True, slots=True)

@@ -89,6 +89,16 @@ class _Widen(IRMutator):
             t, f = _broadcast(t, self.lanes), _broadcast(f, self.lanes)
         return ir.Select(c, t, f)
 
+    def _vector_of(self, e):
+        """Ramp and Broadcast (of an inner vectorized loop) whose scalar parts now vary by lane
+        would be vectors of vectors: that body stays serial."""
+        for name in e._children:
+            if self.mutate(getattr(e, name)) is not getattr(e, name):
+                raise _CannotVectorize(f"{type(e).__name__} of a value that varies by lane")
+        return e
+
+    visit_Ramp = visit_Broadcast = _vector_of
+
     def visit_Cast(self, e):
         v = self.mutate(e.value)
         if v is e.value:
@@ -203,7 +213,7 @@ class _Vectorize(IRMutator):
         ramp = ir.Ramp(s.min, ir.make_const(s.min.type, 1), lanes)
         try:
             return _without_clamps_when_inside(_Widen(s.name, ramp, lanes).mutate(body), lanes)
-        except (_CannotVectorize, CompileError):  # e.g. vectors of vectors: keep the loop serial
+        except _CannotVectorize:  # e.g. vectors of vectors: keep the loop serial
             return serial
         except _LaneGuard:
             pass
@@ -217,7 +227,7 @@ class _Vectorize(IRMutator):
                 for name, value in reversed(lets[:n_lets]):
                     e = ir.Let(name, value, e)
                 conds.append(_Widen(s.name, ramp, lanes).mutate(e))
-        except (_CannotVectorize, _LaneGuard, CompileError):
+        except (_CannotVectorize, _LaneGuard):
             return serial
         # Test the guards one after another: a later one may read memory that only the earlier
         # ones make safe to read.
