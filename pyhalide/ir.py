@@ -365,14 +365,12 @@ class ProducerConsumer(Stmt):
     _children = ("body",)
 
 
-SERIAL, PARALLEL, VECTORIZED, UNROLLED, GPU_BLOCK, GPU_THREAD = (
-    "serial",
-    "parallel",
-    "vectorized",
-    "unrolled",
-    "gpu_block",
-    "gpu_thread",
-)
+SERIAL, PARALLEL, VECTORIZED, UNROLLED = "serial", "parallel", "vectorized", "unrolled"
+GPU_BLOCK, GPU_THREAD, GPU_LANE = "gpu_block", "gpu_thread", "gpu_lane"  # a kernel's grid, block, warp lanes
+FOR_TYPES = (SERIAL, PARALLEL, VECTORIZED, UNROLLED, GPU_BLOCK, GPU_THREAD, GPU_LANE)
+
+# Where an allocation lives (the names of Halide's MemoryType)
+MEMORY_TYPES = ("Auto", "Heap", "Stack", "Register", "GPUShared", "GPUTexture", "LockedCache", "VTCM", "AMXTile")
 
 
 @_node
@@ -386,6 +384,7 @@ class For(Stmt):
 
     def __post_init__(self):
         _check(self.min.type == Int(32) and self.extent.type == Int(32), f"For {self.name}: bounds not int32")
+        _check(self.for_type in FOR_TYPES, f"For {self.name}: unknown loop kind {self.for_type}")
 
 
 @_node
@@ -424,7 +423,11 @@ class Allocate(Stmt):
     type: Type
     extents: tuple
     body: Stmt
+    memory_type: str = "Auto"
     _children = ("extents", "body")
+
+    def __post_init__(self):
+        _check(self.memory_type in MEMORY_TYPES, f"Allocate {self.name}: unknown memory type {self.memory_type}")
 
 
 @_node
