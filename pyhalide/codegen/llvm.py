@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from llvmlite import ir as ll
 
 from .. import ir
-from ..errors import CompileError
+from ..errors import CompileError, InternalError
 from ..ir_mutator import IRVisitor, free_variables
 from ..types import Type
 
@@ -35,6 +35,10 @@ def _atomic_store(builder, value, ptr):
     st = instructions.StoreAtomicInstr(builder.block, value, ptr, "monotonic", 4)
     builder._insert(st)
     return st
+
+
+def _lowered_away(what: str):
+    raise InternalError(f"codegen: {what} reached the code generator; lower_arithmetic removes it")
 
 
 def _buffers_used(stmt) -> set[str]:
@@ -243,6 +247,8 @@ class CodeGen:
         return self.b.add(base, self.b.mul(stride, idx))
 
     def e_Cast(self, e):
+        if e.type.is_bool() and not e.value.type.is_bool():
+            _lowered_away("cast to bool")
         return self.cast(self.expr(e.value), e.value.type, e.type)
 
     def cast(self, v, src: Type, dst: Type):
@@ -250,10 +256,6 @@ class CodeGen:
         lt = llvm_type(dst)
         if src.element_of() == dst.element_of():
             return v
-        if dst.is_bool():
-            if src.is_float():
-                return b.fcmp_unordered("!=", v, ll.Constant(llvm_type(src), 0.0))
-            return b.icmp_unsigned("!=", v, ll.Constant(llvm_type(src), 0))
         if src.is_float() and dst.is_float():
             return b.fpext(v, lt) if dst.bits > src.bits else b.fptrunc(v, lt)
         if src.is_float():
@@ -286,70 +288,18 @@ class CodeGen:
         return self._arith(e, "mul", "fmul")
 
     def e_Div(self, e):
-        t = e.type
-        a, b = self.expr(e.a), self.expr(e.b)
-        if t.is_float():
-            return self.b.fdiv(a, b)
-        return self._int_divmod(t, a, b, e.b)[0]
+        if not e.type.is_float():
+            _lowered_away("integer division")
+        return self.b.fdiv(self.expr(e.a), self.expr(e.b))
 
     def e_Mod(self, e):
-        t = e.type
-        a, b = self.expr(e.a), self.expr(e.b)
-        if t.is_float():
-            q = self.b.fdiv(a, b)
-            fl = self._call_intrinsic("llvm.floor", t, [q])
-            return self.b.fsub(a, self.b.fmul(b, fl))
-        return self._int_divmod(t, a, b, e.b)[1]
-
-    def _int_divmod(self, t: Type, a, b, b_ir):
-        """Euclidean quotient and remainder; division by zero gives zero; never traps."""
-        B = self.b
-        zero = self._const(t, 0)
-        one = self._const(t, 1)
-        c = ir.const_int(b_ir)
-        if t.is_uint():
-            if c is not None and c != 0:
-                return B.udiv(a, b), B.urem(a, b)
-            if c == 0:
-                return zero, zero
-            is_zero = B.icmp_unsigned("==", b, zero)
-            bs = B.select(is_zero, one, b)
-            return B.select(is_zero, zero, B.udiv(a, bs)), B.select(is_zero, zero, B.urem(a, bs))
-        if c is not None and c not in (0, -1):
-            q0, r0 = B.sdiv(a, b), B.srem(a, b)
-            neg = B.icmp_signed("<", r0, zero)
-            adj = self.cast(neg, t.with_bits(1).with_code("uint"), t)
-            q = B.sub(q0, adj) if c > 0 else B.add(q0, adj)
-            r = B.add(r0, B.select(neg, self._const(t, abs(c)), zero))
-            return q, r
-        if c == 0:
-            return zero, zero
-        minus_one = self._const(t, -1)
-        is_zero = B.icmp_signed("==", b, zero)
-        is_m1 = B.icmp_signed("==", b, minus_one)
-        special = B.or_(is_zero, is_m1)
-        bs = B.select(special, one, b)
-        q0, r0 = B.sdiv(a, bs), B.srem(a, bs)
-        neg = B.icmp_signed("<", r0, zero)
-        b_pos = B.icmp_signed(">", bs, zero)
-        step = B.select(b_pos, one, minus_one)
-        q = B.select(neg, B.sub(q0, step), q0)
-        abs_b = B.select(b_pos, bs, B.sub(zero, bs))
-        r = B.select(neg, B.add(r0, abs_b), r0)
-        q = B.select(is_m1, B.sub(zero, a), q)
-        q = B.select(is_zero, zero, q)
-        r = B.select(special, zero, r)
-        return q, r
+        _lowered_away("modulo")
 
     def _minmax(self, e, is_min: bool):
-        a, b = self.expr(e.a), self.expr(e.b)
         t = e.type
         if t.is_float():
-            # Halide's: max(a, b) = a > b ? a : b and min(a, b) = b < a ? b : a, so a NaN or a
-            # tie gives b for max and a for min. Each is one x86 maxps/minps.
-            if is_min:
-                return self.b.select(self.b.fcmp_ordered("<", b, a), b, a)
-            return self.b.select(self.b.fcmp_ordered(">", a, b), a, b)
+            _lowered_away("float min/max")
+        a, b = self.expr(e.a), self.expr(e.b)
         op = "<" if is_min else ">"
         cmp = self.b.icmp_signed(op, a, b) if t.is_int() else self.b.icmp_unsigned(op, a, b)
         return self.b.select(cmp, a, b)
@@ -503,22 +453,12 @@ class CodeGen:
         return self.expr(e.args[0])
 
     def i_abs(self, e):
-        v = self.expr(e.args[0])
-        src = e.args[0].type
-        if src.is_float():
-            return self._call_intrinsic("llvm.fabs", src, [v])
-        if src.is_uint():
-            return v
-        neg = self.b.icmp_signed("<", v, self._const(src, 0))
-        return self.b.select(neg, self.b.sub(self._const(src, 0), v), v)
+        if not e.type.is_float():
+            _lowered_away("integer abs")
+        return self._call_intrinsic("llvm.fabs", e.type, [self.expr(e.args[0])])
 
     def i_absd(self, e):
-        a, b = self.expr(e.args[0]), self.expr(e.args[1])
-        src = e.args[0].type
-        if src.is_float():
-            return self._call_intrinsic("llvm.fabs", src, [self.b.fsub(a, b)])
-        lt = self.b.icmp_signed("<", a, b) if src.is_int() else self.b.icmp_unsigned("<", a, b)
-        return self.b.select(lt, self.b.sub(b, a), self.b.sub(a, b))
+        _lowered_away("absd")
 
     def i_bitwise_and(self, e):
         return self.b.and_(self.expr(e.args[0]), self.expr(e.args[1]))
@@ -533,28 +473,25 @@ class CodeGen:
         return self.b.not_(self.expr(e.args[0]))
 
     def i_shift_left(self, e):
-        return self._shift(e, left=True)
+        _lowered_away("shift_left")
 
     def i_shift_right(self, e):
-        return self._shift(e, left=False)
+        _lowered_away("shift_right")
 
-    def _shift(self, e, left: bool):
-        """Halide's shifts: a negative signed amount shifts the other way; shifting by the bit
-        width or more gives 0 (or the sign, for >> of a signed value). LLVM would give poison."""
-        B = self.b
-        a, amount = self.expr(e.args[0]), self.expr(e.args[1])
-        ta, tb = e.args[0].type, e.args[1].type
-        negative = None
-        if tb.is_int():
-            negative = B.icmp_signed("<", amount, self._const(tb, 0))
-            amount = B.select(negative, B.sub(self._const(tb, 0), amount), amount)
-        too_far = B.icmp_unsigned(">", amount, self._const(tb, ta.bits - 1))
-        safe = B.select(too_far, self._const(tb, ta.bits - 1), amount)
-        zero = self._const(ta, 0)
-        shl = B.select(too_far, zero, B.shl(a, safe))
-        shr = B.ashr(a, safe) if ta.is_int() else B.select(too_far, zero, B.lshr(a, safe))
-        ahead, back = (shl, shr) if left else (shr, shl)
-        return ahead if negative is None else B.select(negative, back, ahead)
+    def i_shift_left_in_range(self, e):
+        return self.b.shl(self.expr(e.args[0]), self.expr(e.args[1]))
+
+    def i_shift_right_in_range(self, e):
+        a, n = self.expr(e.args[0]), self.expr(e.args[1])
+        return self.b.ashr(a, n) if e.type.is_int() else self.b.lshr(a, n)
+
+    def i_div_round_to_zero(self, e):
+        a, b = self.expr(e.args[0]), self.expr(e.args[1])
+        return self.b.sdiv(a, b) if e.type.is_int() else self.b.udiv(a, b)
+
+    def i_mod_round_to_zero(self, e):
+        a, b = self.expr(e.args[0]), self.expr(e.args[1])
+        return self.b.srem(a, b) if e.type.is_int() else self.b.urem(a, b)
 
     def i_popcount(self, e):
         return self._call_intrinsic("llvm.ctpop", e.type, [self.expr(e.args[0])])

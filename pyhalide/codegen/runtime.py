@@ -8,6 +8,7 @@ import os
 import numpy as np
 
 from ..errors import HalideError, RuntimeCheckError
+from ..lowering.lower_arithmetic import lower_arithmetic
 from .jit import JITFunction
 from .llvm import CodeGen
 
@@ -61,7 +62,7 @@ class CompiledPipeline:
         self.axis_maps = [list(axes) for axes, _ in layouts]
         self.layouts = layouts
         dense = [b.name for b, (_, is_dense) in zip(lowered.buffers, layouts) if is_dense and b.dimensions]
-        stmt = _with_unit_strides(lowered.stmt, dense)
+        stmt = lower_arithmetic(_with_unit_strides(lowered.stmt, dense))
         contract = target is not None and target.has_feature("fp_contract")
         cg = CodeGen(lowered, stmt, SYMBOL, self.axis_maps, fp_contract=contract)
         self.llvm_ir = cg.generate()
