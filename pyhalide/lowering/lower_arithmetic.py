@@ -31,6 +31,8 @@ selects and other casts have the same meaning in C and are left as they are.
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 from .. import ir
 from ..errors import InternalError
 from ..ir_mutator import IRMutator
@@ -44,6 +46,11 @@ SHIFT_RIGHT = "shift_right_in_range"
 
 def lower_arithmetic(stmt: ir.Stmt) -> ir.Stmt:
     return _LowerArithmetic().mutate(stmt)
+
+
+def not_lowered(what: str) -> NoReturn:
+    """For code generators: an operation this pass removes has reached one."""
+    raise InternalError(f"codegen: {what} reached the code generator; lower_arithmetic removes it")
 
 
 def _c(t: Type, value) -> ir.Expr:
