@@ -17,7 +17,7 @@ from llvmlite.ir import instructions
 
 from .. import ir
 from ..errors import InternalError
-from ..ir_mutator import IRVisitor, free_variables
+from ..ir_mutator import IRVisitor
 from ..types import Type
 from .calling_convention import scalar_ptr
 from .llvm_types import I32, I64, PTR, VOID, llvm_type
@@ -32,9 +32,9 @@ _LO, _EXTENT, _COUNTER, _ERROR, _SCALARS, _CAPTURED = range(6)
 def emit_parallel_for(cg: CodeGen, s: ir.For) -> None:
     b = cg.b
     lo, extent = cg.expr(s.min), cg.expr(s.extent)
-    used = free_variables(s.body)
-    values = [(n, cg.f.scope[n][-1]) for n in sorted(used) if cg.f.scope.get(n) and n != s.name]
-    buffers = [(n, cg.f.hosts[n]) for n in sorted(_buffers_used(s.body)) if n in cg.f.hosts]
+    names, buffer_names = _names_used(s.body)
+    values = [(n, cg.f.scope[n][-1]) for n in sorted(names) if cg.f.scope.get(n) and n != s.name]
+    buffers = [(n, cg.f.hosts[n]) for n in sorted(buffer_names) if n in cg.f.hosts]
     closure_t = ll.LiteralStructType([I32, I32, I32, I32, PTR] + [v.type for _, v in values] + [PTR] * len(buffers))
 
     def field_ptr(builder, base, k):
@@ -132,22 +132,27 @@ def _atomic_store(builder, value, ptr):
     return st
 
 
-def _buffers_used(stmt) -> set[str]:
+def _names_used(stmt) -> tuple[set[str], set[str]]:
+    """The variables and the buffers that stmt uses (names it binds inside included)."""
     names: set[str] = set()
+    buffers: set[str] = set()
 
     class Collect(IRVisitor):
         visit_once = True
 
-        def visit_Load(self, e):
+        def visit_Variable(self, e):
             names.add(e.name)
+
+        def visit_Load(self, e):
+            buffers.add(e.name)
             self.visit_children(e)
 
         def visit_Store(self, st):
-            names.add(st.name)
+            buffers.add(st.name)
             self.visit_children(st)
 
     Collect().visit(stmt)
-    return names
+    return names, buffers
 
 
 def _from_bits(b, v, t: Type):
