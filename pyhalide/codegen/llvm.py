@@ -79,7 +79,7 @@ class Function:
     fn: ll.Function
     b: ll.IRBuilder
     entry: ll.Block
-    leave_with_error: Callable[[ll.IRBuilder, ll.Value], None]
+    leave_with_error: Callable[[ll.IRBuilder, ll.Value], None] | None
     scalars: ll.Value | None = None
     scope: dict[str, list] = field(default_factory=dict)
     hosts: dict[str, ll.Value] = field(default_factory=dict)

@@ -45,6 +45,7 @@ SHIFT_RIGHT = "shift_right_in_range"
 
 
 def lower_arithmetic(stmt: ir.Stmt) -> ir.Stmt:
+    """The Stmt with Halide's arithmetic rules written out (see the module docstring)."""
     return _LowerArithmetic().mutate(stmt)
 
 
