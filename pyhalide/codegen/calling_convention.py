@@ -24,8 +24,8 @@ from .llvm_types import F32, F64, I8, I32, I64, PTR, llvm_type
 if TYPE_CHECKING:
     from .llvm import CodeGen
 
-# numpy's PyArrayObject layout (stable C API): data, nd, dimensions, strides
-NP_DATA, NP_ND, NP_DIMS, NP_STRIDES = 16, 24, 32, 40
+# numpy's PyArrayObject layout (stable C API): data at 16, nd at 24, dimensions, strides
+NP_DATA, NP_DIMS, NP_STRIDES = 16, 32, 40
 ERROR_VALUES = 8  # values an assert can report
 
 
