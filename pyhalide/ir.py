@@ -30,10 +30,12 @@ class Stmt(Node):
     __slots__ = ()
 
 
-def _check(cond: bool, message: str) -> None:
-    """Malformed IR is pyhalide's bug: the front end checks what users write before building it."""
+def _check(cond: bool, message: str, *args) -> None:
+    """Malformed IR is pyhalide's bug: the front end checks what users write before building it.
+    The message is `message.format(*args)`, formatted only on failure (nodes are built by the
+    million)."""
     if not cond:
-        raise InternalError(message)
+        raise InternalError(message.format(*args))
 
 
 _node = dataclass(frozen=True, slots=True)
@@ -48,7 +50,7 @@ class IntImm(Expr):
     value: int
 
     def __post_init__(self):
-        _check(self.type.is_int() or self.type.is_uint(), f"IntImm of type {self.type}")
+        _check(self.type.is_int() or self.type.is_uint(), "IntImm of type {}", self.type)
         _check(self.type.is_scalar(), "IntImm must be scalar")
 
 
@@ -61,7 +63,7 @@ class FloatImm(Expr):
     value: float
 
     def __post_init__(self):
-        _check(self.type.is_float() and self.type.is_scalar(), f"FloatImm of type {self.type}")
+        _check(self.type.is_float() and self.type.is_scalar(), "FloatImm of type {}", self.type)
         if self.type.bits == 32:
             with np.errstate(over="ignore"):
                 object.__setattr__(self, "value", float(np.float32(self.value)))
@@ -139,7 +141,7 @@ class Cast(Expr):
     _children = ("value",)
 
     def __post_init__(self):
-        _check(self.type.lanes == self.value.type.lanes, f"Cast {self.value.type} to {self.type}")
+        _check(self.type.lanes == self.value.type.lanes, "Cast {} to {}", self.value.type, self.type)
 
 
 @_node
@@ -151,7 +153,7 @@ class Reinterpret(Expr):
     def __post_init__(self):
         _check(
             self.type.bits * self.type.lanes == self.value.type.bits * self.value.type.lanes,
-            f"reinterpret {self.value.type} as {self.type}: sizes differ",
+            "reinterpret {} as {}: sizes differ", self.value.type, self.type,
         )
 
 
@@ -164,7 +166,7 @@ class BinaryOp(Expr):
     def __post_init__(self):
         _check(
             self.a.type == self.b.type,
-            f"{type(self).__name__} of mismatched types {self.a.type} and {self.b.type}",
+            "{} of mismatched types {} and {}", type(self).__name__, self.a.type, self.b.type,
         )
 
     @property
@@ -214,7 +216,7 @@ class LogicalOp(BinaryOp):
 
     def __post_init__(self):
         BinaryOp.__post_init__(self)
-        _check(self.a.type.is_bool(), f"{type(self).__name__} of non-boolean {self.a.type}")
+        _check(self.a.type.is_bool(), "{} of non-boolean {}", type(self).__name__, self.a.type)
 
 
 def _logop(name: str, symbol: str):
@@ -233,7 +235,7 @@ class Not(Expr):
     _children = ("a",)
 
     def __post_init__(self):
-        _check(self.a.type.is_bool(), f"Not of non-boolean {self.a.type}")
+        _check(self.a.type.is_bool(), "Not of non-boolean {}", self.a.type)
 
     @property
     def type(self) -> Type:
@@ -248,10 +250,10 @@ class Select(Expr):
     _children = ("condition", "true_value", "false_value")
 
     def __post_init__(self):
-        _check(self.condition.type.is_bool(), f"Select condition of type {self.condition.type}")
+        _check(self.condition.type.is_bool(), "Select condition of type {}", self.condition.type)
         _check(
             self.true_value.type == self.false_value.type,
-            f"Select of mismatched types {self.true_value.type} and {self.false_value.type}",
+            "Select of mismatched types {} and {}", self.true_value.type, self.false_value.type,
         )
         _check(
             self.condition.type.lanes in (1, self.true_value.type.lanes),
@@ -275,7 +277,7 @@ class Load(Expr):
     _children = ("index", "predicate")
 
     def __post_init__(self):
-        _check(self.index.type.lanes == self.type.lanes, f"Load {self.name}: index lanes differ")
+        _check(self.index.type.lanes == self.type.lanes, "Load {}: index lanes differ", self.name)
 
 
 @_node
@@ -383,8 +385,8 @@ class For(Stmt):
     _children = ("min", "extent", "body")
 
     def __post_init__(self):
-        _check(self.min.type == Int(32) and self.extent.type == Int(32), f"For {self.name}: bounds not int32")
-        _check(self.for_type in FOR_TYPES, f"For {self.name}: unknown loop kind {self.for_type}")
+        _check(self.min.type == Int(32) and self.extent.type == Int(32), "For {}: bounds not int32", self.name)
+        _check(self.for_type in FOR_TYPES, "For {}: unknown loop kind {}", self.name, self.for_type)
 
 
 @_node
@@ -427,7 +429,7 @@ class Allocate(Stmt):
     _children = ("extents", "body")
 
     def __post_init__(self):
-        _check(self.memory_type in MEMORY_TYPES, f"Allocate {self.name}: unknown memory type {self.memory_type}")
+        _check(self.memory_type in MEMORY_TYPES, "Allocate {}: unknown memory type {}", self.name, self.memory_type)
 
 
 @_node
