@@ -121,7 +121,8 @@ def _print_stmt(s, depth: int, out: list[str]) -> None:
         out.append(pad + "}")
     elif isinstance(s, ir.Allocate):
         ext = " * ".join(ex(e) for e in s.extents) or "1"
-        out.append(f"{pad}allocate {s.name}[{s.type} * {ext}]")
+        where = "" if s.memory_type == "Auto" else f" in {s.memory_type}"
+        out.append(f"{pad}allocate {s.name}[{s.type} * {ext}]{where}")
         _print_stmt(s.body, depth, out)
     elif isinstance(s, ir.Realize):
         b = ", ".join(f"[{ex(m)}, {ex(e)}]" for m, e in s.bounds)

@@ -1,6 +1,8 @@
 """Lowering: the ordered list of passes from a Func graph to a flat, simplified Stmt.
 
-Set HL_DEBUG_LOWER=1 to print the IR after each pass with its time.
+`lower` runs `lowering_passes`, which depend on the algorithm, the schedule and the target;
+`finish_lowering` runs `layout_passes` when the Stmt is compiled for one buffer layout. Set
+HL_DEBUG_LOWER=1 to print the IR after each pass with its time.
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ from .lowering.bounds_inference import bounds_inference, buffer_names
 from .lowering.buffer_checks import buffer_checks
 from .lowering.environment import Environment, build_environment, pipeline_inputs
 from .lowering.inline import inline_functions
+from .lowering.lower_arithmetic import lower_arithmetic
 from .lowering.schedule_functions import schedule_functions
 from .lowering.sliding_window import sliding_window
 from .lowering.storage_flattening import storage_flattening
 from .lowering.storage_folding import storage_folding
 from .lowering.strip_promises import strip_promises
+from .lowering.unit_strides import specialize_unit_strides
 from .lowering.unroll_loops import unroll_loops
 from .lowering.vectorize_loops import vectorize_loops
 from .simplify import simplify
@@ -87,6 +91,34 @@ def lowering_passes(env):
     ]
 
 
+def layout_passes(dense_buffers: list[str]):
+    """(name, function) of the passes that finish a lowered Stmt for one buffer layout, in order."""
+    return [
+        # Knowing which strides are 1 turns unit-stride accesses into dense vector loads and stores.
+        ("unit strides", lambda s: specialize_unit_strides(s, dense_buffers)),
+        # Halide's arithmetic rules as C-like operations, for every backend. Last: the simplifier
+        # must not run after it (it does not know the intrinsics, and could break their guarantees).
+        ("arithmetic rules", lower_arithmetic),
+    ]
+
+
+def _run(passes, stmt, hook):
+    debug = os.environ.get("HL_DEBUG_LOWER") == "1"
+    for name, fn in passes:
+        t0 = time.perf_counter()
+        stmt = fn(stmt)
+        if debug:
+            print(f"=== {name} ({(time.perf_counter() - t0) * 1e3:.1f} ms)\n" + stmt_to_string(stmt))
+        if hook is not None:
+            hook(name, stmt)
+    return stmt
+
+
+def finish_lowering(stmt: ir.Stmt, dense_buffers: list[str], hook=None) -> ir.Stmt:
+    """The Stmt a code generator compiles, for buffers whose dimension 0 is dense as listed."""
+    return _run(layout_passes(dense_buffers), stmt, hook)
+
+
 def lower(outputs, target=None, hook=None) -> LoweredPipeline:
     """Lower the pipeline computing `outputs` (a Func or a list) for `target` (an hl.Target, a
     target string or None for the host), on a private copy of the Func graph: the user's Funcs
@@ -98,20 +130,9 @@ def lower(outputs, target=None, hook=None) -> LoweredPipeline:
         outputs = [outputs]
     target = resolve_target(target)
     target.require_supported()
-    debug = os.environ.get("HL_DEBUG_LOWER") == "1"
     env = build_environment(list(outputs), target)
-    stmt = schedule_functions(env)
-    if debug:
-        print("=== schedule functions\n" + stmt_to_string(stmt))
-    if hook is not None:
-        hook("schedule functions", stmt)
-    for name, fn in lowering_passes(env):
-        t0 = time.perf_counter()
-        stmt = fn(stmt)
-        if debug:
-            print(f"=== {name} ({(time.perf_counter() - t0) * 1e3:.1f} ms)\n" + stmt_to_string(stmt))
-        if hook is not None:
-            hook(name, stmt)
+    stmt = _run([("schedule functions", lambda _: schedule_functions(env))], None, hook)
+    stmt = _run(lowering_passes(env), stmt, hook)
     images, params = pipeline_inputs(env)
     buffers = []
     for f in env.outputs:

@@ -343,7 +343,7 @@ def test_gpu_loop_kinds_exist_in_the_schedule_and_are_refused_on_the_cpu():
         f.gpu_blocks(x, y, xo, xi)
 
 
-def test_memory_types():
+def test_memory_types(tmp_path):
     f, g = hl.Func("mem_f"), hl.Func("mem_g")
     f[x, y] = x * y
     g[x, y] = f[x, y] + f[x + 1, y]
@@ -353,9 +353,19 @@ def test_memory_types():
     with pytest.raises(hl.HalideError, match="mem_f.*GPUShared.*GPU"):
         g.realize([8, 4])
     expected = np.array([[xv * yv + (xv + 1) * yv for xv in range(8)] for yv in range(4)])
+    f.store_in(hl.MemoryType.Stack)
+    with pytest.raises(hl.HalideError, match="mem_f is stored in Stack memory, which needs a size known"):
+        g.realize([8, 4])  # f's row is as wide as the output, known only when called
+    g.bound(x, 0, 8)
     for memory in (hl.MemoryType.Heap, hl.MemoryType.Stack, hl.MemoryType.Register, hl.MemoryType.Auto):
         f.store_in(memory)
         assert np.array_equal(np.asarray(g.realize([8, 4])), expected), memory
+        stmt = tmp_path / f"{memory}.stmt"
+        g.compile_to_lowered_stmt(str(stmt))
+        assert (f"in {memory}" in stmt.read_text()) == (memory != "Auto")
+        llvm = tmp_path / f"{memory}.ll"
+        g.compile_to_llvm_assembly(str(llvm))
+        assert ("@malloc" in llvm.read_text()) == (memory == "Heap"), memory  # Auto: small, so on the stack
 
 
 def test_lower_shows_every_pass_to_the_hook():

@@ -185,9 +185,9 @@ def test_vector_loops_run_without_boundary_clamps_where_they_change_nothing():
     """repeat_edge clamps its coordinates; a vector iteration whose lanes are all inside runs a
     copy without the clamps, whose loads are dense (the edges keep the clamped gathers)."""
     from pyhalide import ir
-    from pyhalide.codegen.runtime import _with_unit_strides
     from pyhalide.ir_mutator import IRVisitor
     from pyhalide.lower import lower
+    from pyhalide.lowering.unit_strides import specialize_unit_strides
 
     img = np.random.default_rng(3).random((9, 37), dtype=np.float32)
     src = hl.BoundaryConditions.repeat_edge(hl.Buffer(img, name="edge_in"))
@@ -208,7 +208,7 @@ def test_vector_loops_run_without_boundary_clamps_where_they_change_nothing():
                 self.found.append(s)
             self.visit_children(s)
 
-    stmt = _with_unit_strides(lower([f]).stmt, ["edge_in", "edge_blur"])
+    stmt = specialize_unit_strides(lower([f]).stmt, ["edge_in", "edge_blur"])
     branches = Branches()
     branches.visit(stmt)
     assert len(branches.found) == 1

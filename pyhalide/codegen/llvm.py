@@ -24,7 +24,8 @@ from . import calling_convention, parallel, x86
 from .calls import emit_call
 from .llvm_types import I32, I64, PTR, VOID, llvm_type
 
-STACK_LIMIT = 16 * 1024  # constant-size allocations up to this many bytes go on the stack
+STACK_LIMIT = 16 * 1024  # constant-size allocations up to this many bytes go on the stack (MemoryType.Auto)
+EXPLICIT_STACK_LIMIT = 1 << 20  # store_in(Stack / Register): more would overflow a worker thread's stack
 
 _PURE = ("add", "sub", "mul", "sdiv", "srem", "udiv", "urem", "shl", "ashr", "lshr", "and_", "or_", "xor",
          "fadd", "fsub", "fmul", "fdiv", "icmp_signed", "icmp_unsigned", "fcmp_ordered", "fcmp_unordered",
@@ -409,9 +410,8 @@ class CodeGen:
             parallel.emit_parallel_for(self, s)
         elif s.for_type in (ir.SERIAL, ir.UNROLLED, ir.VECTORIZED):
             self._serial_for(s.name, self.expr(s.min), self.expr(s.extent), s.body)
-        else:
-            raise CompileError(f"Loop {s.name} is a {s.for_type} loop, which needs a GPU target; "
-                               "the JIT compiles for the host CPU")
+        else:  # lowering refuses GPU loops for a CPU target
+            raise InternalError(f"codegen: loop {s.name} of kind {s.for_type} reached the CPU code generator")
 
     def _serial_for(self, name: str, lo, extent, body_stmt):
         b = self.b
@@ -464,13 +464,22 @@ class CodeGen:
                     self.stmt(s.else_case)
 
     def s_Allocate(self, s):
+        """On the stack when the size is constant and small (or store_in asked for Stack or
+        Register), else malloc'd and freed on every way out."""
         b = self.b
         const_extents = [ir.const_int(e) for e in s.extents]
+        on_stack = s.memory_type in ("Stack", "Register")
+        if on_stack and any(c is None for c in const_extents):
+            raise CompileError(f"Func {s.name} is stored in {s.memory_type} memory, which needs a size known when "
+                               "compiling; its extents depend on the inputs (bound() or a constant split helps)")
         if all(c is not None for c in const_extents):
             n = 1
             for c in const_extents:
                 n *= max(c, 0)
-            if n * s.type.bytes() <= STACK_LIMIT:
+            if on_stack and n * s.type.bytes() > EXPLICIT_STACK_LIMIT:
+                raise CompileError(f"Func {s.name} is stored in {s.memory_type} memory but needs {n * s.type.bytes()} "
+                                   f"bytes; at most {EXPLICIT_STACK_LIMIT} fit on a thread's stack")
+            if on_stack or (s.memory_type == "Auto" and n * s.type.bytes() <= STACK_LIMIT):
                 ptr = self.alloca_in_entry(llvm_type(s.type, memory=True), s.name, ll.Constant(I64, max(n, 1)))
                 ptr.align = max(s.type.bytes(), 16)
                 ptr.type = PTR  # opaque, so vector stores through it type-check

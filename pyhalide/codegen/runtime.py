@@ -9,11 +9,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from .. import ir
 from ..errors import HalideError, RuntimeCheckError
-from ..ir_mutator import IRMutator, substitute
-from ..lowering.lower_arithmetic import lower_arithmetic
-from ..simplify import simplify
+from ..lower import finish_lowering
 from .jit import JITFunction
 from .llvm import CodeGen
 
@@ -61,37 +58,6 @@ def _gc_paused():
             gc.enable()
 
 
-def _with_unit_strides(stmt, dense_buffers: list[str]):
-    """Specialise a lowered Stmt for buffers whose dimension 0 has stride 1 (checked per call).
-
-    The Stmt is already simplified, so only the expressions that mention such a stride are
-    simplified again, each on its own (the whole Stmt again costs up to a second)."""
-    if not dense_buffers:
-        return stmt
-    one = ir.make_const(ir.Int(32), 1)
-    return _UnitStrides({f"{name}.stride.0": one for name in dense_buffers}).mutate(stmt)
-
-
-class _UnitStrides(IRMutator):
-    def __init__(self, strides: dict):
-        super().__init__()
-        self.strides = strides
-        self.memo: dict[int, tuple] = {}
-
-    def mutate(self, node):
-        if node is None:
-            return None
-        hit = self.memo.get(id(node))
-        if hit is None:
-            if isinstance(node, ir.Expr):
-                new = substitute(self.strides, node)
-                result = node if new is node else simplify(new)
-            else:
-                result = super().mutate(node)
-            hit = self.memo[id(node)] = (node, result)
-        return hit[1]
-
-
 class CompiledPipeline:
     """Native code for one lowered pipeline and one choice of buffer axis orders."""
 
@@ -102,7 +68,7 @@ class CompiledPipeline:
         dense = [b.name for b, (_, is_dense) in zip(lowered.buffers, layouts) if is_dense and b.dimensions]
         contract = target is not None and target.has_feature("fp_contract")
         with _gc_paused():
-            stmt = lower_arithmetic(_with_unit_strides(lowered.stmt, dense))
+            stmt = finish_lowering(lowered.stmt, dense)
             cg = CodeGen(lowered, stmt, SYMBOL, self.axis_maps, fp_contract=contract)
             self.llvm_ir = cg.generate()
         self.layout = cg.layout
