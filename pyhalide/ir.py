@@ -30,13 +30,17 @@ class Stmt(Node):
     __slots__ = ()
 
 
-def _check(cond: bool, message: str) -> None:
-    """Malformed IR is pyhalide's bug: the front end checks what users write before building it."""
-    if not cond:
-        raise InternalError(message)
+def _fail(message: str):
+    """Malformed IR is pyhalide's bug: the front end checks what users write before building it.
+
+    Constructors test their condition inline and only then format the message (nodes are built
+    millions of times while lowering; formatting types eagerly dominated the cost of building)."""
+    raise InternalError(message)
 
 
 _node = dataclass(frozen=True, slots=True)
+_INT32 = Int(32)
+_BOOL = Bool()
 
 
 # ---------------------------------------------------------------- constants
@@ -48,8 +52,9 @@ class IntImm(Expr):
     value: int
 
     def __post_init__(self):
-        _check(self.type.is_int() or self.type.is_uint(), f"IntImm of type {self.type}")
-        _check(self.type.is_scalar(), "IntImm must be scalar")
+        t = self.type
+        if not (t.code == "int" or t.code == "uint") or t.lanes != 1:
+            _fail(f"IntImm of type {t}")
 
 
 @_node
@@ -61,7 +66,8 @@ class FloatImm(Expr):
     value: float
 
     def __post_init__(self):
-        _check(self.type.is_float() and self.type.is_scalar(), f"FloatImm of type {self.type}")
+        if not (self.type.is_float() and self.type.is_scalar()):
+            _fail(f"FloatImm of type {self.type}")
         if self.type.bits == 32:
             with np.errstate(over="ignore"):
                 object.__setattr__(self, "value", float(np.float32(self.value)))
@@ -139,7 +145,8 @@ class Cast(Expr):
     _children = ("value",)
 
     def __post_init__(self):
-        _check(self.type.lanes == self.value.type.lanes, f"Cast {self.value.type} to {self.type}")
+        if self.type.lanes != self.value.type.lanes:
+            _fail(f"Cast {self.value.type} to {self.type}")
 
 
 @_node
@@ -149,27 +156,51 @@ class Reinterpret(Expr):
     _children = ("value",)
 
     def __post_init__(self):
-        _check(
-            self.type.bits * self.type.lanes == self.value.type.bits * self.value.type.lanes,
-            f"reinterpret {self.value.type} as {self.type}: sizes differ",
-        )
+        if self.type.bits * self.type.lanes != self.value.type.bits * self.value.type.lanes:
+            _fail(f"reinterpret {self.value.type} as {self.type}: sizes differ")
 
 
 # ---------------------------------------------------------------- arithmetic and logic
-class BinaryOp(Expr):
+class _DerivedType(Expr):
+    """An Expr whose type follows from its operands: worked out once, when the node is built.
+
+    (Asked for again at every level, the type of a chain of arithmetic walked down the whole
+    chain each time.) The cache is not a dataclass field, so equality, hashing and the printed
+    form are unchanged; pickle and copy keep only the fields, so a restored node works it out
+    again on first use."""
+
+    __slots__ = ("_type",)
+
+    def _derive_type(self) -> Type:
+        raise NotImplementedError
+
+    @property
+    def type(self) -> Type:
+        try:
+            return self._type
+        except AttributeError:
+            t = self._derive_type()
+            object.__setattr__(self, "_type", t)
+            return t
+
+
+class BinaryOp(_DerivedType):
     __slots__ = ()
     _children = ("a", "b")
     symbol = "?"
 
     def __post_init__(self):
-        _check(
-            self.a.type == self.b.type,
-            f"{type(self).__name__} of mismatched types {self.a.type} and {self.b.type}",
-        )
+        ta, tb = self.a.type, self.b.type
+        if ta != tb:
+            _fail(f"{type(self).__name__} of mismatched types {ta} and {tb}")
+        object.__setattr__(self, "_type", self._result_type(ta))
 
-    @property
-    def type(self) -> Type:
-        return self.a.type
+    @staticmethod
+    def _result_type(operand_type: Type) -> Type:
+        return operand_type
+
+    def _derive_type(self) -> Type:
+        return self._result_type(self.a.type)
 
 
 def _binop(name: str, symbol: str):
@@ -190,9 +221,9 @@ Max = _binop("Max", "max")
 class CompareOp(BinaryOp):
     __slots__ = ()
 
-    @property
-    def type(self) -> Type:
-        return Bool(self.a.type.lanes)
+    @staticmethod
+    def _result_type(operand_type: Type) -> Type:
+        return _BOOL if operand_type.lanes == 1 else Bool(operand_type.lanes)
 
 
 def _cmpop(name: str, symbol: str):
@@ -214,7 +245,8 @@ class LogicalOp(BinaryOp):
 
     def __post_init__(self):
         BinaryOp.__post_init__(self)
-        _check(self.a.type.is_bool(), f"{type(self).__name__} of non-boolean {self.a.type}")
+        if not self._type.is_bool():
+            _fail(f"{type(self).__name__} of non-boolean {self._type}")
 
 
 def _logop(name: str, symbol: str):
@@ -228,38 +260,37 @@ Or = _logop("Or", "||")
 
 
 @_node
-class Not(Expr):
+class Not(_DerivedType):
     a: Expr
     _children = ("a",)
 
     def __post_init__(self):
-        _check(self.a.type.is_bool(), f"Not of non-boolean {self.a.type}")
+        if not self.a.type.is_bool():
+            _fail(f"Not of non-boolean {self.a.type}")
+        object.__setattr__(self, "_type", self.a.type)
 
-    @property
-    def type(self) -> Type:
+    def _derive_type(self) -> Type:
         return self.a.type
 
 
 @_node
-class Select(Expr):
+class Select(_DerivedType):
     condition: Expr
     true_value: Expr
     false_value: Expr
     _children = ("condition", "true_value", "false_value")
 
     def __post_init__(self):
-        _check(self.condition.type.is_bool(), f"Select condition of type {self.condition.type}")
-        _check(
-            self.true_value.type == self.false_value.type,
-            f"Select of mismatched types {self.true_value.type} and {self.false_value.type}",
-        )
-        _check(
-            self.condition.type.lanes in (1, self.true_value.type.lanes),
-            "Select condition lanes do not match",
-        )
+        ct, t = self.condition.type, self.true_value.type
+        if not ct.is_bool():
+            _fail(f"Select condition of type {ct}")
+        if t != self.false_value.type:
+            _fail(f"Select of mismatched types {t} and {self.false_value.type}")
+        if ct.lanes != 1 and ct.lanes != t.lanes:
+            _fail("Select condition lanes do not match")
+        object.__setattr__(self, "_type", t)
 
-    @property
-    def type(self) -> Type:
+    def _derive_type(self) -> Type:
         return self.true_value.type
 
 
@@ -275,35 +306,38 @@ class Load(Expr):
     _children = ("index", "predicate")
 
     def __post_init__(self):
-        _check(self.index.type.lanes == self.type.lanes, f"Load {self.name}: index lanes differ")
+        if self.index.type.lanes != self.type.lanes:
+            _fail(f"Load {self.name}: index lanes differ")
 
 
 @_node
-class Ramp(Expr):
+class Ramp(_DerivedType):
     base: Expr
     stride: Expr
     lanes: int
     _children = ("base", "stride")
 
     def __post_init__(self):
-        _check(self.base.type == self.stride.type and self.base.type.is_scalar(), "bad Ramp")
+        if not (self.base.type == self.stride.type and self.base.type.is_scalar()):
+            _fail("bad Ramp")
+        object.__setattr__(self, "_type", self._derive_type())
 
-    @property
-    def type(self) -> Type:
+    def _derive_type(self) -> Type:
         return self.base.type.with_lanes(self.lanes * self.base.type.lanes)
 
 
 @_node
-class Broadcast(Expr):
+class Broadcast(_DerivedType):
     value: Expr
     lanes: int
     _children = ("value",)
 
     def __post_init__(self):
-        _check(self.value.type.is_scalar(), "Broadcast of a vector")
+        if not self.value.type.is_scalar():
+            _fail("Broadcast of a vector")
+        object.__setattr__(self, "_type", self._derive_type())
 
-    @property
-    def type(self) -> Type:
+    def _derive_type(self) -> Type:
         return self.value.type.with_lanes(self.lanes)
 
 
@@ -327,14 +361,16 @@ class Call(Expr):
 
 
 @_node
-class Let(Expr):
+class Let(_DerivedType):
     name: str
     value: Expr
     body: Expr
     _children = ("value", "body")
 
-    @property
-    def type(self) -> Type:
+    def __post_init__(self):
+        object.__setattr__(self, "_type", self.body.type)
+
+    def _derive_type(self) -> Type:
         return self.body.type
 
 
@@ -385,7 +421,8 @@ class For(Stmt):
     _children = ("min", "extent", "body")
 
     def __post_init__(self):
-        _check(self.min.type == Int(32) and self.extent.type == Int(32), f"For {self.name}: bounds not int32")
+        if not (self.min.type == _INT32 and self.extent.type == _INT32):
+            _fail(f"For {self.name}: bounds not int32")
 
 
 @_node

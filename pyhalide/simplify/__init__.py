@@ -313,6 +313,16 @@ _FOLDABLE = (ir.BinaryOp,)
 
 _INT32_RANGE = (-(2**31), 2**31 - 1)
 
+# Simplified forms of expressions outside any loop ranges, shared by every Simplify: lowering
+# simplifies the same subexpressions again and again (each bounds query substitutes lets, already
+# simplified, into expressions and simplifies the result). Keyed by id; each entry keeps its key
+# alive, so an id stays unique while it is remembered. A result is also its own entry: the
+# simplifier's results are fixed points, so a simplified value substituted into a larger
+# expression is not walked again. Cleared when it grows past _MEMO_LIMIT (only speed depends on
+# what it holds).
+_MEMO: dict[int, tuple[ir.Expr, ir.Expr]] = {}
+_MEMO_LIMIT = 1 << 18
+
 
 class Simplify(IRMutator):
     """Rules plus what the enclosing loops say: inside a loop with constant bounds (and lets of
@@ -421,10 +431,15 @@ class Simplify(IRMutator):
         return super().mutate(node)
 
     def simplify_expr(self, e):
-        hit = self.cache.get((id(e), self.scope))
+        if self.scope:
+            key, memo = (id(e), self.scope), self.cache
+        else:
+            key, memo = id(e), _MEMO
+        hit = memo.get(key)
         if hit is not None and hit[0] is e:
             return hit[1]
         result = e
+        fixed_point = False
         for _ in range(64):
             result = map_children(result, self.simplify_expr)
             if isinstance(result, _FOLDABLE):
@@ -440,9 +455,17 @@ class Simplify(IRMutator):
             if new is None and self.ranges and isinstance(result, ir.Min | ir.Max):
                 new = self._settle_min_max(result)
             if new is None or new is result:
+                fixed_point = True  # no rule applies to it, and its children are simplified
                 break
             result = new
-        self.cache[(id(e), self.scope)] = (e, result)  # keeps e alive, so its id stays unique
+        if memo is _MEMO:
+            if len(_MEMO) > _MEMO_LIMIT:
+                _MEMO.clear()
+            _MEMO[key] = (e, result)
+            if fixed_point:
+                _MEMO[id(result)] = (result, result)
+        else:
+            memo[key] = (e, result)  # keeps e alive, so its id stays unique
         return result
 
     # ---- statements
