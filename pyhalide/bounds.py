@@ -74,9 +74,15 @@ def _fits(t, iv: Interval) -> bool:
 
 
 class _Bounds:
+    """Intervals of expressions over one scope (which must not change while this is in use).
+
+    Intervals are remembered per node (by id, keeping the node alive): the expressions analysed
+    are DAGs whose shared subtrees would otherwise be analysed once per path to them."""
+
     def __init__(self, scope: dict[str, Interval]):
         self.scope = scope
         self._fixed: dict[int, tuple] = {}
+        self._memo: dict[int, tuple] = {}
 
     def _is_fixed(self, e) -> bool:
         """e uses no variable of the scope, so its interval is the single value e itself."""
@@ -96,6 +102,14 @@ class _Bounds:
         return hit
 
     def of(self, e: ir.Expr) -> Interval:
+        hit = self._memo.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        iv = self._of(e)
+        self._memo[id(e)] = (e, iv)
+        return iv
+
+    def _of(self, e: ir.Expr) -> Interval:
         if self._is_fixed(e):
             return Interval.point(e)
         method = getattr(self, "b_" + type(e).__name__, None)
@@ -488,7 +502,7 @@ class _BoxCollector(IRVisitor):
             return
         # variables the condition constrains become intervals for the then-branch
         saved_lets, saved_scope = dict(self.lets), dict(self.scope)
-        b = _Bounds(self.scope)
+        b = _Bounds(saved_scope)  # let values are expanded: they name no other let
         for v in free_variables(s.condition):
             if v in self.lets:
                 value = self.lets.pop(v)

@@ -55,8 +55,17 @@ def children(node: ir.Node):
     return out
 
 
+def _unchanged(node):
+    return node
+
+
 class IRMutator:
-    """Base class for passes: override visit_<NodeClass>(self, node) for the nodes you rewrite."""
+    """Base class for passes: override visit_<NodeClass>(self, node) for the nodes you rewrite.
+
+    A pass that rewrites statements only sets `statements_only = True`: expressions are then
+    returned as they are, without walking them (they are most of the IR)."""
+
+    statements_only = False
 
     def __init__(self):
         self._dispatch: dict[type, Callable] = {}
@@ -67,7 +76,10 @@ class IRMutator:
         cls = type(node)
         method = self._dispatch.get(cls)
         if method is None:
-            method = getattr(self, "visit_" + cls.__name__, None) or self.default
+            if self.statements_only and issubclass(cls, ir.Expr):
+                method = _unchanged
+            else:
+                method = getattr(self, "visit_" + cls.__name__, None) or self.default
             self._dispatch[cls] = method
         return method(node)
 

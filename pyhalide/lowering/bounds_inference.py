@@ -81,6 +81,8 @@ class _InsertAtLoopTop(IRMutator):
     name its consumers' bounds instead of repeating their expressions, which keeps the IR linear
     in the number of stages."""
 
+    statements_only = True
+
     def __init__(self, loop: ir.For, lets, checks):
         super().__init__()
         self.loop, self.lets, self.checks = loop, lets, checks

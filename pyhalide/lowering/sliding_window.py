@@ -37,6 +37,8 @@ class Window:
 
 
 class _Slide(IRMutator):
+    statements_only = True  # it rewrites lets of bounds
+
     def __init__(self, f, windows: list[Window]):
         super().__init__()
         self.f = f
@@ -69,8 +71,9 @@ class _Slide(IRMutator):
     def visit_LetStmt(self, s):
         if not self.inside:
             return self.default(s)
-        # promises only help bounds inference; the arithmetic itself is what cancels here
-        expanded = simplify(strip_promises(substitute(self.lets, s.value)))
+        # promises only help bounds inference; the arithmetic itself is what cancels here (the
+        # values in self.lets are stripped already, so only this let's own value needs it)
+        expanded = simplify(substitute(self.lets, strip_promises(s.value)))
         value = s.value
         slid = self._slide(s.name)
         if slid is not None:

@@ -31,6 +31,7 @@ class _CallsOutsideConsume(IRVisitor):
 
 
 class _Fold(IRMutator):
+    statements_only = True
     def __init__(self, window):
         super().__init__()
         self.window = window
