@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import ir
-from .ir_mutator import IRMutator, IRVisitor, children, free_variables, substitute
+from .ir_mutator import IRMutator, IRVisitor, called_names, children, free_variables, substitute
 from .simplify import simplify
 from .types import Int
 
@@ -413,6 +413,13 @@ class _BoxCollector(IRVisitor):
         self.scope = scope
         self.lets: dict[str, ir.Expr] = {}
         self.box: list[Interval | None] | None = None
+
+    def visit(self, node):
+        # Only calls of `name` in expressions matter (Provides are statements): an expression
+        # that reads no `name` has nothing to add, whatever its lets.
+        if isinstance(node, ir.Expr) and not (self.include_calls and self.name in called_names(node)):
+            return
+        super().visit(node)
 
     def _expand(self, e: ir.Expr) -> ir.Expr:
         return simplify(substitute(self.lets, e)) if self.lets else e

@@ -92,9 +92,12 @@ class IRVisitor:
 
     Subclasses whose result does not depend on where a node sits (collectors of names, calls)
     set `visit_once = True`, so an expression DAG that shares subtrees is walked in linear time.
+    Subclasses that look at statements only set `statements_only = True`: expressions are then
+    not walked at all.
     """
 
     visit_once = False
+    statements_only = False
 
     def __init__(self):
         self._dispatch: dict[type, Callable] = {}
@@ -112,75 +115,152 @@ class IRVisitor:
         cls = type(node)
         method = self._dispatch.get(cls)
         if method is None:
-            method = getattr(self, "visit_" + cls.__name__, None) or self.visit_children
+            if self.statements_only and issubclass(cls, ir.Expr):
+                method = _unchanged
+            else:
+                method = getattr(self, "visit_" + cls.__name__, None) or self.visit_children
             self._dispatch[cls] = method
         method(node)
 
     def visit_children(self, node):
-        for c in children(node):
-            self.visit(c)
+        for name in node._children:
+            value = getattr(node, name)
+            if isinstance(value, ir.Node):
+                self.visit(value)
+            elif isinstance(value, tuple):
+                self._visit_all(value)
+
+    def _visit_all(self, values: tuple):
+        for v in values:
+            if isinstance(v, ir.Node):
+                self.visit(v)
+            elif isinstance(v, tuple):  # the (min, extent) pairs of a Realize
+                self._visit_all(v)
+
+
+class _Substitute(IRMutator):
+    def __init__(self, repl: dict[str, ir.Expr]):
+        super().__init__()
+        self.repl = repl
+        self.memo: dict[int, tuple] = {}
+
+    def mutate(self, node):
+        if not isinstance(node, ir.Expr):
+            return super().mutate(node)
+        # a node's result depends only on it and repl: share work on expression DAGs, and leave
+        # alone what uses none of the names replaced
+        hit = self.memo.get(id(node))
+        if hit is not None:
+            return hit[1]
+        if self.repl.keys().isdisjoint(expr_free_variables(node)):
+            result = node
+        else:
+            result = super().mutate(node)
+        self.memo[id(node)] = (node, result)
+        return result
+
+    def visit_Variable(self, v):
+        r = self.repl.get(v.name)
+        return v if r is None else r
+
+    def _scoped(self, node, name, fields_before, body_field):
+        if name not in self.repl:
+            return self.default(node)
+        values = {f: self.mutate(getattr(node, f)) for f in fields_before}
+        inner = _Substitute({k: v for k, v in self.repl.items() if k != name})
+        body = inner.mutate(getattr(node, body_field))
+        new = dict(values, **{body_field: body})
+        if all(new[f] is getattr(node, f) for f in new):
+            return node
+        return type(node)(*[new.get(f, getattr(node, f)) for f in node.__dataclass_fields__])
+
+    def visit_Let(self, n):
+        return self._scoped(n, n.name, ("value",), "body")
+
+    def visit_LetStmt(self, n):
+        return self._scoped(n, n.name, ("value",), "body")
+
+    def visit_For(self, n):
+        return self._scoped(n, n.name, ("min", "extent"), "body")
 
 
 def substitute(replacements: dict[str, ir.Expr], node):
     """Replace free Variables by name; respects shadowing by Let/LetStmt/For."""
     if not replacements:
         return node
+    return _Substitute(replacements).mutate(node)
 
-    class Substitute(IRMutator):
-        def __init__(self, repl):
-            super().__init__()
-            self.repl = repl
-            self.memo: dict[int, tuple] = {}
 
-        def mutate(self, node):
-            # a node's result depends only on it and repl: share work on expression DAGs
-            if not isinstance(node, ir.Expr):
-                return super().mutate(node)
-            hit = self.memo.get(id(node))
-            if hit is not None:
-                return hit[1]
-            result = super().mutate(node)
-            self.memo[id(node)] = (node, result)
-            return result
+# Per-expression summaries that lowering asks for again and again (which variables an expression
+# uses, which Funcs and images it reads), shared by all passes: by id, each entry keeping its
+# node alive so that its id stays unique; cleared when it grows past _MEMO_LIMIT.
+_MEMO_LIMIT = 1 << 18
+_FREE: dict[int, tuple] = {}
+_CALLED: dict[int, tuple] = {}
+_NONE: frozenset = frozenset()
 
-        def visit_Variable(self, v):
-            r = self.repl.get(v.name)
-            return v if r is None else r
 
-        def _scoped(self, node, name, fields_before, body_field):
-            if name not in self.repl:
-                return self.default(node)
-            values = {f: self.mutate(getattr(node, f)) for f in fields_before}
-            inner = Substitute({k: v for k, v in self.repl.items() if k != name})
-            body = inner.mutate(getattr(node, body_field))
-            new = dict(values, **{body_field: body})
-            if all(new[f] is getattr(node, f) for f in new):
-                return node
-            return type(node)(*[new.get(f, getattr(node, f)) for f in node.__dataclass_fields__])
+def _union_of_children(e, of) -> frozenset:
+    result = _NONE
+    for c in children(e):
+        names = of(c)
+        if names and not names <= result:
+            result = names if not result else result | names
+    return result
 
-        def visit_Let(self, n):
-            return self._scoped(n, n.name, ("value",), "body")
 
-        def visit_LetStmt(self, n):
-            return self._scoped(n, n.name, ("value",), "body")
+def _remember(memo: dict, node, value):
+    if len(memo) > _MEMO_LIMIT:
+        memo.clear()
+    memo[id(node)] = (node, value)
+    return value
 
-        def visit_For(self, n):
-            return self._scoped(n, n.name, ("min", "extent"), "body")
 
-    return Substitute(replacements).mutate(node)
+def expr_free_variables(e: ir.Expr) -> frozenset:
+    """The names of the Variables in expression e (a name a Let inside binds included)."""
+    hit = _FREE.get(id(e))
+    if hit is not None and hit[0] is e:
+        return hit[1]
+    if isinstance(e, ir.Variable):
+        names = frozenset((e.name,))
+    else:
+        names = _union_of_children(e, expr_free_variables)
+    return _remember(_FREE, e, names)
+
+
+def called_names(e: ir.Expr) -> frozenset:
+    """The names of the Funcs and images that expression e reads (HALIDE and IMAGE calls)."""
+    hit = _CALLED.get(id(e))
+    if hit is not None and hit[0] is e:
+        return hit[1]
+    names = _union_of_children(e, called_names)
+    if isinstance(e, ir.Call) and e.call_type in (ir.HALIDE, ir.IMAGE):
+        names = names | {e.name}
+    return _remember(_CALLED, e, names)
+
+
+class _CollectFree(IRVisitor):
+    visit_once = True
+
+    def __init__(self, names: set[str]):
+        super().__init__()
+        self.names = names
+
+    def visit(self, node):
+        if isinstance(node, ir.Expr):
+            self.names |= expr_free_variables(node)
+        else:
+            super().visit(node)
 
 
 def free_variables(node) -> set[str]:
     """Names of Variables used in node (bound names inside are still included; callers beware)."""
+    if node is None:
+        return set()
+    if isinstance(node, ir.Expr):
+        return set(expr_free_variables(node))
     names: set[str] = set()
-
-    class Collect(IRVisitor):
-        visit_once = True
-
-        def visit_Variable(self, v):
-            names.add(v.name)
-
-    Collect().visit(node)
+    _CollectFree(names).visit(node)
     return names
 
 

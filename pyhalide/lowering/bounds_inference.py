@@ -15,7 +15,7 @@ from __future__ import annotations
 from .. import ir
 from ..bounds import Interval, box_touched
 from ..errors import CompileError
-from ..ir_mutator import IRMutator, IRVisitor
+from ..ir_mutator import IRMutator, IRVisitor, called_names
 from ..simplify import simplify
 from ..types import Int
 from .environment import compute_level
@@ -53,6 +53,8 @@ def _is_compute_block(s, name: str) -> bool:
 class _ComputeSites(IRVisitor):
     """Find f's `produce; consume` blocks and compute f's bounds at each, noting the innermost
     loop around it (None at root), where the lets will go."""
+
+    statements_only = True
 
     def __init__(self, f, env):
         super().__init__()
@@ -186,6 +188,11 @@ class _CallsOutside(IRVisitor):
     def __init__(self, name: str):
         super().__init__()
         self.name, self.depth, self.found = name, 0, False
+
+    def visit(self, node):
+        if isinstance(node, ir.Expr) and self.name not in called_names(node):
+            return
+        super().visit(node)
 
     def visit_Realize(self, r):
         if r.name == self.name:
