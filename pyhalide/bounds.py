@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import ir
-from .ir_mutator import IRMutator, IRVisitor, called_names, children, free_variables, substitute
+from .ir_mutator import IRMutator, IRVisitor, children, expr_free_variables, free_variables, substitute, touched_names
 from .simplify import simplify
 from .types import Int
 
@@ -394,13 +394,52 @@ def bounds_of_expr(e: ir.Expr, scope: dict[str, Interval] | None = None) -> Inte
     return _Bounds(scope or {}).of(e)
 
 
+class _Let:
+    """A let met inside the analysed statement, expanded only if something needs its value.
+
+    Its expansion is its value with the lets it names substituted by their own expansions (as
+    they were bound where it is defined: `deps`), then simplified if any let was in scope there.
+    """
+
+    __slots__ = ("value", "deps", "simplified", "expanded")
+
+    def __init__(self, value: ir.Expr, lets: dict):
+        self.value = value
+        self.deps = {n: lets[n] for n in expr_free_variables(value) if n in lets}
+        self.simplified = bool(lets)
+        self.expanded = None
+
+    def expand(self) -> ir.Expr:
+        # depth first without recursion: a chain of lets can be as long as the pipeline is deep
+        stack = [self]
+        while stack:
+            let = stack[-1]
+            if let.expanded is not None:
+                stack.pop()
+                continue
+            waiting = [d for d in let.deps.values() if d.expanded is None]
+            if waiting:
+                stack.extend(waiting)
+                continue
+            stack.pop()
+            let.expanded = _expanded(let.value, let.deps, let.simplified)
+        return self.expanded
+
+
+def _expanded(e: ir.Expr, deps: dict, simplified: bool) -> ir.Expr:
+    if not simplified:
+        return e
+    return simplify(substitute({n: d.expanded for n, d in deps.items()}, e))
+
+
 class _BoxCollector(IRVisitor):
     """Union of the coordinates at which `name` is called (and, optionally, provided) in a Stmt.
 
     Lets inside the statement are substituted by their values (simplified), not by intervals,
     so that correlated bounds cancel (a loop over [0, max - min] with max = min + 15 has 16
     iterations, not an interval's worth of uncertainty); loops become intervals over the
-    symbols outside the statement.
+    symbols outside the statement. Only what leads to a use of `name` is analysed: other
+    subtrees are skipped, and a let's value is expanded only when something needs it.
     """
 
     def __init__(self, name: str, include_provides: bool, include_calls: bool, scope: dict[str, Interval],
@@ -411,18 +450,26 @@ class _BoxCollector(IRVisitor):
         self.include_provides = include_provides
         self.include_calls = include_calls
         self.scope = scope
-        self.lets: dict[str, ir.Expr] = {}
+        self.lets: dict[str, _Let] = {}
         self.box: list[Interval | None] | None = None
 
     def visit(self, node):
-        # Only calls of `name` in expressions matter (Provides are statements): an expression
-        # that reads no `name` has nothing to add, whatever its lets.
-        if isinstance(node, ir.Expr) and not (self.include_calls and self.name in called_names(node)):
+        # Only uses of `name` add to the box (calls in expressions, Provides): a subtree without
+        # one has nothing to add, whatever its lets and loops.
+        if node is None or self.name not in touched_names(node):
+            return
+        if isinstance(node, ir.Expr) and not self.include_calls:
             return
         super().visit(node)
 
     def _expand(self, e: ir.Expr) -> ir.Expr:
-        return simplify(substitute(self.lets, e)) if self.lets else e
+        """e with the lets in scope substituted (simplified), or e itself if there are none."""
+        if not self.lets:
+            return e
+        deps = {n: self.lets[n] for n in expr_free_variables(e) if n in self.lets}
+        for let in deps.values():
+            let.expand()
+        return _expanded(e, deps, True)
 
     def _add(self, args):
         b = _Bounds(self.scope)
@@ -452,7 +499,7 @@ class _BoxCollector(IRVisitor):
 
     def _with_let(self, name, value, body):
         saved_let, saved_iv = self.lets.get(name), self.scope.pop(name, None)
-        self.lets[name] = self._expand(value)
+        self.lets[name] = _Let(value, self.lets)
         self.visit(body)
         self._restore(name, saved_let, saved_iv)
 
@@ -512,7 +559,7 @@ class _BoxCollector(IRVisitor):
         b = _Bounds(saved_scope)  # let values are expanded: they name no other let
         for v in free_variables(s.condition):
             if v in self.lets:
-                value = self.lets.pop(v)
+                value = self.lets.pop(v).expand()
                 self.scope[v] = b.of(value)
         narrowed = _narrow(self.scope, s.condition)
         if narrowed is not None:

@@ -239,6 +239,19 @@ def called_names(e: ir.Expr) -> frozenset:
     return _remember(_CALLED, e, names)
 
 
+def touched_names(node: ir.Node) -> frozenset:
+    """The names of the Funcs and images that node reads (HALIDE and IMAGE calls) or provides."""
+    if isinstance(node, ir.Expr):
+        return called_names(node)
+    hit = _CALLED.get(id(node))
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    names = _union_of_children(node, touched_names)
+    if isinstance(node, ir.Provide):
+        names = names | {node.name}
+    return _remember(_CALLED, node, names)
+
+
 class _CollectFree(IRVisitor):
     visit_once = True
 
