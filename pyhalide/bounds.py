@@ -36,6 +36,9 @@ class Interval:
         return self.min is not None and (self.min is self.max or self.min == self.max)
 
 
+_ONE = ir.make_const(Int(32), 1)
+
+
 def _min(a, b):
     if a is None or b is None:
         return None
@@ -368,6 +371,16 @@ class _SettleChoices(IRMutator):
     def __init__(self, scope):
         super().__init__()
         self.bounds = _Bounds(scope)
+        self.memo: dict[int, tuple] = {}
+
+    def mutate(self, node):
+        # the result depends only on the node (the scope is fixed): shared subtrees settle once
+        hit = self.memo.get(id(node))
+        if hit is not None:
+            return hit[1]
+        result = super().mutate(node)
+        self.memo[id(node)] = (node, result)  # keeps node alive, so its id stays unique
+        return result
 
     def visit_Select(self, e):
         taken = self.bounds.decide(e.condition)
@@ -426,10 +439,29 @@ class _Let:
         return self.expanded
 
 
+# Expansions already made, shared by every box collection: the same lets are met again by each
+# Func's collection over the same statement. Keyed by the ids of the value and of the expansions
+# substituted into it; each entry keeps those alive, so the ids stay unique while remembered.
+_EXPANSIONS: dict[tuple, tuple] = {}
+_EXPANSIONS_LIMIT = 1 << 16
+
+
 def _expanded(e: ir.Expr, deps: dict, simplified: bool) -> ir.Expr:
+    """e with the expansions of the lets it names substituted, simplified (unless simplified is
+    False: no let was in scope, and e is left as it is)."""
     if not simplified:
         return e
-    return simplify(substitute({n: d.expanded for n, d in deps.items()}, e))
+    names = sorted(deps)
+    values = tuple(deps[n].expanded for n in names)
+    key = (id(e), *names, *map(id, values))
+    hit = _EXPANSIONS.get(key)
+    if hit is not None and hit[0] is e and all(a is b for a, b in zip(hit[1], values)):
+        return hit[2]
+    result = simplify(substitute(dict(zip(names, values)), e))
+    if len(_EXPANSIONS) > _EXPANSIONS_LIMIT:
+        _EXPANSIONS.clear()
+    _EXPANSIONS[key] = (e, values, result)
+    return result
 
 
 class _BoxCollector(IRVisitor):
@@ -508,7 +540,11 @@ class _BoxCollector(IRVisitor):
         self.visit(s.extent)
         b = _Bounds(self.scope)
         lo_e = self._expand(s.min)
-        last_e = self._expand(ir.Sub(ir.Add(s.min, s.extent), ir.make_const(Int(32), 1)))
+        if self.lets:
+            # the simplifier works bottom up, so this is the expansion of min + extent - 1
+            last_e = simplify(ir.Sub(ir.Add(lo_e, self._expand(s.extent)), _ONE))
+        else:
+            last_e = ir.Sub(ir.Add(s.min, s.extent), _ONE)
         iv = Interval(b.of(lo_e).min, b.of(last_e).max)
         saved_let, saved_iv = self.lets.pop(s.name, None), self.scope.get(s.name)
         self.scope[s.name] = iv

@@ -25,6 +25,10 @@ def _map_field(value, fn):
 
 def map_children(node: ir.Node, fn: Callable[[ir.Node], ir.Node]) -> ir.Node:
     """Apply fn to each direct child; rebuild the node only if some child changed."""
+    if isinstance(node, ir.BinaryOp):  # most nodes: their fields are just (a, b)
+        a, b = node.a, node.b
+        new_a, new_b = fn(a), fn(b)
+        return node if new_a is a and new_b is b else type(node)(new_a, new_b)
     changed = {}
     for name in node._children:
         old = getattr(node, name)
@@ -39,20 +43,26 @@ def map_children(node: ir.Node, fn: Callable[[ir.Node], ir.Node]) -> ir.Node:
     return type(node)(*values)
 
 
-def children(node: ir.Node):
+def children(node: ir.Node) -> list:
     """The direct sub-nodes of a node, in field order."""
-    out = []
+    if isinstance(node, ir.BinaryOp):
+        return [node.a, node.b]
+    out: list = []
+    for name in node._children:
+        value = getattr(node, name)
+        if isinstance(value, ir.Node):
+            out.append(value)
+        elif isinstance(value, tuple):
+            _collect_nodes(value, out)
+    return out
 
-    def collect(v):
+
+def _collect_nodes(values: tuple, out: list) -> None:
+    for v in values:
         if isinstance(v, ir.Node):
             out.append(v)
         elif isinstance(v, tuple):
-            for x in v:
-                collect(x)
-
-    for name in node._children:
-        collect(getattr(node, name))
-    return out
+            _collect_nodes(v, out)
 
 
 def _unchanged(node):
