@@ -407,19 +407,20 @@ def bounds_of_expr(e: ir.Expr, scope: dict[str, Interval] | None = None) -> Inte
     return _Bounds(scope or {}).of(e)
 
 
-class _Let:
-    """A let met inside the analysed statement, expanded only if something needs its value.
+class LazyLet:
+    """A let met inside an analysed statement, expanded only if something needs its value.
 
     Its expansion is its value with the lets it names substituted by their own expansions (as
-    they were bound where it is defined: `deps`), then simplified if any let was in scope there.
+    they were bound where it is defined: `deps`), then simplified, unless `simplified` is False
+    (the value is then used as it is).
     """
 
     __slots__ = ("value", "deps", "simplified", "expanded")
 
-    def __init__(self, value: ir.Expr, lets: dict):
+    def __init__(self, value: ir.Expr, lets: dict[str, LazyLet], simplified: bool):
         self.value = value
         self.deps = {n: lets[n] for n in expr_free_variables(value) if n in lets}
-        self.simplified = bool(lets)
+        self.simplified = simplified
         self.expanded = None
 
     def expand(self) -> ir.Expr:
@@ -482,7 +483,7 @@ class _BoxCollector(IRVisitor):
         self.include_provides = include_provides
         self.include_calls = include_calls
         self.scope = scope
-        self.lets: dict[str, _Let] = {}
+        self.lets: dict[str, LazyLet] = {}
         self.box: list[Interval | None] | None = None
 
     def visit(self, node):
@@ -531,7 +532,7 @@ class _BoxCollector(IRVisitor):
 
     def _with_let(self, name, value, body):
         saved_let, saved_iv = self.lets.get(name), self.scope.pop(name, None)
-        self.lets[name] = _Let(value, self.lets)
+        self.lets[name] = LazyLet(value, self.lets, simplified=bool(self.lets))
         self.visit(body)
         self._restore(name, saved_let, saved_iv)
 

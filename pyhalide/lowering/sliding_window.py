@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import ir
-from ..bounds import Interval, bounds_of_expr, settle_choices
-from ..ir_mutator import IRMutator, free_variables, substitute
+from ..bounds import Interval, LazyLet, bounds_of_expr, settle_choices
+from ..ir_mutator import IRMutator, free_variables, substitute, touched_names
 from ..simplify import simplify
 from ..types import Int
 from .strip_promises import strip_promises
@@ -45,7 +45,12 @@ class _Slide(IRMutator):
         self.windows = windows
         self.inside = False
         self.loops: list[ir.For] = []
-        self.lets: dict[str, ir.Expr] = {}
+        self.lets: dict[str, LazyLet] = {}  # expanded (simplified) only where _slide asks
+
+    def mutate(self, node):
+        if not self.inside and node is not None and self.f.name() not in touched_names(node):
+            return node  # f's Realize is not in there
+        return super().mutate(node)
 
     def visit_Realize(self, r):
         if r.name != self.f.name() or self.inside:
@@ -73,7 +78,7 @@ class _Slide(IRMutator):
             return self.default(s)
         # promises only help bounds inference; the arithmetic itself is what cancels here (the
         # values in self.lets are stripped already, so only this let's own value needs it)
-        expanded = simplify(substitute(self.lets, strip_promises(s.value)))
+        expanded = LazyLet(strip_promises(s.value), self.lets, simplified=True)
         value = s.value
         slid = self._slide(s.name)
         if slid is not None:
@@ -84,6 +89,10 @@ class _Slide(IRMutator):
         if value is s.value and body is s.body:
             return s
         return ir.LetStmt(s.name, value, body)
+
+    def _expansion(self, name: str) -> ir.Expr | None:
+        let = self.lets.get(name)
+        return None if let is None else let.expand()
 
     def _slide(self, let_name: str):
         f = self.f
@@ -104,15 +113,15 @@ class _Slide(IRMutator):
                sp.tail not in ("GuardWithIf", "PredicateLoads", "PredicateStores")
                for sp in f._schedule.stages[0].splits):
             return None
-        lo_e = self.lets.get(f"{f.name()}.{var}.min")
-        hi_e = self.lets.get(f"{f.name()}.{var}.max")
+        lo_e = self._expansion(f"{f.name()}.{var}.min")
+        hi_e = self._expansion(f"{f.name()}.{var}.max")
         if lo_e is None or hi_e is None or loop.name not in free_variables(hi_e):
             return None
         for other in f._pure_args:  # the rest of the region must not move with the loop
             if other == var:
                 continue
             for which in ("min", "max"):
-                e = self.lets.get(f"{f.name()}.{other}.{which}")
+                e = self._expansion(f"{f.name()}.{other}.{which}")
                 if e is None or loop.name in free_variables(e):
                     return None
         prev = {loop.name: ir.Sub(ir.Variable(loop.name, _I32), ir.make_const(_I32, 1))}
