@@ -148,7 +148,10 @@ class IRVisitor:
                 self._visit_all(v)
 
 
-class _Substitute(IRMutator):
+class Substitution(IRMutator):
+    """Replace free Variables by name (see substitute); one instance may substitute into many
+    nodes under the same replacements, sharing its work on what they have in common."""
+
     def __init__(self, repl: dict[str, ir.Expr]):
         super().__init__()
         self.repl = repl
@@ -177,7 +180,7 @@ class _Substitute(IRMutator):
         if name not in self.repl:
             return self.default(node)
         values = {f: self.mutate(getattr(node, f)) for f in fields_before}
-        inner = _Substitute({k: v for k, v in self.repl.items() if k != name})
+        inner = Substitution({k: v for k, v in self.repl.items() if k != name})
         body = inner.mutate(getattr(node, body_field))
         new = dict(values, **{body_field: body})
         if all(new[f] is getattr(node, f) for f in new):
@@ -198,7 +201,7 @@ def substitute(replacements: dict[str, ir.Expr], node):
     """Replace free Variables by name; respects shadowing by Let/LetStmt/For."""
     if not replacements:
         return node
-    return _Substitute(replacements).mutate(node)
+    return Substitution(replacements).mutate(node)
 
 
 # Per-expression summaries that lowering asks for again and again (which variables an expression

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 
 from .. import ir
-from ..ir_mutator import IRMutator, free_variables, map_children, substitute
+from ..ir_mutator import IRMutator, Substitution, free_variables, map_children, substitute
 from .fold import fold_binary, fold_cast
 
 
@@ -328,10 +328,16 @@ class Simplify(IRMutator):
     """Rules plus what the enclosing loops say: inside a loop with constant bounds (and lets of
     such loop variables) each integer variable has a constant range, and a min or max whose
     operands' ranges don't overlap is the operand it must pick (as Halide's simplifier does with
-    its bounds of loop variables). Simplified results are cached per range scope."""
+    its bounds of loop variables). Simplified results are cached per range scope.
+
+    Lets with trivial values are substituted as the statements below them are simplified: each
+    expression is substituted just before it is simplified (`subst`, which loops and lets that
+    rebind a name shadow), rather than the whole body at once for every chain of lets."""
 
     def __init__(self):
         super().__init__()
+        self.subst: dict[str, ir.Expr] = {}
+        self._substitution: Substitution | None = None  # for self.subst; None when it changed
         self.cache: dict = {}
         self.ranges: dict[str, tuple[int, int]] = {}
         self.scope = 0  # which set of ranges the cache entries were made under
@@ -427,8 +433,26 @@ class Simplify(IRMutator):
         if node is None:
             return None
         if isinstance(node, ir.Expr):
+            if self.subst:
+                if self._substitution is None:
+                    self._substitution = Substitution(self.subst)
+                node = self._substitution.mutate(node)
             return self.simplify_expr(node)
         return super().mutate(node)
+
+    def _set_subst(self, subst: dict[str, ir.Expr]) -> None:
+        self.subst, self._substitution = subst, None
+
+    def _without(self, name: str, fn):
+        """fn() with `name` no longer substituted (a loop or let binds it again)."""
+        if name not in self.subst:
+            return fn()
+        outer, outer_substitution = self.subst, self._substitution
+        self._set_subst({k: v for k, v in outer.items() if k != name})
+        try:
+            return fn()
+        finally:
+            self.subst, self._substitution = outer, outer_substitution
 
     def simplify_expr(self, e):
         if self.scope:
@@ -478,18 +502,26 @@ class Simplify(IRMutator):
         while isinstance(s, ir.LetStmt):
             chain.append((s.name, s.value))
             s = s.body
-        subst: dict[str, ir.Expr] = {}
+        outer, outer_substitution = self.subst, self._substitution
+        subst = dict(outer)  # the enclosing substitutions, then this chain's
+        self._set_subst(subst)
         kept = []
         ranges: dict[str, tuple[int, int] | None] = {}
-        for name, value in chain:
-            value = self._with_ranges(dict(ranges), lambda v=value: self.mutate(substitute(subst, v)))
-            if _is_simple(value):
-                subst[name] = value
-            else:
-                subst.pop(name, None)
-                kept.append((name, value))
-                ranges[name] = self._with_ranges(dict(ranges), lambda v=value: self.const_range(v))
-        body = self._with_ranges(ranges, lambda: self.mutate(substitute(subst, s)))
+        try:
+            for name, value in chain:
+                value = self._with_ranges(dict(ranges), lambda v=value: self.mutate(v))
+                if _is_simple(value):
+                    subst[name] = value
+                    self._set_subst(subst)
+                else:
+                    if name in subst:  # this let hides an enclosing one
+                        del subst[name]
+                        self._set_subst(subst)
+                    kept.append((name, value))
+                    ranges[name] = self._with_ranges(dict(ranges), lambda v=value: self.const_range(v))
+            body = self._with_ranges(ranges, lambda: self.mutate(s))
+        finally:
+            self.subst, self._substitution = outer, outer_substitution
         used = free_variables(body)
         result = body
         for name, value in reversed(kept):
@@ -505,7 +537,7 @@ class Simplify(IRMutator):
             return ir.make_block([])
         lo_range = self.const_range(lo)
         loop_range = None if lo_range is None or ext is None else (lo_range[0], lo_range[1] + ext - 1)
-        body = self._with_ranges({s.name: loop_range}, lambda: self.mutate(s.body))
+        body = self._without(s.name, lambda: self._with_ranges({s.name: loop_range}, lambda: self.mutate(s.body)))
         if ir.is_no_op(body):
             return body
         if lo is s.min and extent is s.extent and body is s.body:
