@@ -204,22 +204,14 @@ def substitute(replacements: dict[str, ir.Expr], node):
     return Substitution(replacements).mutate(node)
 
 
-# Per-expression summaries that lowering asks for again and again (which variables an expression
-# uses, which Funcs and images it reads), shared by all passes: by id, each entry keeping its
-# node alive so that its id stays unique; cleared when it grows past _MEMO_LIMIT.
+# What lowering asks about an expression again and again (which variables it uses, which Funcs
+# and images it reads, whether it holds a min or max), worked out once per node and shared by all
+# passes: by id, each entry keeping its node alive so that its id stays unique; cleared when it
+# grows past _MEMO_LIMIT.
 _MEMO_LIMIT = 1 << 18
-_FREE: dict[int, tuple] = {}
-_CALLED: dict[int, tuple] = {}
+_SUMMARY: dict[int, tuple] = {}  # id -> (expr, (free variables, called names, has min/max))
+_TOUCHED: dict[int, tuple] = {}  # id -> (stmt, names read or provided)
 _NONE: frozenset = frozenset()
-
-
-def _union_of_children(e, of) -> frozenset:
-    result = _NONE
-    for c in children(e):
-        names = of(c)
-        if names and not names <= result:
-            result = names if not result else result | names
-    return result
 
 
 def _remember(memo: dict, node, value):
@@ -229,40 +221,56 @@ def _remember(memo: dict, node, value):
     return value
 
 
-def expr_free_variables(e: ir.Expr) -> frozenset:
-    """The names of the Variables in expression e (a name a Let inside binds included)."""
-    hit = _FREE.get(id(e))
+def _summary(e: ir.Expr) -> tuple[frozenset, frozenset, bool]:
+    hit = _SUMMARY.get(id(e))
     if hit is not None and hit[0] is e:
         return hit[1]
+    free = called = _NONE
+    minmax = isinstance(e, ir.Min | ir.Max)
     if isinstance(e, ir.Variable):
-        names = frozenset((e.name,))
-    else:
-        names = _union_of_children(e, expr_free_variables)
-    return _remember(_FREE, e, names)
+        free = frozenset((e.name,))
+    for c in children(e):
+        c_free, c_called, c_minmax = _summary(c)
+        if c_free and not c_free <= free:
+            free = c_free if not free else free | c_free
+        if c_called and not c_called <= called:
+            called = c_called if not called else called | c_called
+        minmax = minmax or c_minmax
+    if isinstance(e, ir.Call) and e.call_type in (ir.HALIDE, ir.IMAGE) and e.name not in called:
+        called = called | {e.name}
+    return _remember(_SUMMARY, e, (free, called, minmax))
+
+
+def expr_free_variables(e: ir.Expr) -> frozenset:
+    """The names of the Variables in expression e (a name a Let inside binds included)."""
+    return _summary(e)[0]
 
 
 def called_names(e: ir.Expr) -> frozenset:
     """The names of the Funcs and images that expression e reads (HALIDE and IMAGE calls)."""
-    hit = _CALLED.get(id(e))
-    if hit is not None and hit[0] is e:
-        return hit[1]
-    names = _union_of_children(e, called_names)
-    if isinstance(e, ir.Call) and e.call_type in (ir.HALIDE, ir.IMAGE):
-        names = names | {e.name}
-    return _remember(_CALLED, e, names)
+    return _summary(e)[1]
+
+
+def has_min_max(e: ir.Expr) -> bool:
+    """Whether expression e holds a Min or Max node."""
+    return _summary(e)[2]
 
 
 def touched_names(node: ir.Node) -> frozenset:
     """The names of the Funcs and images that node reads (HALIDE and IMAGE calls) or provides."""
     if isinstance(node, ir.Expr):
         return called_names(node)
-    hit = _CALLED.get(id(node))
+    hit = _TOUCHED.get(id(node))
     if hit is not None and hit[0] is node:
         return hit[1]
-    names = _union_of_children(node, touched_names)
-    if isinstance(node, ir.Provide):
+    names = _NONE
+    for c in children(node):
+        c_names = touched_names(c)
+        if c_names and not c_names <= names:
+            names = c_names if not names else names | c_names
+    if isinstance(node, ir.Provide) and node.name not in names:
         names = names | {node.name}
-    return _remember(_CALLED, node, names)
+    return _remember(_TOUCHED, node, names)
 
 
 class _CollectFree(IRVisitor):

@@ -11,6 +11,21 @@ from ..ir_mutator import IRMutator
 
 
 class _Strip(IRMutator):
+    def __init__(self):
+        super().__init__()
+        self.memo: dict[int, tuple] = {}
+
+    def mutate(self, node):
+        # an expression's result depends on it alone: shared subtrees are stripped once
+        if not isinstance(node, ir.Expr):
+            return super().mutate(node)
+        hit = self.memo.get(id(node))
+        if hit is not None:
+            return hit[1]
+        result = super().mutate(node)
+        self.memo[id(node)] = (node, result)  # keeps node alive, so its id stays unique
+        return result
+
     def visit_Call(self, c):
         if c.call_type == ir.INTRINSIC and c.name == "promise_clamped":
             return self.mutate(c.args[0])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 
 from .. import ir
-from ..ir_mutator import IRMutator, Substitution, free_variables, map_children, substitute
+from ..ir_mutator import IRMutator, Substitution, free_variables, has_min_max, map_children, substitute
 from .fold import fold_binary, fold_cast
 
 
@@ -455,7 +455,9 @@ class Simplify(IRMutator):
             self.subst, self._substitution = outer, outer_substitution
 
     def simplify_expr(self, e):
-        if self.scope:
+        # Loop ranges only ever settle mins and maxes (no rule makes one), so an expression
+        # without any simplifies as it would outside every loop.
+        if self.scope and has_min_max(e):
             key, memo = (id(e), self.scope), self.cache
         else:
             key, memo = id(e), _MEMO
