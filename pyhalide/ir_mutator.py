@@ -65,20 +65,33 @@ def _collect_nodes(values: tuple, out: list) -> None:
             _collect_nodes(v, out)
 
 
-def _unchanged(node):
+def _unchanged(self, node):
     return node
+
+
+def _dispatch_table(cls: type) -> dict[type, Callable]:
+    """Node class -> the function (self, node) that handles it, one table per pass class.
+
+    Shared by all instances and holding plain functions (not bound methods), so a pass object
+    is not in a reference cycle with its own table: lowering makes thousands of short-lived
+    ones, and they are freed as soon as they are done with, not by the cycle collector."""
+    table = cls.__dict__.get("_dispatch_table")
+    if table is None:
+        table = {}
+        cls._dispatch_table = table
+    return table
 
 
 class IRMutator:
     """Base class for passes: override visit_<NodeClass>(self, node) for the nodes you rewrite.
 
-    A pass that rewrites statements only sets `statements_only = True`: expressions are then
-    returned as they are, without walking them (they are most of the IR)."""
+    A pass that rewrites statements only sets `statements_only = True` (on the class):
+    expressions are then returned as they are, without walking them (they are most of the IR)."""
 
     statements_only = False
 
     def __init__(self):
-        self._dispatch: dict[type, Callable] = {}
+        self._dispatch = _dispatch_table(type(self))
 
     def mutate(self, node):
         if node is None:
@@ -89,9 +102,9 @@ class IRMutator:
             if self.statements_only and issubclass(cls, ir.Expr):
                 method = _unchanged
             else:
-                method = getattr(self, "visit_" + cls.__name__, None) or self.default
+                method = getattr(type(self), "visit_" + cls.__name__, None) or type(self).default
             self._dispatch[cls] = method
-        return method(node)
+        return method(self, node)
 
     def default(self, node):
         return map_children(node, self.mutate)
@@ -110,7 +123,7 @@ class IRVisitor:
     statements_only = False
 
     def __init__(self):
-        self._dispatch: dict[type, Callable] = {}
+        self._dispatch = _dispatch_table(type(self))
         self._seen: set[int] = set()
         self._keep: list = []
 
@@ -128,9 +141,9 @@ class IRVisitor:
             if self.statements_only and issubclass(cls, ir.Expr):
                 method = _unchanged
             else:
-                method = getattr(self, "visit_" + cls.__name__, None) or self.visit_children
+                method = getattr(type(self), "visit_" + cls.__name__, None) or type(self).visit_children
             self._dispatch[cls] = method
-        method(node)
+        method(self, node)
 
     def visit_children(self, node):
         for name in node._children:

@@ -365,6 +365,19 @@ class Simplify(IRMutator):
                     self.ranges[n] = v
             self.scope = saved_scope
 
+    def _bind_range(self, name: str, r: tuple[int, int] | None, saved: dict) -> None:
+        """From now on `name` has range r (None: unknown), in a new scope if that changes the
+        ranges; its range before the first such change goes into saved, for restoring."""
+        current = self.ranges.get(name)
+        if r is None and current is None:
+            return
+        saved.setdefault(name, current)
+        if r is None:
+            del self.ranges[name]
+        else:
+            self.ranges[name] = r
+        self.scope = next(self._scopes)
+
     def const_range(self, e) -> tuple[int, int] | None:
         """Constant [lo, hi] of an integer expression under the loop ranges, or None."""
         key = (id(e), self.scope)
@@ -508,10 +521,12 @@ class Simplify(IRMutator):
         subst = dict(outer)  # the enclosing substitutions, then this chain's
         self._set_subst(subst)
         kept = []
-        ranges: dict[str, tuple[int, int] | None] = {}
+        # the ranges of the lets kept so far, in force for the values after them and the body
+        outer_ranges: dict[str, tuple[int, int] | None] = {}
+        outer_scope = self.scope
         try:
             for name, value in chain:
-                value = self._with_ranges(dict(ranges), lambda v=value: self.mutate(v))
+                value = self.mutate(value)
                 if _is_simple(value):
                     subst[name] = value
                     self._set_subst(subst)
@@ -520,10 +535,16 @@ class Simplify(IRMutator):
                         del subst[name]
                         self._set_subst(subst)
                     kept.append((name, value))
-                    ranges[name] = self._with_ranges(dict(ranges), lambda v=value: self.const_range(v))
-            body = self._with_ranges(ranges, lambda: self.mutate(s))
+                    self._bind_range(name, self.const_range(value), outer_ranges)
+            body = self.mutate(s)
         finally:
             self.subst, self._substitution = outer, outer_substitution
+            for name, r in outer_ranges.items():
+                if r is None:
+                    self.ranges.pop(name, None)
+                else:
+                    self.ranges[name] = r
+            self.scope = outer_scope
         used = free_variables(body)
         result = body
         for name, value in reversed(kept):
