@@ -84,7 +84,7 @@ from .operators import (
 )
 from .param import ImageParam, Param
 from .pipeline import Callable, Pipeline
-from .schedule import LoopLevel, TailStrategy
+from .schedule import LoopLevel, MemoryType, TailStrategy
 from .target import Target, get_host_target, get_jit_target_from_environment, get_target_from_environment
 from .types import Bool, Float, Handle, Int, Type, UInt
 from .var import Range, RDom, RVar, Var, _

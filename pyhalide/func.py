@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from . import ir
 from .errors import HalideError
 from .expr import Expr, cast_ir, coerce_python, to_ir, wrap
 from .ir_mutator import IRVisitor
 from .names import unique_name
-from .schedule import FuncSchedule, StageSchedule
+from .schedule import FuncSchedule
 from .scheduling import FuncScheduling, Schedulable
 from .types import Int, Type
 from .var import RDom, ReductionDomain, RVar, Var
 
 
-@dataclass
+@dataclass(frozen=True)
 class Definition:
     """One stage of a Func: `args` on the left, `values` (a tuple) on the right.
 
@@ -27,7 +27,6 @@ class Definition:
     values: tuple
     rvars: tuple = ()
     predicate: ir.Expr | None = None
-    schedule: StageSchedule = field(default_factory=StageSchedule)
 
 
 class Tuple(tuple):
@@ -237,23 +236,56 @@ class Func(FuncScheduling):
         return bool(self._updates)
 
     def update_args(self, i: int = 0) -> list[Expr]:
-        return [wrap(a) for a in self._update(i).args]
+        return [wrap(a) for a in self._scheduled_update(i).args]
 
     def update_value(self, i: int = 0) -> Expr:
-        return wrap(self._update(i).values[0])
+        return wrap(self._scheduled_update(i).values[0])
 
     def update_values(self, i: int = 0) -> list[Expr]:
-        return [wrap(v) for v in self._update(i).values]
+        return [wrap(v) for v in self._scheduled_update(i).values]
 
     def _update(self, i: int) -> Definition:
         if not 0 <= i < len(self._updates):
             raise HalideError(f"Func {self._name} has {len(self._updates)} update definitions; no update {i}")
         return self._updates[i]
 
+    def _scheduled_update(self, i: int) -> Definition:
+        self._update(i)
+        return self._schedule.rfactored.get(i + 1, self._updates[i])
+
     def definitions(self) -> list[Definition]:
-        """The pure definition followed by the updates (internal)."""
+        """The algorithm: the pure definition followed by the updates, as the user wrote them."""
         self._require_defined()
         return [self._init, *self._updates]
+
+    def scheduled_definitions(self) -> list[Definition]:
+        """The definitions the schedule computes: the algorithm's, with each update that rfactor
+        split reducing its intermediate Func instead (as Halide's Func shows after rfactor)."""
+        self._require_defined()
+        done = self._schedule.rfactored
+        return [self._init, *(done.get(k + 1, d) for k, d in enumerate(self._updates))]
+
+    # --- the schedule as a value: copied, reset and replaced without touching the algorithm ---
+    def copy_schedule(self) -> FuncSchedule:
+        """A snapshot of this Func's schedule, to put back later with set_schedule."""
+        return self._schedule.copy()
+
+    def set_schedule(self, schedule: FuncSchedule) -> Func:
+        """Replace this Func's schedule by (a copy of) a snapshot taken with copy_schedule."""
+        if not isinstance(schedule, FuncSchedule):
+            raise HalideError(f"Func {self._name}.set_schedule takes what copy_schedule returns, got {schedule!r}")
+        if self._init is not None and len(schedule.stages) != 1 + len(self._updates):
+            raise HalideError(f"Func {self._name}.set_schedule: the schedule has {len(schedule.stages)} stages, "
+                              f"but {self._name} has {1 + len(self._updates)}")
+        self._schedule = schedule.copy()
+        self._version += 1
+        return self
+
+    def reset_schedule(self) -> Func:
+        """Back to the default schedule (as if no directive had been applied to this Func)."""
+        self._schedule = self._schedule.default()
+        self._version += 1
+        return self
 
     def __repr__(self):
         return f"Func({self._name!r})"
@@ -426,7 +458,15 @@ class Func(FuncScheduling):
         self._define_update(args, (wrap(op.op(current.ir(), rhs_ir)),))
         self._version += 1
 
-    # --- stages, schedules and running (the schedule methods live in schedule.py) ---
+    def _lowering_copy(self, name: str, schedule: FuncSchedule) -> Func:
+        """A private Func for lowering to work on: same shape, the given name and schedule; its
+        definitions are filled in by the caller (they must call other copies)."""
+        c = object.__new__(Func)
+        c._name, c._pure_args, c._declared_types = name, self._pure_args, self._declared_types
+        c._init, c._updates, c._schedule, c._version = None, [], schedule, 0
+        return c
+
+    # --- stages, schedules and running (the schedule methods live in scheduling.py) ---
     def update(self, i: int = 0) -> Stage:
         self._update(i)
         return Stage(self, i + 1)

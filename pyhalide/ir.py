@@ -401,14 +401,12 @@ class ProducerConsumer(Stmt):
     _children = ("body",)
 
 
-SERIAL, PARALLEL, VECTORIZED, UNROLLED, GPU_BLOCK, GPU_THREAD = (
-    "serial",
-    "parallel",
-    "vectorized",
-    "unrolled",
-    "gpu_block",
-    "gpu_thread",
-)
+SERIAL, PARALLEL, VECTORIZED, UNROLLED = "serial", "parallel", "vectorized", "unrolled"
+GPU_BLOCK, GPU_THREAD, GPU_LANE = "gpu_block", "gpu_thread", "gpu_lane"  # a kernel's grid, block, warp lanes
+FOR_TYPES = (SERIAL, PARALLEL, VECTORIZED, UNROLLED, GPU_BLOCK, GPU_THREAD, GPU_LANE)
+
+# Where an allocation lives (the names of Halide's MemoryType)
+MEMORY_TYPES = ("Auto", "Heap", "Stack", "Register", "GPUShared", "GPUTexture", "LockedCache", "VTCM", "AMXTile")
 
 
 @_node
@@ -423,6 +421,8 @@ class For(Stmt):
     def __post_init__(self):
         if not (self.min.type == _INT32 and self.extent.type == _INT32):
             _fail(f"For {self.name}: bounds not int32")
+        if self.for_type not in FOR_TYPES:
+            _fail(f"For {self.name}: unknown loop kind {self.for_type}")
 
 
 @_node
@@ -461,7 +461,12 @@ class Allocate(Stmt):
     type: Type
     extents: tuple
     body: Stmt
+    memory_type: str = "Auto"
     _children = ("extents", "body")
+
+    def __post_init__(self):
+        if self.memory_type not in MEMORY_TYPES:
+            _fail(f"Allocate {self.name}: unknown memory type {self.memory_type}")
 
 
 @_node

@@ -52,13 +52,17 @@ class LoweredPipeline:
     scalars: list[ScalarArg]
     env: Environment
 
+    @property
+    def target(self):
+        return self.env.target
+
 
 def _slide_and_fold(stmt, env):
     stmt, windows = sliding_window(stmt, env)
     return storage_folding(allocation_bounds(stmt), windows)
 
 
-def _passes(env):
+def lowering_passes(env):
     """(name, function) in the order they run. Each takes and returns a Stmt."""
     return [
         # Inlining must see the whole nest, so it runs after the loops exist; bounds inference
@@ -83,20 +87,34 @@ def _passes(env):
     ]
 
 
-def lower(outputs) -> LoweredPipeline:
+def lower(outputs, target=None, hook=None) -> LoweredPipeline:
+    """Lower the pipeline computing `outputs` (a Func or a list) for `target` (an hl.Target, a
+    target string or None for the host), on a private copy of the Func graph: the user's Funcs
+    are not changed. `hook(pass_name, stmt)`, if given, sees the IR after every pass (for
+    debugging and tests); HL_DEBUG_LOWER=1 prints it with each pass's time."""
+    from .target import resolve_target
+
+    if not isinstance(outputs, list | tuple):
+        outputs = [outputs]
+    target = resolve_target(target)
+    target.require_supported()
     debug = os.environ.get("HL_DEBUG_LOWER") == "1"
-    env = build_environment(outputs)
+    env = build_environment(list(outputs), target)
     stmt = schedule_functions(env)
     if debug:
         print("=== schedule functions\n" + stmt_to_string(stmt))
-    for name, fn in _passes(env):
+    if hook is not None:
+        hook("schedule functions", stmt)
+    for name, fn in lowering_passes(env):
         t0 = time.perf_counter()
         stmt = fn(stmt)
         if debug:
             print(f"=== {name} ({(time.perf_counter() - t0) * 1e3:.1f} ms)\n" + stmt_to_string(stmt))
+        if hook is not None:
+            hook(name, stmt)
     images, params = pipeline_inputs(env)
     buffers = []
-    for f in outputs:
+    for f in env.outputs:
         for k, (bname, t) in enumerate(zip(buffer_names(f), f.types())):
             buffers.append(BufferArg(bname, t, f.dimensions(), True, f, k))
     output_names = {b.name for b in buffers}

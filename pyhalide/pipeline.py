@@ -17,23 +17,73 @@ class Pipeline:
             raise HalideError("Pipeline takes a Func or a list of Funcs")
         self._outputs = outputs
         self._lowered = None
-        self._versions = None
+        self._versions: list = []  # (user Func, its version) for every Func the lowering read
         self._compiled: dict = {}
         self._target = None
 
     def outputs(self) -> list[Func]:
         return list(self._outputs)
 
-    # ------------------------------------------------------------------ compiling
-    def _funcs_versions(self):
-        return tuple(f._version for f in self._lowered.env.funcs.values())
+    # ------------------------------------------------------------------ the schedule as a value
+    def funcs(self) -> list[Func]:
+        """Every Func the outputs need under the current schedule (in_() wrappers and rfactor's
+        intermediates included), in a walk from the outputs."""
+        from .call_graph import reachable_funcs
 
+        return list(reachable_funcs(self._outputs).values())
+
+    def copy_schedule(self) -> PipelineSchedule:
+        """A snapshot of the schedule of every Func of the pipeline, for set_schedule."""
+        return PipelineSchedule({id(f): (f, f.copy_schedule()) for f in self.funcs()})
+
+    def set_schedule(self, schedule: PipelineSchedule) -> None:
+        """Put back a snapshot from copy_schedule: every Func gets the schedule it had then (Funcs
+        the pipeline reaches now but didn't then get the default)."""
+        if not isinstance(schedule, PipelineSchedule):
+            raise HalideError(f"Pipeline.set_schedule takes what copy_schedule returns, got {schedule!r}")
+        self.reset_schedule()
+        for f, snapshot in schedule.funcs.values():
+            f.set_schedule(snapshot)
+
+    def reset_schedule(self) -> None:
+        """Every Func back to the default schedule; the algorithm is untouched."""
+        for f in self.funcs():
+            f.reset_schedule()
+
+    def schedule_to_json(self) -> str:
+        """The directives of every Func's schedule as JSON (replay with apply_schedule_json)."""
+        from .schedule import schedule_to_json
+
+        return schedule_to_json(self.funcs())
+
+    def apply_schedule_json(self, text: str) -> None:
+        """Replace the schedule by one from schedule_to_json: validated first, applied whole or not at
+        all (a refused record leaves the schedule as it was)."""
+        from .schedule import apply_schedule_json
+
+        saved = self.copy_schedule()
+        self.reset_schedule()
+        try:
+            apply_schedule_json(self.funcs(), text)
+        except BaseException:
+            self.set_schedule(saved)
+            raise
+
+    def structural_hash(self) -> str:
+        """A hash of what the pipeline computes, independent of names, schedules and estimates."""
+        from .structural_hash import structural_hash
+
+        return structural_hash(self._outputs)
+
+    # ------------------------------------------------------------------ compiling
     def _lower(self):
         from .lower import lower
 
-        if self._lowered is None or self._funcs_versions() != self._versions:
-            self._lowered = lower(self._outputs)
-            self._versions = self._funcs_versions()
+        target = self._target
+        lw = self._lowered
+        if lw is None or lw.target != target or any(f._version != v for f, v in self._versions):
+            self._lowered = lower(self._outputs, target)
+            self._versions = [(f, f._version) for f in self._lowered.env.sources]
             self._compiled = {}
         return self._lowered
 
@@ -43,10 +93,9 @@ class Pipeline:
         from .codegen.runtime import CompiledPipeline
 
         lowered = self._lower()
-        key = (layouts, str(self._target))
-        compiled = self._compiled.get(key)
+        compiled = self._compiled.get(layouts)
         if compiled is None:
-            compiled = self._compiled[key] = CompiledPipeline(lowered, layouts, self._target)
+            compiled = self._compiled[layouts] = CompiledPipeline(lowered, layouts, self._target)
         return compiled
 
     def _default_layouts(self):
@@ -60,16 +109,13 @@ class Pipeline:
         return tuple(layouts)
 
     def _set_target(self, target) -> None:
-        if target is None:
-            return
-        from .target import Target
+        """Use `target` from now on (None: keep the current one, at first the JIT target)."""
+        from .target import resolve_target
 
-        if isinstance(target, str):
-            target = Target(target)
-        if not isinstance(target, Target):
-            raise HalideError(f"target must be an hl.Target or a target string, got {target!r}")
-        if target.arch != "x86" or target.bits != 64 or target.has_gpu_feature():
-            raise HalideError(f"JIT compilation supports only the host x86-64 CPU, not {target}")
+        if target is None and self._target is not None:
+            return
+        target = resolve_target(target)
+        target.require_supported()
         self._target = target
 
     def compile_jit(self, target=None) -> None:
@@ -137,9 +183,11 @@ class Pipeline:
 
     # ------------------------------------------------------------------ looking inside
     def print_loop_nest(self) -> None:
+        self._set_target(None)
         print(loop_nest_text(self._lower().stmt), end="")
 
     def compile_to_lowered_stmt(self, filename: str, arguments=None, fmt=None, target=None) -> None:
+        self._set_target(target)
         with open(filename, "w") as f:
             f.write(stmt_to_string(self._lower().stmt))
 
@@ -158,6 +206,16 @@ class Pipeline:
         compiled = self._compile(self._default_layouts())
         with open(filename, "w") as f:
             f.write(emit_assembly(compiled.llvm_ir))
+
+
+class PipelineSchedule:
+    """What Pipeline.copy_schedule returns: each Func of the pipeline with a snapshot of its schedule."""
+
+    def __init__(self, funcs: dict):
+        self.funcs = funcs  # id(Func) -> (Func, FuncSchedule)
+
+    def __repr__(self):
+        return f"PipelineSchedule({', '.join(f.name() for f, _ in self.funcs.values())})"
 
 
 class Callable:

@@ -3,18 +3,40 @@
 Schedule calls on Funcs and Stages (`split`, `vectorize`, `compute_at` ...) validate their
 arguments, update the state here, and append themselves to a log. The state is what lowering
 reads; the log is what serialises (JSON for the tuning database, Python source for a person to
-paste): replaying it on a fresh algorithm rebuilds the same state.
+paste): replaying it on a fresh algorithm rebuilds the same state. Nothing here changes the
+algorithm: even `in_()` wrappers and `rfactor` are recorded as schedule data, which lowering
+applies to its own copy of the Func graph.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .errors import CompileError
 
 # loop kinds, as in ir.For
 SERIAL, PARALLEL, VECTORIZED, UNROLLED = "serial", "parallel", "vectorized", "unrolled"
+GPU_BLOCK, GPU_THREAD, GPU_LANE = "gpu_block", "gpu_thread", "gpu_lane"
+GPU_LOOP_KINDS = (GPU_BLOCK, GPU_THREAD, GPU_LANE)
+LOOP_KINDS = (SERIAL, PARALLEL, VECTORIZED, UNROLLED, *GPU_LOOP_KINDS)
+
+
+class MemoryType:
+    """Where a Func's storage lives (Halide's hl.MemoryType), set with `store_in`."""
+
+    Auto = "Auto"
+    Heap = "Heap"
+    Stack = "Stack"
+    Register = "Register"
+    GPUShared = "GPUShared"
+    GPUTexture = "GPUTexture"
+    LockedCache = "LockedCache"
+    VTCM = "VTCM"
+    AMXTile = "AMXTile"
+
+    ALL = ("Auto", "Heap", "Stack", "Register", "GPUShared", "GPUTexture", "LockedCache", "VTCM", "AMXTile")
+    GPU_ONLY = ("GPUShared", "GPUTexture")
 
 
 class TailStrategy:
@@ -73,7 +95,7 @@ class LoopLevel:
         return {"kind": self.kind, "func": self.func_name, "var": self.var_name, "stage": self.stage_index}
 
 
-@dataclass
+@dataclass(frozen=True)
 class Split:
     """One loop transformation of a stage, in user names (old/outer/inner as in Halide).
 
@@ -121,6 +143,12 @@ class StageSchedule:
                 return i
         return -1
 
+    def copy(self) -> StageSchedule:
+        """An independent copy (the IR of specialization conditions is immutable, so shared)."""
+        return StageSchedule(list(self.splits), [replace(d) for d in self.dims], self.atomic,
+                             self.allow_race_conditions, self.initialized,
+                             [(cond, special.copy()) for cond, special in self.specializations])
+
 
 @dataclass
 class FuncSchedule:
@@ -130,7 +158,12 @@ class FuncSchedule:
     innermost_default: bool = False  # an inline reduction: by default computed in its consumer's innermost loop
     bounds: dict[str, tuple] = field(default_factory=dict)  # var -> (min or None, extent, modulus, remainder)
     storage_order: list[str] | None = None
-    global_wrapper: object = None  # the Func made by f.in_(), which all other consumers call
+    memory_type: str = MemoryType.Auto
+    # f.in_() and f.in_(g): the Func standing between f and its consumers ("" for all of them,
+    # else the consumer's name). Lowering redirects the consumers' calls on its copy of the graph.
+    wrappers: dict[str, object] = field(default_factory=dict)
+    # rfactor: the update definitions (by stage index) that now reduce an intermediate Func
+    rfactored: dict[int, object] = field(default_factory=dict)
     stages: list[StageSchedule] = field(default_factory=lambda: [StageSchedule()])
     log: list[tuple[int, str, list]] = field(default_factory=list)  # (stage, method, args)
 
@@ -142,6 +175,20 @@ class FuncSchedule:
     def is_default(self) -> bool:
         return self.compute_level.is_inlined() and not self.explicit_inline
 
+    def copy(self) -> FuncSchedule:
+        """An independent copy: later directives on either leave the other as it is. LoopLevels,
+        IR, Definitions and the wrapper Funcs are never changed in place, so they are shared."""
+        return replace(self, bounds=dict(self.bounds),
+                       storage_order=None if self.storage_order is None else list(self.storage_order),
+                       wrappers=dict(self.wrappers), rfactored=dict(self.rfactored),
+                       stages=[st.copy() for st in self.stages], log=list(self.log))
+
+    def default(self) -> FuncSchedule:
+        """The schedule a Func with this many stages starts with (an inline reduction keeps its
+        default placement)."""
+        return FuncSchedule(innermost_default=self.innermost_default,
+                            stages=[StageSchedule() for _ in self.stages])
+
 
 def schedule_to_json(funcs) -> str:
     """The schedules of the given Funcs (by name) as JSON: the replayable directive log."""
@@ -152,21 +199,175 @@ def schedule_to_json(funcs) -> str:
     return json.dumps({f.name(): [list(entry) for entry in f._schedule.log] for f in funcs}, sort_keys=True)
 
 
-def apply_schedule_json(funcs, text: str) -> None:
-    """Replay a JSON schedule (from schedule_to_json) onto Funcs with the same names."""
-    from .func import Stage
+# ------------------------------------------------------------------ replaying records safely
+# Schedule records come from a database and from other machines: replay runs only these
+# directives, each with arguments of these kinds (checked before anything is applied).
+#   var: {"var": name, "rvar": bool}; factor: an int in [1, 2^31-1]; int: any int32;
+#   tail: a TailStrategy; level: {"loop_level": {...}}; funcs: [{"func": name}, ...];
+#   pairs: [[var, var], ...]; memory: a MemoryType; bool. A trailing "*" repeats the kind.
+# method -> (where: "any" stage, "update" stages only or "func" (stage 0), argument kinds, least count)
+DIRECTIVES = {
+    "split": ("any", ("var", "var", "var", "factor", "tail"), 5),
+    "fuse": ("any", ("var", "var", "var"), 3),
+    "rename": ("any", ("var", "var"), 2),
+    "reorder": ("any", ("var*",), 1),
+    "vectorize": ("any", ("var", "factor", "tail"), 1),
+    "unroll": ("any", ("var", "factor", "tail"), 1),
+    "parallel": ("any", ("var", "factor", "tail"), 1),
+    "serial": ("any", ("var",), 1),
+    "gpu_blocks": ("any", ("var*",), 1),
+    "gpu_threads": ("any", ("var*",), 1),
+    "gpu_lanes": ("any", ("var",), 1),
+    "atomic": ("any", ("bool",), 0),
+    "allow_race_conditions": ("any", (), 0),
+    "rfactor": ("update", ("pairs",), 1),
+    "compute_at": ("func", ("level",), 1),
+    "store_at": ("func", ("level",), 1),
+    "bound": ("func", ("var", "int", "int"), 3),
+    "bound_extent": ("func", ("var", "int"), 2),
+    "align_bounds": ("func", ("var", "factor", "int"), 3),
+    "in_": ("func", ("funcs",), 0),
+    "reorder_storage": ("func", ("var*",), 1),
+    "store_in": ("func", ("memory",), 1),
+}
+MAX_RECORD_CHARS = 1 << 20  # a schedule is a few kB; anything this big is not one
+_MAX_NAME = 256
+_MAX_LIST = 64
+_INT32 = (-(2**31), 2**31 - 1)
 
-    by_name = {f.name(): f for f in funcs}
-    data = json.loads(text)
+
+def _bad(message: str) -> CompileError:
+    return CompileError(f"Invalid schedule record: {message}")
+
+
+def _check_name(what: str, v) -> None:
+    if not isinstance(v, str) or not 0 < len(v) <= _MAX_NAME or not v.isprintable():
+        raise _bad(f"{what} must be a printable name of at most {_MAX_NAME} characters, got {_short(v)}")
+
+
+def _short(v) -> str:
+    text = repr(v)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_arg(where: str, kind: str, a) -> None:
+    if kind == "var":
+        if not isinstance(a, dict) or set(a) != {"var", "rvar"} or not isinstance(a["rvar"], bool):
+            raise _bad(f"{where}: expected a loop variable {{'var': name, 'rvar': bool}}, got {_short(a)}")
+        _check_name(f"{where}: the variable", a["var"])
+    elif kind in ("factor", "int"):
+        lo = 1 if kind == "factor" else _INT32[0]
+        if not _is_int(a) or not lo <= a <= _INT32[1]:
+            raise _bad(f"{where}: expected an integer in [{lo}, {_INT32[1]}], got {_short(a)}")
+    elif kind == "tail":
+        if a not in TailStrategy.ALL:
+            raise _bad(f"{where}: expected a tail strategy ({', '.join(TailStrategy.ALL)}), got {_short(a)}")
+    elif kind == "memory":
+        if a not in MemoryType.ALL:
+            raise _bad(f"{where}: expected a memory type ({', '.join(MemoryType.ALL)}), got {_short(a)}")
+    elif kind == "bool":
+        if not isinstance(a, bool):
+            raise _bad(f"{where}: expected true or false, got {_short(a)}")
+    elif kind == "level":
+        lv = a.get("loop_level") if isinstance(a, dict) and set(a) == {"loop_level"} else None
+        if not isinstance(lv, dict) or set(lv) != {"kind", "func", "var", "stage"} or not _is_int(lv["stage"]) \
+                or not -1 <= lv["stage"] < _MAX_LIST or lv["kind"] not in ("root", "inlined", "at"):
+            raise _bad(f"{where}: expected a loop level, got {_short(a)}")
+        if lv["kind"] == "at":
+            _check_name(f"{where}: the loop level's Func", lv["func"])
+            _check_name(f"{where}: the loop level's variable", lv["var"])
+    elif kind == "funcs":
+        if not isinstance(a, list) or not 0 < len(a) <= _MAX_LIST or \
+                not all(isinstance(x, dict) and set(x) == {"func"} for x in a):
+            raise _bad(f"{where}: expected a list of Funcs [{{'func': name}}, ...], got {_short(a)}")
+        for x in a:
+            _check_name(f"{where}: the Func", x["func"])
+    elif kind == "pairs":
+        if not isinstance(a, list) or not 0 < len(a) <= _MAX_LIST or \
+                not all(isinstance(x, list) and len(x) == 2 for x in a):
+            raise _bad(f"{where}: expected a list of [RVar, Var] pairs, got {_short(a)}")
+        for x in a:
+            _check_arg(where, "var", x[0])
+            _check_arg(where, "var", x[1])
+    else:
+        raise AssertionError(kind)
+
+
+def _check_entry(func: str, entry) -> None:
+    if not isinstance(entry, list) or len(entry) != 3:
+        raise _bad(f"an entry of {func} must be [stage, directive, arguments], got {_short(entry)}")
+    stage, method, args = entry
+    if not isinstance(method, str) or method not in DIRECTIVES:
+        raise _bad(f"{func}: {_short(method)} is not a schedule directive (the directives are "
+                   f"{', '.join(sorted(DIRECTIVES))})")
+    where_ok, kinds, least = DIRECTIVES[method]
+    where = f"{func}.{method}"
+    if not _is_int(stage) or not 0 <= stage < _MAX_LIST:
+        raise _bad(f"{where}: the stage must be a small non-negative integer, got {_short(stage)}")
+    if where_ok == "func" and stage != 0 or where_ok == "update" and stage == 0:
+        raise _bad(f"{where} applies to {'the Func' if where_ok == 'func' else 'an update'}, not stage {stage}")
+    if not isinstance(args, list):
+        raise _bad(f"{where}: the arguments must be a list, got {_short(args)}")
+    repeat = kinds[-1].endswith("*") if kinds else False
+    if len(args) < least or (not repeat and len(args) > len(kinds)) or len(args) > _MAX_LIST:
+        raise _bad(f"{where}: {len(args)} arguments")
+    for i, a in enumerate(args):
+        _check_arg(f"{where} argument {i + 1}", kinds[min(i, len(kinds) - 1)].rstrip("*"), a)
+
+
+def validate_schedule_json(text: str) -> dict:
+    """Parse and check a schedule record against the schema above; returns the data. Anything else
+    than schedule directives with well-formed arguments is refused with a CompileError."""
+    if not isinstance(text, str | bytes) or len(text) > MAX_RECORD_CHARS:
+        raise _bad("expected JSON text of at most 1 MB")
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise _bad(f"not JSON ({type(e).__name__}: {str(e)[:100]})") from None
+    if not isinstance(data, dict):
+        raise _bad(f"expected an object mapping Func names to directive lists, got {_short(data)}")
     for name, entries in data.items():
-        if name not in by_name:
-            raise CompileError(f"Schedule names Func {name}, which is not in the pipeline")
-        f = by_name[name]
+        _check_name("a Func", name)
+        if not isinstance(entries, list) or len(entries) > 64 * _MAX_LIST:
+            raise _bad(f"the directives of {name} must be a list, got {_short(entries)}")
+        for entry in entries:
+            _check_entry(name, entry)
+    return data
+
+
+def apply_schedule_json(funcs, text: str) -> None:
+    """Replay a JSON schedule (from schedule_to_json) onto Funcs with the same names. The record is
+    validated first; if any directive is refused, every Func's schedule is put back as it was."""
+    from .func import Func
+
+    data = validate_schedule_json(text)
+    by_name = {f.name(): f for f in funcs}
+    saved: list[tuple[Func, FuncSchedule]] = []
+
+    def replay(f, entries):
+        saved.append((f, f.copy_schedule()))
         for stage, method, args in entries:
-            target = f if stage == 0 else Stage(f, stage)
+            target = f if stage == 0 else f.update(stage - 1)
             result = getattr(target, method)(*[_decode_arg(a, by_name) for a in args])
             if method in ("rfactor", "in_"):  # later entries may schedule the Func it made
                 by_name[result.name()] = result
+
+    todo = dict(data)
+    try:
+        while todo:  # a wrapper's or an intermediate's entries wait until the directive making it ran
+            ready = [name for name in todo if name in by_name]
+            if not ready:
+                raise CompileError(f"Schedule names Func {sorted(todo)[0]}, which is not in the pipeline")
+            for name in ready:
+                replay(by_name[name], todo.pop(name))
+    except BaseException:
+        for f, schedule in reversed(saved):
+            f.set_schedule(schedule)
+        raise
 
 
 def _decode_arg(a, by_name):
@@ -186,7 +387,7 @@ def _decode_arg(a, by_name):
     if isinstance(a, dict) and "var" in a:
         from .var import RVar, Var
 
-        return RVar(a["var"]) if a.get("rvar") else Var(a["var"])
+        return RVar(a["var"]) if a["rvar"] else Var(a["var"])
     return a
 
 

@@ -8,24 +8,26 @@ numbers. `Func` schedules its pure definition; `f.update(i)` returns a Stage for
 from __future__ import annotations
 
 import contextlib
-import copy
-import itertools
 
 from . import ir
 from .errors import CompileError
 from .schedule import (
+    GPU_BLOCK,
+    GPU_LANE,
+    GPU_THREAD,
     PARALLEL,
     SERIAL,
     UNROLLED,
     VECTORIZED,
     Dim,
     LoopLevel,
+    MemoryType,
     Split,
     StageSchedule,
     TailStrategy,
 )
 
-_tmp_names = itertools.count()
+INT32_MAX = 2**31 - 1
 
 
 def _var_name(v) -> str:
@@ -63,6 +65,8 @@ def _positive_int(where: str, what: str, value) -> int:
         raise CompileError(f"{where}: {what} must be an integer, got {value!r}")
     if value <= 0:
         raise CompileError(f"{where}: {what} must be positive, got {value}")
+    if value > INT32_MAX:
+        raise CompileError(f"{where}: {what} {value} does not fit in 32 bits (loop arithmetic is 32-bit)")
     return value
 
 
@@ -104,11 +108,11 @@ class Schedulable:
         (so the schedule and its log, which replays it, stay the same)."""
         f = self._target_func()
         sched = self._stage()
-        saved = copy.deepcopy((sched.dims, sched.splits)), len(f._schedule.log)
+        saved, n = sched.copy(), len(f._schedule.log)
         try:
             yield
         except CompileError:
-            (sched.dims, sched.splits), n = saved
+            sched.dims, sched.splits = saved.dims, saved.splits
             del f._schedule.log[n:]
             raise
 
@@ -122,8 +126,15 @@ class Schedulable:
                                f"are: {loops})")
         return d
 
-    def _fresh(self, base: str) -> str:
-        return f"{base}.{next(_tmp_names)}"
+    def _fresh(self, d: Dim, base: str) -> str:
+        """A new loop name `base.k` for a loop split off d: the first k no loop of this stage has
+        used, so the name depends only on the schedule (not on what else the process scheduled)."""
+        sched = self._stage()
+        taken = {x.name for x in sched.dims} | {n for sp in sched.splits for n in (sp.old, sp.outer, sp.inner)}
+        k = 0
+        while f"{base}.{k}" in taken or f"{d.internal}.{base}.{k}" in taken:
+            k += 1
+        return f"{base}.{k}"
 
     def _require_unique(self, name: str, what: str) -> None:
         if self._stage().find(name) is not None:
@@ -285,7 +296,7 @@ class Schedulable:
         d = self._dim(v, what)
         self._check_loop_kind(d, for_type, what)  # before splitting: the error names v, and nothing changes
         with self._all_or_nothing():
-            inner = self._fresh(f"{d.name}.{method[0]}")
+            inner = self._fresh(d, f"{d.name}.{method[0]}")
             self._split(v, d.name, inner, factor, tail)
             self._set_for_type(inner if mark_inner else d.name, for_type, what)
             self._log(method, _json_var(v), factor, tail)
@@ -299,6 +310,30 @@ class Schedulable:
 
     def parallel(self, v, task_size=None, tail=TailStrategy.Auto):
         return self._loop_kind("parallel", PARALLEL, "parallelize", v, task_size, tail, "the task size", False)
+
+    def _gpu_loops(self, method: str, for_type: str, vars, most: int):
+        """gpu_blocks / gpu_threads / gpu_lanes: mark loops as the grid, block or warp-lane
+        dimensions of a GPU kernel, innermost (x) first. A CPU target refuses them at lowering."""
+        if not 1 <= len(vars) <= most:
+            raise CompileError(f"{self._where()}: {method} takes 1 to {most} loops, got {len(vars)}")
+        dims = [self._dim(v, method) for v in vars]
+        if len({id(d) for d in dims}) != len(dims):
+            raise CompileError(f"{self._where()}: {method} names a loop twice")
+        for d in dims:
+            self._check_loop_kind(d, PARALLEL, method)  # GPU loops run in parallel: the same race rules
+        for d in dims:
+            d.for_type = for_type
+        self._log(method, *[_json_var(v) for v in vars])
+        return self
+
+    def gpu_blocks(self, *vars, device_api=None):
+        return self._gpu_loops("gpu_blocks", GPU_BLOCK, vars, 3)
+
+    def gpu_threads(self, *vars, device_api=None):
+        return self._gpu_loops("gpu_threads", GPU_THREAD, vars, 3)
+
+    def gpu_lanes(self, v, device_api=None):
+        return self._gpu_loops("gpu_lanes", GPU_LANE, (v,), 1)
 
     def serial(self, v):
         self._dim(v, "serial").for_type = SERIAL
@@ -322,8 +357,6 @@ class Schedulable:
     def specialize(self, condition):
         """A copy of this stage's schedule used when `condition` holds at run time; schedule it
         further through the returned Stage (e.g. vectorize only when the width allows it)."""
-        import copy
-
         from .expr import to_ir
         from .func import Stage
 
@@ -331,9 +364,9 @@ class Schedulable:
         if not cond.type.is_bool() or cond.type.lanes != 1:
             raise CompileError(f"{self._where()}: specialize condition has type {cond.type}, not bool")
         sched = self._stage()
-        saved, sched.specializations = sched.specializations, []
-        special = copy.deepcopy(sched)  # the loops and splits only; conditions hold Params
-        sched.specializations = saved + [(cond, special)]
+        special = sched.copy()
+        special.specializations = []  # the loops and splits only
+        sched.specializations = sched.specializations + [(cond, special)]
         f = self._target_func()
         f._schedule.log.append((self._stage_index, "specialize", [str(condition)]))
         f._version += 1
@@ -427,27 +460,45 @@ class FuncScheduling(Schedulable):
 
     def in_(self, consumers=None):
         """A wrapper Func that stands between this Func and its consumers (all of them, or those
-        given), so the wrapper can be scheduled on its own: `f.in_(g).compute_at(g, x)`."""
+        given), so the wrapper can be scheduled on its own: `f.in_(g).compute_at(g, x)`. Recorded
+        as schedule data: the consumers' definitions are not changed, lowering redirects the calls
+        on its own copy of the graph."""
+        from .call_graph import called_funcs, loop_exprs
+
         self._require_defined()
+        wrappers = self._schedule.wrappers
         if consumers is None:
-            wrapper = self._schedule.global_wrapper
-            if wrapper is None:
-                wrapper = self._schedule.global_wrapper = _make_wrapper(self, f"{self.name()}_global_wrapper")
+            if "" not in wrappers:
+                wrappers[""] = _make_wrapper(self, f"{self.name()}_global_wrapper")
             self._log("in_")
-            return wrapper
+            return wrappers[""]
         if not isinstance(consumers, list | tuple):
             consumers = [consumers]
         for g in consumers:
             if not hasattr(g, "_schedule") or g is self:
                 raise CompileError(f"Func {self.name()}.in_: consumers must be other Funcs, got {g!r}")
-        name = f"{self.name()}_in_{'_'.join(g.name() for g in consumers)}"
-        wrapper = _make_wrapper(self, name)
-        for g in consumers:
             g._require_defined()
-            if not redirect_calls(g, self, wrapper):
+            calls = called_funcs(e for d in g.scheduled_definitions() for e in loop_exprs(d))
+            if calls.get(self.name()) is not self:
                 raise CompileError(f"Func {self.name()}.in_({g.name()}): {g.name()} does not call {self.name()}")
+        existing = {id(wrappers.get(g.name())) for g in consumers}
+        if len(existing) == 1 and wrappers.get(consumers[0].name()) is not None:
+            wrapper = wrappers[consumers[0].name()]  # asked again: the same wrapper, as in Halide
+        else:
+            wrapper = _make_wrapper(self, f"{self.name()}_in_{'_'.join(g.name() for g in consumers)}")
+            for g in consumers:
+                wrappers[g.name()] = wrapper
         self._log("in_", [{"func": g.name()} for g in consumers])
         return wrapper
+
+    def store_in(self, memory_type):
+        """Where this Func's storage lives (hl.MemoryType); the target must support it."""
+        if memory_type not in MemoryType.ALL:
+            raise CompileError(f"Func {self.name()}.store_in: unknown memory type {memory_type!r} (one of "
+                               f"{', '.join(MemoryType.ALL)})")
+        self._schedule.memory_type = memory_type
+        self._log("store_in", memory_type)
+        return self
 
     def reorder_storage(self, *vars):
         if len(vars) == 1 and isinstance(vars[0], list | tuple):
@@ -474,31 +525,6 @@ def _make_wrapper(f, name: str):
     values = [f[args] if len(f.types()) == 1 else f[args][k] for k in range(len(f.types()))]
     wrapper[args] = values[0] if len(values) == 1 else tuple(values)
     return wrapper
-
-
-def redirect_calls(g, f, wrapper) -> bool:
-    """Make g's definitions call `wrapper` wherever they called f. Returns whether any did."""
-    from .ir_mutator import IRMutator
-
-    changed = []
-
-    class Redirect(IRMutator):
-        def visit_Call(self, c):
-            c2 = self.default(c)
-            if c2.call_type == ir.HALIDE and c2.func is f:
-                changed.append(True)
-                return ir.Call(c2.type, wrapper.name(), c2.args, ir.HALIDE, c2.value_index, wrapper)
-            return c2
-
-    r = Redirect()
-    for d in g.definitions():
-        d.args = tuple(r.mutate(a) for a in d.args)
-        d.values = tuple(r.mutate(v) for v in d.values)
-        if d.predicate is not None:
-            d.predicate = r.mutate(d.predicate)
-    if changed:
-        g._version += 1
-    return bool(changed)
 
 
 def _const_arg(v):
@@ -538,7 +564,7 @@ def rfactor(stage: Schedulable, pairs):
         raise CompileError(f"{where}: can't rfactor: the update is not an associative reduction "
                            "(f(args) = f(args) op e, with op one of + * min max and e not reading f)")
     sched = stage._stage()
-    d = f.definitions()[s]
+    d = f.scheduled_definitions()[s]
     preserved = {}
     for rv, v in pairs:
         dim = stage._dim(rv, "rfactor")
@@ -615,13 +641,14 @@ def rfactor(stage: Schedulable, pairs):
         cond = c if cond is None else ir.And(cond, c)
     intm._updates.append(Definition(lhs, (rhs,), tuple(kept_dom.rvars) if kept_dom else (), cond))
     intm._schedule.reset_stages(2)
-    intm._version += 1
     # f's update now reduces the intermediate over the preserved RVars
     f_pure = tuple(ir.Variable(n) for n in f._pure_args)
     pres_vars = tuple(ir.Variable(rv.name, ir.Int(32), ref=pres_dom) for rv in pres_dom.rvars)
     call_intm = ir.Call(t, intm.name(), f_pure + pres_vars, ir.HALIDE, 0, intm)
     call_f = ir.Call(t, f.name(), f_pure, ir.HALIDE, 0, f)
-    f._updates[s - 1] = Definition(f_pure, (op(call_f, call_intm),), tuple(pres_dom.rvars), None)
+    # Recorded as schedule data: the algorithm keeps its definition; the stage now schedules (and
+    # lowering computes) the reduction of the intermediate, with fresh loops.
+    f._schedule.rfactored[s] = Definition(f_pure, (op(call_f, call_intm),), tuple(pres_dom.rvars), None)
     f._schedule.stages[s] = type(sched)()
     stage._log("rfactor", [[_json_var(rv), _json_var(v)] for rv, v in pairs])
     return intm

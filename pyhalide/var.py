@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-
 from . import ir
 from .errors import HalideError
 from .expr import Expr, to_ir, wrap
@@ -106,9 +104,6 @@ class RVar(Expr):
         return self.name()
 
 
-_rdom_counter = itertools.count()
-
-
 def _range_pair(r, dim: int, name: str):
     if isinstance(r, Range):
         lo, ext = r.min, r.extent
@@ -140,7 +135,7 @@ class RDom:
     def __init__(self, *ranges, name: str | None = None):
         if ranges and isinstance(ranges[-1], str):  # RDom(region, "name"), as in Halide
             ranges, name = ranges[:-1], ranges[-1]
-        name = name or f"r{next(_rdom_counter)}"
+        name = name or unique_name("r")
         if len(ranges) == 1 and isinstance(ranges[0], list | tuple) and not isinstance(ranges[0], Range):
             first = ranges[0]
             if len(first) == 2 and all(not isinstance(v, list | tuple | Range) for v in first):

@@ -1,4 +1,4 @@
-"""Random pipelines (tests/random_pipelines.py) under random schedules compute what the algorithm
+"""Random pipelines (pyhalide/testing/random_pipelines.py) under random schedules compute what the algorithm
 computes, as pyhalide.reference evaluates it.
 
 Examples: 100 scheduled and 40 default-scheduled pipelines under the "default" Hypothesis profile,
@@ -11,8 +11,15 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
-from random_pipelines import random_pipelines
-from schedule_strategies import assert_same, realize_guarded, realize_scheduled, remember, scheduled
+
+from pyhalide.testing.random_pipelines import random_pipelines
+from pyhalide.testing.schedule_strategies import (
+    assert_same,
+    realize_guarded,
+    realize_scheduled,
+    remember,
+    scheduled,
+)
 
 # Part of the default run; `pytest -m fuzz` runs the fuzz suites alone.
 pytestmark = pytest.mark.fuzz

@@ -1,7 +1,7 @@
 """Every valid schedule computes exactly what the unscheduled algorithm computes.
 
-For each pipeline of tests/corpus.py, Hypothesis draws random valid schedules
-(tests/schedule_strategies.py), realizes the scheduled pipeline and compares it with
+For each pipeline of pyhalide/testing/corpus.py, Hypothesis draws random valid schedules
+(pyhalide/testing/schedule_strategies.py), realizes the scheduled pipeline and compares it with
 pyhalide.reference (the algorithm alone, evaluated by numpy) and with pyhalide's own output under
 the default schedule. Integer and non-reassociating float results must match bit for bit.
 
@@ -18,10 +18,17 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from corpus import CASES
 from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
-from schedule_strategies import assert_same, realize_guarded, realize_scheduled, remember, scheduled
+
+from pyhalide.testing.corpus import CASES
+from pyhalide.testing.schedule_strategies import (
+    assert_same,
+    realize_guarded,
+    realize_scheduled,
+    remember,
+    scheduled,
+)
 
 # Part of the default run; `pytest -m fuzz` runs the fuzz suites alone.
 pytestmark = pytest.mark.fuzz

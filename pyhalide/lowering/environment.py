@@ -1,4 +1,4 @@
-"""The Funcs a pipeline needs, the order they are realized in, and which are inlined."""
+"""The Funcs a pipeline needs (lowering's own copies), the order they are realized in, and which are inlined."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from .. import ir
 from ..errors import CompileError
 from ..ir_mutator import IRVisitor
 from ..schedule import LoopLevel
+from .copy_graph import copy_graph
 
 
 def definition_exprs(func):
@@ -49,56 +50,36 @@ class _Calls(IRVisitor):
             self.images.setdefault(v.name.rsplit(".", 2)[0], v.ref)
 
 
-def _apply_global_wrappers(f) -> None:
-    """Calls from f to a Func with a global wrapper (g.in_()) go to the wrapper instead."""
-    from ..scheduling import redirect_calls
-
-    calls = _Calls()
-    for e in definition_exprs(f):
-        calls.visit(e)
-    for callee in calls.funcs.values():
-        wrapper = callee._schedule.global_wrapper
-        if wrapper is not None and wrapper is not f:
-            redirect_calls(f, callee, wrapper)
-
-
 @dataclass
 class Environment:
+    """The lowering's own Func graph (copies: see copy_graph.py) and what it decided about it."""
+
     outputs: list
     funcs: dict[str, object]  # every Func reached, by name
     order: list  # realization order of the computed (not inlined) Funcs, producers first
     inlined: set[str] = field(default_factory=set)
     callees: dict[str, list[str]] = field(default_factory=dict)
     levels: dict[str, LoopLevel] = field(default_factory=dict)  # default compute levels decided here
+    target: object = None  # the Target lowered for
+    sources: list = field(default_factory=list)  # the user's Funcs the copies were made from
 
     def is_output(self, f) -> bool:
         return any(o is f for o in self.outputs)
 
 
-def build_environment(outputs) -> Environment:
-    """Walk the call graph from the outputs; check names are unique and there are no cycles."""
-    funcs: dict[str, object] = {}
-    callees: dict[str, list[str]] = {}
-    stack = list(outputs)
+def build_environment(outputs, target=None) -> Environment:
+    """Copy the call graph reached from the outputs; order it and decide what is inlined. Refuses
+    undefined Funcs, two Funcs with one name and cycles."""
     for f in outputs:
         if not f.defined():
             raise CompileError(f"Func {f.name()} has not been defined; it cannot be realized")
-    while stack:
-        f = stack.pop()
-        name = f.name()
-        if name in funcs:
-            if funcs[name] is not f:
-                raise CompileError(f"Two different Funcs are both named {name}")
-            continue
-        if not f.defined():
-            raise CompileError(f"Func {name} is called but has not been defined")
-        funcs[name] = f
-        _apply_global_wrappers(f)
+    outputs, funcs, sources = copy_graph(outputs)
+    callees: dict[str, list[str]] = {}
+    for name, f in funcs.items():
         calls = _Calls()
         for e in definition_exprs(f):
             calls.visit(e)
         callees[name] = [n for n in calls.funcs if n != name]
-        stack.extend(calls.funcs.values())
 
     # topological order, producers first (depth-first post-order from the outputs)
     order_names: list[str] = []
@@ -119,7 +100,7 @@ def build_environment(outputs) -> Environment:
     for f in outputs:
         visit(f.name(), [])
 
-    env = Environment(list(outputs), funcs, [], callees=callees)
+    env = Environment(list(outputs), funcs, [], callees=callees, target=target, sources=sources)
     for name in order_names:
         f = funcs[name]
         sched = f._schedule

@@ -33,7 +33,7 @@ def _definition_exprs(d):
 
 def update_is_associative(func, stage: int) -> bool:
     """Each value is `f(args) op e` (or `e op f(args)`) for op in + * min max, and e does not read f."""
-    d = func.definitions()[stage]
+    d = func.scheduled_definitions()[stage]
     for k, v in enumerate(d.values):
         if not isinstance(v, ir.Add | ir.Mul | ir.Min | ir.Max | ir.And | ir.Or):
             return False
@@ -50,7 +50,7 @@ def update_is_associative(func, stage: int) -> bool:
 
 def pure_var_crossing_is_safe(func, stage: int, var: str) -> bool:
     """Every read of f by the update uses `var` itself in var's position."""
-    d = func.definitions()[stage]
+    d = func.scheduled_definitions()[stage]
     pos = func._pure_args.index(var)
     return all(isinstance(c.args[pos], ir.Variable) and c.args[pos].name == var
                for c in self_calls(func, _definition_exprs(d)))
@@ -59,7 +59,7 @@ def pure_var_crossing_is_safe(func, stage: int, var: str) -> bool:
 def rvar_loop_is_race_free(func, stage: int, rvar: str) -> bool:
     """Distinct values of rvar write distinct elements (some left-hand argument is rvar itself) and
     the update reads f only at the element it writes."""
-    d = func.definitions()[stage]
+    d = func.scheduled_definitions()[stage]
     writes_distinct = any(isinstance(a, ir.Variable) and a.name == rvar for a in d.args)
     reads_own = all(c.args == d.args for c in self_calls(func, _definition_exprs(d)))
     return writes_distinct and reads_own

@@ -14,11 +14,24 @@ from __future__ import annotations
 from .. import ir
 from ..errors import CompileError
 from ..ir_mutator import IRMutator, IRVisitor, free_variables, substitute
-from ..schedule import PARALLEL, SERIAL, UNROLLED, VECTORIZED, Dim, TailStrategy
+from ..schedule import (
+    GPU_BLOCK,
+    GPU_LANE,
+    GPU_LOOP_KINDS,
+    GPU_THREAD,
+    PARALLEL,
+    SERIAL,
+    UNROLLED,
+    VECTORIZED,
+    Dim,
+    MemoryType,
+    TailStrategy,
+)
 from ..types import Int
 from .environment import compute_level, store_level
 
-_FOR_TYPES = {SERIAL: ir.SERIAL, PARALLEL: ir.PARALLEL, VECTORIZED: ir.VECTORIZED, UNROLLED: ir.UNROLLED}
+_FOR_TYPES = {SERIAL: ir.SERIAL, PARALLEL: ir.PARALLEL, VECTORIZED: ir.VECTORIZED, UNROLLED: ir.UNROLLED,
+              GPU_BLOCK: ir.GPU_BLOCK, GPU_THREAD: ir.GPU_THREAD, GPU_LANE: ir.GPU_LANE}
 _I32 = Int(32)
 
 
@@ -28,7 +41,7 @@ def stage_prefix(f, stage: int) -> str:
 
 def stage_dims(f, stage: int) -> list[tuple[str, bool]]:
     """The default loop dimensions of a stage, innermost first, as (name, is_pure_var)."""
-    d = f.definitions()[stage]
+    d = f.scheduled_definitions()[stage]
     if stage == 0:
         return [(v, True) for v in f._pure_args]
     lhs_vars = {a.name for a in d.args if isinstance(a, ir.Variable) and a.ref is None}
@@ -187,6 +200,27 @@ def build_produce(f) -> ir.Stmt:
     return ir.ProducerConsumer(f.name(), True, ir.make_block(stages))
 
 
+def check_target(f, target) -> None:
+    """Refuse what f's schedule asks of a target that can't do it: GPU loops or GPU memory on a
+    CPU target, memory types of other hardware."""
+    if target is None or target.has_gpu_feature():
+        return
+    for s in range(len(f.definitions())):
+        sched = stage_schedule(f, s)
+        for special in [sched, *(sp for _, sp in sched.specializations)]:
+            for dim in special.dims:
+                if dim.for_type in GPU_LOOP_KINDS:
+                    raise CompileError(f"Loop {loop_name(f, s, dim.internal)} is a {dim.for_type} loop, but the "
+                                       f"target {target} is the host CPU, which has no GPU: add a GPU feature "
+                                       "(such as cuda) to the target, or schedule the loop for the CPU")
+    memory = f._schedule.memory_type
+    if memory in MemoryType.GPU_ONLY:
+        raise CompileError(f"Func {f.name()} is stored in {memory} memory, which only a GPU target has (the "
+                           f"target is {target})")
+    if memory in ("LockedCache", "VTCM", "AMXTile"):
+        raise CompileError(f"Func {f.name()} is stored in {memory} memory, which the target {target} does not have")
+
+
 class _InjectAt(IRMutator):
     """Wrap the body of the loop named `loop` with `wrap(body)`."""
 
@@ -226,6 +260,7 @@ def schedule_functions(env) -> ir.Stmt:
     """Place each computed Func's production at its compute level, consumers first."""
     stmt: ir.Stmt = ir.make_block([])
     for f in reversed(env.order):
+        check_target(f, env.target)
         produce = build_produce(f)
 
         def computed(body, f=f, produce=produce):

@@ -60,7 +60,7 @@ class _Flatten(IRMutator):
             extents = tuple(
                 ir.make_const(Int(32), r.folds[d]) if r.folds and r.folds[d] else
                 ir.Variable(f"{name}.extent.{d}", Int(32)) for d in range(len(r.bounds)))
-            inner = ir.Allocate(name, t, extents, body)
+            inner = ir.Allocate(name, t, extents, body, r.func._schedule.memory_type)
             # define the descriptor variables: dense strides, in storage order (dimension 0
             # innermost unless reorder_storage said otherwise)
             lets = []

@@ -18,10 +18,11 @@ undefined). The input is read through repeat_edge, so schedules never read outsi
 from __future__ import annotations
 
 import numpy as np
-from corpus import Case
 from hypothesis import strategies as st
 
 import pyhalide as hl
+
+from .corpus import Case
 
 TYPES = {
     "uint8": ("hl.u8", "np.uint8", 0, 255),

@@ -1,7 +1,7 @@
 """Hypothesis strategies that draw a random valid schedule and apply it to freshly built Funcs.
 
 `scheduled(build)` builds a Case and schedules it; `apply_random_schedule(draw, case)` does the
-scheduling for a Case built by the caller (tests/random_pipelines.py uses it).
+scheduling for a Case built by the caller (random_pipelines.py uses it).
 
 How a schedule is drawn
 -----------------------
@@ -9,13 +9,12 @@ Funcs are visited consumers first, so that when a Func's placement is drawn the 
 consumers are final. For each Func:
 
 * placement: outputs are computed at root; other Funcs are inlined (pure ones only), computed at
-  root, or computed at a loop that encloses every use of the Func. Those loops are worked out here
-  from the call graph, as Halide's "legal sites" are: the common prefix, over every (non-inlined)
-  consumer, of the loops around that consumer's computation followed by the consumer's own loops
-  of the one stage that uses the Func. store_at is drawn at or outside the compute level, never
-  outside a parallel or vectorized loop that encloses the compute level (Halide rejects that as a
-  race). Sites at or inside vectorized or unrolled loops are drawn only now and then (legal, but
-  the code, and so the compile time, grows with the width).
+  root, or computed at one of their legal sites, as pyhalide.schedule_space works them out (the
+  loops that enclose every use of the Func, from where its consumers are computed). store_at is
+  drawn at or outside the compute level, never outside a parallel or vectorized loop that encloses
+  the compute level (Halide rejects that as a race). Sites at or inside vectorized or unrolled
+  loops are drawn only now and then (legal, but the code, and so the compile time, grows with the
+  width).
 * loops, for every stage of a Func that is not inlined: a few of split / tile / fuse (adjacent
   dimensions) / reorder / rename / vectorize / unroll / parallel / serial, with factors that do
   and don't divide, and tail strategies wherever the API allows them. Output stages only get tail
@@ -41,13 +40,12 @@ from __future__ import annotations
 import itertools
 import os
 import tempfile
-from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
 import pyhalide as hl
 from pyhalide import ir
-from pyhalide.ir_mutator import IRVisitor
+from pyhalide.schedule_space import INLINE, ROOT, Loop, PlacementSpace
 
 TS = hl.TailStrategy
 
@@ -66,70 +64,6 @@ def invalid_schedule_reason(message: str) -> str | None:
         if pattern in message:
             return pattern
     return None
-
-
-# ----------------------------------------------------------------------------------- call graph
-class _Calls(IRVisitor):
-    def __init__(self):
-        super().__init__()
-        self.funcs: dict[str, object] = {}
-
-    def visit_Call(self, c):
-        if c.call_type == ir.HALIDE and c.func is not None:
-            self.funcs.setdefault(c.name, c.func)
-        self.visit_children(c)
-
-
-def _called(exprs) -> dict[str, object]:
-    v = _Calls()
-    for e in exprs:
-        if e is not None:
-            v.visit(e)
-    return v.funcs
-
-
-@dataclass
-class Graph:
-    funcs: dict[str, object]  # every Func the outputs reach, by name
-    # callers[f][g] = the stages of g that call f (None: outside g's loops, in an RDom's bounds)
-    callers: dict[str, dict[str, set]]
-    order: list[str]  # consumers first
-
-
-def call_graph(outputs) -> Graph:
-    funcs: dict[str, object] = {}
-    callers: dict[str, dict[str, set]] = {}
-    stack = list(outputs)
-    while stack:
-        f = stack.pop()
-        if f.name() in funcs:
-            continue
-        funcs[f.name()] = f
-        for s, d in enumerate(f.definitions()):
-            inside = _called([*d.args, *d.values, d.predicate])
-            bounds = _called([e for rv in d.rvars for e in (rv.min, rv.extent)])
-            for stage, called in ((s, inside), (None, bounds)):
-                for name, g in called.items():
-                    if name != f.name():
-                        callers.setdefault(name, {}).setdefault(f.name(), set()).add(stage)
-                        stack.append(g)
-    post: list[str] = []
-    seen: set[str] = set()
-
-    def visit(name):
-        if name in seen:
-            return
-        seen.add(name)
-        for d in funcs[name].definitions():
-            bounds = [e for rv in d.rvars for e in (rv.min, rv.extent)]
-            for callee in _called([*d.args, *d.values, d.predicate, *bounds]):
-                if callee != name:
-                    visit(callee)
-        post.append(name)
-
-    for f in outputs:
-        visit(f.name())
-    return Graph(funcs, callers, list(reversed(post)))
 
 
 # ------------------------------------------------------------------------------------ schedule
@@ -185,11 +119,11 @@ class _Scheduler:
     def __init__(self, draw, case, allow_tails_beyond_outputs: bool = False):
         self.draw = draw
         self.case = case
-        self.graph = call_graph(case.outputs)
+        self.space = PlacementSpace(case.outputs)
+        self.graph = self.space.graph
         self.schedulable = {f.name() for f in case.funcs}
         self.output_names = {f.name() for f in case.outputs}
-        self.placement: dict[str, tuple] = {}  # name -> ("inline",) | ("root",) | ("at", g, stage, dim)
-        self.anc_memo: dict[str, list[tuple]] = {}
+        self.placement = self.space.placement  # name -> INLINE | ROOT | ("at", Loop)
         self.const_dims: dict[str, set[str]] = {}  # func -> pure Vars whose loops have constant extents
         self.sched = Schedule(case.name)
         self.counter = itertools.count()
@@ -234,88 +168,41 @@ class _Scheduler:
     def stage_text(self, f, s) -> str:
         return f.name() if s == 0 else f"{f.name()}.update({s - 1})"
 
-    def loops(self, g_name: str, stage: int) -> list[tuple]:
-        """The loops of a stage, outermost first, as (func, stage, dim name, for_type)."""
-        g = self.graph.funcs[g_name]
-        dims = self.stage_target(g, stage)._stage().dims
-        return [(g_name, stage, d.name, d.for_type) for d in reversed(dims)]
-
-    def anc(self, name: str) -> list[tuple]:
-        """The loops around the computation of a (computed) Func, outermost first."""
-        if name in self.anc_memo:
-            return self.anc_memo[name]
-        p = self.placement[name]
-        if p[0] != "at":
-            out = []
-        else:
-            _, g, stage, dim = p
-            loops = self.loops(g, stage)
-            idx = [lp[2] for lp in loops].index(dim)
-            out = self.anc(g) + loops[: idx + 1]
-        self.anc_memo[name] = out
-        return out
-
-    def effective_consumers(self, name: str) -> dict[str, set]:
-        out: dict[str, set] = {}
-        for caller, stages in self.graph.callers.get(name, {}).items():
-            if self.placement[caller][0] == "inline":
-                for g, ss in self.effective_consumers(caller).items():
-                    out.setdefault(g, set()).update(ss)
-            else:
-                out.setdefault(caller, set()).update(stages)
-        return out
-
-    def legal_sites(self, name: str) -> list[tuple]:
-        chains = []
-        for g, stages in self.effective_consumers(name).items():
-            chain = list(self.anc(g))
-            if len(stages) == 1 and None not in stages:
-                chain += self.loops(g, next(iter(stages)))
-            chains.append(chain)
-        if not chains:
-            return []
-        prefix = []
-        for items in zip(*chains):
-            if all(it[:3] == items[0][:3] for it in items):
-                prefix.append(items[0])
-            else:
-                break
-        return prefix
-
     # ---------------------------------------------------------------- placement
     def place(self, f) -> None:
         name = f.name()
         if name in self.output_names:
-            self.placement[name] = ("root",)
+            self.space.place(name, ROOT)
             return
         default_inline = not f.has_update_definition()
         if name not in self.schedulable:
-            self.placement[name] = ("inline",) if default_inline else ("root",)
+            self.space.place(name, INLINE if default_inline else ROOT)
             return
-        sites = self.legal_sites(name)
+        sites = self.space.compute_sites(name)
         # Sites at or inside a vectorized or unrolled loop are legal but make the generated code (and
         # so the compile time) grow with the width: draw them only now and then.
-        wide = [any(lp[3] in ("vectorized", "unrolled") for lp in sites[: i + 1]) for i in range(len(sites))]
+        wide = [any(lp.for_type in ("vectorized", "unrolled") for lp in sites[: i + 1]) for i in range(len(sites))]
         allow_wide = self.draw(st.integers(0, 5)) == 0
-        options = ([("inline",)] if default_inline else []) + [("root",)] + [
+        options = ([INLINE] if default_inline else []) + [ROOT] + [
             ("at", i) for i in range(len(sites)) if allow_wide or not wide[i]]
         choice = self.draw(st.sampled_from(options))
-        if choice[0] == "inline":
-            self.placement[name] = ("inline",)
+        if choice == INLINE:
+            self.space.place(name, INLINE)
             if self.draw(st.booleans()):
                 self.try_apply(f"{name}.compute_inline()", f.compute_inline)
             self.sched.placements[name] = "inline"
             return
-        if choice[0] == "root":
-            self.placement[name] = ("root",)
+        if choice == ROOT:
+            self.space.place(name, ROOT)
             if self.try_apply(f"{name}.compute_root()", f.compute_root):
                 self.sched.placements[name] = "root"
             return
         i = choice[1]
-        g, stage, dim, _ = sites[i]
+        site: Loop = sites[i]
+        g, stage, dim = site.func, site.stage, site.var
         gf = self.graph.funcs[g]
         last = len(gf.definitions()) - 1
-        is_rvar = gf is not None and self.stage_target(gf, stage)._stage().find(dim).is_rvar
+        is_rvar = self.stage_target(gf, stage)._stage().find(dim).is_rvar
         if stage == last and self.draw(st.booleans()):
             text = f"{name}.compute_at({g}, {dim!r})"
             ok = self.try_apply(text, lambda: f.compute_at(gf, self.var(dim, is_rvar)))
@@ -323,18 +210,11 @@ class _Scheduler:
             text = f"{name}.compute_at(hl.LoopLevel({g}, {dim!r}, {stage}))"
             ok = self.try_apply(text, lambda: f.compute_at(hl.LoopLevel(gf, dim, stage)))
         if not ok:
-            self.placement[name] = ("root",) if not default_inline else ("inline",)
+            self.space.place(name, INLINE if default_inline else ROOT)
             return
-        self.placement[name] = ("at", g, stage, dim)
+        self.space.place(name, ("at", site))
         self.sched.placements[name] = f"at {g}.s{stage}.{dim}"
-        # store level: root or a site at or outside the compute level, with no parallel or vectorized
-        # loop between the store level and the compute level (inclusive of the compute loop)
-        store_options = [None]
-        for j in range(i, -2, -1):
-            if j < i and sites[j + 1][3] in ("parallel", "vectorized"):
-                break
-            store_options.append(j)
-        store = self.draw(st.sampled_from(store_options))
+        store = self.draw(st.sampled_from([None, *self.space.store_sites(sites, i)]))
         if store is None or store == i:
             return
         if store == -1:
@@ -558,7 +438,7 @@ class _Scheduler:
         for name in self.graph.order:
             f = self.graph.funcs[name]
             self.place(f)
-            if self.placement[name][0] == "inline" or name not in self.schedulable:
+            if self.placement[name] == INLINE or name not in self.schedulable:
                 continue
             self.func_directives(f)
             for s in range(len(f.definitions())):
@@ -693,20 +573,10 @@ def realize_guarded(case, parallel: bool = True):
     return value
 
 
-def _reset_generated_names() -> None:
-    """vectorize(x, n), unroll(x, n) and parallel(x, n) name their inner loop from a process-wide
-    counter (x.v.3); restart it so that the printed schedule replays in a fresh process."""
-    import pyhalide.scheduling as scheduling
-
-    if hasattr(scheduling, "_tmp_names"):
-        scheduling._tmp_names = itertools.count()
-
-
 @st.composite
 def scheduled(draw, build):
     """A freshly built Case with a random valid schedule applied; the Case is `.built`."""
     case = build()
-    _reset_generated_names()
     sched = apply_random_schedule(draw, case)
     sched.built = case
     return sched

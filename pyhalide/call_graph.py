@@ -1,0 +1,137 @@
+"""The Func graph as the schedule sees it: who calls whom, through in_() wrappers and rfactor.
+
+Lowering, the schedule strategies of the tests and the autoscheduler's search space all walk the
+graph the same way, so the legality of a placement has one source of truth. The walk reads the
+algorithm and the schedule data; it changes neither.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import ir
+from .errors import CompileError
+from .ir_mutator import IRVisitor
+
+
+class _CalledFuncs(IRVisitor):
+    """The Funcs an expression calls, by name, in the order they first appear."""
+
+    visit_once = True
+
+    def __init__(self):
+        super().__init__()
+        self.funcs: dict[str, object] = {}
+
+    def visit_Call(self, c):
+        if c.call_type == ir.HALIDE:
+            known = self.funcs.setdefault(c.name, c.func)
+            if known is not c.func:
+                raise CompileError(f"Two different Funcs are both named {c.name}; give them distinct names")
+        self.visit_children(c)
+
+
+def called_funcs(exprs) -> dict[str, object]:
+    v = _CalledFuncs()
+    for e in exprs:
+        if e is not None:
+            v.visit(e)
+    return v.funcs
+
+
+def loop_exprs(d) -> list:
+    """What a definition evaluates inside its loops: left-hand arguments, values, predicate."""
+    return [*d.args, *d.values, *([d.predicate] if d.predicate is not None else [])]
+
+
+def bound_exprs(d) -> list:
+    """What a definition evaluates before its loops: the bounds of its RVars."""
+    return [e for rv in d.rvars for e in (rv.min, rv.extent)]
+
+
+def wrapper_for(callee, consumer):
+    """The Func that `consumer`'s calls to `callee` reach: callee's wrapper for that consumer, else
+    its global wrapper (f.in_()), else callee itself. A wrapper's own calls reach the Func it wraps;
+    a wrapper may be wrapped in turn."""
+    seen = set()
+    while id(callee) not in seen:
+        seen.add(id(callee))
+        wrappers = callee._schedule.wrappers
+        if any(w is consumer for w in wrappers.values()):
+            return callee
+        w = wrappers.get(consumer.name(), wrappers.get(""))
+        if w is None:
+            return callee
+        callee = w
+    return callee
+
+
+def scheduled_callees(f) -> dict[str, object]:
+    """The Funcs f's scheduled definitions call, after wrappers, by name (first use first)."""
+    out: dict[str, object] = {}
+    exprs = [e for d in f.scheduled_definitions() for e in (*loop_exprs(d), *bound_exprs(d))]
+    for g in called_funcs(exprs).values():
+        if g is f:
+            continue
+        w = wrapper_for(g, f)
+        known = out.setdefault(w.name(), w)
+        if known is not w:
+            raise CompileError(f"Two different Funcs are both named {w.name()}; give them distinct names")
+    return out
+
+
+def reachable_funcs(outputs) -> dict[str, object]:
+    """Every Func the outputs need under their current schedules (wrappers and rfactor's
+    intermediates included), by name; refuses two different Funcs with one name and undefined
+    Funcs. The order is that of a depth-first walk from the outputs, so it depends only on the
+    program."""
+    funcs: dict[str, object] = {}
+    stack = list(reversed(outputs))
+    while stack:
+        f = stack.pop()
+        name = f.name()
+        if name in funcs:
+            if funcs[name] is not f:
+                raise CompileError(f"Two different Funcs are both named {name}")
+            continue
+        if not f.defined():
+            raise CompileError(f"Func {name} is called but has not been defined")
+        funcs[name] = f
+        stack.extend(reversed(list(scheduled_callees(f).values())))
+    return funcs
+
+
+@dataclass
+class Graph:
+    """Who calls whom, for choosing where each Func may be computed."""
+
+    funcs: dict[str, object]  # every Func the outputs reach, by name
+    # callers[f][g] = the stages of g that call f (None: outside g's loops, in an RDom's bounds)
+    callers: dict[str, dict[str, set]]
+    order: list[str]  # consumers first
+
+
+def call_graph(outputs) -> Graph:
+    funcs = reachable_funcs(outputs)
+    callers: dict[str, dict[str, set]] = {}
+    for name, f in funcs.items():
+        for s, d in enumerate(f.scheduled_definitions()):
+            for stage, exprs in ((s, loop_exprs(d)), (None, bound_exprs(d))):
+                for g in called_funcs(exprs).values():
+                    if g is not f:
+                        callee = wrapper_for(g, f).name()
+                        callers.setdefault(callee, {}).setdefault(name, set()).add(stage)
+    post: list[str] = []
+    seen: set[str] = set()
+
+    def visit(name):
+        if name in seen:
+            return
+        seen.add(name)
+        for callee in scheduled_callees(funcs[name]):
+            visit(callee)
+        post.append(name)
+
+    for f in outputs:
+        visit(f.name())
+    return Graph(funcs, callers, list(reversed(post)))

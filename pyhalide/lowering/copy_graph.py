@@ -1,0 +1,181 @@
+"""Lowering's private copy of the Func graph (Halide deep-copies its environment too).
+
+The copy
+- applies the schedule's changes to the graph: consumers call their `in_()` wrappers, updates
+  that rfactor split reduce their intermediates;
+- renames generated names (`hl.Func()` is "f12", an unnamed RDom "r3", `hl.sum`'s Func "sum7",
+  an anonymous Buffer "b4" ...: per-process counters) canonically, numbered in the order a walk
+  from the outputs meets them, so the same program lowers to the same IR text, and the same
+  compile-cache key, in any process whatever ran before;
+- leaves the user's Funcs as they were: schedules are copied, definitions rebuilt (IR nodes are
+  immutable, so rebuilding shares every unchanged subtree).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .. import ir
+from ..call_graph import reachable_funcs, wrapper_for
+from ..func import Definition
+from ..ir_mutator import IRMutator, IRVisitor
+from ..names import generated_prefix, is_generated
+from ..schedule import LoopLevel, Split
+from ..var import ReductionVariable
+
+_TOKEN = re.compile(r"[^.$]+")  # names are built from user names joined by "." (loops) and "$" (RVars)
+
+
+class _Names(IRVisitor):
+    """Every name token an expression uses (Variables, image reads), in the order met."""
+
+    visit_once = True
+
+    def __init__(self, found: dict[str, None]):
+        super().__init__()
+        self.found = found
+
+    def _add(self, name: str):
+        for token in _TOKEN.findall(name):
+            self.found.setdefault(token)
+
+    def visit_Variable(self, v):
+        self._add(v.name)
+
+    def visit_Call(self, c):
+        if c.call_type == ir.IMAGE:
+            self._add(c.name)
+        self.visit_children(c)
+
+
+def _schedule_names(sched) -> list[str]:
+    names = [n for st in sched.stages for d in st.dims for n in (d.name, d.internal)]
+    names += [n for st in sched.stages for sp in st.splits for n in (sp.old, sp.outer, sp.inner)]
+    for level in (sched.compute_level, sched.store_level):
+        if level is not None and level.kind == "at":
+            names += [level.func_name, level.var_name]
+    return names
+
+
+def canonical_names(funcs) -> dict[str, str]:
+    """For each generated name token the Funcs use, its canonical replacement (only those that
+    change): the generated prefix numbered in order of first use, skipping names the user gave."""
+    found: dict[str, None] = {}
+    finder = _Names(found)
+    for f in funcs:
+        for name in (f.name(), *f._pure_args):
+            finder._add(name)
+        for d in f.scheduled_definitions():
+            for rv in d.rvars:
+                finder._add(rv.name)
+            for e in (*d.args, *d.values, d.predicate, *(x for rv in d.rvars for x in (rv.min, rv.extent))):
+                finder.visit(e)
+        for name in _schedule_names(f._schedule):
+            finder._add(name)
+    given = {t for t in found if not is_generated(t)}
+    counters: dict[str, int] = {}
+    mapping: dict[str, str] = {}
+    for token in found:
+        if token in given:
+            continue
+        prefix = generated_prefix(token)
+        k = counters.get(prefix, 0)
+        while f"{prefix}{k}" in given:
+            k += 1
+        counters[prefix] = k + 1
+        if f"{prefix}{k}" != token:
+            mapping[token] = f"{prefix}{k}"
+    return mapping
+
+
+class _Renamer:
+    def __init__(self, mapping: dict[str, str]):
+        self.mapping = mapping
+        self.memo: dict[str, str] = {}
+
+    def __call__(self, name: str) -> str:
+        if not self.mapping:
+            return name
+        out = self.memo.get(name)
+        if out is None:
+            out = self.memo[name] = _TOKEN.sub(lambda m: self.mapping.get(m.group(0), m.group(0)), name)
+        return out
+
+    def level(self, level: LoopLevel | None) -> LoopLevel | None:
+        if level is None or level.kind != "at" or not self.mapping:
+            return level
+        return LoopLevel(self(level.func_name), self(level.var_name), level.stage_index)
+
+    def schedule(self, sched):
+        """A copy of a Func's schedule in the new names, with its graph changes (wrappers, rfactor)
+        dropped: the copied definitions already carry them."""
+        s = sched.copy()
+        s.wrappers, s.rfactored, s.log = {}, {}, []
+        if not self.mapping:
+            return s
+        s.compute_level, s.store_level = self.level(s.compute_level), self.level(s.store_level)
+        s.bounds = {self(k): v for k, v in s.bounds.items()}
+        if s.storage_order is not None:
+            s.storage_order = [self(n) for n in s.storage_order]
+        stages = [s.stages[i] for i in range(len(s.stages))]
+        for st in stages:
+            stages.extend(special for _, special in st.specializations)
+            for d in st.dims:
+                d.name, d.internal = self(d.name), self(d.internal)
+            st.splits = [Split(sp.kind, self(sp.old), self(sp.outer), self(sp.inner), sp.factor, sp.tail)
+                         for sp in st.splits]
+        return s
+
+
+class _Rebuild(IRMutator):
+    """One consumer's definitions over the copied graph: calls to Funcs go to the copies (through
+    the consumer's wrappers), names are renamed."""
+
+    def __init__(self, consumer, copies: dict[int, object], rename: _Renamer):
+        super().__init__()
+        self.consumer, self.copies, self.rename = consumer, copies, rename
+        self.memo: dict[int, tuple] = {}
+
+    def mutate(self, node):
+        hit = self.memo.get(id(node))
+        if hit is not None:
+            return hit[1]
+        result = super().mutate(node)
+        self.memo[id(node)] = (node, result)  # the node is kept alive, so its id stays unique
+        return result
+
+    def visit_Call(self, c):
+        c2 = self.default(c)
+        if c.call_type == ir.HALIDE:
+            callee = c.func if c.func is self.consumer else wrapper_for(c.func, self.consumer)
+            target = self.copies[id(callee)]
+            if target is not c2.func or target.name() != c2.name:
+                return ir.Call(c2.type, target.name(), c2.args, c2.call_type, c2.value_index, target, c2.image)
+        elif c.call_type == ir.IMAGE and self.rename(c.name) != c.name:
+            return ir.Call(c2.type, self.rename(c.name), c2.args, c2.call_type, c2.value_index, c2.func, c2.image)
+        return c2
+
+    def visit_Variable(self, v):
+        name = self.rename(v.name)
+        return v if name == v.name else ir.Variable(name, v.type, v.ref)
+
+    def definition(self, d: Definition) -> Definition:
+        rvars = tuple(ReductionVariable(self.rename(rv.name), self.mutate(rv.min), self.mutate(rv.extent))
+                      for rv in d.rvars)
+        return Definition(tuple(self.mutate(a) for a in d.args), tuple(self.mutate(v) for v in d.values), rvars,
+                          None if d.predicate is None else self.mutate(d.predicate))
+
+
+def copy_graph(outputs) -> tuple[list, dict[str, object], list]:
+    """(copied outputs, every copied Func by its new name, the user's Funcs that were copied)."""
+    originals = list(reachable_funcs(outputs).values())
+    rename = _Renamer(canonical_names(originals))
+    copies = {id(f): f._lowering_copy(rename(f.name()), rename.schedule(f._schedule)) for f in originals}
+    for f in originals:
+        c = copies[id(f)]
+        rebuild = _Rebuild(f, copies, rename)
+        defs = [rebuild.definition(d) for d in f.scheduled_definitions()]
+        c._init, c._updates = defs[0], defs[1:]
+        c._pure_args = tuple(rename(n) for n in f._pure_args)
+    by_name = {copies[id(f)].name(): copies[id(f)] for f in originals}
+    return [copies[id(f)] for f in outputs], by_name, originals
