@@ -22,12 +22,20 @@ class Node:
 
 
 class Expr(Node):
-    __slots__ = ()
+    """An expression node. Besides its fields it has two cache slots, empty until asked for:
+    `_simplified` (its simplified form, see simplify) and `_summary` (what it uses, see
+    ir_mutator.expr_summary). Both follow from the fields, are not part of equality, hashing or
+    the printed form, and are not pickled or copied (a restored node works them out again)."""
+
+    __slots__ = ("_simplified", "_summary")
     type: Type
 
 
 class Stmt(Node):
-    __slots__ = ()
+    """A statement node; its cache slot `_touched` (see ir_mutator.touched_names) is like those
+    of Expr."""
+
+    __slots__ = ("_touched",)
 
 
 def _fail(message: str):

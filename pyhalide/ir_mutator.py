@@ -218,26 +218,16 @@ def substitute(replacements: dict[str, ir.Expr], node):
 
 
 # What lowering asks about an expression again and again (which variables it uses, which Funcs
-# and images it reads, whether it holds a min or max), worked out once per node and shared by all
-# passes: by id, each entry keeping its node alive so that its id stays unique; cleared when it
-# grows past _MEMO_LIMIT.
-_MEMO_LIMIT = 1 << 18
-_SUMMARY: dict[int, tuple] = {}  # id -> (expr, (free variables, called names, has min/max))
-_TOUCHED: dict[int, tuple] = {}  # id -> (stmt, names read or provided)
+# and images it reads, whether it holds a min or max) is worked out once per node, kept in the
+# node's `_summary` slot, and shared by all passes.
 _NONE: frozenset = frozenset()
 
 
-def _remember(memo: dict, node, value):
-    if len(memo) > _MEMO_LIMIT:
-        memo.clear()
-    memo[id(node)] = (node, value)
-    return value
-
-
 def _summary(e: ir.Expr) -> tuple[frozenset, frozenset, bool]:
-    hit = _SUMMARY.get(id(e))
-    if hit is not None and hit[0] is e:
-        return hit[1]
+    """(free variables, names of Funcs and images read, whether it holds a Min or Max)."""
+    hit = getattr(e, "_summary", None)
+    if hit is not None:
+        return hit
     free = called = _NONE
     minmax = isinstance(e, ir.Min | ir.Max)
     if isinstance(e, ir.Variable):
@@ -251,7 +241,9 @@ def _summary(e: ir.Expr) -> tuple[frozenset, frozenset, bool]:
         minmax = minmax or c_minmax
     if isinstance(e, ir.Call) and e.call_type in (ir.HALIDE, ir.IMAGE) and e.name not in called:
         called = called | {e.name}
-    return _remember(_SUMMARY, e, (free, called, minmax))
+    summary = (free, called, minmax)
+    object.__setattr__(e, "_summary", summary)
+    return summary
 
 
 def expr_free_variables(e: ir.Expr) -> frozenset:
@@ -273,9 +265,9 @@ def touched_names(node: ir.Node) -> frozenset:
     """The names of the Funcs and images that node reads (HALIDE and IMAGE calls) or provides."""
     if isinstance(node, ir.Expr):
         return called_names(node)
-    hit = _TOUCHED.get(id(node))
-    if hit is not None and hit[0] is node:
-        return hit[1]
+    hit = getattr(node, "_touched", None)
+    if hit is not None:
+        return hit
     names = _NONE
     for c in children(node):
         c_names = touched_names(c)
@@ -283,7 +275,8 @@ def touched_names(node: ir.Node) -> frozenset:
             names = c_names if not names else names | c_names
     if isinstance(node, ir.Provide) and node.name not in names:
         names = names | {node.name}
-    return _remember(_TOUCHED, node, names)
+    object.__setattr__(node, "_touched", names)
+    return names
 
 
 class _CollectFree(IRVisitor):

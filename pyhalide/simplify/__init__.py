@@ -313,15 +313,13 @@ _FOLDABLE = (ir.BinaryOp,)
 
 _INT32_RANGE = (-(2**31), 2**31 - 1)
 
-# Simplified forms of expressions outside any loop ranges, shared by every Simplify: lowering
-# simplifies the same subexpressions again and again (each bounds query substitutes lets, already
-# simplified, into expressions and simplifies the result). Keyed by id; each entry keeps its key
-# alive, so an id stays unique while it is remembered. A result is also its own entry: the
-# simplifier's results are fixed points, so a simplified value substituted into a larger
-# expression is not walked again. Cleared when it grows past _MEMO_LIMIT (only speed depends on
-# what it holds).
-_MEMO: dict[int, tuple[ir.Expr, ir.Expr]] = {}
-_MEMO_LIMIT = 1 << 18
+# The simplified form of an expression outside any loop ranges is kept in its `_simplified`
+# slot, shared by every Simplify: lowering simplifies the same subexpressions again and again
+# (each bounds query substitutes lets, already simplified, into expressions and simplifies the
+# result). A result is marked as its own simplified form (_SELF, not a reference to itself, which
+# would be a reference cycle): the simplifier's results are fixed points, so a simplified value
+# substituted into a larger expression is not walked again.
+_SELF = object()
 
 
 class Simplify(IRMutator):
@@ -471,12 +469,15 @@ class Simplify(IRMutator):
         # Loop ranges only ever settle mins and maxes (no rule makes one), so an expression
         # without any simplifies as it would outside every loop.
         if self.scope and has_min_max(e):
-            key, memo = (id(e), self.scope), self.cache
+            key = (id(e), self.scope)
+            hit = self.cache.get(key)
+            if hit is not None and hit[0] is e:
+                return hit[1]
         else:
-            key, memo = id(e), _MEMO
-        hit = memo.get(key)
-        if hit is not None and hit[0] is e:
-            return hit[1]
+            key = None
+            hit = getattr(e, "_simplified", None)
+            if hit is not None:
+                return e if hit is _SELF else hit
         result = e
         fixed_point = False
         for _ in range(64):
@@ -497,14 +498,12 @@ class Simplify(IRMutator):
                 fixed_point = True  # no rule applies to it, and its children are simplified
                 break
             result = new
-        if memo is _MEMO:
-            if len(_MEMO) > _MEMO_LIMIT:
-                _MEMO.clear()
-            _MEMO[key] = (e, result)
-            if fixed_point:
-                _MEMO[id(result)] = (result, result)
+        if key is None:
+            object.__setattr__(e, "_simplified", _SELF if result is e else result)
+            if fixed_point and result is not e:
+                object.__setattr__(result, "_simplified", _SELF)
         else:
-            memo[key] = (e, result)  # keeps e alive, so its id stays unique
+            self.cache[key] = (e, result)  # keeps e alive, so its id stays unique
         return result
 
     # ---- statements
