@@ -113,17 +113,21 @@ def make_const(t: Type, value) -> Expr:
 
 def const_int(e: Expr) -> int | None:
     """The value of an integer constant (or broadcast of one), else None."""
-    if isinstance(e, Broadcast):
+    if type(e) is Broadcast:
         e = e.value
-    if isinstance(e, IntImm):
+    if type(e) is IntImm:
         return e.value
     return None
 
 
 def const_value(e: Expr):
-    if isinstance(e, Broadcast):
+    """The value of a constant (or broadcast of one), else None. (Asked of nearly every node the
+    simplifier sees, hence exact class tests: node classes are not subclassed.)"""
+    cls = type(e)
+    if cls is Broadcast:
         e = e.value
-    if isinstance(e, IntImm | FloatImm):
+        cls = type(e)
+    if cls is IntImm or cls is FloatImm:
         return e.value
     return None
 

@@ -12,15 +12,15 @@ import itertools
 
 from .. import ir
 from ..ir_mutator import IRMutator, Substitution, free_variables, has_min_max, map_children, substitute
+from ..types import INT, UINT
 from .fold import fold_binary, fold_cast
 
-
-def _c(e):
-    return ir.const_value(e)
+_c = ir.const_value
 
 
 def _is_int(t) -> bool:
-    return (t.is_int() or t.is_uint()) and not t.is_bool()
+    """An integer type other than bool."""
+    return t.code == INT or (t.code == UINT and t.bits != 1)
 
 
 def _no_overflow(t) -> bool:
