@@ -410,17 +410,18 @@ def bounds_of_expr(e: ir.Expr, scope: dict[str, Interval] | None = None) -> Inte
 class LazyLet:
     """A let met inside an analysed statement, expanded only if something needs its value.
 
-    Its expansion is its value with the lets it names substituted by their own expansions (as
-    they were bound where it is defined: `deps`), then simplified, unless `simplified` is False
-    (the value is then used as it is).
+    Its expansion is its value (first passed through `prepare`, if given) with the lets it names
+    substituted by their own expansions (as they were bound where it is defined: `deps`), then
+    simplified, unless `simplified` is False (the value is then used as it is).
     """
 
-    __slots__ = ("value", "deps", "simplified", "expanded")
+    __slots__ = ("value", "deps", "simplified", "prepare", "expanded")
 
-    def __init__(self, value: ir.Expr, lets: dict[str, LazyLet], simplified: bool):
+    def __init__(self, value: ir.Expr, lets: dict[str, LazyLet], simplified: bool, prepare=None):
         self.value = value
         self.deps = {n: lets[n] for n in expr_free_variables(value) if n in lets}
         self.simplified = simplified
+        self.prepare = prepare
         self.expanded = None
 
     def expand(self) -> ir.Expr:
@@ -436,7 +437,8 @@ class LazyLet:
                 stack.extend(waiting)
                 continue
             stack.pop()
-            let.expanded = _expanded(let.value, let.deps, let.simplified)
+            value = let.value if let.prepare is None else let.prepare(let.value)
+            let.expanded = _expanded(value, let.deps, let.simplified)
         return self.expanded
 
 

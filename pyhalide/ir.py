@@ -203,7 +203,7 @@ class BinaryOp(_DerivedType):
 
     def __post_init__(self):
         ta, tb = self.a.type, self.b.type
-        if ta != tb:
+        if ta is not tb and ta != tb:
             _fail(f"{type(self).__name__} of mismatched types {ta} and {tb}")
         object.__setattr__(self, "_type", self._result_type(ta))
 

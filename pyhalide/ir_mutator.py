@@ -12,15 +12,10 @@ from collections.abc import Callable
 from . import ir
 
 
-def _map_field(value, fn):
-    if isinstance(value, ir.Node):
-        return fn(value)
-    if isinstance(value, tuple):
-        new = tuple(_map_field(v, fn) for v in value)
-        if all(a is b for a, b in zip(new, value)):
-            return value
-        return new
-    return value
+def _map_tuple(values: tuple, fn) -> tuple:
+    new = tuple(fn(v) if isinstance(v, ir.Node) else _map_tuple(v, fn) if isinstance(v, tuple) else v
+                for v in values)
+    return values if all(a is b for a, b in zip(new, values)) else new
 
 
 def map_children(node: ir.Node, fn: Callable[[ir.Node], ir.Node]) -> ir.Node:
@@ -29,18 +24,22 @@ def map_children(node: ir.Node, fn: Callable[[ir.Node], ir.Node]) -> ir.Node:
         a, b = node.a, node.b
         new_a, new_b = fn(a), fn(b)
         return node if new_a is a and new_b is b else type(node)(new_a, new_b)
-    changed = {}
+    changed = None
     for name in node._children:
         old = getattr(node, name)
-        if old is None:
+        if isinstance(old, ir.Node):
+            new = fn(old)
+        elif isinstance(old, tuple):
+            new = _map_tuple(old, fn)
+        else:  # None
             continue
-        new = _map_field(old, fn)
         if new is not old:
+            if changed is None:
+                changed = {}
             changed[name] = new
-    if not changed:
+    if changed is None:
         return node
-    values = [changed.get(f, getattr(node, f)) for f in node.__dataclass_fields__]
-    return type(node)(*values)
+    return type(node)(*[changed.get(f, getattr(node, f)) for f in node.__dataclass_fields__])
 
 
 def children(node: ir.Node) -> list:
@@ -221,6 +220,16 @@ def substitute(replacements: dict[str, ir.Expr], node):
 # and images it reads, whether it holds a min or max) is worked out once per node, kept in the
 # node's `_summary` slot, and shared by all passes.
 _NONE: frozenset = frozenset()
+_NOTHING = (_NONE, _NONE, False)
+
+
+def _union(a: frozenset, b: frozenset) -> frozenset:
+    """a | b, reusing a or b when one holds the other (most subtrees add nothing new)."""
+    if not b or b is a or b <= a:
+        return a
+    if not a or a <= b:
+        return b
+    return a | b
 
 
 def _summary(e: ir.Expr) -> tuple[frozenset, frozenset, bool]:
@@ -228,20 +237,25 @@ def _summary(e: ir.Expr) -> tuple[frozenset, frozenset, bool]:
     hit = getattr(e, "_summary", None)
     if hit is not None:
         return hit
-    free = called = _NONE
-    minmax = isinstance(e, ir.Min | ir.Max)
-    if isinstance(e, ir.Variable):
-        free = frozenset((e.name,))
-    for c in children(e):
-        c_free, c_called, c_minmax = _summary(c)
-        if c_free and not c_free <= free:
-            free = c_free if not free else free | c_free
-        if c_called and not c_called <= called:
-            called = c_called if not called else called | c_called
-        minmax = minmax or c_minmax
-    if isinstance(e, ir.Call) and e.call_type in (ir.HALIDE, ir.IMAGE) and e.name not in called:
-        called = called | {e.name}
-    summary = (free, called, minmax)
+    cls = type(e)
+    if cls is ir.Variable:
+        summary = (frozenset((e.name,)), _NONE, False)
+    elif not cls._children:  # a constant
+        summary = _NOTHING
+    elif isinstance(e, ir.BinaryOp):
+        a_free, a_called, a_minmax = _summary(e.a)
+        b_free, b_called, b_minmax = _summary(e.b)
+        summary = (_union(a_free, b_free), _union(a_called, b_called),
+                   a_minmax or b_minmax or cls is ir.Min or cls is ir.Max)
+    else:
+        free = called = _NONE
+        minmax = False
+        for c in children(e):
+            c_free, c_called, c_minmax = _summary(c)
+            free, called, minmax = _union(free, c_free), _union(called, c_called), minmax or c_minmax
+        if cls is ir.Call and e.call_type in (ir.HALIDE, ir.IMAGE) and e.name not in called:
+            called = called | {e.name}
+        summary = (free, called, minmax)
     object.__setattr__(e, "_summary", summary)
     return summary
 

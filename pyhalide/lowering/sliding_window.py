@@ -42,13 +42,14 @@ class _Slide(IRMutator):
     def __init__(self, f, windows: list[Window]):
         super().__init__()
         self.f = f
+        self.name = f.name()
         self.windows = windows
         self.inside = False
         self.loops: list[ir.For] = []
         self.lets: dict[str, LazyLet] = {}  # expanded (simplified) only where _slide asks
 
     def mutate(self, node):
-        if not self.inside and node is not None and self.f.name() not in touched_names(node):
+        if not self.inside and node is not None and self.name not in touched_names(node):
             return node  # f's Realize is not in there
         return super().mutate(node)
 
@@ -75,10 +76,20 @@ class _Slide(IRMutator):
 
     def visit_LetStmt(self, s):
         if not self.inside:
-            return self.default(s)
+            # outside f's Realize lets are left as they are: go down the chain without recursing
+            chain = []
+            while isinstance(s, ir.LetStmt):
+                chain.append(s)
+                s = s.body
+            body = self.mutate(s)
+            if body is s:
+                return chain[0]
+            for let in reversed(chain):
+                body = ir.LetStmt(let.name, let.value, body)
+            return body
         # promises only help bounds inference; the arithmetic itself is what cancels here (the
         # values in self.lets are stripped already, so only this let's own value needs it)
-        expanded = LazyLet(strip_promises(s.value), self.lets, simplified=True)
+        expanded = LazyLet(s.value, self.lets, simplified=True, prepare=strip_promises)
         value = s.value
         slid = self._slide(s.name)
         if slid is not None:

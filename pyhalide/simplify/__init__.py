@@ -466,6 +466,8 @@ class Simplify(IRMutator):
             self.subst, self._substitution = outer, outer_substitution
 
     def simplify_expr(self, e):
+        if not e._children:
+            return e  # a constant or a variable
         # Loop ranges only ever settle mins and maxes (no rule makes one), so an expression
         # without any simplifies as it would outside every loop.
         if self.scope and has_min_max(e):
