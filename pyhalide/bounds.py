@@ -11,7 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import ir
-from .ir_mutator import IRMutator, IRVisitor, children, expr_free_variables, free_variables, substitute, touched_names
+from .ir_mutator import (
+    IRMutator,
+    IRVisitor,
+    called_names,
+    children,
+    expr_free_variables,
+    free_variables,
+    has_let,
+    substitute,
+    touched_names,
+)
 from .simplify import simplify
 from .types import Int
 
@@ -89,6 +99,11 @@ class _Bounds:
 
     def _is_fixed(self, e) -> bool:
         """e uses no variable of the scope, so its interval is the single value e itself."""
+        if called_names(e) or not self.scope.keys().isdisjoint(expr_free_variables(e)):
+            return False  # reads memory, or uses a variable of the scope
+        if not has_let(e):
+            return True
+        # only a let inside that binds a name of the scope can still say no
         key = id(e)
         entry = self._fixed.get(key)
         hit = entry[1] if entry is not None and entry[0] is e else None

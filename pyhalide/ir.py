@@ -32,10 +32,10 @@ class Expr(Node):
 
 
 class Stmt(Node):
-    """A statement node; its cache slot `_touched` (see ir_mutator.touched_names) is like those
-    of Expr."""
+    """A statement node; its cache slots `_touched` and `_free` (see ir_mutator.touched_names and
+    free_variables) are like those of Expr."""
 
-    __slots__ = ("_touched",)
+    __slots__ = ("_touched", "_free")
 
 
 def _fail(message: str):

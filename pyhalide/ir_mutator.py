@@ -217,10 +217,11 @@ def substitute(replacements: dict[str, ir.Expr], node):
 
 
 # What lowering asks about an expression again and again (which variables it uses, which Funcs
-# and images it reads, whether it holds a min or max) is worked out once per node, kept in the
-# node's `_summary` slot, and shared by all passes.
+# and images it reads, whether it holds a min or max or a let) is worked out once per node, kept
+# in the node's `_summary` slot, and shared by all passes.
 _NONE: frozenset = frozenset()
-_NOTHING = (_NONE, _NONE, False)
+_MIN_MAX, _LET = 1, 2  # flags of the kinds of node an expression holds
+_NOTHING = (_NONE, _NONE, 0)
 
 
 def _union(a: frozenset, b: frozenset) -> frozenset:
@@ -232,30 +233,30 @@ def _union(a: frozenset, b: frozenset) -> frozenset:
     return a | b
 
 
-def _summary(e: ir.Expr) -> tuple[frozenset, frozenset, bool]:
-    """(free variables, names of Funcs and images read, whether it holds a Min or Max)."""
+def _summary(e: ir.Expr) -> tuple[frozenset, frozenset, int]:
+    """(free variables, names of Funcs and images read, flags: holds a Min or Max, a Let)."""
     hit = getattr(e, "_summary", None)
     if hit is not None:
         return hit
     cls = type(e)
     if cls is ir.Variable:
-        summary = (frozenset((e.name,)), _NONE, False)
+        summary = (frozenset((e.name,)), _NONE, 0)
     elif not cls._children:  # a constant
         summary = _NOTHING
     elif isinstance(e, ir.BinaryOp):
-        a_free, a_called, a_minmax = _summary(e.a)
-        b_free, b_called, b_minmax = _summary(e.b)
+        a_free, a_called, a_kinds = _summary(e.a)
+        b_free, b_called, b_kinds = _summary(e.b)
         summary = (_union(a_free, b_free), _union(a_called, b_called),
-                   a_minmax or b_minmax or cls is ir.Min or cls is ir.Max)
+                   a_kinds | b_kinds | (_MIN_MAX if cls is ir.Min or cls is ir.Max else 0))
     else:
         free = called = _NONE
-        minmax = False
+        kinds = _LET if cls is ir.Let else 0
         for c in children(e):
-            c_free, c_called, c_minmax = _summary(c)
-            free, called, minmax = _union(free, c_free), _union(called, c_called), minmax or c_minmax
+            c_free, c_called, c_kinds = _summary(c)
+            free, called, kinds = _union(free, c_free), _union(called, c_called), kinds | c_kinds
         if cls is ir.Call and e.call_type in (ir.HALIDE, ir.IMAGE) and e.name not in called:
             called = called | {e.name}
-        summary = (free, called, minmax)
+        summary = (free, called, kinds)
     object.__setattr__(e, "_summary", summary)
     return summary
 
@@ -272,7 +273,12 @@ def called_names(e: ir.Expr) -> frozenset:
 
 def has_min_max(e: ir.Expr) -> bool:
     """Whether expression e holds a Min or Max node."""
-    return _summary(e)[2]
+    return bool(_summary(e)[2] & _MIN_MAX)
+
+
+def has_let(e: ir.Expr) -> bool:
+    """Whether expression e holds a Let node."""
+    return bool(_summary(e)[2] & _LET)
 
 
 def touched_names(node: ir.Node) -> frozenset:
@@ -303,6 +309,10 @@ class _CollectFree(IRVisitor):
     def visit(self, node):
         if isinstance(node, ir.Expr):
             self.names |= expr_free_variables(node)
+            return
+        known = getattr(node, "_free", None)
+        if known is not None:
+            self.names |= known
         else:
             super().visit(node)
 
@@ -316,6 +326,12 @@ def free_variables(node) -> set[str]:
     names: set[str] = set()
     _CollectFree(names).visit(node)
     return names
+
+
+def remember_free_variables(stmt: ir.Stmt, names) -> None:
+    """Record that `names` are exactly free_variables(stmt), for a pass that has just worked them
+    out: walks of larger statements holding stmt then stop there."""
+    object.__setattr__(stmt, "_free", frozenset(names))
 
 
 def uses_variable(node, name: str) -> bool:

@@ -11,7 +11,15 @@ from __future__ import annotations
 import itertools
 
 from .. import ir
-from ..ir_mutator import IRMutator, Substitution, free_variables, has_min_max, map_children, substitute
+from ..ir_mutator import (
+    IRMutator,
+    Substitution,
+    free_variables,
+    has_min_max,
+    map_children,
+    remember_free_variables,
+    substitute,
+)
 from ..types import INT, UINT
 from .fold import fold_binary, fold_cast
 
@@ -552,6 +560,7 @@ class Simplify(IRMutator):
             if name in used:
                 used |= free_variables(value)
                 result = ir.LetStmt(name, value, result)
+        remember_free_variables(result, used)  # the chains around this one ask again
         return result
 
     def visit_For(self, s):
