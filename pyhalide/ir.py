@@ -46,7 +46,25 @@ def _fail(message: str):
     raise InternalError(message)
 
 
-_node = dataclass(frozen=True, slots=True)
+_dataclass = dataclass(frozen=True, slots=True)
+
+
+def _node(cls):
+    """An IR node class: a frozen dataclass with slots. For a node whose type is derived from
+    its operands (and kept in a slot that is not a field), unpickling and copying, which restore
+    the fields only, work the type out again."""
+    cls = _dataclass(cls)
+    if hasattr(cls, "_derive_type"):
+        restore_fields = cls.__setstate__
+
+        def __setstate__(self, state):
+            restore_fields(self, state)
+            object.__setattr__(self, "type", self._derive_type())
+
+        cls.__setstate__ = __setstate__
+    return cls
+
+
 _INT32 = Int(32)
 _BOOL = Bool()
 
@@ -174,26 +192,15 @@ class Reinterpret(Expr):
 
 # ---------------------------------------------------------------- arithmetic and logic
 class _DerivedType(Expr):
-    """An Expr whose type follows from its operands: worked out once, when the node is built.
+    """An Expr whose type follows from its operands: worked out once, when the node is built,
+    and kept in the slot `type` (which is not a dataclass field, so equality, hashing and the
+    printed form are unchanged). Asked for again at every level, the type of a chain of
+    arithmetic walked down the whole chain each time; a slot is also the cheapest attribute."""
 
-    (Asked for again at every level, the type of a chain of arithmetic walked down the whole
-    chain each time.) The cache is not a dataclass field, so equality, hashing and the printed
-    form are unchanged; pickle and copy keep only the fields, so a restored node works it out
-    again on first use."""
-
-    __slots__ = ("_type",)
+    __slots__ = ("type",)
 
     def _derive_type(self) -> Type:
         raise NotImplementedError
-
-    @property
-    def type(self) -> Type:
-        try:
-            return self._type
-        except AttributeError:
-            t = self._derive_type()
-            object.__setattr__(self, "_type", t)
-            return t
 
 
 class BinaryOp(_DerivedType):
@@ -205,7 +212,7 @@ class BinaryOp(_DerivedType):
         ta, tb = self.a.type, self.b.type
         if ta is not tb and ta != tb:
             _fail(f"{type(self).__name__} of mismatched types {ta} and {tb}")
-        object.__setattr__(self, "_type", self._result_type(ta))
+        object.__setattr__(self, "type", self._result_type(ta))
 
     @staticmethod
     def _result_type(operand_type: Type) -> Type:
@@ -257,8 +264,8 @@ class LogicalOp(BinaryOp):
 
     def __post_init__(self):
         BinaryOp.__post_init__(self)
-        if not self._type.is_bool():
-            _fail(f"{type(self).__name__} of non-boolean {self._type}")
+        if not self.type.is_bool():
+            _fail(f"{type(self).__name__} of non-boolean {self.type}")
 
 
 def _logop(name: str, symbol: str):
@@ -279,7 +286,7 @@ class Not(_DerivedType):
     def __post_init__(self):
         if not self.a.type.is_bool():
             _fail(f"Not of non-boolean {self.a.type}")
-        object.__setattr__(self, "_type", self.a.type)
+        object.__setattr__(self, "type", self.a.type)
 
     def _derive_type(self) -> Type:
         return self.a.type
@@ -300,7 +307,7 @@ class Select(_DerivedType):
             _fail(f"Select of mismatched types {t} and {self.false_value.type}")
         if ct.lanes != 1 and ct.lanes != t.lanes:
             _fail("Select condition lanes do not match")
-        object.__setattr__(self, "_type", t)
+        object.__setattr__(self, "type", t)
 
     def _derive_type(self) -> Type:
         return self.true_value.type
@@ -332,7 +339,7 @@ class Ramp(_DerivedType):
     def __post_init__(self):
         if not (self.base.type == self.stride.type and self.base.type.is_scalar()):
             _fail("bad Ramp")
-        object.__setattr__(self, "_type", self._derive_type())
+        object.__setattr__(self, "type", self._derive_type())
 
     def _derive_type(self) -> Type:
         return self.base.type.with_lanes(self.lanes * self.base.type.lanes)
@@ -347,7 +354,7 @@ class Broadcast(_DerivedType):
     def __post_init__(self):
         if not self.value.type.is_scalar():
             _fail("Broadcast of a vector")
-        object.__setattr__(self, "_type", self._derive_type())
+        object.__setattr__(self, "type", self._derive_type())
 
     def _derive_type(self) -> Type:
         return self.value.type.with_lanes(self.lanes)
@@ -380,7 +387,7 @@ class Let(_DerivedType):
     _children = ("value", "body")
 
     def __post_init__(self):
-        object.__setattr__(self, "_type", self.body.type)
+        object.__setattr__(self, "type", self.body.type)
 
     def _derive_type(self) -> Type:
         return self.body.type

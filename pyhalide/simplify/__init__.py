@@ -36,10 +36,12 @@ def _no_overflow(t) -> bool:
 
 
 def _fold(n):
-    a, b = _c(n.a), _c(n.b)
-    if a is not None and b is not None and n.type.lanes == 1 and not isinstance(n.a, ir.Broadcast):
-        return fold_binary(n, a, b)
-    return None
+    """A binary operator of two scalar constants, folded (None if it is not one)."""
+    a = n.a
+    if type(a) is not ir.IntImm and type(a) is not ir.FloatImm:
+        return None
+    b = _c(n.b)
+    return None if b is None else fold_binary(n, a.value, b)
 
 
 def _const(t, v):
