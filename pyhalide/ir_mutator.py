@@ -220,7 +220,7 @@ def substitute(replacements: dict[str, ir.Expr], node):
 # and images it reads, whether it holds a min or max or a let) is worked out once per node, kept
 # in the node's `_summary` slot, and shared by all passes.
 _NONE: frozenset = frozenset()
-_MIN_MAX, _LET = 1, 2  # flags of the kinds of node an expression holds
+_MIN_MAX, _LET, _CALL = 1, 2, 4  # flags of the kinds of node an expression holds
 _NOTHING = (_NONE, _NONE, 0)
 
 
@@ -234,7 +234,7 @@ def _union(a: frozenset, b: frozenset) -> frozenset:
 
 
 def _summary(e: ir.Expr) -> tuple[frozenset, frozenset, int]:
-    """(free variables, names of Funcs and images read, flags: holds a Min or Max, a Let)."""
+    """(free variables, names of Funcs and images read, flags: holds a Min or Max, a Let, a Call)."""
     hit = getattr(e, "_summary", None)
     if hit is not None:
         return hit
@@ -250,7 +250,7 @@ def _summary(e: ir.Expr) -> tuple[frozenset, frozenset, int]:
                    a_kinds | b_kinds | (_MIN_MAX if cls is ir.Min or cls is ir.Max else 0))
     else:
         free = called = _NONE
-        kinds = _LET if cls is ir.Let else 0
+        kinds = _LET if cls is ir.Let else _CALL if cls is ir.Call else 0
         for c in children(e):
             c_free, c_called, c_kinds = _summary(c)
             free, called, kinds = _union(free, c_free), _union(called, c_called), kinds | c_kinds
@@ -279,6 +279,11 @@ def has_min_max(e: ir.Expr) -> bool:
 def has_let(e: ir.Expr) -> bool:
     """Whether expression e holds a Let node."""
     return bool(_summary(e)[2] & _LET)
+
+
+def has_call(e: ir.Expr) -> bool:
+    """Whether expression e holds a Call node (of any kind)."""
+    return bool(_summary(e)[2] & _CALL)
 
 
 def touched_names(node: ir.Node) -> frozenset:

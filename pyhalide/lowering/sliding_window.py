@@ -138,10 +138,15 @@ class _Slide(IRMutator):
         prev = {loop.name: ir.Sub(ir.Variable(loop.name, _I32), ir.make_const(_I32, 1))}
         # The region must only move forward (its min and max never decrease from one iteration to
         # the next) and have a bounded width.
+        # (each bound is worked out only if the ones before it allow sliding)
         step_lo = _least_over_iterations(ir.Sub(lo_e, substitute(prev, lo_e)), loop, first=1)
+        if step_lo is None or step_lo < 0:
+            return None
         step_hi = _least_over_iterations(ir.Sub(hi_e, substitute(prev, hi_e)), loop, first=1)
+        if step_hi is None or step_hi <= 0:
+            return None
         width = _least_over_iterations(ir.Sub(lo_e, hi_e), loop, first=0)
-        if step_lo is None or step_hi is None or step_lo < 0 or step_hi <= 0 or width is None:
+        if width is None:
             return None
         width = -width
         # Folding keeps one window only if no loop inside L moves it (else several are live).

@@ -7,7 +7,7 @@ later passes (the vectorizer looking for dense Ramps) see the plain index arithm
 from __future__ import annotations
 
 from .. import ir
-from ..ir_mutator import IRMutator
+from ..ir_mutator import IRMutator, has_call
 
 
 class _Strip(IRMutator):
@@ -19,6 +19,8 @@ class _Strip(IRMutator):
         # an expression's result depends on it alone: shared subtrees are stripped once
         if not isinstance(node, ir.Expr):
             return super().mutate(node)
+        if not has_call(node):
+            return node  # no call, so no promise
         hit = self.memo.get(id(node))
         if hit is not None:
             return hit[1]

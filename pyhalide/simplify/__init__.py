@@ -318,7 +318,6 @@ RULES = {
     ir.Let: (let_rules,),
 }
 
-_FOLDABLE = (ir.BinaryOp,)
 
 
 _INT32_RANGE = (-(2**31), 2**31 - 1)
@@ -493,12 +492,18 @@ class Simplify(IRMutator):
         result = e
         fixed_point = False
         for _ in range(64):
-            result = map_children(result, self.simplify_expr)
-            if isinstance(result, _FOLDABLE):
+            if isinstance(result, ir.BinaryOp):  # most nodes: simplify the operands, fold
+                a, b = result.a, result.b
+                new_a = a if not a._children else self.simplify_expr(a)
+                new_b = b if not b._children else self.simplify_expr(b)
+                if new_a is not a or new_b is not b:
+                    result = type(result)(new_a, new_b)
                 folded = _fold(result)
                 if folded is not None:
                     result = folded
                     break
+            else:
+                result = map_children(result, self.simplify_expr)
             new = None
             for rule in RULES.get(type(result), ()):
                 new = rule(result)
