@@ -7,6 +7,8 @@ child changed: "did this pass do anything" is an identity check.
 
 from __future__ import annotations
 
+import functools
+import gc
 from collections.abc import Callable
 
 from . import ir
@@ -62,6 +64,27 @@ def _collect_nodes(values: tuple, out: list) -> None:
             out.append(v)
         elif isinstance(v, tuple):
             _collect_nodes(v, out)
+
+
+def cycle_collector_paused(fn):
+    """Decorator: run fn with Python's cycle collector paused (and as it was, afterwards).
+
+    Lowering builds and drops millions of small IR nodes and pass objects, none of them in a
+    reference cycle (see _dispatch_table), so reference counting frees all its garbage; meanwhile
+    the IR it holds grows, and each automatic collection would scan all of it again to find
+    nothing (about a tenth of lowering time). Only a call that paused the collector resumes it."""
+
+    @functools.wraps(fn)
+    def paused(*args, **kwargs):
+        if not gc.isenabled():
+            return fn(*args, **kwargs)
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            gc.enable()
+
+    return paused
 
 
 def _unchanged(self, node):

@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass
 
 from . import ir
+from .ir_mutator import cycle_collector_paused
 from .ir_printer import stmt_to_string
 from .lowering.allocation_bounds import allocation_bounds
 from .lowering.bounds_inference import bounds_inference, buffer_names
@@ -87,6 +88,7 @@ def lowering_passes(env):
     ]
 
 
+@cycle_collector_paused
 def lower(outputs, target=None, hook=None) -> LoweredPipeline:
     """Lower the pipeline computing `outputs` (a Func or a list) for `target` (an hl.Target, a
     target string or None for the host), on a private copy of the Func graph: the user's Funcs
