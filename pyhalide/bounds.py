@@ -502,6 +502,13 @@ class _BoxCollector(IRVisitor):
         self.scope = scope
         self.lets: dict[str, LazyLet] = {}
         self.box: list[Interval | None] | None = None
+        self._scope_bounds: _Bounds | None = None  # for self.scope; None once it changes
+
+    def _bounds(self) -> _Bounds:
+        """Interval analysis over the current scope, shared by the uses analysed under it."""
+        if self._scope_bounds is None:
+            self._scope_bounds = _Bounds(self.scope)
+        return self._scope_bounds
 
     def visit(self, node):
         # Only uses of `name` add to the box (calls in expressions, Provides): a subtree without
@@ -522,7 +529,7 @@ class _BoxCollector(IRVisitor):
         return _expanded(e, deps, True)
 
     def _add(self, args):
-        b = _Bounds(self.scope)
+        b = self._bounds()
         ivs = [b.of(self._expand(a)) for a in args]
         if self.box is None:
             self.box = ivs
@@ -549,6 +556,8 @@ class _BoxCollector(IRVisitor):
 
     def _with_let(self, name, value, body):
         saved_let, saved_iv = self.lets.get(name), self.scope.pop(name, None)
+        if saved_iv is not None:
+            self._scope_bounds = None
         self.lets[name] = LazyLet(value, self.lets, simplified=bool(self.lets))
         self.visit(body)
         self._restore(name, saved_let, saved_iv)
@@ -556,7 +565,7 @@ class _BoxCollector(IRVisitor):
     def visit_For(self, s):
         self.visit(s.min)
         self.visit(s.extent)
-        b = _Bounds(self.scope)
+        b = self._bounds()
         lo_e = self._expand(s.min)
         if self.lets:
             # the simplifier works bottom up, so this is the expansion of min + extent - 1
@@ -566,6 +575,7 @@ class _BoxCollector(IRVisitor):
         iv = Interval(b.of(lo_e).min, b.of(last_e).max)
         saved_let, saved_iv = self.lets.pop(s.name, None), self.scope.get(s.name)
         self.scope[s.name] = iv
+        self._scope_bounds = None
         self.visit(s.body)
         self._restore(s.name, saved_let, saved_iv)
 
@@ -596,7 +606,8 @@ class _BoxCollector(IRVisitor):
 
     def _restore(self, name, saved_let, saved_iv):
         self.lets.pop(name, None)
-        self.scope.pop(name, None)
+        if self.scope.pop(name, None) is not None or saved_iv is not None:
+            self._scope_bounds = None
         if saved_let is not None:
             self.lets[name] = saved_let
         if saved_iv is not None:
@@ -620,8 +631,10 @@ class _BoxCollector(IRVisitor):
             self.scope = narrowed
         else:
             self.lets, self.scope = saved_lets, saved_scope
+        self._scope_bounds = None
         self.visit(s.then_case)
         self.lets, self.scope = saved_lets, saved_scope
+        self._scope_bounds = None
         self.visit(s.else_case)
 
 
