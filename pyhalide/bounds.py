@@ -256,17 +256,23 @@ class _Bounds:
         if not isinstance(cond, ir.LT | ir.LE | ir.GT | ir.GE) or not cond.a.type.is_int():
             return None
         diff = self.of(simplify(ir.Sub(cond.a, cond.b)))  # a - b
-        lo = None if diff.min is None else ir.const_int(simplify(diff.min))
-        hi = None if diff.max is None else ir.const_int(simplify(diff.max))
+
+        def constant(bound):  # each bound is simplified only if the answer still needs it
+            return None if bound is None else ir.const_int(simplify(bound))
+
         strict = isinstance(cond, ir.LT | ir.GT)
         if isinstance(cond, ir.GT | ir.GE):  # a > b: a - b > 0
+            lo = constant(diff.min)
             if lo is not None and (lo > 0 or (lo == 0 and not strict)):
                 return True
+            hi = constant(diff.max)
             if hi is not None and (hi <= 0 if strict else hi < 0):
                 return False
         else:  # a < b: a - b < 0
+            hi = constant(diff.max)
             if hi is not None and (hi < 0 or (hi == 0 and not strict)):
                 return True
+            lo = constant(diff.min)
             if lo is not None and (lo >= 0 if strict else lo > 0):
                 return False
         return None
