@@ -86,13 +86,13 @@ def _vector_rules(n):
 
 def add_rules(n):
     a, b, t = n.a, n.b, n.type
-    if _c(a) is not None and _c(b) is None:
+    cb = _c(b)
+    if cb is None and _c(a) is not None:
         return ir.Add(b, a)  # constants to the right
-    if ir.is_const(b, 0):
+    if cb is not None and cb == 0:
         return a
     if not _is_int(t):
         return None
-    cb = _c(b)
     if cb is not None and isinstance(a, ir.Add) and _c(a.b) is not None:
         return ir.Add(a.a, _const(t, _c(a.b) + cb))
     if cb is not None and isinstance(a, ir.Sub) and _c(a.b) is not None:
@@ -101,7 +101,7 @@ def add_rules(n):
         return b.a  # a + (x - a)
     if isinstance(a, ir.Sub) and a.b == b:
         return a.a  # (x - b) + b
-    if isinstance(a, ir.Add) and _c(a.b) is not None and _c(b) is None:
+    if isinstance(a, ir.Add) and _c(a.b) is not None and cb is None:
         return ir.Add(ir.Add(a.a, b), a.b)  # (x + c) + y -> (x + y) + c
     if isinstance(b, ir.Add) and _c(b.b) is not None:
         return ir.Add(ir.Add(a, b.a), b.b)  # x + (y + c) -> (x + y) + c
@@ -199,14 +199,15 @@ def mod_rules(n):
 
 def _minmax_rules(n, op, pick):
     a, b, t = n.a, n.b, n.type
-    if _c(a) is not None and _c(b) is None:
+    cb = _c(b)
+    if cb is None and _c(a) is not None:
         return op(b, a)
     if a == b:
         return a
     if not _is_int(t):
         return None
-    if isinstance(a, op) and _c(a.b) is not None and _c(b) is not None:
-        return op(a.a, _const(t, pick(_c(a.b), _c(b))))  # min(min(x, c1), c2)
+    if cb is not None and isinstance(a, op) and _c(a.b) is not None:
+        return op(a.a, _const(t, pick(_c(a.b), cb)))  # min(min(x, c1), c2)
     if isinstance(a, op) and (a.a == b or a.b == b):
         return a  # min(min(x, y), x)
     if (_no_overflow(t) and isinstance(a, ir.Add) and isinstance(b, ir.Add) and a.a == b.a
@@ -616,4 +617,10 @@ def _is_simple(value) -> bool:
 
 def simplify(node):
     """Simplify an Expr or a Stmt."""
+    if isinstance(node, ir.Expr):  # already known: no need for a Simplify
+        if not node._children:
+            return node
+        known = getattr(node, "_simplified", None)
+        if known is not None:
+            return node if known is _SELF else known
     return Simplify().mutate(node)
