@@ -194,6 +194,16 @@ class _Remainders(IRMutator):
         super().__init__()
         self.names: dict[tuple, tuple[ir.Variable, ir.Variable]] = {}
         self.scope: dict[str, Interval] = {}
+        self.memo: dict[int, tuple] = {}
+
+    def mutate(self, node):
+        # a shared subtree is rewritten once (again, it would find the same names)
+        hit = self.memo.get(id(node))
+        if hit is not None:
+            return hit[1]
+        result = super().mutate(node)
+        self.memo[id(node)] = (node, result)  # keeps node alive, so its id stays unique
+        return result
 
     def visit_Div(self, e):
         c = ir.const_int(e.b)
