@@ -467,7 +467,7 @@ class LazyLet:
 # Func's collection over the same statement. Keyed by the ids of the value and of the expansions
 # substituted into it; each entry keeps those alive, so the ids stay unique while remembered.
 _EXPANSIONS: dict[tuple, tuple] = {}
-_EXPANSIONS_LIMIT = 1 << 16
+_EXPANSIONS_LIMIT = 1 << 14  # a lowering makes ~1000
 
 
 def _expanded(e: ir.Expr, deps: dict, simplified: bool) -> ir.Expr:
