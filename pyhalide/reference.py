@@ -37,7 +37,7 @@ import math
 import numpy as np
 
 from . import ir
-from .errors import HalideError
+from .errors import HalideError, InternalError
 from .expr import to_ir
 from .param import ImageParam, Param
 from .var import ReductionDomain
@@ -188,9 +188,10 @@ def _bool_arith(fn, a, b):
 
 def _shift(a, b, left: bool, dt):
     bits = dt.itemsize * 8
-    b64 = b.astype(np.int64)
-    neg = b64 < 0
-    amount = np.minimum(np.abs(b64), bits).astype(dt)
+    neg = b < 0 if b.dtype.kind == "i" else np.zeros(b.shape, np.bool_)
+    b64 = b.astype(np.uint64)  # two's complement: |INT64_MIN| is 2**63 as uint64
+    magnitude = np.where(neg, np.uint64(0) - b64, b64)
+    amount = np.minimum(magnitude, np.uint64(bits)).astype(dt)
     lsh = np.left_shift(a, amount)
     rsh = np.right_shift(a, amount)
     # Halide shifts the other way when a signed shift amount is negative.
@@ -863,6 +864,8 @@ def _intrinsic(c: _Eval, n):
         if dt == np.bool_ or dt.kind == "f":
             raise HalideError(f"reference: {name} of {n.type}")
         return np.asarray(_shift(a, b, name == "shift_left", dt))
+    if name in ("div_round_to_zero", "mod_round_to_zero", "shift_left_in_range", "shift_right_in_range"):
+        return np.asarray(_c_operation(name, args[0], args[1], dt, c.mask))
     if name in ("is_nan", "is_inf", "is_finite"):
         fn = {"is_nan": np.isnan, "is_inf": np.isinf, "is_finite": np.isfinite}[name]
         return np.asarray(fn(args[0]))
@@ -883,6 +886,30 @@ def _intrinsic(c: _Eval, n):
             r = np.where(u == 0, bits, _bit_length(low) - 1)
         return np.asarray(np.asarray(r).astype(dt))
     raise HalideError(f"reference: unknown intrinsic {name}")
+
+
+def _c_operation(name: str, a, b, dt, mask):
+    """The C operations that lower_arithmetic emits. Its guarantees (no division by 0 or -1, shift
+    amounts in [0, bits)) are checked on the lanes in use (values on masked-off lanes are not
+    computed faithfully here)."""
+    if dt == np.bool_ and name in ("div_round_to_zero", "mod_round_to_zero"):
+        r = _c_operation(name, a.astype(np.uint8), b.astype(np.uint8), np.dtype(np.uint8), mask)
+        return r.astype(np.bool_)
+    if name in ("div_round_to_zero", "mod_round_to_zero"):
+        bad = (b == 0) | (b == -1) if dt.kind == "i" else b == 0
+        what = "0 or -1"
+    else:
+        bad = b.astype(np.uint64) >= dt.itemsize * 8
+        what = f"{dt.itemsize * 8} or more"
+    if np.any(bad if mask is None else bad & mask):
+        raise InternalError(f"{name} by {what}: lower_arithmetic guarantees it never is")
+    b = np.where(bad, 1, b).astype(dt)
+    if name == "shift_left_in_range":
+        return np.left_shift(a, b).astype(dt)
+    if name == "shift_right_in_range":
+        return np.right_shift(a, b).astype(dt)
+    r = np.fmod(a, b)  # C's remainder, with the sign of a
+    return r.astype(dt) if name == "mod_round_to_zero" else ((a - r) // b).astype(dt)
 
 
 def _extern(c: _Eval, n):

@@ -1,96 +1,89 @@
-"""LLVM IR from the lowered Stmt, through llvmlite.
+"""LLVM IR from the Stmt that is compiled, through llvmlite: expressions and statements.
 
-The generated function is `i32 NAME(ptr array_0, ..., ptr array_n, ptr scalars)`: each array is
-a numpy ndarray object (its data pointer, shape and strides are read from numpy's stable C
-layout), and `scalars` is an int64 ndarray holding each buffer's mins, the Params and, on
-failure, the error record (assert id and its values). It returns 0, or 1 + the failed assert's
-id. Heap allocations live on a lexical stack so every exit path frees them.
+The Stmt has been through lower_arithmetic, so every operation left has C's meaning and maps to
+one or a few LLVM instructions; what that pass removes is refused here (InternalError). The
+concerns around the emitter live beside it: the function's arguments and error record
+(calling_convention.py), parallel loops and atomics (parallel.py), calls (calls.py) and the
+x86 forms of irregular vector loads and stores (x86.py).
 """
 
 from __future__ import annotations
 
+import struct
+from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from llvmlite import ir as ll
 
 from .. import ir
-from ..errors import CompileError
-from ..ir_mutator import IRVisitor, free_variables
+from ..errors import CompileError, InternalError
+from ..lowering.lower_arithmetic import not_lowered
 from ..types import Type
+from . import calling_convention, parallel, x86
+from .calls import emit_call
+from .llvm_types import I32, I64, PTR, VOID, llvm_type
 
-I1, I8, I32, I64 = ll.IntType(1), ll.IntType(8), ll.IntType(32), ll.IntType(64)
-PTR = ll.PointerType()
-F32, F64 = ll.FloatType(), ll.DoubleType()
-
-# numpy's PyArrayObject layout (stable C API): data, nd, dimensions, strides
-NP_DATA, NP_ND, NP_DIMS, NP_STRIDES = 16, 24, 32, 40
-ERROR_VALUES = 8  # values an assert can report
 STACK_LIMIT = 16 * 1024  # constant-size allocations up to this many bytes go on the stack
 
-
-def _atomic_store(builder, value, ptr):
-    """A monotonic atomic i32 store through an opaque pointer (llvmlite's helper wants a typed one)."""
-    from llvmlite.ir import instructions
-
-    st = instructions.StoreAtomicInstr(builder.block, value, ptr, "monotonic", 4)
-    builder._insert(st)
-    return st
+_PURE = ("add", "sub", "mul", "sdiv", "srem", "udiv", "urem", "shl", "ashr", "lshr", "and_", "or_", "xor",
+         "fadd", "fsub", "fmul", "fdiv", "icmp_signed", "icmp_unsigned", "fcmp_ordered", "fcmp_unordered",
+         "select", "sext", "zext", "trunc", "sitofp", "uitofp", "fptosi", "fptoui", "fpext", "fptrunc",
+         "bitcast", "gep", "insert_element", "extract_element", "shuffle_vector")
 
 
-def _buffers_used(stmt) -> set[str]:
-    names: set[str] = set()
+class _NumberingBuilder(ll.IRBuilder):
+    """An IRBuilder that does not emit a pure instruction identical to one already in the current
+    block (local value numbering), and returns that one instead. Lowered IR repeats index
+    arithmetic a lot (a third to two thirds of the pure instructions of the apps' code): emitting
+    it once saves building, printing and parsing it, and LLVM's work deleting it."""
 
-    class Collect(IRVisitor):
-        def visit_Load(self, e):
-            names.add(e.name)
-            self.visit_children(e)
-
-        def visit_Store(self, st):
-            names.add(st.name)
-            self.visit_children(st)
-
-    Collect().visit(stmt)
-    return names
+    def __init__(self, block):
+        super().__init__(block)
+        self._numbers: dict[tuple, ll.Value] = {}
 
 
-def _small_stride(index: ir.Expr) -> bool:
-    """A Ramp with a small positive constant stride (loaded densely and shuffled)."""
-    k = ir.const_int(index.stride) if isinstance(index, ir.Ramp) else None
-    return k is not None and 2 <= k <= 4 and k * index.lanes <= 256
+def _hashable(v):
+    if isinstance(v, ll.Constant):  # equal by content; hashing one formats it, once
+        return v.type, v.get_reference()
+    return tuple(_hashable(x) for x in v) if isinstance(v, list | tuple) else v
 
 
-def _is_dense(index: ir.Expr) -> bool:
-    return isinstance(index, ir.Ramp) and ir.const_int(index.stride) == 1
+def _numbered(op: str):
+    emit = getattr(ll.IRBuilder, op)
+
+    def numbered(self, *args, name="", **kwargs):
+        block = self.block
+        if self._anchor != len(block.instructions):  # not appending: an earlier value may come later
+            return emit(self, *args, name=name, **kwargs)
+        key = (op, block, *map(_hashable, args), *((k, _hashable(v)) for k, v in sorted(kwargs.items())))
+        value = self._numbers.get(key)
+        if value is None:
+            value = self._numbers[key] = emit(self, *args, name=name, **kwargs)
+        return value
+
+    numbered.__name__ = op
+    return numbered
 
 
-def llvm_type(t: Type, memory: bool = False) -> ll.Type:
-    """The LLVM type of t; booleans are i1 in registers and i8 in memory."""
-    if t.is_float():
-        base = F32 if t.bits == 32 else F64
-    elif t.is_bool():
-        base = I8 if memory else I1
-    elif t.is_handle():
-        base = PTR
-    else:
-        base = ll.IntType(t.bits)
-    return base if t.lanes == 1 else ll.VectorType(base, t.lanes)
+for _op in _PURE:
+    setattr(_NumberingBuilder, _op, _numbered(_op))
 
 
 @dataclass
-class ScalarLayout:
-    """Where each value lives in the int64 `scalars` array passed at every call."""
+class Function:
+    """The function being emitted (the pipeline's entry, or a parallel task) and what its
+    statements need: the block for allocas, the scalars array, the values and buffers in scope,
+    its heap allocations (freed on every exit) and how it leaves with an error code."""
 
-    min_slots: dict[str, list[int]] = field(default_factory=dict)
-    param_slots: dict[str, int] = field(default_factory=dict)
-    threads_slot: int = 0
-    error_slot: int = 0
-    size: int = 0
-
-
-_UNARY_LLVM = {"sqrt": "llvm.sqrt", "exp": "llvm.exp", "log": "llvm.log", "sin": "llvm.sin", "cos": "llvm.cos",
-               "floor": "llvm.floor", "ceil": "llvm.ceil", "trunc": "llvm.trunc", "round": "llvm.roundeven"}
-_UNARY_LIBM = ("tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf")
-_BINARY_LIBM = {"atan2": "atan2", "hypot": "hypot"}
+    fn: ll.Function
+    b: ll.IRBuilder
+    entry: ll.Block
+    leave_with_error: Callable[[ll.IRBuilder, ll.Value], None] | None
+    scalars: ll.Value | None = None
+    scope: dict[str, list] = field(default_factory=dict)
+    hosts: dict[str, ll.Value] = field(default_factory=dict)
+    heap_allocs: list[ll.Value] = field(default_factory=list)
 
 
 class CodeGen:
@@ -102,135 +95,126 @@ class CodeGen:
         self.fn_name = fn_name
         self.axis_maps = axis_maps
         self.module = ll.Module(name=fn_name)
-        self.scope: dict[str, list] = {}
-        self.hosts: dict[str, ll.Value] = {}
-        self.buffer_types: dict[str, Type] = {}
-        self.heap_allocs: list[ll.Value] = []
-        self.asserts: list[tuple[str, int]] = []
-        self.layout = ScalarLayout()
+        self.asserts: list[tuple[str, int]] = []  # per assert id: message, number of values
+        self.layout = calling_convention.ScalarLayout()
         self._strings: dict[str, ll.GlobalVariable] = {}
-        self.closure_error = None  # inside a parallel task: where to report a failure
+        self._rules: dict[type, Callable] = {}
+        self._constants: dict[tuple, ll.Constant] = {}
+        self.f: Function
 
-    # ------------------------------------------------------------------ entry
     def generate(self) -> str:
-        lp = self.lowered
-        nbuf = len(lp.buffers)
-        fnty = ll.FunctionType(I32, [PTR] * (nbuf + 1))
-        self.fn = ll.Function(self.module, fnty, self.fn_name)
-        self.entry = self.fn.append_basic_block("entry")
-        self.b = ll.IRBuilder(self.entry)
-        args = list(self.fn.args)
-        sc_obj = args[-1]
-        self.scalars = self._load(PTR, self._gep8(sc_obj, NP_DATA))
-        slot = 0
-        for buf, obj, axes in zip(lp.buffers, args[:-1], self.axis_maps):
-            self.layout.min_slots[buf.name] = list(range(slot, slot + buf.dimensions))
-            slot += buf.dimensions
-            self.buffer_types[buf.name] = buf.type
-            self.hosts[buf.name] = self._load(PTR, self._gep8(obj, NP_DATA))
-            dims = self._load(PTR, self._gep8(obj, NP_DIMS))
-            strides = self._load(PTR, self._gep8(obj, NP_STRIDES))
-            esize = ll.Constant(I64, buf.type.bytes())
-            for d, axis in enumerate(axes):
-                ext = self._load(I64, self.b.gep(dims, [ll.Constant(I64, axis)], source_etype=I64))
-                stride = self._load(I64, self.b.gep(strides, [ll.Constant(I64, axis)], source_etype=I64))
-                stride = self.b.sdiv(stride, esize)
-                lo = self._load(I64, self._scalar_ptr(self.layout.min_slots[buf.name][d]))
-                self._bind(f"{buf.name}.min.{d}", self.b.trunc(lo, I32))
-                self._bind(f"{buf.name}.extent.{d}", self.b.trunc(ext, I32))
-                self._bind(f"{buf.name}.stride.{d}", self.b.trunc(stride, I32))
-        for s in lp.scalars:
-            self.layout.param_slots[s.name] = slot
-            raw = self._load(I64, self._scalar_ptr(slot))
-            slot += 1
-            self._bind(s.name, self._from_int64(raw, s.type))
-        self.layout.threads_slot = slot
-        self.layout.error_slot = slot + 1
-        self.layout.size = slot + 2 + ERROR_VALUES
-        self.stmt(self.body)
-        if not self.b.block.is_terminated:
-            self.b.ret(ll.Constant(I32, 0))
+        """The module's text."""
+        fn = calling_convention.declare_entry(self.module, self.fn_name, len(self.lowered.buffers))
+        with self.emitting_into(fn, lambda b, code: b.ret(code)):
+            self.layout = calling_convention.bind_arguments(self, self.lowered, self.axis_maps)
+            self.stmt(self.body)
+            if not self.b.block.is_terminated:
+                self.b.ret(ll.Constant(I32, 0))
         return str(self.module)
 
     # ------------------------------------------------------------------ helpers
-    def _gep8(self, base, offset: int):
-        return self.b.gep(base, [ll.Constant(I64, offset)], source_etype=I8)
+    @property
+    def b(self) -> ll.IRBuilder:
+        return self.f.b
 
-    def _load(self, ty, ptr, align=None):
-        return self.b.load(ptr, typ=ty, align=align)
+    @contextmanager
+    def emitting_into(self, fn: ll.Function, leave_with_error=None):
+        """Emit into fn (from its new entry block) until the block ends; yields the builder."""
+        saved = getattr(self, "f", None)
+        entry = fn.append_basic_block("entry")
+        self.f = Function(fn, _NumberingBuilder(entry), entry, leave_with_error)
+        try:
+            yield self.f.b
+        finally:
+            self.f = saved
 
-    def _scalar_ptr(self, slot: int):
-        return self.b.gep(self.scalars, [ll.Constant(I64, slot)], source_etype=I64)
+    def bind(self, name: str, value):
+        self.f.scope.setdefault(name, []).append(value)
 
-    def _from_int64(self, raw, t: Type):
-        if t.is_float():
-            d = self.b.bitcast(raw, F64)
-            return d if t.bits == 64 else self.b.fptrunc(d, F32)
-        if t.is_bool():
-            return self.b.icmp_unsigned("!=", raw, ll.Constant(I64, 0))
-        return self.b.trunc(raw, llvm_type(t)) if t.bits < 64 else raw
+    def unbind(self, name: str):
+        self.f.scope[name].pop()
 
-    def _bind(self, name: str, value):
-        self.scope.setdefault(name, []).append(value)
-
-    def _unbind(self, name: str):
-        self.scope[name].pop()
-
-    def _intrinsic(self, name: str, ret: ll.Type, args: list[ll.Type]):
-        fn = self.module.globals.get(name)
-        if fn is None:
-            fn = ll.Function(self.module, ll.FunctionType(ret, args), name)
-        return fn
-
-    def _libc(self, name: str, ret, args, var_arg=False):
+    def declare(self, name: str, ret: ll.Type, args: list[ll.Type], var_arg: bool = False) -> ll.Function:
+        """A function of the C library, libgomp or LLVM, declared once per module."""
         fn = self.module.globals.get(name)
         if fn is None:
             fn = ll.Function(self.module, ll.FunctionType(ret, args, var_arg=var_arg), name)
         return fn
 
-    def _suffix(self, t: Type) -> str:
-        s = "f32" if t.is_float() and t.bits == 32 else "f64" if t.is_float() else f"i{t.bits}"
-        return s if t.lanes == 1 else f"v{t.lanes}{s}"
+    def alloca_in_entry(self, ty: ll.Type, name: str, size=None):
+        """Stack memory allocated once per call of the function, not once per loop iteration."""
+        b = self.b
+        with b.goto_block(self.f.entry):
+            b.position_at_start(self.f.entry)
+            return b.alloca(ty, size=size, name=name)
 
-    def _const(self, t: Type, value):
-        return self.expr(ir.make_const(t, value))
+    def free_heap_allocations(self):
+        free = self.declare("free", VOID, [PTR])
+        for p in reversed(self.f.heap_allocs):
+            self.b.call(free, [p])
+
+    def string_constant(self, s: str):
+        g = self._strings.get(s)
+        if g is None:
+            data = bytearray(s.encode() + b"\0")
+            ty = ll.ArrayType(ll.IntType(8), len(data))
+            g = ll.GlobalVariable(self.module, ty, name=f".str{len(self._strings)}")
+            g.global_constant = True
+            g.linkage = "private"
+            g.initializer = ll.Constant(ty, data)
+            self._strings[s] = g
+        return g
+
+    def _rule(self, node, prefix: str) -> Callable:
+        cls = type(node)
+        rule = self._rules.get(cls)
+        if rule is None:
+            rule = getattr(self, prefix + cls.__name__, None)
+            if rule is None:
+                raise InternalError(f"codegen: no rule for {cls.__name__}")
+            self._rules[cls] = rule
+        return rule
 
     # ------------------------------------------------------------------ expressions
     def expr(self, e: ir.Expr):
-        method = getattr(self, "e_" + type(e).__name__, None)
-        if method is None:
-            raise CompileError(f"codegen: no rule for {type(e).__name__}")
-        return method(e)
+        return self._rule(e, "e_")(e)
 
     def e_IntImm(self, e):
-        return ll.Constant(llvm_type(e.type), e.value)
+        return self._constant(llvm_type(e.type), e.value, e.value)
 
     def e_FloatImm(self, e):
-        return ll.Constant(llvm_type(e.type), e.value)
+        return self._constant(llvm_type(e.type), e.value, struct.pack("<d", e.value))  # -0.0 is not 0.0
+
+    def _constant(self, ty: ll.Type, value, key):
+        """One object per distinct constant: numbering instructions hashes their operands."""
+        c = self._constants.get((ty, key))
+        if c is None:
+            c = self._constants[ty, key] = ll.Constant(ty, value)
+        return c
 
     def e_StringImm(self, e):
-        return self._string(e.value)
+        return self.string_constant(e.value)
 
     def e_Variable(self, e):
-        stack = self.scope.get(e.name)
+        stack = self.f.scope.get(e.name)
         if not stack:
-            raise CompileError(f"codegen: variable {e.name} is not defined")
+            raise InternalError(f"codegen: variable {e.name} is not defined")
         return stack[-1]
 
     def e_Let(self, e):
-        self._bind(e.name, self.expr(e.value))
+        self.bind(e.name, self.expr(e.value))
         try:
             return self.expr(e.body)
         finally:
-            self._unbind(e.name)
+            self.unbind(e.name)
 
     def e_Broadcast(self, e):
-        return self._splat(self.expr(e.value), e.lanes)
+        return self.splat(self.expr(e.value), e.lanes)
 
-    def _splat(self, v, lanes: int):
+    def splat(self, v, lanes: int):
         vt = ll.VectorType(v.type, lanes)
         if isinstance(v, ll.Constant):
-            return ll.Constant(vt, [v.constant] * lanes)
+            return self._constant(vt, [v.constant] * lanes, (v.get_reference(), lanes))
         undef = ll.Constant(vt, ll.Undefined)
         ins = self.b.insert_element(undef, v, ll.Constant(I32, 0))
         return self.b.shuffle_vector(ins, undef, ll.Constant(ll.VectorType(I32, lanes), [0] * lanes))
@@ -243,17 +227,16 @@ class CodeGen:
         return self.b.add(base, self.b.mul(stride, idx))
 
     def e_Cast(self, e):
+        if e.type.is_bool() and not e.value.type.is_bool():
+            not_lowered("cast to bool")
         return self.cast(self.expr(e.value), e.value.type, e.type)
 
     def cast(self, v, src: Type, dst: Type):
+        """C's conversions (to bool is lowered to a compare before codegen)."""
         b = self.b
         lt = llvm_type(dst)
         if src.element_of() == dst.element_of():
             return v
-        if dst.is_bool():
-            if src.is_float():
-                return b.fcmp_unordered("!=", v, ll.Constant(llvm_type(src), 0.0))
-            return b.icmp_unsigned("!=", v, ll.Constant(llvm_type(src), 0))
         if src.is_float() and dst.is_float():
             return b.fpext(v, lt) if dst.bits > src.bits else b.fptrunc(v, lt)
         if src.is_float():
@@ -273,7 +256,7 @@ class CodeGen:
         a, b = self.expr(e.a), self.expr(e.b)
         if e.type.is_float():
             return getattr(self.b, float_op)(a, b, flags=self.float_flags)
-        flags = ["nsw"] if e.type.is_int() and e.type.bits >= 32 else []
+        flags = ["nsw"] if e.type.is_int() and e.type.bits >= 32 else []  # as Halide: no signed overflow
         return getattr(self.b, int_op)(a, b, flags=flags)
 
     def e_Add(self, e):
@@ -286,86 +269,33 @@ class CodeGen:
         return self._arith(e, "mul", "fmul")
 
     def e_Div(self, e):
-        t = e.type
-        a, b = self.expr(e.a), self.expr(e.b)
-        if t.is_float():
-            return self.b.fdiv(a, b)
-        return self._int_divmod(t, a, b, e.b)[0]
+        if not e.type.is_float():
+            not_lowered("integer division")
+        return self.b.fdiv(self.expr(e.a), self.expr(e.b))
 
     def e_Mod(self, e):
-        t = e.type
-        a, b = self.expr(e.a), self.expr(e.b)
-        if t.is_float():
-            q = self.b.fdiv(a, b)
-            fl = self._call_intrinsic("llvm.floor", t, [q])
-            return self.b.fsub(a, self.b.fmul(b, fl))
-        return self._int_divmod(t, a, b, e.b)[1]
+        not_lowered("modulo")
 
-    def _int_divmod(self, t: Type, a, b, b_ir):
-        """Euclidean quotient and remainder; division by zero gives zero; never traps."""
-        B = self.b
-        zero = self._const(t, 0)
-        one = self._const(t, 1)
-        c = ir.const_int(b_ir)
-        if t.is_uint():
-            if c is not None and c != 0:
-                return B.udiv(a, b), B.urem(a, b)
-            if c == 0:
-                return zero, zero
-            is_zero = B.icmp_unsigned("==", b, zero)
-            bs = B.select(is_zero, one, b)
-            return B.select(is_zero, zero, B.udiv(a, bs)), B.select(is_zero, zero, B.urem(a, bs))
-        if c is not None and c not in (0, -1):
-            q0, r0 = B.sdiv(a, b), B.srem(a, b)
-            neg = B.icmp_signed("<", r0, zero)
-            adj = self.cast(neg, t.with_bits(1).with_code("uint"), t)
-            q = B.sub(q0, adj) if c > 0 else B.add(q0, adj)
-            r = B.add(r0, B.select(neg, self._const(t, abs(c)), zero))
-            return q, r
-        if c == 0:
-            return zero, zero
-        minus_one = self._const(t, -1)
-        is_zero = B.icmp_signed("==", b, zero)
-        is_m1 = B.icmp_signed("==", b, minus_one)
-        special = B.or_(is_zero, is_m1)
-        bs = B.select(special, one, b)
-        q0, r0 = B.sdiv(a, bs), B.srem(a, bs)
-        neg = B.icmp_signed("<", r0, zero)
-        b_pos = B.icmp_signed(">", bs, zero)
-        step = B.select(b_pos, one, minus_one)
-        q = B.select(neg, B.sub(q0, step), q0)
-        abs_b = B.select(b_pos, bs, B.sub(zero, bs))
-        r = B.select(neg, B.add(r0, abs_b), r0)
-        q = B.select(is_m1, B.sub(zero, a), q)
-        q = B.select(is_zero, zero, q)
-        r = B.select(special, zero, r)
-        return q, r
-
-    def _minmax(self, e, is_min: bool):
-        a, b = self.expr(e.a), self.expr(e.b)
+    def _minmax(self, e, op: str):
         t = e.type
         if t.is_float():
-            # Halide's: max(a, b) = a > b ? a : b and min(a, b) = b < a ? b : a, so a NaN or a
-            # tie gives b for max and a for min. Each is one x86 maxps/minps.
-            if is_min:
-                return self.b.select(self.b.fcmp_ordered("<", b, a), b, a)
-            return self.b.select(self.b.fcmp_ordered(">", a, b), a, b)
-        op = "<" if is_min else ">"
+            not_lowered("float min/max")
+        a, b = self.expr(e.a), self.expr(e.b)
         cmp = self.b.icmp_signed(op, a, b) if t.is_int() else self.b.icmp_unsigned(op, a, b)
         return self.b.select(cmp, a, b)
 
     def e_Min(self, e):
-        return self._minmax(e, True)
+        return self._minmax(e, "<")
 
     def e_Max(self, e):
-        return self._minmax(e, False)
+        return self._minmax(e, ">")
 
     def _compare(self, e, op: str):
         a, b = self.expr(e.a), self.expr(e.b)
         t = e.a.type
         if t.is_float():
             if op == "!=":
-                return self.b.fcmp_unordered(op, a, b)
+                return self.b.fcmp_unordered(op, a, b)  # true for NaN, as in C
             return self.b.fcmp_ordered(op, a, b)
         if t.is_int():
             return self.b.icmp_signed(op, a, b)
@@ -401,231 +331,40 @@ class CodeGen:
     def e_Select(self, e):
         return self.b.select(self.expr(e.condition), self.expr(e.true_value), self.expr(e.false_value))
 
+    def e_Call(self, e):
+        return emit_call(self, e)
+
+    def _host(self, name: str):
+        host = self.f.hosts.get(name)
+        if host is None:
+            raise InternalError(f"codegen: buffer {name} is not allocated here")
+        return host
+
+    def _element_ptr(self, host, index: ir.Expr, t: Type):
+        return self.b.gep(host, [self.b.sext(self.expr(index), I64)], source_etype=llvm_type(t.element_of(), True))
+
     def e_Load(self, e):
         t = e.type
-        host = self.hosts.get(e.name)
-        if host is None:
-            raise CompileError(f"codegen: load from unknown buffer {e.name}")
+        host = self._host(e.name)
+        b = self.b
         mem_t = llvm_type(t.element_of(), memory=True)
         align = t.element_of().bytes()
-        if t.lanes > 1 and _is_dense(e.index):
-            ptr = self.b.gep(host, [self.b.sext(self.expr(e.index.base), I64)], source_etype=mem_t)
-            v = self._load(llvm_type(t, memory=True), ptr, align)
-        elif t.lanes > 1 and _small_stride(e.index):
-            # A constant stride: one dense load of the span, then a shuffle picks every k-th
-            # element. The span ends at the last element used, so it never reads past the access.
-            k = ir.const_int(e.index.stride)
-            span = k * (t.lanes - 1) + 1
-            ptr = self.b.gep(host, [self.b.sext(self.expr(e.index.base), I64)], source_etype=mem_t)
-            wide = self._load(ll.VectorType(mem_t, span), ptr, align)
-            picks = ll.Constant(ll.VectorType(I32, t.lanes), [k * i for i in range(t.lanes)])
-            v = self.b.shuffle_vector(wide, ll.Constant(wide.type, ll.Undefined), picks)
-        elif t.lanes > 1 and isinstance(e.index, ir.Broadcast):
-            ptr = self.b.gep(host, [self.b.sext(self.expr(e.index.value), I64)], source_etype=mem_t)
-            v = self._splat(self._load(mem_t, ptr, align), t.lanes)
-        elif t.lanes > 1 and t.element_of().bits < 32:
-            # x86 gathers only 32- and 64-bit elements: load lane by lane, each at base + a 32-bit
-            # index (as Halide does), rather than extracting 64-bit addresses from a vector
-            index = self.expr(e.index)
-            v = ll.Constant(llvm_type(t, memory=True), ll.Undefined)
-            for lane in range(t.lanes):
-                i = self.b.extract_element(index, ll.Constant(I32, lane))
-                ptr = self.b.gep(host, [self.b.sext(i, I64)], source_etype=mem_t)
-                v = self.b.insert_element(v, self._load(mem_t, ptr, align), ll.Constant(I32, lane))
-        elif t.lanes > 1:
-            ptrs = self._lane_pointers(host, self.expr(e.index), t)
-            mask = ll.Constant(ll.VectorType(I1, t.lanes), [1] * t.lanes)
-            v = self._call_gather(ptrs, mask, t, align)
+        if t.lanes == 1:
+            v = b.load(self._element_ptr(host, e.index, t), typ=mem_t, align=align)
+        elif _is_dense(e.index):
+            v = b.load(self._element_ptr(host, e.index.base, t), typ=llvm_type(t, memory=True), align=align)
+        elif isinstance(e.index, ir.Broadcast):
+            v = self.splat(b.load(self._element_ptr(host, e.index.value, t), typ=mem_t, align=align), t.lanes)
         else:
-            ptr = self.b.gep(host, [self.b.sext(self.expr(e.index), I64)], source_etype=mem_t)
-            v = self._load(mem_t, ptr, align)
+            v = x86.load(self, host, e.index, t)
         if t.is_bool():
-            return self.b.icmp_unsigned("!=", v, ll.Constant(v.type, 0) if t.lanes == 1 else
-                                        ll.Constant(v.type, [0] * t.lanes))
+            zero = ll.Constant(v.type, 0) if t.lanes == 1 else ll.Constant(v.type, [0] * t.lanes)
+            return b.icmp_unsigned("!=", v, zero)
         return v
-
-    def _lane_pointers(self, host, index, t: Type):
-        """A vector of element addresses, for gathers and scatters: one getelementptr with the
-        32-bit index vector, which x86 turns into a base + 32-bit index gather (16 lanes in one
-        vgatherdps, where 64-bit addresses take two)."""
-        ptrs = self.b.gep(host, [index], source_etype=llvm_type(t.element_of(), memory=True))
-        ptrs.type = ll.VectorType(PTR, t.lanes)  # llvmlite types a vector-index GEP as one pointer
-        return ptrs
-
-    def _call_gather(self, ptrs, mask, t, align):
-        mem_vt = llvm_type(t, memory=True)
-        name = f"llvm.masked.gather.{self._suffix(t)}.v{t.lanes}p0"
-        fn = self._intrinsic(name, mem_vt, [ptrs.type, I32, mask.type, mem_vt])
-        return self.b.call(fn, [ptrs, ll.Constant(I32, align), mask, ll.Constant(mem_vt, ll.Undefined)])
-
-    def _call_intrinsic(self, base: str, t: Type, args):
-        lt = llvm_type(t)
-        fn = self._intrinsic(f"{base}.{self._suffix(t)}", lt, [a.type for a in args])
-        return self.b.call(fn, args)
-
-    def e_Call(self, e):
-        if e.call_type == ir.EXTERN:
-            return self._math(e)
-        if e.call_type == ir.INTRINSIC:
-            handler = getattr(self, "i_" + e.name, None)
-            if handler is None:
-                raise CompileError(f"codegen: unknown intrinsic {e.name}")
-            return handler(e)
-        raise CompileError(f"codegen: call to {e.name} ({e.call_type}) survived lowering")
-
-    def _math(self, e):
-        t = e.type
-        args = [self.expr(a) for a in e.args]
-        if e.name in _UNARY_LLVM:
-            return self._call_intrinsic(_UNARY_LLVM[e.name], t, args)
-        if e.name == "pow":
-            return self._call_intrinsic("llvm.pow", t, args)
-        if e.name in _UNARY_LIBM or e.name in _BINARY_LIBM:
-            lt = llvm_type(t.element_of())
-            fn = self._libc(e.name + ("f" if t.bits == 32 else ""), lt, [lt] * len(args))
-            if t.lanes == 1:
-                return self.b.call(fn, args)
-            result = ll.Constant(llvm_type(t), ll.Undefined)  # no vector libm: one call per lane
-            for i in range(t.lanes):
-                lane = ll.Constant(I32, i)
-                r = self.b.call(fn, [self.b.extract_element(a, lane) for a in args])
-                result = self.b.insert_element(result, r, lane)
-            return result
-        raise CompileError(f"codegen: unknown math function {e.name}")
-
-    # intrinsics
-    def i_all_true(self, e):
-        v = self.expr(e.args[0])
-        fn = self._intrinsic(f"llvm.vector.reduce.and.v{v.type.count}i1", I1, [v.type])
-        return self.b.call(fn, [v])
-
-    def i_likely(self, e):
-        return self.expr(e.args[0])
-
-    def i_abs(self, e):
-        v = self.expr(e.args[0])
-        src = e.args[0].type
-        if src.is_float():
-            return self._call_intrinsic("llvm.fabs", src, [v])
-        if src.is_uint():
-            return v
-        neg = self.b.icmp_signed("<", v, self._const(src, 0))
-        return self.b.select(neg, self.b.sub(self._const(src, 0), v), v)
-
-    def i_absd(self, e):
-        a, b = self.expr(e.args[0]), self.expr(e.args[1])
-        src = e.args[0].type
-        if src.is_float():
-            return self._call_intrinsic("llvm.fabs", src, [self.b.fsub(a, b)])
-        lt = self.b.icmp_signed("<", a, b) if src.is_int() else self.b.icmp_unsigned("<", a, b)
-        return self.b.select(lt, self.b.sub(b, a), self.b.sub(a, b))
-
-    def i_bitwise_and(self, e):
-        return self.b.and_(self.expr(e.args[0]), self.expr(e.args[1]))
-
-    def i_bitwise_or(self, e):
-        return self.b.or_(self.expr(e.args[0]), self.expr(e.args[1]))
-
-    def i_bitwise_xor(self, e):
-        return self.b.xor(self.expr(e.args[0]), self.expr(e.args[1]))
-
-    def i_bitwise_not(self, e):
-        return self.b.not_(self.expr(e.args[0]))
-
-    def i_shift_left(self, e):
-        return self._shift(e, left=True)
-
-    def i_shift_right(self, e):
-        return self._shift(e, left=False)
-
-    def _shift(self, e, left: bool):
-        """Halide's shifts: a negative signed amount shifts the other way; shifting by the bit
-        width or more gives 0 (or the sign, for >> of a signed value). LLVM would give poison."""
-        B = self.b
-        a, amount = self.expr(e.args[0]), self.expr(e.args[1])
-        ta, tb = e.args[0].type, e.args[1].type
-        negative = None
-        if tb.is_int():
-            negative = B.icmp_signed("<", amount, self._const(tb, 0))
-            amount = B.select(negative, B.sub(self._const(tb, 0), amount), amount)
-        too_far = B.icmp_unsigned(">", amount, self._const(tb, ta.bits - 1))
-        safe = B.select(too_far, self._const(tb, ta.bits - 1), amount)
-        zero = self._const(ta, 0)
-        shl = B.select(too_far, zero, B.shl(a, safe))
-        shr = B.ashr(a, safe) if ta.is_int() else B.select(too_far, zero, B.lshr(a, safe))
-        ahead, back = (shl, shr) if left else (shr, shl)
-        return ahead if negative is None else B.select(negative, back, ahead)
-
-    def i_popcount(self, e):
-        return self._call_intrinsic("llvm.ctpop", e.type, [self.expr(e.args[0])])
-
-    def i_count_leading_zeros(self, e):
-        t = e.args[0].type
-        fn = self._intrinsic(f"llvm.ctlz.{self._suffix(t)}", llvm_type(t), [llvm_type(t), I1])
-        return self.b.call(fn, [self.expr(e.args[0]), ll.Constant(I1, 0)])
-
-    def i_count_trailing_zeros(self, e):
-        t = e.args[0].type
-        fn = self._intrinsic(f"llvm.cttz.{self._suffix(t)}", llvm_type(t), [llvm_type(t), I1])
-        return self.b.call(fn, [self.expr(e.args[0]), ll.Constant(I1, 0)])
-
-    def i_is_nan(self, e):
-        v = self.expr(e.args[0])
-        return self.b.fcmp_unordered("uno", v, v)
-
-    def i_is_inf(self, e):
-        t = e.args[0].type
-        a = self._call_intrinsic("llvm.fabs", t, [self.expr(e.args[0])])
-        return self.b.fcmp_ordered("==", a, self._const(t, float("inf")))
-
-    def i_is_finite(self, e):
-        t = e.args[0].type
-        a = self._call_intrinsic("llvm.fabs", t, [self.expr(e.args[0])])
-        return self.b.fcmp_ordered("<", a, self._const(t, float("inf")))
-
-    def i_print(self, e):
-        cond = self.expr(e.args[0])
-        parts, values, result = [], [], None
-        for a in e.args[1:]:
-            if isinstance(a, ir.StringImm):
-                parts.append(a.value.replace("%", "%%"))
-                continue
-            v = self.expr(a)
-            if result is None:
-                result = v
-            t = a.type
-            if t.lanes != 1:
-                raise CompileError("print of vector values is not supported")
-            if t.is_float():
-                parts.append("%f")
-                values.append(self.b.fpext(v, F64) if t.bits == 32 else v)
-            else:
-                parts.append("%lld" if t.is_int() else "%llu")
-                values.append(self.cast(v, t, Type("int" if t.is_int() else "uint", 64)))
-        fmt = self._string(" ".join(parts) + "\n")
-        dprintf = self._libc("dprintf", I32, [I32, PTR], var_arg=True)
-        with self.b.if_then(cond):
-            self.b.call(dprintf, [ll.Constant(I32, 2), fmt, *values])
-        return result
-
-    def _string(self, s: str):
-        g = self._strings.get(s)
-        if g is None:
-            data = bytearray(s.encode() + b"\0")
-            ty = ll.ArrayType(I8, len(data))
-            g = ll.GlobalVariable(self.module, ty, name=f".str{len(self._strings)}")
-            g.global_constant = True
-            g.linkage = "private"
-            g.initializer = ll.Constant(ty, data)
-            self._strings[s] = g
-        return g
 
     # ------------------------------------------------------------------ statements
     def stmt(self, s: ir.Stmt):
-        method = getattr(self, "s_" + type(s).__name__, None)
-        if method is None:
-            raise CompileError(f"codegen: no rule for {type(s).__name__}")
-        method(s)
+        self._rule(s, "s_")(s)
 
     def s_Block(self, s):
         for sub in s.stmts:
@@ -634,12 +373,12 @@ class CodeGen:
     def s_LetStmt(self, s):
         names = []
         while isinstance(s, ir.LetStmt):  # iterate chains of lets instead of recursing
-            self._bind(s.name, self.expr(s.value))
+            self.bind(s.name, self.expr(s.value))
             names.append(s.name)
             s = s.body
         self.stmt(s)
         for n in reversed(names):
-            self._unbind(n)
+            self.unbind(n)
 
     def s_ProducerConsumer(self, s):
         self.stmt(s.body)
@@ -649,221 +388,68 @@ class CodeGen:
 
     def s_AssertStmt(self, s):
         cond = self.expr(s.condition)
-        if len(s.args) > ERROR_VALUES:
-            raise CompileError("assert with too many values")
         assert_id = len(self.asserts)
         self.asserts.append((s.message, len(s.args)))
-        fail = self.fn.append_basic_block(f"assert_failed{assert_id}")
-        ok = self.fn.append_basic_block(f"assert_ok{assert_id}")
+        fail = self.f.fn.append_basic_block(f"assert_failed{assert_id}")
+        ok = self.f.fn.append_basic_block(f"assert_ok{assert_id}")
         self.b.cbranch(cond, ok, fail)
         self.b.position_at_end(fail)
-        for k, a in enumerate(s.args):
-            v = self.expr(a)
-            v64 = self.cast(v, a.type, Type("int", 64)) if not a.type.is_float() else self.b.bitcast(
-                self.cast(v, a.type, Type("float", 64)), I64)
-            self.b.store(v64, self._scalar_ptr(self.layout.error_slot + 1 + k))
+        calling_convention.store_error_values(self, s.args)
         self._return_error(assert_id + 1)
         self.b.position_at_end(ok)
 
     def _return_error(self, code: int):
         """Leave the current function with an error, freeing what it allocated on the heap."""
-        self.b.store(ll.Constant(I64, code), self._scalar_ptr(self.layout.error_slot))
-        free = self._libc("free", ll.VoidType(), [PTR])
-        for p in reversed(self.heap_allocs):
-            self.b.call(free, [p])
-        if self.closure_error is None:
-            self.b.ret(ll.Constant(I32, code))
-        else:  # inside a parallel task: tell the other tasks and the caller, then stop
-            _atomic_store(self.b, ll.Constant(I32, code), self.closure_error)
-            self.b.ret_void()
+        calling_convention.store_error_code(self, code)
+        self.free_heap_allocations()
+        self.f.leave_with_error(self.b, ll.Constant(I32, code))
 
     def s_For(self, s):
-        if s.for_type not in (ir.SERIAL, ir.PARALLEL, ir.UNROLLED, ir.VECTORIZED):
-            raise CompileError(f"codegen: loop {s.name} of type {s.for_type} is not supported on the CPU")
         if s.for_type == ir.PARALLEL:
-            self._parallel_for(s)
-            return
-        self._serial_for(s.name, self.expr(s.min), self.expr(s.extent), s.body)
+            parallel.emit_parallel_for(self, s)
+        elif s.for_type in (ir.SERIAL, ir.UNROLLED, ir.VECTORIZED):
+            self._serial_for(s.name, self.expr(s.min), self.expr(s.extent), s.body)
+        else:
+            raise CompileError(f"Loop {s.name} is a {s.for_type} loop, which needs a GPU target; "
+                               "the JIT compiles for the host CPU")
 
     def _serial_for(self, name: str, lo, extent, body_stmt):
         b = self.b
         end = b.add(lo, extent, flags=["nsw"])
         pre = b.block
-        header = self.fn.append_basic_block(f"{name}.header")
-        body = self.fn.append_basic_block(f"{name}.body")
-        done = self.fn.append_basic_block(f"{name}.end")
+        header = self.f.fn.append_basic_block(f"{name}.header")
+        body = self.f.fn.append_basic_block(f"{name}.body")
+        done = self.f.fn.append_basic_block(f"{name}.end")
         b.branch(header)
         b.position_at_end(header)
         i = b.phi(I32, name=name)
         i.add_incoming(lo, pre)
         b.cbranch(b.icmp_signed("<", i, end), body, done)
         b.position_at_end(body)
-        self._bind(name, i)
+        self.bind(name, i)
         self.stmt(body_stmt)
-        self._unbind(name)
+        self.unbind(name)
         nxt = b.add(i, ll.Constant(I32, 1), flags=["nsw"])
         i.add_incoming(nxt, b.block)
         b.branch(header)
         b.position_at_end(done)
 
-    def _parallel_for(self, s):
-        """Outline the loop body into a task function and run it on libgomp's thread pool.
-
-        The closure holds the loop bounds, a shared iteration counter, an error code, the scalars
-        array, and every value and buffer the body uses. Each thread takes iterations from the
-        counter until none are left or some task failed.
-        """
-        b = self.b
-        lo, extent = self.expr(s.min), self.expr(s.extent)
-        used = free_variables(s.body)
-        values = [(n, self.scope[n][-1]) for n in sorted(used) if self.scope.get(n) and n != s.name]
-        buffers = [(n, self.hosts[n]) for n in sorted(_buffers_used(s.body)) if n in self.hosts]
-        fields = [I32, I32, I32, I32, PTR] + [v.type for _, v in values] + [PTR] * len(buffers)
-        closure_t = ll.LiteralStructType(fields)
-        with b.goto_block(self.entry):
-            b.position_at_start(self.entry)
-            closure = b.alloca(closure_t, name=f"{s.name}.closure")
-
-        def field_ptr(builder, base, k):
-            idx = [ll.Constant(I32, 0), ll.Constant(I32, k)]
-            if base.type.is_opaque:
-                return builder.gep(base, idx, source_etype=closure_t)
-            return builder.gep(base, idx)  # typed: the result points at the field's type
-
-        for k, v in enumerate([lo, extent, ll.Constant(I32, 0), ll.Constant(I32, 0), self.scalars]):
-            b.store(v, field_ptr(b, closure, k))
-        for k, (_, v) in enumerate(values):
-            b.store(v, field_ptr(b, closure, 5 + k))
-        for k, (_, p) in enumerate(buffers):
-            b.store(p, field_ptr(b, closure, 5 + len(values) + k))
-
-        task = ll.Function(self.module, ll.FunctionType(ll.VoidType(), [PTR]),
-                           f"{self.fn_name}.par.{len(self.module.functions)}")
-        task.linkage = "internal"
-        saved = (self.fn, self.b, self.entry, self.heap_allocs, self.scope, self.hosts, self.scalars,
-                 self.closure_error)
-        self.fn, self.entry = task, task.append_basic_block("entry")
-        self.b = tb = ll.IRBuilder(self.entry)
-        self.heap_allocs, self.scope, self.hosts = [], {}, {}
-        data = task.args[0]
-        t_lo = tb.load(field_ptr(tb, data, 0), typ=I32)
-        t_extent = tb.load(field_ptr(tb, data, 1), typ=I32)
-        counter = field_ptr(tb, data, 2)
-        self.closure_error = field_ptr(tb, data, 3)
-        self.scalars = tb.load(field_ptr(tb, data, 4), typ=PTR)
-        for k, (n, v) in enumerate(values):
-            self._bind(n, tb.load(field_ptr(tb, data, 5 + k), typ=v.type))
-        for k, (n, _) in enumerate(buffers):
-            self.hosts[n] = tb.load(field_ptr(tb, data, 5 + len(values) + k), typ=PTR)
-        take = task.append_basic_block("take")
-        work = task.append_basic_block("work")
-        finish = task.append_basic_block("finish")
-        tb.branch(take)
-        tb.position_at_end(take)
-        failed = tb.load_atomic(self.closure_error, "monotonic", 4, typ=I32)
-        i = tb.atomic_rmw("add", counter, ll.Constant(I32, 1), "monotonic")
-        more = tb.and_(tb.icmp_signed("<", i, t_extent), tb.icmp_signed("==", failed, ll.Constant(I32, 0)))
-        tb.cbranch(more, work, finish)
-        tb.position_at_end(work)
-        self._bind(s.name, tb.add(t_lo, i, flags=["nsw"]))
-        self.stmt(s.body)
-        self._unbind(s.name)
-        self.b.branch(take)
-        self.b.position_at_end(finish)
-        self.b.ret_void()
-        (self.fn, self.b, self.entry, self.heap_allocs, self.scope, self.hosts, self.scalars,
-         self.closure_error) = saved
-
-        b = self.b
-        threads = b.trunc(self._load(I64, self._scalar_ptr(self.layout.threads_slot)), I32)
-        gomp = self._libc("GOMP_parallel", ll.VoidType(), [PTR, PTR, I32, I32])
-        b.call(gomp, [task, closure, threads, ll.Constant(I32, 0)])
-        code = b.load(field_ptr(b, closure, 3), typ=I32)
-        with b.if_then(b.icmp_signed("!=", code, ll.Constant(I32, 0)), likely=False):
-            free = self._libc("free", ll.VoidType(), [PTR])
-            for p in reversed(self.heap_allocs):
-                b.call(free, [p])
-            if self.closure_error is None:
-                b.ret(code)
-            else:
-                _atomic_store(b, code, self.closure_error)
-                b.ret_void()
-
     def s_Store(self, s):
         t = s.value.type
-        host = self.hosts.get(s.name)
-        if host is None:
-            raise CompileError(f"codegen: store to unknown buffer {s.name}")
+        host = self._host(s.name)
         v = self.expr(s.value)
-        mem_t = llvm_type(t.element_of(), memory=True)
         if t.is_bool():
             v = self.b.zext(v, llvm_type(t, memory=True))
         align = t.element_of().bytes()
-        if t.lanes > 1 and _is_dense(s.index):
-            ptr = self.b.gep(host, [self.b.sext(self.expr(s.index.base), I64)], source_etype=mem_t)
-            self.b.store(v, ptr, align=align)
-        elif t.lanes > 1 and isinstance(s.index, ir.Ramp) and ir.const_int(s.index.stride) is not None:
-            # A constant-stride store: lane by lane at base + constant offsets (one address
-            # computation, as Halide does), not a scatter through a vector of 64-bit addresses.
-            stride = ir.const_int(s.index.stride)
-            base = self.b.gep(host, [self.b.sext(self.expr(s.index.base), I64)], source_etype=mem_t)
-            for lane in range(t.lanes):
-                ptr = self.b.gep(base, [ll.Constant(I64, lane * stride)], source_etype=mem_t)
-                self.b.store(self.b.extract_element(v, ll.Constant(I32, lane)), ptr, align=align)
-        elif t.lanes > 1:
-            ptrs = self._lane_pointers(host, self.expr(s.index), t)
-            mask = ll.Constant(ll.VectorType(I1, t.lanes), [1] * t.lanes)
-            name = f"llvm.masked.scatter.{self._suffix(t)}.v{t.lanes}p0"
-            fn = self._intrinsic(name, ll.VoidType(), [v.type, ptrs.type, I32, mask.type])
-            self.b.call(fn, [v, ptrs, ll.Constant(I32, align), mask])
+        if t.lanes == 1:
+            self.b.store(v, self._element_ptr(host, s.index, t), align=align)
+        elif _is_dense(s.index):
+            self.b.store(v, self._element_ptr(host, s.index.base, t), align=align)
         else:
-            ptr = self.b.gep(host, [self.b.sext(self.expr(s.index), I64)], source_etype=mem_t)
-            self.b.store(v, ptr, align=align)
+            x86.store(self, host, s.index, v, t)
 
     def s_Atomic(self, s):
-        """A compare-and-swap loop: read the element, compute the new value from it, retry until
-        no other thread changed it in between."""
-        st = s.body
-        t = st.value.type
-        if t.lanes != 1:
-            raise CompileError("codegen: vector atomic updates are not supported")
-        host = self.hosts[st.name]
-        mem_t = llvm_type(t, memory=True)
-        bits_t = ll.IntType(max(8, t.bits))
-        b = self.b
-        ptr = b.gep(host, [b.sext(self.expr(st.index), I64)], source_etype=mem_t)
-        loop = self.fn.append_basic_block(f"{s.old}.cas")
-        done = self.fn.append_basic_block(f"{s.old}.done")
-        pre = b.block
-        first = b.load(ptr, typ=bits_t, align=t.bytes())
-        b.branch(loop)
-        b.position_at_end(loop)
-        seen = b.phi(bits_t)
-        seen.add_incoming(first, pre)
-        old = self._from_bits(seen, t)
-        self._bind(s.old, old)
-        new = self.expr(st.value)
-        self._unbind(s.old)
-        pair = b.cmpxchg(ptr, seen, self._to_bits(new, t, bits_t), "monotonic", "monotonic")
-        actual = b.extract_value(pair, 0)
-        ok = b.extract_value(pair, 1)
-        seen.add_incoming(actual, b.block)
-        b.cbranch(ok, done, loop)
-        b.position_at_end(done)
-
-    def _from_bits(self, v, t: Type):
-        if t.is_float():
-            return self.b.bitcast(v, llvm_type(t))
-        if t.is_bool():
-            return self.b.icmp_unsigned("!=", v, ll.Constant(v.type, 0))
-        return v
-
-    def _to_bits(self, v, t: Type, bits_t):
-        if t.is_float():
-            return self.b.bitcast(v, bits_t)
-        if t.is_bool():
-            return self.b.zext(v, bits_t)
-        return v
+        parallel.emit_atomic(self, s)
 
     def s_IfThenElse(self, s):
         cond = self.expr(s.condition)
@@ -879,19 +465,16 @@ class CodeGen:
 
     def s_Allocate(self, s):
         b = self.b
-        elem = llvm_type(s.type, memory=True)
         const_extents = [ir.const_int(e) for e in s.extents]
         if all(c is not None for c in const_extents):
             n = 1
             for c in const_extents:
                 n *= max(c, 0)
             if n * s.type.bytes() <= STACK_LIMIT:
-                with b.goto_block(self.entry):
-                    b.position_at_start(self.entry)
-                    ptr = b.alloca(elem, size=ll.Constant(I64, max(n, 1)), name=s.name)
-                    ptr.align = max(s.type.bytes(), 16)
-                    ptr.type = PTR  # opaque, so vector stores through it type-check
-                self.hosts[s.name] = ptr
+                ptr = self.alloca_in_entry(llvm_type(s.type, memory=True), s.name, ll.Constant(I64, max(n, 1)))
+                ptr.align = max(s.type.bytes(), 16)
+                ptr.type = PTR  # opaque, so vector stores through it type-check
+                self.f.hosts[s.name] = ptr
                 self.stmt(s.body)
                 return
         size = ll.Constant(I64, s.type.bytes())
@@ -900,19 +483,21 @@ class CodeGen:
             ext = b.select(b.icmp_signed("<", ext, ll.Constant(I64, 0)), ll.Constant(I64, 0), ext)
             size = b.mul(size, ext)
         size = b.select(b.icmp_unsigned("==", size, ll.Constant(I64, 0)), ll.Constant(I64, 1), size)
-        malloc = self._libc("malloc", PTR, [I64])
-        ptr = b.call(malloc, [size], name=s.name)
-        failed = self.fn.append_basic_block(f"{s.name}.alloc_failed")
-        ok = self.fn.append_basic_block(f"{s.name}.alloc_ok")
+        ptr = b.call(self.declare("malloc", PTR, [I64]), [size], name=s.name)
+        failed = self.f.fn.append_basic_block(f"{s.name}.alloc_failed")
+        ok = self.f.fn.append_basic_block(f"{s.name}.alloc_ok")
         b.cbranch(b.icmp_unsigned("==", ptr, ll.Constant(PTR, None)), failed, ok)
         b.position_at_end(failed)
         assert_id = len(self.asserts)
         self.asserts.append((f"Out of memory allocating {s.name}", 0))
         self._return_error(assert_id + 1)
         b.position_at_end(ok)
-        self.hosts[s.name] = ptr
-        self.heap_allocs.append(ptr)
+        self.f.hosts[s.name] = ptr
+        self.f.heap_allocs.append(ptr)
         self.stmt(s.body)
-        self.heap_allocs.pop()
-        b.call(self._libc("free", ll.VoidType(), [PTR]), [ptr])
+        self.f.heap_allocs.pop()
+        b.call(self.declare("free", VOID, [PTR]), [ptr])
 
+
+def _is_dense(index: ir.Expr) -> bool:
+    return isinstance(index, ir.Ramp) and ir.const_int(index.stride) == 1

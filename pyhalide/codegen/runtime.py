@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
+from contextlib import contextmanager
 
 import numpy as np
 
+from .. import ir
 from ..errors import HalideError, RuntimeCheckError
+from ..ir_mutator import IRMutator, substitute
+from ..lowering.lower_arithmetic import lower_arithmetic
+from ..simplify import simplify
 from .jit import JITFunction
 from .llvm import CodeGen
 
@@ -41,16 +47,49 @@ def num_threads() -> int:
     return n
 
 
+@contextmanager
+def _gc_paused():
+    """Building an LLVM module allocates hundreds of thousands of small objects, and each batch
+    of them makes Python's cyclic collector walk the whole heap (all of the lowered IR) again:
+    that is half of the Python time of a large pipeline. They are collected after."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _with_unit_strides(stmt, dense_buffers: list[str]):
-    """Specialise a lowered Stmt for buffers whose dimension 0 has stride 1 (checked per call)."""
+    """Specialise a lowered Stmt for buffers whose dimension 0 has stride 1 (checked per call).
+
+    The Stmt is already simplified, so only the expressions that mention such a stride are
+    simplified again, each on its own (the whole Stmt again costs up to a second)."""
     if not dense_buffers:
         return stmt
-    from .. import ir
-    from ..ir_mutator import substitute
-    from ..simplify import simplify
-
     one = ir.make_const(ir.Int(32), 1)
-    return simplify(substitute({f"{name}.stride.0": one for name in dense_buffers}, stmt))
+    return _UnitStrides({f"{name}.stride.0": one for name in dense_buffers}).mutate(stmt)
+
+
+class _UnitStrides(IRMutator):
+    def __init__(self, strides: dict):
+        super().__init__()
+        self.strides = strides
+        self.memo: dict[int, tuple] = {}
+
+    def mutate(self, node):
+        if node is None:
+            return None
+        hit = self.memo.get(id(node))
+        if hit is None:
+            if isinstance(node, ir.Expr):
+                new = substitute(self.strides, node)
+                result = node if new is node else simplify(new)
+            else:
+                result = super().mutate(node)
+            hit = self.memo[id(node)] = (node, result)
+        return hit[1]
 
 
 class CompiledPipeline:
@@ -61,10 +100,11 @@ class CompiledPipeline:
         self.axis_maps = [list(axes) for axes, _ in layouts]
         self.layouts = layouts
         dense = [b.name for b, (_, is_dense) in zip(lowered.buffers, layouts) if is_dense and b.dimensions]
-        stmt = _with_unit_strides(lowered.stmt, dense)
         contract = target is not None and target.has_feature("fp_contract")
-        cg = CodeGen(lowered, stmt, SYMBOL, self.axis_maps, fp_contract=contract)
-        self.llvm_ir = cg.generate()
+        with _gc_paused():
+            stmt = lower_arithmetic(_with_unit_strides(lowered.stmt, dense))
+            cg = CodeGen(lowered, stmt, SYMBOL, self.axis_maps, fp_contract=contract)
+            self.llvm_ir = cg.generate()
         self.layout = cg.layout
         self.asserts = cg.asserts
         self._jit = JITFunction(self.llvm_ir, SYMBOL)

@@ -1,0 +1,117 @@
+"""How runtime.py calls the generated function, and how the function reports a failure.
+
+The function is `i32 NAME(ptr array_0, ..., ptr array_n, ptr scalars)`. Each array is a numpy
+ndarray object itself (passed as a ctypes.py_object): the function reads its data pointer,
+dimensions and strides from numpy's stable C layout (PyArrayObject), because getting a data
+pointer in Python costs microseconds per array and reading it here costs nothing. `scalars` is an
+int64 ndarray holding, in order: each buffer's min per dimension, each Param (integers
+sign-extended, floats as the bits of a double), the thread count, then the error record: the
+failed check's code and up to ERROR_VALUES values for its message. The function returns 0, or
+that code (1 + the failed assert's id).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from llvmlite import ir as ll
+
+from ..errors import InternalError
+from ..types import Type
+from .llvm_types import F32, F64, I8, I32, I64, PTR, llvm_type
+
+if TYPE_CHECKING:
+    from .llvm import CodeGen
+
+# numpy's PyArrayObject layout (stable C API): data at 16, nd at 24, dimensions, strides
+NP_DATA, NP_DIMS, NP_STRIDES = 16, 32, 40
+ERROR_VALUES = 8  # values an assert can report
+
+
+@dataclass
+class ScalarLayout:
+    """Where each value lives in the int64 `scalars` array passed at every call."""
+
+    min_slots: dict[str, list[int]] = field(default_factory=dict)
+    param_slots: dict[str, int] = field(default_factory=dict)
+    threads_slot: int = 0
+    error_slot: int = 0
+    size: int = 0
+
+
+def declare_entry(module: ll.Module, name: str, buffers: int) -> ll.Function:
+    return ll.Function(module, ll.FunctionType(I32, [PTR] * (buffers + 1)), name)
+
+
+def scalar_ptr(b: ll.IRBuilder, scalars, slot: int):
+    return b.gep(scalars, [ll.Constant(I64, slot)], source_etype=I64)
+
+
+def bind_arguments(cg: CodeGen, lowered, axis_maps: list[list[int]]) -> ScalarLayout:
+    """Read the arguments of the entry function being emitted; bind each buffer's host pointer,
+    `NAME.min.D`, `NAME.extent.D`, `NAME.stride.D` (in elements) and each Param by name."""
+    b, f = cg.b, cg.f
+    args = list(f.fn.args)
+    f.scalars = _load(b, PTR, _field(b, args[-1], NP_DATA))
+    layout = ScalarLayout()
+    slot = 0
+    for buf, obj, axes in zip(lowered.buffers, args[:-1], axis_maps):
+        layout.min_slots[buf.name] = list(range(slot, slot + buf.dimensions))
+        slot += buf.dimensions
+        f.hosts[buf.name] = _load(b, PTR, _field(b, obj, NP_DATA))
+        dims = _load(b, PTR, _field(b, obj, NP_DIMS))
+        strides = _load(b, PTR, _field(b, obj, NP_STRIDES))
+        esize = ll.Constant(I64, buf.type.bytes())
+        for d, axis in enumerate(axes):
+            ext = _load(b, I64, b.gep(dims, [ll.Constant(I64, axis)], source_etype=I64))
+            stride = _load(b, I64, b.gep(strides, [ll.Constant(I64, axis)], source_etype=I64))
+            stride = b.sdiv(stride, esize)  # numpy's strides are in bytes
+            lo = _load(b, I64, scalar_ptr(b, f.scalars, layout.min_slots[buf.name][d]))
+            cg.bind(f"{buf.name}.min.{d}", b.trunc(lo, I32))
+            cg.bind(f"{buf.name}.extent.{d}", b.trunc(ext, I32))
+            cg.bind(f"{buf.name}.stride.{d}", b.trunc(stride, I32))
+    for s in lowered.scalars:
+        layout.param_slots[s.name] = slot
+        raw = _load(b, I64, scalar_ptr(b, f.scalars, slot))
+        slot += 1
+        cg.bind(s.name, _from_int64(b, raw, s.type))
+    layout.threads_slot = slot
+    layout.error_slot = slot + 1
+    layout.size = slot + 2 + ERROR_VALUES
+    return layout
+
+
+def store_error_values(cg: CodeGen, args) -> None:
+    """Values for a failed check's message, into the error record (floats as double bits)."""
+    if len(args) > ERROR_VALUES:
+        raise InternalError(f"codegen: an assert reports {len(args)} values; at most {ERROR_VALUES} fit")
+    b = cg.b
+    for k, a in enumerate(args):
+        v = cg.expr(a)
+        if a.type.is_float():
+            v64 = b.bitcast(cg.cast(v, a.type, Type("float", 64)), I64)
+        else:
+            v64 = cg.cast(v, a.type, Type("int", 64))
+        b.store(v64, scalar_ptr(b, cg.f.scalars, cg.layout.error_slot + 1 + k))
+
+
+def store_error_code(cg: CodeGen, code: int) -> None:
+    cg.b.store(ll.Constant(I64, code), scalar_ptr(cg.b, cg.f.scalars, cg.layout.error_slot))
+
+
+def _field(b: ll.IRBuilder, obj, offset: int):
+    return b.gep(obj, [ll.Constant(I64, offset)], source_etype=I8)
+
+
+def _load(b: ll.IRBuilder, ty, ptr):
+    return b.load(ptr, typ=ty)
+
+
+def _from_int64(b: ll.IRBuilder, raw, t: Type):
+    if t.is_float():
+        d = b.bitcast(raw, F64)
+        return d if t.bits == 64 else b.fptrunc(d, F32)
+    if t.is_bool():
+        return b.icmp_unsigned("!=", raw, ll.Constant(I64, 0))
+    return b.trunc(raw, llvm_type(t)) if t.bits < 64 else raw

@@ -1,0 +1,180 @@
+"""Calls: C math functions (an LLVM intrinsic where LLVM has one, else libm, lane by lane for
+vectors) and pyhalide's intrinsics (bit operations, float predicates, print, ...)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from llvmlite import ir as ll
+
+from .. import ir
+from ..errors import InternalError
+from ..lowering.lower_arithmetic import not_lowered
+from ..types import Type
+from .llvm_types import F64, I1, I32, PTR, llvm_type, type_suffix
+
+if TYPE_CHECKING:
+    from .llvm import CodeGen
+
+_UNARY_LLVM = {"sqrt": "llvm.sqrt", "exp": "llvm.exp", "log": "llvm.log", "sin": "llvm.sin", "cos": "llvm.cos",
+               "floor": "llvm.floor", "ceil": "llvm.ceil", "trunc": "llvm.trunc", "round": "llvm.roundeven",
+               "pow": "llvm.pow"}
+_LIBM = ("tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "atan2", "hypot")
+
+
+def emit_call(cg: CodeGen, e: ir.Call):
+    if e.call_type == ir.EXTERN:
+        return _math(cg, e)
+    if e.call_type == ir.INTRINSIC:
+        rule = _INTRINSICS.get(e.name)
+        if rule is None:
+            raise InternalError(f"codegen: unknown intrinsic {e.name}")
+        return rule(cg, e)
+    raise InternalError(f"codegen: call to {e.name} ({e.call_type}) survived lowering")
+
+
+def call_overloaded(cg: CodeGen, base: str, t: Type, args):
+    """An LLVM intrinsic overloaded on t, such as llvm.sqrt.v8f32."""
+    fn = cg.declare(f"{base}.{type_suffix(t)}", llvm_type(t), [a.type for a in args])
+    return cg.b.call(fn, args)
+
+
+def _math(cg: CodeGen, e):
+    t = e.type
+    args = [cg.expr(a) for a in e.args]
+    if e.name in _UNARY_LLVM:
+        return call_overloaded(cg, _UNARY_LLVM[e.name], t, args)
+    if e.name not in _LIBM:
+        raise InternalError(f"codegen: unknown math function {e.name}")
+    b = cg.b
+    lt = llvm_type(t.element_of())
+    fn = cg.declare(e.name + ("f" if t.bits == 32 else ""), lt, [lt] * len(args))
+    if t.lanes == 1:
+        return b.call(fn, args)
+    result = ll.Constant(llvm_type(t), ll.Undefined)  # no vector libm: one call per lane
+    for i in range(t.lanes):
+        lane = ll.Constant(I32, i)
+        r = b.call(fn, [b.extract_element(a, lane) for a in args])
+        result = b.insert_element(result, r, lane)
+    return result
+
+
+def _args(cg: CodeGen, e):
+    return [cg.expr(a) for a in e.args]
+
+
+def _all_true(cg, e):
+    v = cg.expr(e.args[0])
+    fn = cg.declare(f"llvm.vector.reduce.and.v{v.type.count}i1", I1, [v.type])
+    return cg.b.call(fn, [v])
+
+
+def _abs(cg, e):
+    if not e.type.is_float():
+        not_lowered("integer abs")
+    return call_overloaded(cg, "llvm.fabs", e.type, _args(cg, e))
+
+
+def _shift_in_range(left: bool):
+    def emit(cg, e):
+        a, n = _args(cg, e)
+        if left:
+            return cg.b.shl(a, n)
+        return cg.b.ashr(a, n) if e.type.is_int() else cg.b.lshr(a, n)
+
+    return emit
+
+
+def _div_or_mod_round_to_zero(signed_op: str, unsigned_op: str):
+    def emit(cg, e):
+        a, b = _args(cg, e)
+        return getattr(cg.b, signed_op if e.type.is_int() else unsigned_op)(a, b)
+
+    return emit
+
+
+def _count_zeros(base: str):
+    def emit(cg, e):
+        t = e.args[0].type
+        fn = cg.declare(f"{base}.{type_suffix(t)}", llvm_type(t), [llvm_type(t), I1])
+        return cg.b.call(fn, [cg.expr(e.args[0]), ll.Constant(I1, 0)])
+
+    return emit
+
+
+def _is_nan(cg, e):
+    v = cg.expr(e.args[0])
+    return cg.b.fcmp_unordered("uno", v, v)
+
+
+def _compare_magnitude_with_infinity(op: str):
+    def emit(cg, e):
+        t = e.args[0].type
+        a = call_overloaded(cg, "llvm.fabs", t, _args(cg, e))
+        return cg.b.fcmp_ordered(op, a, cg.expr(ir.make_const(t, float("inf"))))
+
+    return emit
+
+
+def _print(cg, e):
+    """print_when(condition, values...): one dprintf to stderr; the value is the first argument."""
+    b = cg.b
+    cond = cg.expr(e.args[0])
+    parts, values, result = [], [], None
+    for a in e.args[1:]:
+        if isinstance(a, ir.StringImm):
+            parts.append(a.value.replace("%", "%%"))
+            continue
+        v = cg.expr(a)
+        if result is None:
+            result = v
+        t = a.type
+        if t.lanes != 1:
+            raise InternalError("codegen: print of a vector (the vectorizer keeps print serial)")
+        if t.is_float():
+            parts.append("%f")
+            values.append(b.fpext(v, F64) if t.bits == 32 else v)
+        else:
+            parts.append("%lld" if t.is_int() else "%llu")
+            values.append(cg.cast(v, t, Type("int" if t.is_int() else "uint", 64)))
+    fmt = cg.string_constant(" ".join(parts) + "\n")
+    dprintf = cg.declare("dprintf", I32, [I32, PTR], var_arg=True)
+    with b.if_then(cond):
+        b.call(dprintf, [ll.Constant(I32, 2), fmt, *values])
+    return result
+
+
+def _binary(op: str):
+    return lambda cg, e: getattr(cg.b, op)(*_args(cg, e))
+
+
+def _refused(what: str):
+    def emit(cg, e):
+        not_lowered(what)
+
+    return emit
+
+
+_INTRINSICS = {
+    "all_true": _all_true,
+    "likely": lambda cg, e: cg.expr(e.args[0]),
+    "abs": _abs,
+    "bitwise_and": _binary("and_"),
+    "bitwise_or": _binary("or_"),
+    "bitwise_xor": _binary("xor"),
+    "bitwise_not": lambda cg, e: cg.b.not_(cg.expr(e.args[0])),
+    "shift_left_in_range": _shift_in_range(left=True),
+    "shift_right_in_range": _shift_in_range(left=False),
+    "div_round_to_zero": _div_or_mod_round_to_zero("sdiv", "udiv"),
+    "mod_round_to_zero": _div_or_mod_round_to_zero("srem", "urem"),
+    "popcount": lambda cg, e: call_overloaded(cg, "llvm.ctpop", e.type, _args(cg, e)),
+    "count_leading_zeros": _count_zeros("llvm.ctlz"),
+    "count_trailing_zeros": _count_zeros("llvm.cttz"),
+    "is_nan": _is_nan,
+    "is_inf": _compare_magnitude_with_infinity("=="),
+    "is_finite": _compare_magnitude_with_infinity("<"),
+    "print": _print,
+    "shift_left": _refused("shift_left"),
+    "shift_right": _refused("shift_right"),
+    "absd": _refused("absd"),
+}

@@ -1,0 +1,87 @@
+"""Vector loads and stores that are neither dense nor a broadcast, in the forms x86 runs fastest.
+
+LLVM's generic lowering of a gather or scatter extracts a 64-bit address per lane; these forms
+keep one base pointer and 32-bit indices, as Halide's x86 code generator does:
+- a small constant stride (2 to 4): one dense load of the span and a shuffle;
+- elements narrower than 32 bits (x86 gathers only 32- and 64-bit ones): lane by lane;
+- other loads: a gather through a vector of 32-bit indices (vgatherdps: 16 lanes in one);
+- a constant-stride store: lane by lane at constant offsets from one address;
+- other stores: a scatter through a vector of 32-bit indices.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from llvmlite import ir as ll
+
+from .. import ir
+from ..types import Type
+from .llvm_types import I1, I32, I64, PTR, VOID, llvm_type, type_suffix
+
+if TYPE_CHECKING:
+    from .llvm import CodeGen
+
+
+def load(cg: CodeGen, host, index: ir.Expr, t: Type):
+    """A vector load of type t (in memory's representation) at a vector index."""
+    b = cg.b
+    mem_t = llvm_type(t.element_of(), memory=True)
+    align = t.element_of().bytes()
+    if _small_stride(index):
+        # The span ends at the last element used, so it never reads past the access.
+        k = ir.const_int(index.stride)
+        span = k * (t.lanes - 1) + 1
+        ptr = b.gep(host, [b.sext(cg.expr(index.base), I64)], source_etype=mem_t)
+        wide = b.load(ptr, typ=ll.VectorType(mem_t, span), align=align)
+        picks = ll.Constant(ll.VectorType(I32, t.lanes), [k * i for i in range(t.lanes)])
+        return b.shuffle_vector(wide, ll.Constant(wide.type, ll.Undefined), picks)
+    if t.element_of().bits < 32:
+        lanes = cg.expr(index)
+        v = ll.Constant(llvm_type(t, memory=True), ll.Undefined)
+        for lane in range(t.lanes):
+            i = b.extract_element(lanes, ll.Constant(I32, lane))
+            ptr = b.gep(host, [b.sext(i, I64)], source_etype=mem_t)
+            v = b.insert_element(v, b.load(ptr, typ=mem_t, align=align), ll.Constant(I32, lane))
+        return v
+    ptrs = _lane_pointers(b, host, cg.expr(index), t)
+    mem_vt = llvm_type(t, memory=True)
+    mask = _all_lanes(t.lanes)
+    gather = cg.declare(f"llvm.masked.gather.{type_suffix(t)}.v{t.lanes}p0", mem_vt,
+                        [ptrs.type, I32, mask.type, mem_vt])
+    return b.call(gather, [ptrs, ll.Constant(I32, align), mask, ll.Constant(mem_vt, ll.Undefined)])
+
+
+def store(cg: CodeGen, host, index: ir.Expr, v, t: Type) -> None:
+    """A vector store of v (type t, in memory's representation) at a vector index."""
+    b = cg.b
+    mem_t = llvm_type(t.element_of(), memory=True)
+    align = t.element_of().bytes()
+    stride = ir.const_int(index.stride) if isinstance(index, ir.Ramp) else None
+    if stride is not None:
+        base = b.gep(host, [b.sext(cg.expr(index.base), I64)], source_etype=mem_t)
+        for lane in range(t.lanes):
+            ptr = b.gep(base, [ll.Constant(I64, lane * stride)], source_etype=mem_t)
+            b.store(b.extract_element(v, ll.Constant(I32, lane)), ptr, align=align)
+        return
+    ptrs = _lane_pointers(b, host, cg.expr(index), t)
+    mask = _all_lanes(t.lanes)
+    scatter = cg.declare(f"llvm.masked.scatter.{type_suffix(t)}.v{t.lanes}p0", VOID,
+                         [v.type, ptrs.type, I32, mask.type])
+    b.call(scatter, [v, ptrs, ll.Constant(I32, align), mask])
+
+
+def _small_stride(index: ir.Expr) -> bool:
+    k = ir.const_int(index.stride) if isinstance(index, ir.Ramp) else None
+    return k is not None and 2 <= k <= 4 and k * index.lanes <= 256
+
+
+def _lane_pointers(b: ll.IRBuilder, host, index, t: Type):
+    """One getelementptr with the 32-bit index vector: a vector of element addresses."""
+    ptrs = b.gep(host, [index], source_etype=llvm_type(t.element_of(), memory=True))
+    ptrs.type = ll.VectorType(PTR, t.lanes)  # llvmlite types a vector-index GEP as one pointer
+    return ptrs
+
+
+def _all_lanes(lanes: int):
+    return ll.Constant(ll.VectorType(I1, lanes), [1] * lanes)
