@@ -200,7 +200,7 @@ class Substitution(IRMutator):
         hit = self.memo.get(id(node))
         if hit is not None:
             return hit[1]
-        if self.repl.keys().isdisjoint(expr_free_variables(node)):
+        if self.repl.keys().isdisjoint((getattr(node, "_summary", None) or _summary(node))[0]):
             result = node
         else:
             result = super().mutate(node)
@@ -286,17 +286,17 @@ def _summary(e: ir.Expr) -> tuple[frozenset, frozenset, int]:
 
 def expr_free_variables(e: ir.Expr) -> frozenset:
     """The names of the Variables in expression e (a name a Let inside binds included)."""
-    return _summary(e)[0]
+    return (getattr(e, "_summary", None) or _summary(e))[0]  # (the summary is a non-empty tuple)
 
 
 def called_names(e: ir.Expr) -> frozenset:
     """The names of the Funcs and images that expression e reads (HALIDE and IMAGE calls)."""
-    return _summary(e)[1]
+    return (getattr(e, "_summary", None) or _summary(e))[1]
 
 
 def has_min_max(e: ir.Expr) -> bool:
     """Whether expression e holds a Min or Max node."""
-    return bool(_summary(e)[2] & _MIN_MAX)
+    return bool((getattr(e, "_summary", None) or _summary(e))[2] & _MIN_MAX)
 
 
 def has_let(e: ir.Expr) -> bool:
@@ -312,7 +312,7 @@ def has_call(e: ir.Expr) -> bool:
 def touched_names(node: ir.Node) -> frozenset:
     """The names of the Funcs and images that node reads (HALIDE and IMAGE calls) or provides."""
     if isinstance(node, ir.Expr):
-        return called_names(node)
+        return (getattr(node, "_summary", None) or _summary(node))[1]
     hit = getattr(node, "_touched", None)
     if hit is not None:
         return hit
