@@ -11,7 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import ir
-from .ir_mutator import IRMutator, IRVisitor, children, free_variables, substitute
+from .ir_mutator import (
+    IRMutator,
+    IRVisitor,
+    called_names,
+    children,
+    expr_free_variables,
+    free_variables,
+    has_let,
+    substitute,
+    touched_names,
+)
 from .simplify import simplify
 from .types import Int
 
@@ -34,6 +44,9 @@ class Interval:
     def is_single(self) -> bool:
         """min and max are the same expression (not necessarily the same object)."""
         return self.min is not None and (self.min is self.max or self.min == self.max)
+
+
+_ONE = ir.make_const(Int(32), 1)
 
 
 def _min(a, b):
@@ -74,12 +87,23 @@ def _fits(t, iv: Interval) -> bool:
 
 
 class _Bounds:
+    """Intervals of expressions over one scope (which must not change while this is in use).
+
+    Intervals are remembered per node (by id, keeping the node alive): the expressions analysed
+    are DAGs whose shared subtrees would otherwise be analysed once per path to them."""
+
     def __init__(self, scope: dict[str, Interval]):
         self.scope = scope
         self._fixed: dict[int, tuple] = {}
+        self._memo: dict[int, tuple] = {}
 
     def _is_fixed(self, e) -> bool:
         """e uses no variable of the scope, so its interval is the single value e itself."""
+        if called_names(e) or not self.scope.keys().isdisjoint(expr_free_variables(e)):
+            return False  # reads memory, or uses a variable of the scope
+        if not has_let(e):
+            return True
+        # only a let inside that binds a name of the scope can still say no
         key = id(e)
         entry = self._fixed.get(key)
         hit = entry[1] if entry is not None and entry[0] is e else None
@@ -96,6 +120,14 @@ class _Bounds:
         return hit
 
     def of(self, e: ir.Expr) -> Interval:
+        hit = self._memo.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        iv = self._of(e)
+        self._memo[id(e)] = (e, iv)
+        return iv
+
+    def _of(self, e: ir.Expr) -> Interval:
         if self._is_fixed(e):
             return Interval.point(e)
         method = getattr(self, "b_" + type(e).__name__, None)
@@ -224,17 +256,23 @@ class _Bounds:
         if not isinstance(cond, ir.LT | ir.LE | ir.GT | ir.GE) or not cond.a.type.is_int():
             return None
         diff = self.of(simplify(ir.Sub(cond.a, cond.b)))  # a - b
-        lo = None if diff.min is None else ir.const_int(simplify(diff.min))
-        hi = None if diff.max is None else ir.const_int(simplify(diff.max))
+
+        def constant(bound):  # each bound is simplified only if the answer still needs it
+            return None if bound is None else ir.const_int(simplify(bound))
+
         strict = isinstance(cond, ir.LT | ir.GT)
         if isinstance(cond, ir.GT | ir.GE):  # a > b: a - b > 0
+            lo = constant(diff.min)
             if lo is not None and (lo > 0 or (lo == 0 and not strict)):
                 return True
+            hi = constant(diff.max)
             if hi is not None and (hi <= 0 if strict else hi < 0):
                 return False
         else:  # a < b: a - b < 0
+            hi = constant(diff.max)
             if hi is not None and (hi < 0 or (hi == 0 and not strict)):
                 return True
+            lo = constant(diff.min)
             if lo is not None and (lo >= 0 if strict else lo > 0):
                 return False
         return None
@@ -354,6 +392,16 @@ class _SettleChoices(IRMutator):
     def __init__(self, scope):
         super().__init__()
         self.bounds = _Bounds(scope)
+        self.memo: dict[int, tuple] = {}
+
+    def mutate(self, node):
+        # the result depends only on the node (the scope is fixed): shared subtrees settle once
+        hit = self.memo.get(id(node))
+        if hit is not None:
+            return hit[1]
+        result = super().mutate(node)
+        self.memo[id(node)] = (node, result)  # keeps node alive, so its id stays unique
+        return result
 
     def visit_Select(self, e):
         taken = self.bounds.decide(e.condition)
@@ -380,13 +428,74 @@ def bounds_of_expr(e: ir.Expr, scope: dict[str, Interval] | None = None) -> Inte
     return _Bounds(scope or {}).of(e)
 
 
+class LazyLet:
+    """A let met inside an analysed statement, expanded only if something needs its value.
+
+    Its expansion is its value (first passed through `prepare`, if given) with the lets it names
+    substituted by their own expansions (as they were bound where it is defined: `deps`), then
+    simplified, unless `simplified` is False (the value is then used as it is).
+    """
+
+    __slots__ = ("value", "deps", "simplified", "prepare", "expanded")
+
+    def __init__(self, value: ir.Expr, lets: dict[str, LazyLet], simplified: bool, prepare=None):
+        self.value = value
+        self.deps = {n: lets[n] for n in expr_free_variables(value) if n in lets}
+        self.simplified = simplified
+        self.prepare = prepare
+        self.expanded = None
+
+    def expand(self) -> ir.Expr:
+        # depth first without recursion: a chain of lets can be as long as the pipeline is deep
+        stack = [self]
+        while stack:
+            let = stack[-1]
+            if let.expanded is not None:
+                stack.pop()
+                continue
+            waiting = [d for d in let.deps.values() if d.expanded is None]
+            if waiting:
+                stack.extend(waiting)
+                continue
+            stack.pop()
+            value = let.value if let.prepare is None else let.prepare(let.value)
+            let.expanded = _expanded(value, let.deps, let.simplified)
+        return self.expanded
+
+
+# Expansions already made, shared by every box collection: the same lets are met again by each
+# Func's collection over the same statement. Keyed by the ids of the value and of the expansions
+# substituted into it; each entry keeps those alive, so the ids stay unique while remembered.
+_EXPANSIONS: dict[tuple, tuple] = {}
+_EXPANSIONS_LIMIT = 1 << 14  # a lowering makes ~1000
+
+
+def _expanded(e: ir.Expr, deps: dict, simplified: bool) -> ir.Expr:
+    """e with the expansions of the lets it names substituted, simplified (unless simplified is
+    False: no let was in scope, and e is left as it is)."""
+    if not simplified:
+        return e
+    names = sorted(deps)
+    values = tuple(deps[n].expanded for n in names)
+    key = (id(e), *names, *map(id, values))
+    hit = _EXPANSIONS.get(key)
+    if hit is not None and hit[0] is e and all(a is b for a, b in zip(hit[1], values)):
+        return hit[2]
+    result = simplify(substitute(dict(zip(names, values)), e))
+    if len(_EXPANSIONS) > _EXPANSIONS_LIMIT:
+        _EXPANSIONS.clear()
+    _EXPANSIONS[key] = (e, values, result)
+    return result
+
+
 class _BoxCollector(IRVisitor):
     """Union of the coordinates at which `name` is called (and, optionally, provided) in a Stmt.
 
     Lets inside the statement are substituted by their values (simplified), not by intervals,
     so that correlated bounds cancel (a loop over [0, max - min] with max = min + 15 has 16
     iterations, not an interval's worth of uncertainty); loops become intervals over the
-    symbols outside the statement.
+    symbols outside the statement. Only what leads to a use of `name` is analysed: other
+    subtrees are skipped, and a let's value is expanded only when something needs it.
     """
 
     def __init__(self, name: str, include_provides: bool, include_calls: bool, scope: dict[str, Interval],
@@ -397,14 +506,36 @@ class _BoxCollector(IRVisitor):
         self.include_provides = include_provides
         self.include_calls = include_calls
         self.scope = scope
-        self.lets: dict[str, ir.Expr] = {}
+        self.lets: dict[str, LazyLet] = {}
         self.box: list[Interval | None] | None = None
+        self._scope_bounds: _Bounds | None = None  # for self.scope; None once it changes
+
+    def _bounds(self) -> _Bounds:
+        """Interval analysis over the current scope, shared by the uses analysed under it."""
+        if self._scope_bounds is None:
+            self._scope_bounds = _Bounds(self.scope)
+        return self._scope_bounds
+
+    def visit(self, node):
+        # Only uses of `name` add to the box (calls in expressions, Provides): a subtree without
+        # one has nothing to add, whatever its lets and loops.
+        if node is None or self.name not in touched_names(node):
+            return
+        if isinstance(node, ir.Expr) and not self.include_calls:
+            return
+        super().visit(node)
 
     def _expand(self, e: ir.Expr) -> ir.Expr:
-        return simplify(substitute(self.lets, e)) if self.lets else e
+        """e with the lets in scope substituted (simplified), or e itself if there are none."""
+        if not self.lets:
+            return e
+        deps = {n: self.lets[n] for n in expr_free_variables(e) if n in self.lets}
+        for let in deps.values():
+            let.expand()
+        return _expanded(e, deps, True)
 
     def _add(self, args):
-        b = _Bounds(self.scope)
+        b = self._bounds()
         ivs = [b.of(self._expand(a)) for a in args]
         if self.box is None:
             self.box = ivs
@@ -431,19 +562,26 @@ class _BoxCollector(IRVisitor):
 
     def _with_let(self, name, value, body):
         saved_let, saved_iv = self.lets.get(name), self.scope.pop(name, None)
-        self.lets[name] = self._expand(value)
+        if saved_iv is not None:
+            self._scope_bounds = None
+        self.lets[name] = LazyLet(value, self.lets, simplified=bool(self.lets))
         self.visit(body)
         self._restore(name, saved_let, saved_iv)
 
     def visit_For(self, s):
         self.visit(s.min)
         self.visit(s.extent)
-        b = _Bounds(self.scope)
+        b = self._bounds()
         lo_e = self._expand(s.min)
-        last_e = self._expand(ir.Sub(ir.Add(s.min, s.extent), ir.make_const(Int(32), 1)))
+        if self.lets:
+            # the simplifier works bottom up, so this is the expansion of min + extent - 1
+            last_e = simplify(ir.Sub(ir.Add(lo_e, self._expand(s.extent)), _ONE))
+        else:
+            last_e = ir.Sub(ir.Add(s.min, s.extent), _ONE)
         iv = Interval(b.of(lo_e).min, b.of(last_e).max)
         saved_let, saved_iv = self.lets.pop(s.name, None), self.scope.get(s.name)
         self.scope[s.name] = iv
+        self._scope_bounds = None
         self.visit(s.body)
         self._restore(s.name, saved_let, saved_iv)
 
@@ -474,7 +612,8 @@ class _BoxCollector(IRVisitor):
 
     def _restore(self, name, saved_let, saved_iv):
         self.lets.pop(name, None)
-        self.scope.pop(name, None)
+        if self.scope.pop(name, None) is not None or saved_iv is not None:
+            self._scope_bounds = None
         if saved_let is not None:
             self.lets[name] = saved_let
         if saved_iv is not None:
@@ -488,18 +627,20 @@ class _BoxCollector(IRVisitor):
             return
         # variables the condition constrains become intervals for the then-branch
         saved_lets, saved_scope = dict(self.lets), dict(self.scope)
-        b = _Bounds(self.scope)
+        b = _Bounds(saved_scope)  # let values are expanded: they name no other let
         for v in free_variables(s.condition):
             if v in self.lets:
-                value = self.lets.pop(v)
+                value = self.lets.pop(v).expand()
                 self.scope[v] = b.of(value)
         narrowed = _narrow(self.scope, s.condition)
         if narrowed is not None:
             self.scope = narrowed
         else:
             self.lets, self.scope = saved_lets, saved_scope
+        self._scope_bounds = None
         self.visit(s.then_case)
         self.lets, self.scope = saved_lets, saved_scope
+        self._scope_bounds = None
         self.visit(s.else_case)
 
 

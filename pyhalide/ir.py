@@ -22,23 +22,51 @@ class Node:
 
 
 class Expr(Node):
-    __slots__ = ()
+    """An expression node. Besides its fields it has two cache slots, empty until asked for:
+    `_simplified` (its simplified form, see simplify) and `_summary` (what it uses, see
+    ir_mutator.expr_summary). Both follow from the fields, are not part of equality, hashing or
+    the printed form, and are not pickled or copied (a restored node works them out again)."""
+
+    __slots__ = ("_simplified", "_summary")
     type: Type
 
 
 class Stmt(Node):
-    __slots__ = ()
+    """A statement node; its cache slots `_touched` and `_free` (see ir_mutator.touched_names and
+    free_variables) are like those of Expr."""
+
+    __slots__ = ("_touched", "_free")
 
 
-def _check(cond: bool, message: str, *args) -> None:
+def _fail(message: str):
     """Malformed IR is pyhalide's bug: the front end checks what users write before building it.
-    The message is `message.format(*args)`, formatted only on failure (nodes are built by the
-    million)."""
-    if not cond:
-        raise InternalError(message.format(*args))
+
+    Constructors test their condition inline and only then format the message (nodes are built
+    millions of times while lowering; formatting types eagerly dominated the cost of building)."""
+    raise InternalError(message)
 
 
-_node = dataclass(frozen=True, slots=True)
+_dataclass = dataclass(frozen=True, slots=True)
+
+
+def _node(cls):
+    """An IR node class: a frozen dataclass with slots. For a node whose type is derived from
+    its operands (and kept in a slot that is not a field), unpickling and copying, which restore
+    the fields only, work the type out again."""
+    cls = _dataclass(cls)
+    if hasattr(cls, "_derive_type"):
+        restore_fields = cls.__setstate__
+
+        def __setstate__(self, state):
+            restore_fields(self, state)
+            object.__setattr__(self, "type", self._derive_type())
+
+        cls.__setstate__ = __setstate__
+    return cls
+
+
+_INT32 = Int(32)
+_BOOL = Bool()
 
 
 # ---------------------------------------------------------------- constants
@@ -50,8 +78,9 @@ class IntImm(Expr):
     value: int
 
     def __post_init__(self):
-        _check(self.type.is_int() or self.type.is_uint(), "IntImm of type {}", self.type)
-        _check(self.type.is_scalar(), "IntImm must be scalar")
+        t = self.type
+        if not (t.code == "int" or t.code == "uint") or t.lanes != 1:
+            _fail(f"IntImm of type {t}")
 
 
 @_node
@@ -63,7 +92,8 @@ class FloatImm(Expr):
     value: float
 
     def __post_init__(self):
-        _check(self.type.is_float() and self.type.is_scalar(), "FloatImm of type {}", self.type)
+        if not (self.type.is_float() and self.type.is_scalar()):
+            _fail(f"FloatImm of type {self.type}")
         if self.type.bits == 32:
             with np.errstate(over="ignore"):
                 object.__setattr__(self, "value", float(np.float32(self.value)))
@@ -101,17 +131,21 @@ def make_const(t: Type, value) -> Expr:
 
 def const_int(e: Expr) -> int | None:
     """The value of an integer constant (or broadcast of one), else None."""
-    if isinstance(e, Broadcast):
+    if type(e) is Broadcast:
         e = e.value
-    if isinstance(e, IntImm):
+    if type(e) is IntImm:
         return e.value
     return None
 
 
 def const_value(e: Expr):
-    if isinstance(e, Broadcast):
+    """The value of a constant (or broadcast of one), else None. (Asked of nearly every node the
+    simplifier sees, hence exact class tests: node classes are not subclassed.)"""
+    cls = type(e)
+    if cls is Broadcast:
         e = e.value
-    if isinstance(e, IntImm | FloatImm):
+        cls = type(e)
+    if cls is IntImm or cls is FloatImm:
         return e.value
     return None
 
@@ -141,7 +175,8 @@ class Cast(Expr):
     _children = ("value",)
 
     def __post_init__(self):
-        _check(self.type.lanes == self.value.type.lanes, "Cast {} to {}", self.value.type, self.type)
+        if self.type.lanes != self.value.type.lanes:
+            _fail(f"Cast {self.value.type} to {self.type}")
 
 
 @_node
@@ -151,27 +186,40 @@ class Reinterpret(Expr):
     _children = ("value",)
 
     def __post_init__(self):
-        _check(
-            self.type.bits * self.type.lanes == self.value.type.bits * self.value.type.lanes,
-            "reinterpret {} as {}: sizes differ", self.value.type, self.type,
-        )
+        if self.type.bits * self.type.lanes != self.value.type.bits * self.value.type.lanes:
+            _fail(f"reinterpret {self.value.type} as {self.type}: sizes differ")
 
 
 # ---------------------------------------------------------------- arithmetic and logic
-class BinaryOp(Expr):
+class _DerivedType(Expr):
+    """An Expr whose type follows from its operands: worked out once, when the node is built,
+    and kept in the slot `type` (which is not a dataclass field, so equality, hashing and the
+    printed form are unchanged). Asked for again at every level, the type of a chain of
+    arithmetic walked down the whole chain each time; a slot is also the cheapest attribute."""
+
+    __slots__ = ("type",)
+
+    def _derive_type(self) -> Type:
+        raise NotImplementedError
+
+
+class BinaryOp(_DerivedType):
     __slots__ = ()
     _children = ("a", "b")
     symbol = "?"
 
     def __post_init__(self):
-        _check(
-            self.a.type == self.b.type,
-            "{} of mismatched types {} and {}", type(self).__name__, self.a.type, self.b.type,
-        )
+        ta, tb = self.a.type, self.b.type
+        if ta is not tb and ta != tb:
+            _fail(f"{type(self).__name__} of mismatched types {ta} and {tb}")
+        object.__setattr__(self, "type", self._result_type(ta))
 
-    @property
-    def type(self) -> Type:
-        return self.a.type
+    @staticmethod
+    def _result_type(operand_type: Type) -> Type:
+        return operand_type
+
+    def _derive_type(self) -> Type:
+        return self._result_type(self.a.type)
 
 
 def _binop(name: str, symbol: str):
@@ -192,9 +240,9 @@ Max = _binop("Max", "max")
 class CompareOp(BinaryOp):
     __slots__ = ()
 
-    @property
-    def type(self) -> Type:
-        return Bool(self.a.type.lanes)
+    @staticmethod
+    def _result_type(operand_type: Type) -> Type:
+        return _BOOL if operand_type.lanes == 1 else Bool(operand_type.lanes)
 
 
 def _cmpop(name: str, symbol: str):
@@ -216,7 +264,8 @@ class LogicalOp(BinaryOp):
 
     def __post_init__(self):
         BinaryOp.__post_init__(self)
-        _check(self.a.type.is_bool(), "{} of non-boolean {}", type(self).__name__, self.a.type)
+        if not self.type.is_bool():
+            _fail(f"{type(self).__name__} of non-boolean {self.type}")
 
 
 def _logop(name: str, symbol: str):
@@ -230,38 +279,37 @@ Or = _logop("Or", "||")
 
 
 @_node
-class Not(Expr):
+class Not(_DerivedType):
     a: Expr
     _children = ("a",)
 
     def __post_init__(self):
-        _check(self.a.type.is_bool(), "Not of non-boolean {}", self.a.type)
+        if not self.a.type.is_bool():
+            _fail(f"Not of non-boolean {self.a.type}")
+        object.__setattr__(self, "type", self.a.type)
 
-    @property
-    def type(self) -> Type:
+    def _derive_type(self) -> Type:
         return self.a.type
 
 
 @_node
-class Select(Expr):
+class Select(_DerivedType):
     condition: Expr
     true_value: Expr
     false_value: Expr
     _children = ("condition", "true_value", "false_value")
 
     def __post_init__(self):
-        _check(self.condition.type.is_bool(), "Select condition of type {}", self.condition.type)
-        _check(
-            self.true_value.type == self.false_value.type,
-            "Select of mismatched types {} and {}", self.true_value.type, self.false_value.type,
-        )
-        _check(
-            self.condition.type.lanes in (1, self.true_value.type.lanes),
-            "Select condition lanes do not match",
-        )
+        ct, t = self.condition.type, self.true_value.type
+        if not ct.is_bool():
+            _fail(f"Select condition of type {ct}")
+        if t != self.false_value.type:
+            _fail(f"Select of mismatched types {t} and {self.false_value.type}")
+        if ct.lanes != 1 and ct.lanes != t.lanes:
+            _fail("Select condition lanes do not match")
+        object.__setattr__(self, "type", t)
 
-    @property
-    def type(self) -> Type:
+    def _derive_type(self) -> Type:
         return self.true_value.type
 
 
@@ -277,35 +325,38 @@ class Load(Expr):
     _children = ("index", "predicate")
 
     def __post_init__(self):
-        _check(self.index.type.lanes == self.type.lanes, "Load {}: index lanes differ", self.name)
+        if self.index.type.lanes != self.type.lanes:
+            _fail(f"Load {self.name}: index lanes differ")
 
 
 @_node
-class Ramp(Expr):
+class Ramp(_DerivedType):
     base: Expr
     stride: Expr
     lanes: int
     _children = ("base", "stride")
 
     def __post_init__(self):
-        _check(self.base.type == self.stride.type and self.base.type.is_scalar(), "bad Ramp")
+        if not (self.base.type == self.stride.type and self.base.type.is_scalar()):
+            _fail("bad Ramp")
+        object.__setattr__(self, "type", self._derive_type())
 
-    @property
-    def type(self) -> Type:
+    def _derive_type(self) -> Type:
         return self.base.type.with_lanes(self.lanes * self.base.type.lanes)
 
 
 @_node
-class Broadcast(Expr):
+class Broadcast(_DerivedType):
     value: Expr
     lanes: int
     _children = ("value",)
 
     def __post_init__(self):
-        _check(self.value.type.is_scalar(), "Broadcast of a vector")
+        if not self.value.type.is_scalar():
+            _fail("Broadcast of a vector")
+        object.__setattr__(self, "type", self._derive_type())
 
-    @property
-    def type(self) -> Type:
+    def _derive_type(self) -> Type:
         return self.value.type.with_lanes(self.lanes)
 
 
@@ -329,14 +380,16 @@ class Call(Expr):
 
 
 @_node
-class Let(Expr):
+class Let(_DerivedType):
     name: str
     value: Expr
     body: Expr
     _children = ("value", "body")
 
-    @property
-    def type(self) -> Type:
+    def __post_init__(self):
+        object.__setattr__(self, "type", self.body.type)
+
+    def _derive_type(self) -> Type:
         return self.body.type
 
 
@@ -385,8 +438,10 @@ class For(Stmt):
     _children = ("min", "extent", "body")
 
     def __post_init__(self):
-        _check(self.min.type == Int(32) and self.extent.type == Int(32), "For {}: bounds not int32", self.name)
-        _check(self.for_type in FOR_TYPES, "For {}: unknown loop kind {}", self.name, self.for_type)
+        if not (self.min.type == _INT32 and self.extent.type == _INT32):
+            _fail(f"For {self.name}: bounds not int32")
+        if self.for_type not in FOR_TYPES:
+            _fail(f"For {self.name}: unknown loop kind {self.for_type}")
 
 
 @_node
@@ -429,7 +484,8 @@ class Allocate(Stmt):
     _children = ("extents", "body")
 
     def __post_init__(self):
-        _check(self.memory_type in MEMORY_TYPES, "Allocate {}: unknown memory type {}", self.name, self.memory_type)
+        if self.memory_type not in MEMORY_TYPES:
+            _fail(f"Allocate {self.name}: unknown memory type {self.memory_type}")
 
 
 @_node

@@ -7,59 +7,111 @@ child changed: "did this pass do anything" is an identity check.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
+from contextlib import contextmanager
 
 from . import ir
 
 
-def _map_field(value, fn):
-    if isinstance(value, ir.Node):
-        return fn(value)
-    if isinstance(value, tuple):
-        new = tuple(_map_field(v, fn) for v in value)
-        if all(a is b for a, b in zip(new, value)):
-            return value
-        return new
-    return value
+def _map_tuple(values: tuple, fn) -> tuple:
+    new = tuple(fn(v) if isinstance(v, ir.Node) else _map_tuple(v, fn) if isinstance(v, tuple) else v
+                for v in values)
+    return values if all(a is b for a, b in zip(new, values)) else new
 
 
 def map_children(node: ir.Node, fn: Callable[[ir.Node], ir.Node]) -> ir.Node:
     """Apply fn to each direct child; rebuild the node only if some child changed."""
-    changed = {}
+    if isinstance(node, ir.BinaryOp):  # most nodes: their fields are just (a, b)
+        a, b = node.a, node.b
+        new_a, new_b = fn(a), fn(b)
+        return node if new_a is a and new_b is b else type(node)(new_a, new_b)
+    changed = None
     for name in node._children:
         old = getattr(node, name)
-        if old is None:
+        if isinstance(old, ir.Node):
+            new = fn(old)
+        elif isinstance(old, tuple):
+            new = _map_tuple(old, fn)
+        else:  # None
             continue
-        new = _map_field(old, fn)
         if new is not old:
+            if changed is None:
+                changed = {}
             changed[name] = new
-    if not changed:
+    if changed is None:
         return node
-    values = [changed.get(f, getattr(node, f)) for f in node.__dataclass_fields__]
-    return type(node)(*values)
+    return type(node)(*[changed.get(f, getattr(node, f)) for f in node.__dataclass_fields__])
 
 
-def children(node: ir.Node):
+def children(node: ir.Node) -> list:
     """The direct sub-nodes of a node, in field order."""
-    out = []
-
-    def collect(v):
-        if isinstance(v, ir.Node):
-            out.append(v)
-        elif isinstance(v, tuple):
-            for x in v:
-                collect(x)
-
+    if isinstance(node, ir.BinaryOp):
+        return [node.a, node.b]
+    out: list = []
     for name in node._children:
-        collect(getattr(node, name))
+        value = getattr(node, name)
+        if isinstance(value, ir.Node):
+            out.append(value)
+        elif isinstance(value, tuple):
+            _collect_nodes(value, out)
     return out
 
 
+def _collect_nodes(values: tuple, out: list) -> None:
+    for v in values:
+        if isinstance(v, ir.Node):
+            out.append(v)
+        elif isinstance(v, tuple):
+            _collect_nodes(v, out)
+
+
+@contextmanager
+def cycle_collector_paused():
+    """Run a block (or, as a decorator, a function) with Python's cycle collector paused.
+
+    Lowering and code generation build and drop millions of small objects (IR nodes, pass objects,
+    llvmlite values), none of them in a reference cycle (see _dispatch_table), so reference counting
+    frees all their garbage; meanwhile the IR they hold grows, and each automatic collection would
+    scan all of it again to find nothing (a tenth of lowering time, half of codegen's Python time).
+    Only the outermost pause resumes the collector."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _unchanged(self, node):
+    return node
+
+
+def _dispatch_table(cls: type) -> dict[type, Callable]:
+    """Node class -> the function (self, node) that handles it, one table per pass class.
+
+    Shared by all instances and holding plain functions (not bound methods), so a pass object
+    is not in a reference cycle with its own table: lowering makes thousands of short-lived
+    ones, and they are freed as soon as they are done with, not by the cycle collector."""
+    table = cls.__dict__.get("_dispatch_table")
+    if table is None:
+        table = {}
+        cls._dispatch_table = table
+    return table
+
+
 class IRMutator:
-    """Base class for passes: override visit_<NodeClass>(self, node) for the nodes you rewrite."""
+    """Base class for passes: override visit_<NodeClass>(self, node) for the nodes you rewrite.
+
+    A pass that rewrites statements only sets `statements_only = True` (on the class):
+    expressions are then returned as they are, without walking them (they are most of the IR)."""
+
+    statements_only = False
 
     def __init__(self):
-        self._dispatch: dict[type, Callable] = {}
+        self._dispatch = _dispatch_table(type(self))
 
     def mutate(self, node):
         if node is None:
@@ -67,9 +119,12 @@ class IRMutator:
         cls = type(node)
         method = self._dispatch.get(cls)
         if method is None:
-            method = getattr(self, "visit_" + cls.__name__, None) or self.default
+            if self.statements_only and issubclass(cls, ir.Expr):
+                method = _unchanged
+            else:
+                method = getattr(type(self), "visit_" + cls.__name__, None) or type(self).default
             self._dispatch[cls] = method
-        return method(node)
+        return method(self, node)
 
     def default(self, node):
         return map_children(node, self.mutate)
@@ -80,12 +135,15 @@ class IRVisitor:
 
     Subclasses whose result does not depend on where a node sits (collectors of names, calls)
     set `visit_once = True`, so an expression DAG that shares subtrees is walked in linear time.
+    Subclasses that look at statements only set `statements_only = True`: expressions are then
+    not walked at all.
     """
 
     visit_once = False
+    statements_only = False
 
     def __init__(self):
-        self._dispatch: dict[type, Callable] = {}
+        self._dispatch = _dispatch_table(type(self))
         self._seen: set[int] = set()
         self._keep: list = []
 
@@ -100,76 +158,206 @@ class IRVisitor:
         cls = type(node)
         method = self._dispatch.get(cls)
         if method is None:
-            method = getattr(self, "visit_" + cls.__name__, None) or self.visit_children
+            if self.statements_only and issubclass(cls, ir.Expr):
+                method = _unchanged
+            else:
+                method = getattr(type(self), "visit_" + cls.__name__, None) or type(self).visit_children
             self._dispatch[cls] = method
-        method(node)
+        method(self, node)
 
     def visit_children(self, node):
-        for c in children(node):
-            self.visit(c)
+        for name in node._children:
+            value = getattr(node, name)
+            if isinstance(value, ir.Node):
+                self.visit(value)
+            elif isinstance(value, tuple):
+                self._visit_all(value)
+
+    def _visit_all(self, values: tuple):
+        for v in values:
+            if isinstance(v, ir.Node):
+                self.visit(v)
+            elif isinstance(v, tuple):  # the (min, extent) pairs of a Realize
+                self._visit_all(v)
+
+
+class Substitution(IRMutator):
+    """Replace free Variables by name (see substitute); one instance may substitute into many
+    nodes under the same replacements, sharing its work on what they have in common."""
+
+    def __init__(self, repl: dict[str, ir.Expr]):
+        super().__init__()
+        self.repl = repl
+        self.memo: dict[int, tuple] = {}
+
+    def mutate(self, node):
+        if not isinstance(node, ir.Expr):
+            return super().mutate(node)
+        # a node's result depends only on it and repl: share work on expression DAGs, and leave
+        # alone what uses none of the names replaced
+        hit = self.memo.get(id(node))
+        if hit is not None:
+            return hit[1]
+        if self.repl.keys().isdisjoint((getattr(node, "_summary", None) or _summary(node))[0]):
+            result = node
+        else:
+            result = super().mutate(node)
+        self.memo[id(node)] = (node, result)
+        return result
+
+    def visit_Variable(self, v):
+        r = self.repl.get(v.name)
+        return v if r is None else r
+
+    def _scoped(self, node, name, fields_before, body_field):
+        if name not in self.repl:
+            return self.default(node)
+        values = {f: self.mutate(getattr(node, f)) for f in fields_before}
+        inner = Substitution({k: v for k, v in self.repl.items() if k != name})
+        body = inner.mutate(getattr(node, body_field))
+        new = dict(values, **{body_field: body})
+        if all(new[f] is getattr(node, f) for f in new):
+            return node
+        return type(node)(*[new.get(f, getattr(node, f)) for f in node.__dataclass_fields__])
+
+    def visit_Let(self, n):
+        return self._scoped(n, n.name, ("value",), "body")
+
+    def visit_LetStmt(self, n):
+        return self._scoped(n, n.name, ("value",), "body")
+
+    def visit_For(self, n):
+        return self._scoped(n, n.name, ("min", "extent"), "body")
 
 
 def substitute(replacements: dict[str, ir.Expr], node):
     """Replace free Variables by name; respects shadowing by Let/LetStmt/For."""
     if not replacements:
         return node
+    return Substitution(replacements).mutate(node)
 
-    class Substitute(IRMutator):
-        def __init__(self, repl):
-            super().__init__()
-            self.repl = repl
-            self.memo: dict[int, tuple] = {}
 
-        def mutate(self, node):
-            # a node's result depends only on it and repl: share work on expression DAGs
-            if not isinstance(node, ir.Expr):
-                return super().mutate(node)
-            hit = self.memo.get(id(node))
-            if hit is not None:
-                return hit[1]
-            result = super().mutate(node)
-            self.memo[id(node)] = (node, result)
-            return result
+# What lowering asks about an expression again and again (which variables it uses, which Funcs
+# and images it reads, whether it holds a min or max or a let) is worked out once per node, kept
+# in the node's `_summary` slot, and shared by all passes.
+_NONE: frozenset = frozenset()
+_MIN_MAX, _LET, _CALL = 1, 2, 4  # flags of the kinds of node an expression holds
+_NOTHING = (_NONE, _NONE, 0)
 
-        def visit_Variable(self, v):
-            r = self.repl.get(v.name)
-            return v if r is None else r
 
-        def _scoped(self, node, name, fields_before, body_field):
-            if name not in self.repl:
-                return self.default(node)
-            values = {f: self.mutate(getattr(node, f)) for f in fields_before}
-            inner = Substitute({k: v for k, v in self.repl.items() if k != name})
-            body = inner.mutate(getattr(node, body_field))
-            new = dict(values, **{body_field: body})
-            if all(new[f] is getattr(node, f) for f in new):
-                return node
-            return type(node)(*[new.get(f, getattr(node, f)) for f in node.__dataclass_fields__])
+def _union(a: frozenset, b: frozenset) -> frozenset:
+    """a | b, reusing a or b when one holds the other (most subtrees add nothing new)."""
+    if not b or b is a or b <= a:
+        return a
+    if not a or a <= b:
+        return b
+    return a | b
 
-        def visit_Let(self, n):
-            return self._scoped(n, n.name, ("value",), "body")
 
-        def visit_LetStmt(self, n):
-            return self._scoped(n, n.name, ("value",), "body")
+def _summary(e: ir.Expr) -> tuple[frozenset, frozenset, int]:
+    """(free variables, names of Funcs and images read, flags: holds a Min or Max, a Let, a Call)."""
+    hit = getattr(e, "_summary", None)
+    if hit is not None:
+        return hit
+    cls = type(e)
+    if cls is ir.Variable:
+        summary = (frozenset((e.name,)), _NONE, 0)
+    elif not cls._children:  # a constant
+        summary = _NOTHING
+    elif isinstance(e, ir.BinaryOp):
+        a_free, a_called, a_kinds = _summary(e.a)
+        b_free, b_called, b_kinds = _summary(e.b)
+        summary = (_union(a_free, b_free), _union(a_called, b_called),
+                   a_kinds | b_kinds | (_MIN_MAX if cls is ir.Min or cls is ir.Max else 0))
+    else:
+        free = called = _NONE
+        kinds = _LET if cls is ir.Let else _CALL if cls is ir.Call else 0
+        for c in children(e):
+            c_free, c_called, c_kinds = _summary(c)
+            free, called, kinds = _union(free, c_free), _union(called, c_called), kinds | c_kinds
+        if cls is ir.Call and e.call_type in (ir.HALIDE, ir.IMAGE) and e.name not in called:
+            called = called | {e.name}
+        summary = (free, called, kinds)
+    object.__setattr__(e, "_summary", summary)
+    return summary
 
-        def visit_For(self, n):
-            return self._scoped(n, n.name, ("min", "extent"), "body")
 
-    return Substitute(replacements).mutate(node)
+def expr_free_variables(e: ir.Expr) -> frozenset:
+    """The names of the Variables in expression e (a name a Let inside binds included)."""
+    return (getattr(e, "_summary", None) or _summary(e))[0]  # (the summary is a non-empty tuple)
+
+
+def called_names(e: ir.Expr) -> frozenset:
+    """The names of the Funcs and images that expression e reads (HALIDE and IMAGE calls)."""
+    return (getattr(e, "_summary", None) or _summary(e))[1]
+
+
+def has_min_max(e: ir.Expr) -> bool:
+    """Whether expression e holds a Min or Max node."""
+    return bool((getattr(e, "_summary", None) or _summary(e))[2] & _MIN_MAX)
+
+
+def has_let(e: ir.Expr) -> bool:
+    """Whether expression e holds a Let node."""
+    return bool(_summary(e)[2] & _LET)
+
+
+def has_call(e: ir.Expr) -> bool:
+    """Whether expression e holds a Call node (of any kind)."""
+    return bool(_summary(e)[2] & _CALL)
+
+
+def touched_names(node: ir.Node) -> frozenset:
+    """The names of the Funcs and images that node reads (HALIDE and IMAGE calls) or provides."""
+    if isinstance(node, ir.Expr):
+        return (getattr(node, "_summary", None) or _summary(node))[1]
+    hit = getattr(node, "_touched", None)
+    if hit is not None:
+        return hit
+    names = _NONE
+    for c in children(node):
+        c_names = touched_names(c)
+        if c_names and not c_names <= names:
+            names = c_names if not names else names | c_names
+    if isinstance(node, ir.Provide) and node.name not in names:
+        names = names | {node.name}
+    object.__setattr__(node, "_touched", names)
+    return names
+
+
+class _CollectFree(IRVisitor):
+    visit_once = True
+
+    def __init__(self, names: set[str]):
+        super().__init__()
+        self.names = names
+
+    def visit(self, node):
+        if isinstance(node, ir.Expr):
+            self.names |= expr_free_variables(node)
+            return
+        known = getattr(node, "_free", None)
+        if known is not None:
+            self.names |= known
+        else:
+            super().visit(node)
 
 
 def free_variables(node) -> set[str]:
     """Names of Variables used in node (bound names inside are still included; callers beware)."""
+    if node is None:
+        return set()
+    if isinstance(node, ir.Expr):
+        return set(expr_free_variables(node))
     names: set[str] = set()
-
-    class Collect(IRVisitor):
-        visit_once = True
-
-        def visit_Variable(self, v):
-            names.add(v.name)
-
-    Collect().visit(node)
+    _CollectFree(names).visit(node)
     return names
+
+
+def remember_free_variables(stmt: ir.Stmt, names) -> None:
+    """Record that `names` are exactly free_variables(stmt), for a pass that has just worked them
+    out: walks of larger statements holding stmt then stop there."""
+    object.__setattr__(stmt, "_free", frozenset(names))
 
 
 def uses_variable(node, name: str) -> bool:

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 
 from . import ir
+from .ir_mutator import cycle_collector_paused
 from .ir_printer import stmt_to_string
 from .lowering.allocation_bounds import allocation_bounds
 from .lowering.bounds_inference import bounds_inference, buffer_names
@@ -114,11 +115,13 @@ def _run(passes, stmt, hook):
     return stmt
 
 
+@cycle_collector_paused()
 def finish_lowering(stmt: ir.Stmt, dense_buffers: list[str], hook=None) -> ir.Stmt:
     """The Stmt a code generator compiles, for buffers whose dimension 0 is dense as listed."""
     return _run(layout_passes(dense_buffers), stmt, hook)
 
 
+@cycle_collector_paused()
 def lower(outputs, target=None, hook=None) -> LoweredPipeline:
     """Lower the pipeline computing `outputs` (a Func or a list) for `target` (an hl.Target, a
     target string or None for the host), on a private copy of the Func graph: the user's Funcs

@@ -44,17 +44,25 @@ class Type:
     def is_scalar(self) -> bool:
         return self.lanes == 1
 
+    def __eq__(self, other):
+        # types are compared all the time while building IR, mostly with the very same object
+        if self is other:
+            return True
+        if type(other) is not Type:
+            return NotImplemented
+        return self.code == other.code and self.bits == other.bits and self.lanes == other.lanes
+
     def with_lanes(self, lanes: int) -> Type:
-        return Type(self.code, self.bits, lanes)
+        return self if lanes == self.lanes else _interned(self.code, self.bits, lanes)
 
     def with_bits(self, bits: int) -> Type:
-        return Type(self.code, bits, self.lanes)
+        return self if bits == self.bits else _interned(self.code, bits, self.lanes)
 
     def with_code(self, code: str) -> Type:
-        return Type(code, self.bits, self.lanes)
+        return self if code == self.code else _interned(code, self.bits, self.lanes)
 
     def element_of(self) -> Type:
-        return Type(self.code, self.bits, 1)
+        return self if self.lanes == 1 else _interned(self.code, self.bits, 1)
 
     def bytes(self) -> int:
         return (self.bits + 7) // 8
@@ -137,30 +145,41 @@ _TO_NUMPY = {
 }
 
 
+# One object per type made here (Types are immutable): equality then mostly finds the same object.
+_INTERNED: dict[tuple[str, int, int], Type] = {}
+
+
+def _interned(code: str, bits: int, lanes: int) -> Type:
+    t = _INTERNED.get((code, bits, lanes))
+    if t is None:
+        t = _INTERNED[(code, bits, lanes)] = Type(code, bits, lanes)
+    return t
+
+
 def Int(bits: int, lanes: int = 1) -> Type:
     if bits not in (8, 16, 32, 64):
         raise HalideError(f"Int({bits}): bits must be 8, 16, 32 or 64")
-    return Type(INT, bits, lanes)
+    return _interned(INT, bits, lanes)
 
 
 def UInt(bits: int, lanes: int = 1) -> Type:
     if bits not in (1, 8, 16, 32, 64):
         raise HalideError(f"UInt({bits}): bits must be 1, 8, 16, 32 or 64")
-    return Type(UINT, bits, lanes)
+    return _interned(UINT, bits, lanes)
 
 
 def Float(bits: int, lanes: int = 1) -> Type:
     if bits not in (32, 64):
         raise HalideError(f"Float({bits}): only 32 and 64 bit floats are supported")
-    return Type(FLOAT, bits, lanes)
+    return _interned(FLOAT, bits, lanes)
 
 
 def Bool(lanes: int = 1) -> Type:
-    return Type(UINT, 1, lanes)
+    return _interned(UINT, 1, lanes)
 
 
 def Handle(lanes: int = 1) -> Type:
-    return Type(HANDLE, 64, lanes)
+    return _interned(HANDLE, 64, lanes)
 
 
 def from_numpy(dtype) -> Type:

@@ -378,3 +378,28 @@ def test_lower_shows_every_pass_to_the_hook():
     assert [name for name, _ in seen] == ["schedule functions"] + [name for name, _ in lowering_passes(None)]
     assert all(isinstance(stmt, ir.Stmt) for _, stmt in seen)
     assert "produce hook_f" in stmt_to_string(seen[0][1])
+
+
+# ---------------------------------------------------------------- broken invariants
+def test_malformed_ir_is_an_internal_error_not_a_user_error():
+    from pyhalide.errors import InternalError
+
+    assert not issubclass(InternalError, hl.HalideError)
+    with pytest.raises(InternalError, match="mismatched types"):
+        ir.Add(ir.make_const(hl.Int(32), 1), ir.make_const(hl.Float(32), 1.0))
+    with pytest.raises(InternalError, match="unknown loop kind"):
+        ir.For("l", ir.make_const(hl.Int(32), 0), ir.make_const(hl.Int(32), 4), "sideways", ir.make_block([]))
+
+
+def test_a_vector_loop_inside_a_vector_loop_stays_serial_and_is_right():
+    """The vectorizer keeps the outer loop serial where widening would make vectors of vectors (a
+    Ramp whose base varies by lane), because it sees that case, not by catching an error from
+    building bad IR."""
+    from pyhalide.pipeline import loop_nest_text
+
+    f = hl.Func("nest_f")
+    f[x, y] = x * 3 + y
+    f.bound(y, 0, 3).vectorize(x, 4).vectorize(y)
+    xs, ys = np.meshgrid(np.arange(16), np.arange(3))
+    assert np.array_equal(np.asarray(f.realize([16, 3])), xs * 3 + ys)
+    assert "for y:" in loop_nest_text(lower([f]).stmt)  # serial: the vectorized y is kept as a loop

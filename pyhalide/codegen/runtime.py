@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import ctypes
-import gc
 import os
-from contextlib import contextmanager
 
 import numpy as np
 
 from ..errors import HalideError, RuntimeCheckError
+from ..ir_mutator import cycle_collector_paused
 from ..lower import finish_lowering
 from .jit import JITFunction
 from .llvm import CodeGen
@@ -44,20 +43,6 @@ def num_threads() -> int:
     return n
 
 
-@contextmanager
-def _gc_paused():
-    """Building an LLVM module allocates hundreds of thousands of small objects, and each batch
-    of them makes Python's cyclic collector walk the whole heap (all of the lowered IR) again:
-    that is half of the Python time of a large pipeline. They are collected after."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 class CompiledPipeline:
     """Native code for one lowered pipeline and one choice of buffer axis orders."""
 
@@ -67,7 +52,7 @@ class CompiledPipeline:
         self.layouts = layouts
         dense = [b.name for b, (_, is_dense) in zip(lowered.buffers, layouts) if is_dense and b.dimensions]
         contract = target is not None and target.has_feature("fp_contract")
-        with _gc_paused():
+        with cycle_collector_paused():
             stmt = finish_lowering(lowered.stmt, dense)
             cg = CodeGen(lowered, stmt, SYMBOL, self.axis_maps, fp_contract=contract)
             self.llvm_ir = cg.generate()

@@ -19,6 +19,7 @@ _ONE = ir.make_const(Int(32), 1)
 
 
 class _SizeRealizes(IRMutator):
+    statements_only = True
     def visit_Realize(self, r):
         body = self.mutate(r.body)
         f = r.func

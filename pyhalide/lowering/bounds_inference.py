@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from .. import ir
 from ..bounds import Interval, box_touched
-from ..errors import CompileError
-from ..ir_mutator import IRMutator, IRVisitor
+from ..errors import CompileError, InternalError
+from ..ir_mutator import IRMutator, IRVisitor, called_names
 from ..simplify import simplify
 from ..types import Int
 from .environment import compute_level
@@ -54,6 +54,8 @@ class _ComputeSites(IRVisitor):
     """Find f's `produce; consume` blocks and compute f's bounds at each, noting the innermost
     loop around it (None at root), where the lets will go."""
 
+    statements_only = True
+
     def __init__(self, f, env):
         super().__init__()
         self.f, self.env = f, env
@@ -80,6 +82,8 @@ class _InsertAtLoopTop(IRMutator):
     Funcs computed at the same loop share one chain, consumers first: a producer's bounds then
     name its consumers' bounds instead of repeating their expressions, which keeps the IR linear
     in the number of stages."""
+
+    statements_only = True
 
     def __init__(self, loop: ir.For, lets, checks):
         super().__init__()
@@ -185,6 +189,11 @@ class _CallsOutside(IRVisitor):
         super().__init__()
         self.name, self.depth, self.found = name, 0, False
 
+    def visit(self, node):
+        if isinstance(node, ir.Expr) and self.name not in called_names(node):
+            return
+        super().visit(node)
+
     def visit_Realize(self, r):
         if r.name == self.name:
             return
@@ -203,7 +212,7 @@ def bounds_inference(stmt: ir.Stmt, env) -> ir.Stmt:
         finder = _ComputeSites(f, env)
         finder.visit(stmt)
         if not finder.sites:
-            raise CompileError(f"internal: no production of {f.name()} in the loop nest")
+            raise InternalError(f"bounds inference: no production of {f.name()} in the loop nest")
         for loop, lets, site_checks in finder.sites:
             if loop is None:
                 top_lets.extend(lets)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 
 from .. import ir
-from ..ir_mutator import IRMutator, substitute
+from ..ir_mutator import IRMutator, called_names, substitute
 
 
 class _Inline(IRMutator):
@@ -17,6 +17,11 @@ class _Inline(IRMutator):
         super().__init__()
         self.env = env
         self.counter = itertools.count()
+
+    def mutate(self, node):
+        if isinstance(node, ir.Expr) and self.env.inlined.isdisjoint(called_names(node)):
+            return node  # calls no inlined Func
+        return super().mutate(node)
 
     def visit_Call(self, c):
         c = self.default(c)

@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import ir
-from ..bounds import Interval, bounds_of_expr, settle_choices
-from ..ir_mutator import IRMutator, free_variables, substitute
+from ..bounds import Interval, LazyLet, bounds_of_expr, settle_choices
+from ..ir_mutator import IRMutator, free_variables, substitute, touched_names
 from ..simplify import simplify
 from ..types import Int
 from .strip_promises import strip_promises
@@ -37,13 +37,21 @@ class Window:
 
 
 class _Slide(IRMutator):
+    statements_only = True  # it rewrites lets of bounds
+
     def __init__(self, f, windows: list[Window]):
         super().__init__()
         self.f = f
+        self.name = f.name()
         self.windows = windows
         self.inside = False
         self.loops: list[ir.For] = []
-        self.lets: dict[str, ir.Expr] = {}
+        self.lets: dict[str, LazyLet] = {}  # expanded (simplified) only where _slide asks
+
+    def mutate(self, node):
+        if not self.inside and node is not None and self.name not in touched_names(node):
+            return node  # f's Realize is not in there
+        return super().mutate(node)
 
     def visit_Realize(self, r):
         if r.name != self.f.name() or self.inside:
@@ -68,9 +76,20 @@ class _Slide(IRMutator):
 
     def visit_LetStmt(self, s):
         if not self.inside:
-            return self.default(s)
-        # promises only help bounds inference; the arithmetic itself is what cancels here
-        expanded = simplify(strip_promises(substitute(self.lets, s.value)))
+            # outside f's Realize lets are left as they are: go down the chain without recursing
+            chain = []
+            while isinstance(s, ir.LetStmt):
+                chain.append(s)
+                s = s.body
+            body = self.mutate(s)
+            if body is s:
+                return chain[0]
+            for let in reversed(chain):
+                body = ir.LetStmt(let.name, let.value, body)
+            return body
+        # promises only help bounds inference; the arithmetic itself is what cancels here (the
+        # values in self.lets are stripped already, so only this let's own value needs it)
+        expanded = LazyLet(s.value, self.lets, simplified=True, prepare=strip_promises)
         value = s.value
         slid = self._slide(s.name)
         if slid is not None:
@@ -81,6 +100,10 @@ class _Slide(IRMutator):
         if value is s.value and body is s.body:
             return s
         return ir.LetStmt(s.name, value, body)
+
+    def _expansion(self, name: str) -> ir.Expr | None:
+        let = self.lets.get(name)
+        return None if let is None else let.expand()
 
     def _slide(self, let_name: str):
         f = self.f
@@ -101,24 +124,29 @@ class _Slide(IRMutator):
                sp.tail not in ("GuardWithIf", "PredicateLoads", "PredicateStores")
                for sp in f._schedule.stages[0].splits):
             return None
-        lo_e = self.lets.get(f"{f.name()}.{var}.min")
-        hi_e = self.lets.get(f"{f.name()}.{var}.max")
+        lo_e = self._expansion(f"{f.name()}.{var}.min")
+        hi_e = self._expansion(f"{f.name()}.{var}.max")
         if lo_e is None or hi_e is None or loop.name not in free_variables(hi_e):
             return None
         for other in f._pure_args:  # the rest of the region must not move with the loop
             if other == var:
                 continue
             for which in ("min", "max"):
-                e = self.lets.get(f"{f.name()}.{other}.{which}")
+                e = self._expansion(f"{f.name()}.{other}.{which}")
                 if e is None or loop.name in free_variables(e):
                     return None
         prev = {loop.name: ir.Sub(ir.Variable(loop.name, _I32), ir.make_const(_I32, 1))}
         # The region must only move forward (its min and max never decrease from one iteration to
         # the next) and have a bounded width.
+        # (each bound is worked out only if the ones before it allow sliding)
         step_lo = _least_over_iterations(ir.Sub(lo_e, substitute(prev, lo_e)), loop, first=1)
+        if step_lo is None or step_lo < 0:
+            return None
         step_hi = _least_over_iterations(ir.Sub(hi_e, substitute(prev, hi_e)), loop, first=1)
+        if step_hi is None or step_hi <= 0:
+            return None
         width = _least_over_iterations(ir.Sub(lo_e, hi_e), loop, first=0)
-        if step_lo is None or step_hi is None or step_lo < 0 or step_hi <= 0 or width is None:
+        if width is None:
             return None
         width = -width
         # Folding keeps one window only if no loop inside L moves it (else several are live).
@@ -166,6 +194,16 @@ class _Remainders(IRMutator):
         super().__init__()
         self.names: dict[tuple, tuple[ir.Variable, ir.Variable]] = {}
         self.scope: dict[str, Interval] = {}
+        self.memo: dict[int, tuple] = {}
+
+    def mutate(self, node):
+        # a shared subtree is rewritten once (again, it would find the same names)
+        hit = self.memo.get(id(node))
+        if hit is not None:
+            return hit[1]
+        result = super().mutate(node)
+        self.memo[id(node)] = (node, result)  # keeps node alive, so its id stays unique
+        return result
 
     def visit_Div(self, e):
         c = ir.const_int(e.b)

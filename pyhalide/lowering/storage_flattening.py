@@ -11,8 +11,8 @@ from __future__ import annotations
 import itertools
 
 from .. import ir
-from ..errors import CompileError
-from ..ir_mutator import IRMutator
+from ..errors import InternalError
+from ..ir_mutator import IRMutator, called_names
 from ..types import Int
 from .bounds_inference import buffer_field, buffer_names
 
@@ -34,12 +34,27 @@ class _Flatten(IRMutator):
         super().__init__()
         self.tmp = itertools.count()
         self.folds: dict[str, tuple] = {}  # Func name -> fold factors of its enclosing Realize
+        self.memo: dict[int, tuple] = {}  # expressions flattened under the current folds
+
+    def mutate(self, node):
+        if not isinstance(node, ir.Expr):
+            return super().mutate(node)
+        if not called_names(node):
+            return node  # reads no Func or image: nothing to flatten
+        hit = self.memo.get(id(node))
+        if hit is not None:
+            return hit[1]
+        result = super().mutate(node)
+        self.memo[id(node)] = (node, result)  # keeps node alive, so its id stays unique
+        return result
 
     def visit_Realize(self, r):
         saved = self.folds.get(r.name)
         self.folds[r.name] = r.folds
+        self.memo = {}  # the folds changed
         body = self.mutate(r.body)
         self.folds[r.name] = saved
+        self.memo = {}
         names = buffer_names(r.func)
         for name, t in zip(reversed(names), reversed(r.types)):
             extents = tuple(
@@ -86,7 +101,7 @@ class _Flatten(IRMutator):
     def visit_Atomic(self, a):
         body = self.mutate(a.body)
         if not isinstance(body, ir.Store):
-            raise CompileError(f"internal: atomic update {a.old} is not a single store")
+            raise InternalError(f"atomic update {a.old} is not a single store")
         old = ir.Variable(a.old, body.value.type)
 
         class ReadsOfTarget(IRMutator):

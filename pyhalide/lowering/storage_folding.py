@@ -10,7 +10,7 @@ window only moves forward, so a coordinate is overwritten only once no iteration
 from __future__ import annotations
 
 from .. import ir
-from ..ir_mutator import IRMutator, IRVisitor
+from ..ir_mutator import IRMutator, IRVisitor, called_names
 
 
 class _CallsOutsideConsume(IRVisitor):
@@ -19,6 +19,11 @@ class _CallsOutsideConsume(IRVisitor):
     def __init__(self, name: str):
         super().__init__()
         self.name, self.found = name, False
+
+    def visit(self, node):
+        if isinstance(node, ir.Expr) and self.name not in called_names(node):
+            return
+        super().visit(node)
 
     def visit_ProducerConsumer(self, pc):
         if pc.name != self.name:
@@ -31,6 +36,7 @@ class _CallsOutsideConsume(IRVisitor):
 
 
 class _Fold(IRMutator):
+    statements_only = True
     def __init__(self, window):
         super().__init__()
         self.window = window

@@ -7,10 +7,27 @@ later passes (the vectorizer looking for dense Ramps) see the plain index arithm
 from __future__ import annotations
 
 from .. import ir
-from ..ir_mutator import IRMutator
+from ..ir_mutator import IRMutator, has_call
 
 
 class _Strip(IRMutator):
+    def __init__(self):
+        super().__init__()
+        self.memo: dict[int, tuple] = {}
+
+    def mutate(self, node):
+        # an expression's result depends on it alone: shared subtrees are stripped once
+        if not isinstance(node, ir.Expr):
+            return super().mutate(node)
+        if not has_call(node):
+            return node  # no call, so no promise
+        hit = self.memo.get(id(node))
+        if hit is not None:
+            return hit[1]
+        result = super().mutate(node)
+        self.memo[id(node)] = (node, result)  # keeps node alive, so its id stays unique
+        return result
+
     def visit_Call(self, c):
         if c.call_type == ir.INTRINSIC and c.name == "promise_clamped":
             return self.mutate(c.args[0])

@@ -13,6 +13,8 @@ from ..ir_printer import expr_to_string
 
 
 class _Unroll(IRMutator):
+    statements_only = True
+
     def visit_For(self, s):
         body = self.mutate(s.body)
         if s.for_type != ir.UNROLLED:

@@ -198,6 +198,8 @@ def _strip_guards(stmt: ir.Stmt, var: str) -> tuple[ir.Stmt, list[ir.Expr], list
 
 
 class _Vectorize(IRMutator):
+    statements_only = True  # it rewrites vectorized loops; expressions hold none
+
     def visit_For(self, s):
         body = self.mutate(s.body)
         if s.for_type != ir.VECTORIZED:

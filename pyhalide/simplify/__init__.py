@@ -11,16 +11,24 @@ from __future__ import annotations
 import itertools
 
 from .. import ir
-from ..ir_mutator import IRMutator, free_variables, map_children, substitute
+from ..ir_mutator import (
+    IRMutator,
+    Substitution,
+    free_variables,
+    has_min_max,
+    map_children,
+    remember_free_variables,
+    substitute,
+)
+from ..types import INT, UINT
 from .fold import fold_binary, fold_cast
 
-
-def _c(e):
-    return ir.const_value(e)
+_c = ir.const_value
 
 
 def _is_int(t) -> bool:
-    return (t.is_int() or t.is_uint()) and not t.is_bool()
+    """An integer type other than bool."""
+    return t.code == INT or (t.code == UINT and t.bits != 1)
 
 
 def _no_overflow(t) -> bool:
@@ -28,10 +36,12 @@ def _no_overflow(t) -> bool:
 
 
 def _fold(n):
-    a, b = _c(n.a), _c(n.b)
-    if a is not None and b is not None and n.type.lanes == 1 and not isinstance(n.a, ir.Broadcast):
-        return fold_binary(n, a, b)
-    return None
+    """A binary operator of two scalar constants, folded (None if it is not one)."""
+    a = n.a
+    if type(a) is not ir.IntImm and type(a) is not ir.FloatImm:
+        return None
+    b = _c(n.b)
+    return None if b is None else fold_binary(n, a.value, b)
 
 
 def _const(t, v):
@@ -76,13 +86,13 @@ def _vector_rules(n):
 
 def add_rules(n):
     a, b, t = n.a, n.b, n.type
-    if _c(a) is not None and _c(b) is None:
+    cb = _c(b)
+    if cb is None and _c(a) is not None:
         return ir.Add(b, a)  # constants to the right
-    if ir.is_const(b, 0):
+    if cb is not None and cb == 0:
         return a
     if not _is_int(t):
         return None
-    cb = _c(b)
     if cb is not None and isinstance(a, ir.Add) and _c(a.b) is not None:
         return ir.Add(a.a, _const(t, _c(a.b) + cb))
     if cb is not None and isinstance(a, ir.Sub) and _c(a.b) is not None:
@@ -91,7 +101,7 @@ def add_rules(n):
         return b.a  # a + (x - a)
     if isinstance(a, ir.Sub) and a.b == b:
         return a.a  # (x - b) + b
-    if isinstance(a, ir.Add) and _c(a.b) is not None and _c(b) is None:
+    if isinstance(a, ir.Add) and _c(a.b) is not None and cb is None:
         return ir.Add(ir.Add(a.a, b), a.b)  # (x + c) + y -> (x + y) + c
     if isinstance(b, ir.Add) and _c(b.b) is not None:
         return ir.Add(ir.Add(a, b.a), b.b)  # x + (y + c) -> (x + y) + c
@@ -189,14 +199,15 @@ def mod_rules(n):
 
 def _minmax_rules(n, op, pick):
     a, b, t = n.a, n.b, n.type
-    if _c(a) is not None and _c(b) is None:
+    cb = _c(b)
+    if cb is None and _c(a) is not None:
         return op(b, a)
     if a == b:
         return a
     if not _is_int(t):
         return None
-    if isinstance(a, op) and _c(a.b) is not None and _c(b) is not None:
-        return op(a.a, _const(t, pick(_c(a.b), _c(b))))  # min(min(x, c1), c2)
+    if cb is not None and isinstance(a, op) and _c(a.b) is not None:
+        return op(a.a, _const(t, pick(_c(a.b), cb)))  # min(min(x, c1), c2)
     if isinstance(a, op) and (a.a == b or a.b == b):
         return a  # min(min(x, y), x)
     if (_no_overflow(t) and isinstance(a, ir.Add) and isinstance(b, ir.Add) and a.a == b.a
@@ -308,20 +319,33 @@ RULES = {
     ir.Let: (let_rules,),
 }
 
-_FOLDABLE = (ir.BinaryOp,)
 
 
 _INT32_RANGE = (-(2**31), 2**31 - 1)
+
+# The simplified form of an expression outside any loop ranges is kept in its `_simplified`
+# slot, shared by every Simplify: lowering simplifies the same subexpressions again and again
+# (each bounds query substitutes lets, already simplified, into expressions and simplifies the
+# result). A result is marked as its own simplified form (_SELF, not a reference to itself, which
+# would be a reference cycle): the simplifier's results are fixed points, so a simplified value
+# substituted into a larger expression is not walked again.
+_SELF = object()
 
 
 class Simplify(IRMutator):
     """Rules plus what the enclosing loops say: inside a loop with constant bounds (and lets of
     such loop variables) each integer variable has a constant range, and a min or max whose
     operands' ranges don't overlap is the operand it must pick (as Halide's simplifier does with
-    its bounds of loop variables). Simplified results are cached per range scope."""
+    its bounds of loop variables). Simplified results are cached per range scope.
+
+    Lets with trivial values are substituted as the statements below them are simplified: each
+    expression is substituted just before it is simplified (`subst`, which loops and lets that
+    rebind a name shadow), rather than the whole body at once for every chain of lets."""
 
     def __init__(self):
         super().__init__()
+        self.subst: dict[str, ir.Expr] = {}
+        self._substitution: Substitution | None = None  # for self.subst; None when it changed
         self.cache: dict = {}
         self.ranges: dict[str, tuple[int, int]] = {}
         self.scope = 0  # which set of ranges the cache entries were made under
@@ -348,6 +372,19 @@ class Simplify(IRMutator):
                 else:
                     self.ranges[n] = v
             self.scope = saved_scope
+
+    def _bind_range(self, name: str, r: tuple[int, int] | None, saved: dict) -> None:
+        """From now on `name` has range r (None: unknown), in a new scope if that changes the
+        ranges; its range before the first such change goes into saved, for restoring."""
+        current = self.ranges.get(name)
+        if r is None and current is None:
+            return
+        saved.setdefault(name, current)
+        if r is None:
+            del self.ranges[name]
+        else:
+            self.ranges[name] = r
+        self.scope = next(self._scopes)
 
     def const_range(self, e) -> tuple[int, int] | None:
         """Constant [lo, hi] of an integer expression under the loop ranges, or None."""
@@ -417,21 +454,57 @@ class Simplify(IRMutator):
         if node is None:
             return None
         if isinstance(node, ir.Expr):
+            if self.subst:
+                if self._substitution is None:
+                    self._substitution = Substitution(self.subst)
+                node = self._substitution.mutate(node)
             return self.simplify_expr(node)
         return super().mutate(node)
 
+    def _set_subst(self, subst: dict[str, ir.Expr]) -> None:
+        self.subst, self._substitution = subst, None
+
+    def _without(self, name: str, fn):
+        """fn() with `name` no longer substituted (a loop or let binds it again)."""
+        if name not in self.subst:
+            return fn()
+        outer, outer_substitution = self.subst, self._substitution
+        self._set_subst({k: v for k, v in outer.items() if k != name})
+        try:
+            return fn()
+        finally:
+            self.subst, self._substitution = outer, outer_substitution
+
     def simplify_expr(self, e):
-        hit = self.cache.get((id(e), self.scope))
-        if hit is not None and hit[0] is e:
-            return hit[1]
+        if not e._children:
+            return e  # a constant or a variable
+        # Loop ranges only ever settle mins and maxes (no rule makes one), so an expression
+        # without any simplifies as it would outside every loop.
+        if self.scope and has_min_max(e):
+            key = (id(e), self.scope)
+            hit = self.cache.get(key)
+            if hit is not None and hit[0] is e:
+                return hit[1]
+        else:
+            key = None
+            hit = getattr(e, "_simplified", None)
+            if hit is not None:
+                return e if hit is _SELF else hit
         result = e
+        fixed_point = False
         for _ in range(64):
-            result = map_children(result, self.simplify_expr)
-            if isinstance(result, _FOLDABLE):
+            if isinstance(result, ir.BinaryOp):  # most nodes: simplify the operands, fold
+                a, b = result.a, result.b
+                new_a = a if not a._children else self.simplify_expr(a)
+                new_b = b if not b._children else self.simplify_expr(b)
+                if new_a is not a or new_b is not b:
+                    result = type(result)(new_a, new_b)
                 folded = _fold(result)
                 if folded is not None:
                     result = folded
                     break
+            else:
+                result = map_children(result, self.simplify_expr)
             new = None
             for rule in RULES.get(type(result), ()):
                 new = rule(result)
@@ -440,9 +513,15 @@ class Simplify(IRMutator):
             if new is None and self.ranges and isinstance(result, ir.Min | ir.Max):
                 new = self._settle_min_max(result)
             if new is None or new is result:
+                fixed_point = True  # no rule applies to it, and its children are simplified
                 break
             result = new
-        self.cache[(id(e), self.scope)] = (e, result)  # keeps e alive, so its id stays unique
+        if key is None:
+            object.__setattr__(e, "_simplified", _SELF if result is e else result)
+            if fixed_point and result is not e:
+                object.__setattr__(result, "_simplified", _SELF)
+        else:
+            self.cache[key] = (e, result)  # keeps e alive, so its id stays unique
         return result
 
     # ---- statements
@@ -455,24 +534,41 @@ class Simplify(IRMutator):
         while isinstance(s, ir.LetStmt):
             chain.append((s.name, s.value))
             s = s.body
-        subst: dict[str, ir.Expr] = {}
+        outer, outer_substitution = self.subst, self._substitution
+        subst = dict(outer)  # the enclosing substitutions, then this chain's
+        self._set_subst(subst)
         kept = []
-        ranges: dict[str, tuple[int, int] | None] = {}
-        for name, value in chain:
-            value = self._with_ranges(dict(ranges), lambda v=value: self.mutate(substitute(subst, v)))
-            if _is_simple(value):
-                subst[name] = value
-            else:
-                subst.pop(name, None)
-                kept.append((name, value))
-                ranges[name] = self._with_ranges(dict(ranges), lambda v=value: self.const_range(v))
-        body = self._with_ranges(ranges, lambda: self.mutate(substitute(subst, s)))
+        # the ranges of the lets kept so far, in force for the values after them and the body
+        outer_ranges: dict[str, tuple[int, int] | None] = {}
+        outer_scope = self.scope
+        try:
+            for name, value in chain:
+                value = self.mutate(value)
+                if _is_simple(value):
+                    subst[name] = value
+                    self._set_subst(subst)
+                else:
+                    if name in subst:  # this let hides an enclosing one
+                        del subst[name]
+                        self._set_subst(subst)
+                    kept.append((name, value))
+                    self._bind_range(name, self.const_range(value), outer_ranges)
+            body = self.mutate(s)
+        finally:
+            self.subst, self._substitution = outer, outer_substitution
+            for name, r in outer_ranges.items():
+                if r is None:
+                    self.ranges.pop(name, None)
+                else:
+                    self.ranges[name] = r
+            self.scope = outer_scope
         used = free_variables(body)
         result = body
         for name, value in reversed(kept):
             if name in used:
                 used |= free_variables(value)
                 result = ir.LetStmt(name, value, result)
+        remember_free_variables(result, used)  # the chains around this one ask again
         return result
 
     def visit_For(self, s):
@@ -482,7 +578,7 @@ class Simplify(IRMutator):
             return ir.make_block([])
         lo_range = self.const_range(lo)
         loop_range = None if lo_range is None or ext is None else (lo_range[0], lo_range[1] + ext - 1)
-        body = self._with_ranges({s.name: loop_range}, lambda: self.mutate(s.body))
+        body = self._without(s.name, lambda: self._with_ranges({s.name: loop_range}, lambda: self.mutate(s.body)))
         if ir.is_no_op(body):
             return body
         if lo is s.min and extent is s.extent and body is s.body:
@@ -521,4 +617,10 @@ def _is_simple(value) -> bool:
 
 def simplify(node):
     """Simplify an Expr or a Stmt."""
+    if isinstance(node, ir.Expr):  # already known: no need for a Simplify
+        if not node._children:
+            return node
+        known = getattr(node, "_simplified", None)
+        if known is not None:
+            return node if known is _SELF else known
     return Simplify().mutate(node)
