@@ -179,6 +179,7 @@ class Func(FuncScheduling):
         self._updates: list[Definition] = []
         self._schedule = FuncSchedule()
         self._declared_types = declared
+        self._estimates: dict[str, tuple[int, int]] = {}  # pure Var name -> (min, extent); not schedule
         self._version = 0
         if args and (isinstance(args[0], Expr) or isinstance(args[0], int | float)):
             self[()] = args[0]
@@ -286,6 +287,43 @@ class Func(FuncScheduling):
         self._schedule = self._schedule.default()
         self._version += 1
         return self
+
+    # --- estimates: expected sizes, for autoschedulers (not schedule: lowering never reads them) ---
+    def _require_defined_for(self, method: str):
+        if self._init is None:
+            raise HalideError(f"Func {self._name}.{method}: {self._name} has not been defined; "
+                              "define it before giving estimates of its size")
+
+    def set_estimate(self, var: Var, min, extent) -> Func:
+        """Expect the output's dimension `var` to span [min, min + extent) (constant integers)."""
+        from .estimates import check_estimate
+
+        self._require_defined_for("set_estimate")
+        if not isinstance(var, Var):
+            raise HalideError(f"Func {self._name}.set_estimate takes a pure Var of {self._name}, got {var!r}")
+        name = var.name()
+        if name not in self._pure_args:
+            raise HalideError(
+                f"Can't provide an estimate on variable {name} of function {self._name} because {name} is "
+                f"not one of the pure variables of {self._name} ({', '.join(self._pure_args) or 'none'})"
+            )
+        where = f"Func {self._name}.set_estimate: dimension {self._pure_args.index(name)} ({name})"
+        self._estimates[name] = check_estimate(where, min, extent)
+        return self
+
+    def set_estimates(self, estimates) -> Func:
+        """An estimate for every dimension: a list of hl.Range or (min, extent), in argument order."""
+        from .estimates import estimate_list
+
+        self._require_defined_for("set_estimates")
+        checked = estimate_list(f"Func {self._name}", list(self._pure_args), estimates)
+        self._estimates.update(zip(self._pure_args, checked))
+        return self
+
+    def estimates(self) -> list[tuple[int, int] | None]:
+        """Per dimension, the (min, extent) set by set_estimate(s), or None where none was set."""
+        self._require_defined_for("estimates")
+        return [self._estimates.get(n) for n in self._pure_args]
 
     def __repr__(self):
         return f"Func({self._name!r})"
@@ -464,6 +502,7 @@ class Func(FuncScheduling):
         c = object.__new__(Func)
         c._name, c._pure_args, c._declared_types = name, self._pure_args, self._declared_types
         c._init, c._updates, c._schedule, c._version = None, [], schedule, 0
+        c._estimates = {}  # estimates are not carried: lowering never reads them
         return c
 
     # --- stages, schedules and running (the schedule methods live in scheduling.py) ---

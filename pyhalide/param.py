@@ -12,7 +12,7 @@ from .types import Type
 class Param(Expr):
     """A scalar argument to the pipeline, set before realizing: Param(hl.Int(32), "name", value)."""
 
-    __slots__ = ("_type", "_name", "_value", "_min", "_max")
+    __slots__ = ("_type", "_name", "_value", "_min", "_max", "_estimate")
 
     def __init__(self, type: Type, name: str | None = None, value=None, min=None, max=None):
         if isinstance(name, Type):  # Param(name, type) is not Halide's order; be helpful
@@ -24,6 +24,7 @@ class Param(Expr):
         self._type = type
         self._name = name or unique_name("p")
         self._value = None
+        self._estimate = None
         self._min, self._max = min, max
         self._ir = ir.Variable(self._name, type, ref=self)
         if value is not None:
@@ -36,11 +37,22 @@ class Param(Expr):
         return self._type
 
     def set(self, value) -> None:
-        if isinstance(value, Expr):
-            raise HalideError(f"Param {self._name}.set takes a Python number, not an Expr")
+        self._value = self._checked(value, "set")
+
+    def _checked(self, value, method: str):
+        if isinstance(value, Expr | str):
+            raise HalideError(f"Param {self._name}.{method} takes a Python number, got {value!r}")
         if not self._type.is_float() and not self._type.can_represent(value):
             raise HalideError(f"Param {self._name} of type {self._type} cannot hold {value!r}")
-        self._value = float(value) if self._type.is_float() else int(value)
+        return float(value) if self._type.is_float() else int(value)
+
+    def set_estimate(self, value) -> None:
+        """The value this Param is expected to have, for autoschedulers (not used to compute)."""
+        self._estimate = self._checked(value, "set_estimate")
+
+    def estimate(self):
+        """The value given to set_estimate, or None."""
+        return self._estimate
 
     def get(self):
         if self._value is None:
@@ -86,6 +98,18 @@ class ImageParam:
         self._dims = dimensions
         self._name = name or unique_name("input")
         self._buffer = None
+        self._estimates: list[tuple[int, int] | None] = [None] * dimensions
+
+    def set_estimates(self, estimates) -> ImageParam:
+        """The expected region of the input: one hl.Range or (min, extent) per dimension."""
+        from .estimates import estimate_list
+
+        self._estimates = list(estimate_list(f"ImageParam {self._name}", [None] * self._dims, estimates))
+        return self
+
+    def estimates(self) -> list[tuple[int, int] | None]:
+        """Per dimension, the (min, extent) given to set_estimates, or None where none was."""
+        return list(self._estimates)
 
     def name(self) -> str:
         return self._name
