@@ -75,6 +75,14 @@ class Pipeline:
 
         return structural_hash(self._outputs)
 
+    def apply_autoscheduler(self, target, autoscheduler_params):
+        """Schedule the pipeline with the autoscheduler `autoscheduler_params.name` (registered in
+        pyhalide.autoschedulers; the search comes from the `autoscheduler` package) for `target` (an
+        hl.Target, a target string, or None: the JIT target). Returns hl.AutoSchedulerResults."""
+        from .autoschedulers import apply_autoscheduler
+
+        return apply_autoscheduler(self, target, autoscheduler_params)
+
     # ------------------------------------------------------------------ compiling
     def _lower(self):
         from .lower import lower
