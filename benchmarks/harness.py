@@ -120,6 +120,14 @@ def build_variants(app, inputs, which: set[str]) -> dict:
         built = app.build(pyhalide, inputs)
         app.schedule(pyhalide, built)
         out["pyhalide-hand"] = (app.runner(pyhalide, built), compiled(pyhalide, built, contract), "")
+    if "pyhalide-auto" in which:
+        try:
+            built = app.build(pyhalide, inputs)
+            auto_s, strategy = _pyhalide_auto(built)
+            out["pyhalide-auto"] = (app.runner(pyhalide, built), auto_s + compiled(pyhalide, built, contract),
+                                    f"autoschedule {auto_s:.2f} s ({strategy})")
+        except Exception as e:  # a failure to schedule an app is a result, not a crash
+            print(f"  pyhalide-auto: {type(e).__name__}: {e}")
     halide = _halide()
     if halide is not None and "halide-hand" in which:
         built = app.build(halide, inputs)
@@ -141,6 +149,17 @@ def build_variants(app, inputs, which: set[str]) -> dict:
     if torch is not None and "torch" in which and hasattr(app, "torch_runner"):
         out["torch"] = (app.torch_runner(torch, inputs, _threads()), 0.0, f"torch {torch.__version__}")
     return out
+
+
+def _pyhalide_auto(built) -> tuple[float, str]:
+    """pyhalide's autoscheduler on the app's algorithm, with the output's size as its estimate."""
+    from autoscheduler import auto_schedule
+
+    mins = built.output_mins or [0] * len(built.output_sizes)
+    t0 = time.perf_counter()
+    result = auto_schedule(built.output, estimates={built.output.name(): list(zip(mins, built.output_sizes))},
+                           params={"parallelism": _threads()})
+    return time.perf_counter() - t0, result.stats["strategy"]
 
 
 def _adams2019(halide, built) -> None:

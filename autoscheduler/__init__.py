@@ -1,0 +1,19 @@
+"""pyhalide's autoscheduler: beam search over every Func's schedule, ranked by a learned cost model.
+
+    from autoscheduler import auto_schedule
+    result = auto_schedule(output, estimates={"output": [(0, 1920), (0, 1080)]})
+
+Importing it registers Halide's autoscheduler names (Adams2019, Anderson2021, Mullapudi2016,
+Li2018) for `hl.Pipeline.apply_autoscheduler`.
+
+Roles, one module each: `analysis` (the algorithm, read once), `loop_nest` (a candidate evaluated
+numerically), `space` (the legal decisions), `cost_model` (features to seconds), `search`
+(beam, greedy, random, compute-root), `apply` (decisions to directives and Python source), `api`.
+"""
+
+from .api import Result, auto_schedule, register
+from .cost_model import CostModel
+
+register()
+
+__all__ = ["CostModel", "Result", "auto_schedule"]

@@ -1,0 +1,342 @@
+"""What the search needs to know about an algorithm, worked out once before searching.
+
+For every Func the outputs reach: its dimensions, types and stages; for every stage, the work per
+point (operations by kind) and, for every Func or input it reads, the box of coordinates it reads
+as a function of the box the stage iterates over. The boxes come from pyhalide's own interval
+analysis (`pyhalide.bounds`), done symbolically once per access and then compiled to small Python
+closures, so that the loop-nest model can evaluate them for thousands of candidate loop nests
+without touching the compiler again.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass, field
+
+from pyhalide import ir
+from pyhalide.bounds import Interval, bounds_of_expr
+from pyhalide.call_graph import bound_exprs, call_graph, loop_exprs, wrapper_for
+from pyhalide.errors import HalideError
+from pyhalide.ir_mutator import IRVisitor
+from pyhalide.simplify import simplify
+
+# ------------------------------------------------------------------ numeric closures
+
+
+class _Unbounded(Exception):
+    """An expression the closures can't evaluate (a data-dependent bound)."""
+
+
+def _floordiv(a, b):
+    if isinstance(a, float) or isinstance(b, float):
+        return a / b if b else 0.0
+    if b == 0:
+        return 0
+    q = a // b if b > 0 else -((-a) // b)  # Euclidean: the remainder is never negative
+    if b < 0 and a - q * b < 0:
+        q += 1
+    return q
+
+
+def _euclid_mod(a, b):
+    if isinstance(a, float) or isinstance(b, float):
+        return math.fmod(a, b) if b else 0.0
+    if b == 0:
+        return 0
+    return a % abs(b)
+
+
+_BINARY = {
+    ir.Add: operator.add, ir.Sub: operator.sub, ir.Mul: operator.mul, ir.Div: _floordiv,
+    ir.Mod: _euclid_mod, ir.Min: min, ir.Max: max,
+    ir.EQ: operator.eq, ir.NE: operator.ne, ir.LT: operator.lt, ir.LE: operator.le,
+    ir.GT: operator.gt, ir.GE: operator.ge,
+    ir.And: lambda a, b: bool(a) and bool(b), ir.Or: lambda a, b: bool(a) or bool(b),
+}
+
+
+def compile_expr(e: ir.Expr):
+    """A function env -> number computing `e` from the values of its free variables in env (a
+    dict); raises _Unbounded for what it can't compute."""
+    if isinstance(e, ir.IntImm | ir.FloatImm):
+        v = e.value
+        return lambda env: v
+    if isinstance(e, ir.Variable):
+        name = e.name
+        return lambda env: env[name]
+    op = _BINARY.get(type(e))
+    if op is not None:
+        fa, fb = compile_expr(e.a), compile_expr(e.b)
+        return lambda env: op(fa(env), fb(env))
+    if isinstance(e, ir.Not):
+        fa = compile_expr(e.a)
+        return lambda env: not fa(env)
+    if isinstance(e, ir.Select):
+        fc, ft, ff = compile_expr(e.condition), compile_expr(e.true_value), compile_expr(e.false_value)
+        return lambda env: ft(env) if fc(env) else ff(env)
+    if isinstance(e, ir.Cast):
+        fv = compile_expr(e.value)
+        if e.type.is_float():
+            return lambda env: float(fv(env))
+        return lambda env: int(fv(env))  # float -> int truncates, as in Halide
+    if isinstance(e, ir.Let):
+        fv, fb, name = compile_expr(e.value), compile_expr(e.body), e.name
+        return lambda env: fb({**env, name: fv(env)})
+    if isinstance(e, ir.Call) and e.call_type == ir.EXTERN and e.name in ("floor", "ceil", "round", "trunc"):
+        fn = {"floor": math.floor, "ceil": math.ceil, "round": round, "trunc": math.trunc}[e.name]
+        fa = compile_expr(e.args[0])
+        return lambda env: fn(fa(env))
+    if isinstance(e, ir.Call) and e.call_type == ir.INTRINSIC and e.name == "likely":
+        return compile_expr(e.args[0])
+    raise _Unbounded(type(e).__name__)
+
+
+def lo_name(var: str) -> str:
+    return f"{var}.lo$"
+
+
+def hi_name(var: str) -> str:
+    return f"{var}.hi$"
+
+
+# ------------------------------------------------------------------ per-stage facts
+
+
+@dataclass
+class Access:
+    """What one stage reads of one producer (a Func, or an input by name)."""
+
+    producer: str
+    is_input: bool
+    count: int  # call sites: loads per point of the stage
+    box: list  # per producer dimension: (lo closure, hi closure), or None when unbounded
+    dense: bool = True  # consecutive points along the stage's dimension 0 read consecutive elements
+    invariant: frozenset = frozenset()  # the stage's loop variables the box does not depend on
+    in_bounds_of_rdom: bool = False  # read by the RDom's bounds, before the stage's loops
+
+
+@dataclass
+class StageInfo:
+    func: str
+    index: int  # 0: the pure definition; i: update i - 1
+    pure_dims: list  # the Func's dimensions this stage iterates over as pure loops (names)
+    rvars: list  # (name, min closure, extent closure), innermost first
+    ops: int  # cheap arithmetic per point
+    expensive: int  # divisions, modulo by a variable, transcendental calls, per point
+    accesses: list = field(default_factory=list)
+    self_loads: int = 0  # reads of the Func itself (an update's accumulator)
+    scan: bool = False  # reads itself at another point: its pure loops over the scanned dims stay serial
+
+
+@dataclass
+class FuncInfo:
+    name: str
+    func: object
+    dims: list  # pure argument names, innermost (dimension 0) first
+    bytes_per_point: int  # all tuple values together
+    max_bits: int  # the widest value type: sets the natural vector width
+    is_output: bool
+    stages: list = field(default_factory=list)
+    consumers: dict = field(default_factory=dict)  # consumer name -> set of stage indices (None: RDom bounds)
+    hand_scheduled: bool = False
+
+
+def _is_power_of_two_const(e) -> bool:
+    return isinstance(e, ir.IntImm) and e.value > 0 and not e.value & (e.value - 1)
+
+
+def count_ops(exprs) -> tuple[int, int]:
+    """(cheap operations, expensive ones) of expressions, each shared node counted once (as the
+    code generator's value numbering would)."""
+    ops = expensive = 0
+    seen: set[int] = set()
+    stack = [e for e in exprs if e is not None]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if isinstance(n, ir.Div | ir.Mod) and not _is_power_of_two_const(n.b):
+            expensive += 1
+        elif isinstance(n, ir.BinaryOp | ir.Select | ir.Not | ir.Cast):
+            ops += 1
+        elif isinstance(n, ir.Call):
+            if n.call_type == ir.EXTERN:
+                expensive += 4
+            elif n.call_type == ir.INTRINSIC:
+                ops += 1
+        for name in n._children:
+            v = getattr(n, name)
+            if isinstance(v, ir.Node):
+                stack.append(v)
+            elif isinstance(v, tuple):
+                stack.extend(x for x in v if isinstance(x, ir.Node))
+    return ops, expensive
+
+
+def _call_sites(exprs) -> list[ir.Call]:
+    """Every Func or input call in exprs, one per occurrence in the tree (each is a load)."""
+    out = []
+
+    class Collect(IRVisitor):
+        def visit_Call(self, c):
+            if c.call_type in (ir.HALIDE, ir.IMAGE):
+                out.append(c)
+            self.visit_children(c)
+
+    v = Collect()
+    for e in exprs:
+        if e is not None:
+            v.visit(e)
+    return out
+
+
+def _interval_closures(iv: Interval):
+    if iv is None or not iv.is_bounded():
+        return None
+    try:
+        return compile_expr(simplify(iv.min)), compile_expr(simplify(iv.max))
+    except _Unbounded:
+        return None
+
+
+class Analysis:
+    """The algorithm as the search sees it: FuncInfos by name, consumers first in `order`, plus
+    the values of Params and input extents (from estimates) that the closures read."""
+
+    def __init__(self, outputs, env: dict, input_shapes: dict):
+        graph = call_graph(outputs)
+        self.graph = graph
+        self.env = dict(env)  # Param values and ImageParam fields, by name
+        self.input_shapes = input_shapes  # input name -> [(min, extent)] per dimension
+        self.input_bytes: dict[str, int] = {}
+        output_names = {f.name() for f in outputs}
+        self.funcs: dict[str, FuncInfo] = {}
+        for name in graph.order:
+            f = graph.funcs[name]
+            types = f.types()
+            self.funcs[name] = FuncInfo(
+                name, f, [a.name() for a in f.args()], sum(t.bytes() for t in types),
+                max(t.bits for t in types), name in output_names,
+                consumers={g: set(s) for g, s in graph.callers.get(name, {}).items()},
+                hand_scheduled=bool(f._schedule.log),
+            )
+        for name in graph.order:
+            self._analyse_stages(self.funcs[name])
+        self.order = list(graph.order)
+
+    def _analyse_stages(self, info: FuncInfo) -> None:
+        f = info.func
+        for s, d in enumerate(f.scheduled_definitions()):
+            if s == 0:
+                pure = list(info.dims)
+            else:
+                pure = [a.name for a, dim in zip(d.args, info.dims) if isinstance(a, ir.Variable) and a.name == dim]
+            rvars = []
+            scope: dict[str, Interval] = {}
+            for rv in d.rvars:
+                mn = self._closure(rv.min, f"the RDom {rv.name} of {info.name}")
+                ext = self._closure(rv.extent, f"the RDom {rv.name} of {info.name}")
+                rvars.append((rv.name, mn, ext))
+                scope[rv.name] = Interval(ir.Variable(lo_name(rv.name)), ir.Variable(hi_name(rv.name)))
+            for dim in pure:
+                scope[dim] = Interval(ir.Variable(lo_name(dim)), ir.Variable(hi_name(dim)))
+            # Non-pure left-hand dimensions (a histogram's bin) are not loops; their coordinates
+            # come from the right-hand side.
+            ops, expensive = count_ops(loop_exprs(d))
+            stage = StageInfo(info.name, s, pure, rvars, ops, expensive)
+            sites = _call_sites(loop_exprs(d))
+            grouped: dict[str, list] = {}
+            for c in sites:
+                if c.call_type == ir.HALIDE and c.name == info.name:
+                    stage.self_loads += 1
+                    if s > 0 and tuple(c.args) != tuple(d.args):
+                        stage.scan = True
+                    continue
+                key = wrapper_for(c.func, f).name() if c.call_type == ir.HALIDE else c.name
+                grouped.setdefault(key, []).append(c)
+                if c.call_type == ir.IMAGE:
+                    self.input_bytes[c.name] = c.type.bytes()
+            for producer, calls in grouped.items():
+                stage.accesses.append(self._access(stage, producer, calls, scope))
+            for c in _call_sites(bound_exprs(d)):
+                key = wrapper_for(c.func, f).name() if c.call_type == ir.HALIDE else c.name
+                if c.call_type == ir.IMAGE:
+                    self.input_bytes[c.name] = c.type.bytes()
+                acc = Access(key, c.call_type == ir.IMAGE, 0, [None] * len(c.args), in_bounds_of_rdom=True)
+                stage.accesses.append(acc)
+            info.stages.append(stage)
+
+    def _closure(self, e, what: str):
+        try:
+            fn = compile_expr(simplify(e))
+            fn(self.env)  # every Param it reads has a value
+            return fn
+        except (_Unbounded, KeyError) as err:
+            raise HalideError(f"autoscheduler: can't estimate {what} ({e}): give the Params and inputs "
+                              f"it depends on estimates ({err})") from None
+
+    def _access(self, stage: StageInfo, producer: str, calls: list, scope) -> Access:
+        ndim = len(calls[0].args)
+        per_dim = []
+        for k in range(ndim):
+            ivs = [bounds_of_expr(c.args[k], scope) for c in calls]
+            if any(iv is None or not iv.is_bounded() for iv in ivs):
+                per_dim.append(None)
+                continue
+            closures = [_interval_closures(iv) for iv in ivs]
+            if any(c is None for c in closures):
+                per_dim.append(None)
+                continue
+            if len(closures) == 1:
+                per_dim.append(closures[0])
+            else:
+                los, his = [c[0] for c in closures], [c[1] for c in closures]
+                per_dim.append((lambda env, los=los: min(f(env) for f in los),
+                                lambda env, his=his: max(f(env) for f in his)))
+        acc = Access(producer, calls[0].call_type == ir.IMAGE, len(calls), per_dim)
+        self._classify(stage, acc)
+        return acc
+
+    def _classify(self, stage: StageInfo, acc: Access) -> None:
+        """Dense along dimension 0, and which loop variables the access does not depend on,
+        found by evaluating its box over small probe boxes."""
+        loop_vars = list(stage.pure_dims) + [r[0] for r in stage.rvars]
+        base = dict(self.env)
+        for v in stage.pure_dims:
+            base[lo_name(v)], base[hi_name(v)] = 0, 0
+        for name, mn, _ in stage.rvars:
+            lo = mn(self.env)
+            base[lo_name(name)], base[hi_name(name)] = lo, lo
+
+        def widths(env):
+            out = []
+            for b in acc.box:
+                if b is None:
+                    out.append(None)
+                    continue
+                try:
+                    out.append(b[1](env) - b[0](env))
+                except (KeyError, ZeroDivisionError, TypeError):
+                    out.append(None)
+            return out
+
+        w0 = widths(base)
+        invariant = set()
+        for v in loop_vars:
+            probe = dict(base)
+            probe[hi_name(v)] = probe[lo_name(v)] + 63
+            if widths(probe) == w0 and None not in w0:
+                invariant.add(v)
+            if stage.pure_dims and v == stage.pure_dims[0]:
+                w = widths(probe)
+                # dense: 64 consecutive points read a span of about 64 along the producer's
+                # dimension 0, and nothing wider elsewhere
+                acc.dense = (None not in w and None not in w0 and len(w) > 0
+                             and 60 <= w[0] - w0[0] <= 70 and all(a - b <= 8 for a, b in zip(w[1:], w0[1:])))
+                if not acc.dense and v in invariant:
+                    acc.dense = True  # the same element for every lane: one broadcast load
+        if any(b is None for b in acc.box):
+            acc.dense = False
+        acc.invariant = frozenset(invariant)

@@ -1,0 +1,284 @@
+"""The entry points: `auto_schedule(...)` in plain Python, and the strategies registered under
+Halide's autoscheduler names for `Pipeline.apply_autoscheduler`."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+import pyhalide as hl
+from pyhalide import ir
+from pyhalide.call_graph import bound_exprs, loop_exprs, reachable_funcs
+from pyhalide.errors import HalideError
+from pyhalide.param import ImageParam, Param
+
+from .analysis import Analysis
+from .apply import apply_directives, directives, python_source
+from .cost_model import CostModel
+from .loop_nest import Decision, Hardware, Model
+from .search import BeamSearch, ComputeRootHeuristic, Greedy, Problem, RandomSearch
+from .space import Space
+
+STRATEGIES = {
+    # Halide's names, mapped to pyhalide's strategies
+    "Adams2019": "beam", "Anderson2021": "beam", "Mullapudi2016": "greedy", "Li2018": "compute_root",
+    "beam": "beam", "greedy": "greedy", "random": "random", "compute_root": "compute_root",
+}
+
+
+@dataclass
+class Result:
+    """What auto_schedule found (and applied)."""
+
+    schedule: list  # the directives applied: (func, stage, method, args)
+    schedule_source: str  # the same as Python: paste it after the algorithm, call apply_schedule(pipeline)
+    predicted_s: float
+    breakdown: dict  # Func -> {feature: predicted seconds}
+    decisions: dict  # Func -> a one-line description of its decision
+    stats: dict = field(default_factory=dict)
+    seed: int = 0
+    target: str = ""
+
+    def __str__(self):
+        lines = [f"predicted {self.predicted_s * 1e3:.3f} ms ({self.stats.get('strategy')}, "
+                 f"searched {self.stats.get('search_s', 0):.2f} s)"]
+        lines += [f"  {name}: {desc}" for name, desc in self.decisions.items()]
+        return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ the machine
+
+
+def _host_vector_bits() -> int:
+    try:
+        import llvmlite.binding as llvm
+
+        features = llvm.get_host_cpu_features()
+        if features.get("avx512f", False):
+            return 512
+        if features.get("avx2", False) or features.get("avx", False):
+            return 256
+    except Exception:  # llvmlite can't tell: assume SSE
+        pass
+    return 128
+
+
+def _cache_sizes() -> tuple[int, int, int]:
+    sizes = {1: 32 << 10, 2: 512 << 10, 3: 16 << 20}
+    base = Path("/sys/devices/system/cpu/cpu0/cache")
+    try:
+        for idx in base.glob("index*"):
+            level = int((idx / "level").read_text())
+            kind = (idx / "type").read_text().strip()
+            if kind == "Instruction":
+                continue
+            text = (idx / "size").read_text().strip()
+            n = int(text.rstrip("KMG"))
+            n <<= {"K": 10, "M": 20, "G": 30}.get(text[-1], 0)
+            sizes[level] = n
+    except (OSError, ValueError):
+        pass
+    return sizes[1], sizes[2], sizes[3]
+
+
+def hardware(target, params: dict) -> Hardware:
+    """The machine the schedule is for: cores from `parallelism` (else this machine's), vector width
+    from the target's features (else the host's), caches from /sys (overridable)."""
+    cores = int(params.get("parallelism", os.cpu_count() or 1))
+    if target is not None and target.has_feature("avx512"):
+        bits = 512
+    elif target is not None and target.has_feature("avx2"):
+        bits = 256
+    else:
+        bits = _host_vector_bits()
+    l1, l2, l3 = _cache_sizes()
+    return Hardware(max(1, cores), int(params.get("vector_bits", bits)), int(params.get("l1_bytes", l1)),
+                    int(params.get("l2_bytes", l2)), int(params.get("l3_bytes", l3)))
+
+
+# ------------------------------------------------------------------ estimates
+
+
+def _walk_inputs(funcs) -> tuple[dict, dict]:
+    """The inputs (Buffers and ImageParams) and Params the algorithm reads, by name."""
+    images, params = {}, {}
+    seen: set[int] = set()
+    stack = []
+    for f in funcs:
+        for d in f.scheduled_definitions():
+            stack += [e for e in (*loop_exprs(d), *bound_exprs(d)) if e is not None]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if isinstance(n, ir.Call) and n.call_type == ir.IMAGE:
+            images[n.name] = n.image
+        if isinstance(n, ir.Variable) and n.ref is not None:
+            if isinstance(n.ref, Param):
+                params[n.ref.name()] = n.ref
+            elif isinstance(n.ref, ImageParam):
+                images[n.ref.name()] = n.ref
+        for name in n._children:
+            v = getattr(n, name)
+            if isinstance(v, ir.Node):
+                stack.append(v)
+            elif isinstance(v, tuple):
+                stack.extend(x for x in v if isinstance(x, ir.Node))
+    return images, params
+
+
+def _shape_of(array) -> list[tuple[int, int]]:
+    """(min, extent) per Halide dimension of a numpy array given as an example (x first)."""
+    return [(0, int(n)) for n in reversed(np.shape(array))]
+
+
+def gather_estimates(outputs, estimates: dict | None, example_inputs: dict | None):
+    """(output regions, input shapes, env of Param values and input fields); a missing estimate
+    that can't be inferred is a HalideError naming the Func or input and the dimension."""
+    estimates = dict(estimates or {})
+    example_inputs = dict(example_inputs or {})
+    regions = {}
+    for f in outputs:
+        given = estimates.get(f.name(), estimates.get(f))
+        est = f.estimates()
+        if given is not None:
+            est = [tuple(e) if e is not None else None for e in given]
+        missing = [i for i, e in enumerate(est) if e is None]
+        if missing:
+            i = missing[0]
+            raise HalideError(f"autoscheduler: no estimate for dimension {i} ({f.args()[i].name()}) of the output "
+                              f"Func {f.name()}: call {f.name()}.set_estimates([...]) (or set_estimate) or pass "
+                              f"estimates={{'{f.name()}': [(min, extent), ...]}}")
+        regions[f.name()] = [(int(m), int(e)) for m, e in est]
+    funcs = list(reachable_funcs(outputs).values())
+    images, params = _walk_inputs(funcs)
+    shapes, env = {}, {}
+    for name, img in images.items():
+        if name in example_inputs:
+            shape = _shape_of(example_inputs[name])
+        elif isinstance(img, ImageParam):
+            est = img.estimates()
+            bound = img.get() if hasattr(img, "get") else None
+            if all(e is not None for e in est):
+                shape = [(int(m), int(e)) for m, e in est]
+            elif bound is not None:
+                shape = [(bound.dim(i).min(), bound.dim(i).extent()) for i in range(bound.dimensions())]
+            else:
+                i = next(k for k, e in enumerate(est) if e is None)
+                raise HalideError(f"autoscheduler: no estimate for dimension {i} of the ImageParam {name}: call "
+                                  f"{name}.set_estimates([...]), bind a Buffer with set(), or pass "
+                                  f"example_inputs={{'{name}': array}}")
+        else:  # a Buffer baked into the algorithm
+            shape = [(img.dim(i).min(), img.dim(i).extent()) for i in range(img.dimensions())]
+        shapes[name] = shape
+        stride = 1
+        for i, (m, e) in enumerate(shape):
+            env[f"{name}.min.{i}"], env[f"{name}.extent.{i}"], env[f"{name}.stride.{i}"] = m, e, stride
+            stride *= e
+    for name, p in params.items():
+        value = p.estimate()
+        if value is None and p.is_set():
+            value = p.get()
+        if value is not None:
+            env[name] = value
+    return regions, shapes, env
+
+
+# ------------------------------------------------------------------ the call
+
+
+def _strategy(name: str, params: dict, seed: int):
+    kind = STRATEGIES.get(name)
+    if kind is None:
+        raise HalideError(f"autoscheduler: unknown strategy {name!r}; known: {', '.join(STRATEGIES)}")
+    if kind == "beam":
+        dropout = float(params.get("random_dropout", 100)) / 100.0
+        return BeamSearch(int(params.get("beam_size", 32)), int(params.get("passes", 2)), dropout,
+                          int(params.get("random_dropout_seed", seed)))
+    if kind == "greedy":
+        return Greedy(seed)
+    if kind == "random":
+        return RandomSearch(int(params.get("samples", 32)), seed)
+    return ComputeRootHeuristic()
+
+
+def _fixed_decisions(analysis: Analysis) -> dict:
+    """Hand-scheduled Funcs keep their schedule; the model sees them as inlined or at root. A Func
+    computed inside a consumer's loop by hand pins that consumer's schedule too (the loop must keep
+    its name)."""
+    fixed = {}
+    for name in analysis.order:
+        info = analysis.funcs[name]
+        if not info.hand_scheduled:
+            continue
+        level = info.func._schedule.compute_level
+        fixed[name] = Decision("root") if (level.is_root() or info.is_output) else \
+            (Decision("inline") if level.is_inlined() else Decision("root"))
+        if level.kind == "at" and level.func_name in analysis.funcs:
+            fixed[level.func_name] = Decision("root")
+    return fixed
+
+
+def auto_schedule(outputs_or_pipeline, target=None, estimates=None, example_inputs=None, params=None,
+                  seed: int = 0, strategy: str = "Adams2019", cost_model: CostModel | None = None) -> Result:
+    """Schedule every Func the outputs need that has no hand schedule, and apply it.
+
+    estimates: {output Func or name: [(min, extent), ...]} where set_estimates was not called;
+    example_inputs: {ImageParam name: ndarray} for inputs without estimates or a bound Buffer;
+    params: Halide's autoscheduler parameters (parallelism, beam_size, random_dropout,
+    random_dropout_seed) and pyhalide's (passes, vector_bits, l1_bytes, l2_bytes, l3_bytes)."""
+    t0 = time.perf_counter()
+    if isinstance(outputs_or_pipeline, hl.Pipeline):
+        pipeline = outputs_or_pipeline
+    else:
+        outs = outputs_or_pipeline if isinstance(outputs_or_pipeline, list | tuple) else [outputs_or_pipeline]
+        pipeline = hl.Pipeline(list(outs))
+    outputs = pipeline.outputs()
+    params = {str(k): v for k, v in (params or {}).items()}
+    target = hl.Target(target) if isinstance(target, str) else target
+    regions, shapes, env = gather_estimates(outputs, estimates, example_inputs)
+    analysis = Analysis(outputs, env, shapes)
+    hw = hardware(target, params)
+    model = Model(analysis, regions, hw)
+    fixed = _fixed_decisions(analysis)
+    space = Space(model, hw, fixed)
+    cm = cost_model or CostModel.load()
+    problem = Problem(space, cm, analysis.order)
+    result = _strategy(strategy, params, seed).run(problem)
+    dirs = directives(analysis, result.models, set(fixed))
+    funcs = {name: info.func for name, info in analysis.funcs.items()}
+    for name, f in funcs.items():
+        if name not in fixed:
+            f.reset_schedule()
+    apply_directives(funcs, dirs)
+    stats = dict(result.stats)
+    stats["total_s"] = time.perf_counter() - t0
+    stats["cost_model"] = cm.source
+    return Result(
+        dirs, python_source(dirs), result.cost,
+        {n: cm.explain(m.features) for n, m in result.models.items()},
+        {n: m.decision.describe() + (" (hand)" if n in fixed else "") for n, m in result.models.items()},
+        stats, seed, str(target) if target is not None else "host",
+    )
+
+
+def _halide_entry(name: str):
+    def run(pipeline, target, autoscheduler_params):
+        extra = autoscheduler_params.extra
+        seed = int(extra.get("random_dropout_seed", 0))
+        r = auto_schedule(pipeline, target, params=extra, seed=seed, strategy=name)
+        return hl.AutoSchedulerResults(autoscheduler_params, target, r.schedule_source, details=r)
+
+    return run
+
+
+def register() -> None:
+    from pyhalide.autoschedulers import register_autoscheduler
+
+    for name in ("Adams2019", "Anderson2021", "Mullapudi2016", "Li2018"):
+        register_autoscheduler(name, _halide_entry(name), replace=True)

@@ -1,0 +1,82 @@
+"""The cost model: predicted seconds as an interpretable formula over the loop-nest features.
+
+time = sum over Funcs, over features k, of weight_k * feature_k
+
+Each weight is a cost per unit of one feature (seconds per vector instruction, per byte moved,
+per parallel launch ...), non-negative, learned from measured (schedule, time) pairs of random
+pipelines by `python -m autoscheduler.train`. A formula rather than a black box: it extrapolates
+to pipelines unlike the training data, and `explain` says where the predicted time goes.
+
+Weights are JSON (never pickle), stamped with the feature version they were trained for; weights
+of another version are refused and the defaults (rough costs for a current x86 core) are used.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .loop_nest import FEATURE_VERSION, FEATURES
+
+WEIGHTS_PATH = Path(__file__).with_name("weights.json")
+
+# Rough costs per unit on a ~3 GHz x86 core, used until a model is trained.
+DEFAULT_WEIGHTS = {
+    "ops": 0.3e-9,
+    "expensive": 3e-9,
+    "loads": 0.4e-9,
+    "gathers": 1.5e-9,
+    "stores": 0.5e-9,
+    "bytes_cache": 0.03e-9,
+    "bytes_mem": 0.1e-9,
+    "allocs": 0.2e-6,
+    "loop_entries": 2e-9,
+    "par_launches": 5e-6,
+    "par_tasks": 0.3e-6,
+    "stages": 1e-6,
+}
+
+
+class CostModel:
+    def __init__(self, weights: dict | None = None, source: str = "defaults"):
+        self.weights = dict(DEFAULT_WEIGHTS if weights is None else weights)
+        self.source = source
+        self._vector = [float(self.weights.get(k, 0.0)) for k in FEATURES]
+
+    def predict(self, features: dict) -> float:
+        return sum(w * features[k] for w, k in zip(self._vector, FEATURES))
+
+    def explain(self, features: dict) -> dict:
+        """Seconds per feature, the largest first (features that cost nothing are left out)."""
+        parts = {k: self.weights.get(k, 0.0) * features[k] for k in FEATURES}
+        return dict(sorted(((k, v) for k, v in parts.items() if v > 0), key=lambda kv: -kv[1]))
+
+    def to_json(self) -> str:
+        return json.dumps({"feature_version": FEATURE_VERSION, "features": list(FEATURES),
+                           "weights": self.weights, "source": self.source}, indent=1, sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str, source: str = "") -> CostModel:
+        data = json.loads(text)
+        if not isinstance(data, dict) or data.get("feature_version") != FEATURE_VERSION:
+            raise ValueError(f"weights for feature version {data.get('feature_version') if isinstance(data, dict) else '?'}"
+                             f", this featurisation is version {FEATURE_VERSION}")
+        weights = data.get("weights")
+        if not isinstance(weights, dict) or set(weights) != set(FEATURES):
+            raise ValueError("weights must name exactly the features " + ", ".join(FEATURES))
+        for k, v in weights.items():
+            if not isinstance(v, int | float) or v < 0 or v != v:
+                raise ValueError(f"weight {k} must be a non-negative number, got {v!r}")
+        return CostModel({k: float(v) for k, v in weights.items()}, source or data.get("source", ""))
+
+    @staticmethod
+    def load(path: str | Path | None = None) -> CostModel:
+        """The weights shipped with the package (or those at `path`); the defaults when there are
+        none for this featurisation."""
+        p = Path(path) if path is not None else WEIGHTS_PATH
+        try:
+            return CostModel.from_json(p.read_text(), str(p))
+        except (OSError, ValueError):
+            if path is not None:
+                raise
+            return CostModel()

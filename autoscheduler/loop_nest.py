@@ -1,0 +1,450 @@
+"""The loop-nest model: a candidate schedule evaluated numerically, without lowering it.
+
+A schedule is one `Decision` per Func: where it is computed (inlined, at root, or at a loop of
+its one consumer), how its pure loops are tiled, which loop is vectorized, which outer loops run
+in parallel, and for update stages where the reduction loops go. From the decisions and the
+estimates, the model works out for every Func the region computed per realization, how many
+realizations there are, and the loops each stage runs, by evaluating the access boxes of
+`analysis` over the consumers' loop boxes. `FuncModel.features` then says what that costs in
+operations, loads, stores, memory traffic, allocations and parallel overhead; the cost model turns
+features into time.
+
+Decisions are made consumers first, and a Func's features depend only on its own decision and
+its consumers' (its loads from its producers are charged to the producers, which decide whether
+those loads happen at all): the cost of a partial schedule is the sum over the Funcs decided so
+far, and states with the same Funcs decided compare fairly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .analysis import Analysis, FuncInfo, StageInfo, hi_name, lo_name
+
+FEATURES = (
+    "ops",  # vector (or scalar) arithmetic instructions, divided among the cores that run them
+    "expensive",  # divisions by a variable, transcendental calls
+    "loads",  # dense vector loads (or scalar loads in scalar code)
+    "gathers",  # loads of one element per lane (data-dependent or strided indices)
+    "stores",
+    "bytes_cache",  # bytes written and read back of storage that fits in the L2 cache
+    "bytes_mem",  # bytes written and read back of storage that does not, and input bytes read
+    "allocs",  # realizations of Funcs computed inside loops
+    "loop_entries",  # entries into innermost loops: a short innermost loop costs its overhead often
+    "par_launches",  # parallel loops started: waking the thread pool
+    "par_tasks",  # parallel tasks run
+    "stages",  # loop nests emitted
+)
+FEATURE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Decision:
+    placement: str  # "inline", "root" or "at"
+    consumer: str | None = None  # for "at": the Func computed in
+    stage: int = 0  # the consumer's stage
+    level: int = -1  # index of the loop in the consumer stage's loops, outermost first
+    tile: tuple = ()  # per dimension of the Func: the inner extent of its split, 0 = not split
+    vector: int = 0  # vector width along dimension 0 (0: scalar)
+    parallel: int = 0  # how many outermost loops are fused into one parallel loop (0: none)
+    rvars_outside: bool = False  # updates: reduction loops outside the inner tile loops
+    unroll: bool = False  # updates: unroll the inner tile loops other than the vector loop
+
+    def describe(self) -> str:
+        where = self.placement if self.placement != "at" else f"at {self.consumer}.s{self.stage}[{self.level}]"
+        bits = [where]
+        if any(self.tile):
+            bits.append("tile " + "x".join(str(t) if t else "-" for t in self.tile))
+        if self.vector:
+            bits.append(f"vec {self.vector}")
+        if self.parallel:
+            bits.append(f"par {self.parallel}")
+        if self.rvars_outside:
+            bits.append("r-out")
+        if self.unroll:
+            bits.append("unroll")
+        return " ".join(bits)
+
+
+INLINE = Decision("inline")
+
+
+@dataclass(frozen=True)
+class Loop:
+    name: str  # the loop's variable in the schedule pyhalide is given
+    dims: tuple  # the pure dimensions (or the RVar) it iterates
+    kind: str  # "outer", "inner", "rvar" or "fused"
+    trip: int
+    parallel: bool = False
+    unrolled: bool = False
+    speedup: float = 1.0  # of what runs inside it, when parallel
+
+
+def split_names(dim: str) -> tuple[str, str]:
+    return f"{dim}_o", f"{dim}_i"
+
+
+def fused_name(dims) -> str:
+    return "_".join(dims) + "_f"
+
+
+@dataclass
+class Hardware:
+    cores: int
+    vector_bits: int
+    l1: int
+    l2: int
+    l3: int
+
+
+def natural_vector(info: FuncInfo, hw: Hardware) -> int:
+    return max(1, hw.vector_bits // max(8, info.max_bits))
+
+
+def stage_loops(info: FuncInfo, stage: StageInfo, d: Decision, extents: dict, rv_extents: list,
+                cores: int) -> tuple[list, int]:
+    """The loops of one stage, outermost first (the vector lanes are not a loop here), and the
+    vector width it really gets (0: scalar)."""
+    tile = dict(zip(info.dims, d.tile)) if d.tile else {}
+    split = {v for v in stage.pure_dims if 0 < tile.get(v, 0) < extents[v]}
+    outer = [Loop(split_names(v)[0], (v,), "outer", -(-extents[v] // tile[v])) for v in reversed(stage.pure_dims)
+             if v in split]
+    vector = 0
+    inner = []
+    for v in reversed(stage.pure_dims):
+        extent = min(tile[v], extents[v]) if v in split else extents[v]
+        name = split_names(v)[1] if v in split else v
+        inner.append([name, (v,), extent])
+    rvar_loops = [Loop(name, (name,), "rvar", n) for (name, _, _), n in zip(reversed(stage.rvars), reversed(rv_extents))]
+    reduction_inside = stage.rvars and not d.rvars_outside
+    if (d.vector > 1 and stage.pure_dims and stage.pure_dims[0] == info.dims[0] and not reduction_inside
+            and inner[-1][2] >= d.vector):
+        vector = d.vector
+        inner[-1][2] = -(-inner[-1][2] // vector)
+    unroll = d.unroll and stage.index > 0 and d.rvars_outside
+    inner_loops = [Loop(n, dims, "inner", t, unrolled=unroll and k < len(inner) - 1) for k, (n, dims, t) in enumerate(inner)]
+    if stage.rvars and d.rvars_outside:
+        loops = outer + rvar_loops + inner_loops
+    else:
+        loops = outer + inner_loops + rvar_loops
+    if d.parallel and d.placement == "root":
+        pure_prefix = []
+        for lp in loops:
+            if lp.kind == "rvar" or len(pure_prefix) == d.parallel:
+                break
+            if lp.kind == "inner" and lp is inner_loops[-1] and vector:
+                break  # never fuse the vectorized loop into the parallel one
+            pure_prefix.append(lp)
+        if len(pure_prefix) == 1:
+            p = pure_prefix[0]
+            loops[0] = Loop(p.name, p.dims, p.kind, p.trip, parallel=True, speedup=_speedup(p.trip, cores))
+        elif pure_prefix:
+            dims = tuple(v for lp in pure_prefix for v in lp.dims)
+            trip = math.prod(lp.trip for lp in pure_prefix)
+            name = fused_name([lp.name for lp in pure_prefix])
+            fused = Loop(name, dims, "fused", trip, parallel=True, speedup=_speedup(trip, cores))
+            loops = [fused] + loops[len(pure_prefix):]
+    return loops, vector
+
+
+@dataclass
+class StageModel:
+    loops: list
+    vector: int
+    points: int  # per realization
+    rv_extents: list
+
+
+@dataclass
+class FuncModel:
+    """One Func under its decision: region per realization, how many, and what it costs."""
+
+    name: str
+    decision: Decision
+    region: list  # per dimension (min, extent), per realization
+    total: list  # per dimension (min, extent), over all realizations
+    realizations: float
+    inherited: float  # speedup from parallel loops around its compute site
+    stages: list  # StageModel per stage (empty when inlined)
+    features: dict
+
+    def speedup(self, stage: int, level: int | None = None) -> float:
+        """The parallel speedup of work inside stage `stage`'s loop `level` (None: innermost)."""
+        sm = self.stages[stage]
+        for k, lp in enumerate(sm.loops):
+            if level is not None and k > level:
+                break
+            if lp.parallel:
+                return self.inherited * lp.speedup
+        return self.inherited
+
+
+def _speedup(tasks: float, cores: int) -> float:
+    if tasks <= 1:
+        return 1.0
+    return tasks / math.ceil(tasks / cores)
+
+
+class Model:
+    """Evaluates decisions over one Analysis (see the module docstring)."""
+
+    def __init__(self, analysis: Analysis, output_regions: dict, hw: Hardware):
+        self.a = analysis
+        self.hw = hw
+        self.output_regions = output_regions  # output name -> [(min, extent)]
+
+    # ---- regions
+    def stage_env(self, fm: FuncModel, s: int, level: int | None, total: bool = False) -> dict:
+        """Loop-variable bounds of stage s of an evaluated Func inside one iteration of its loop
+        `level` (None: the whole realization), as the access closures read them."""
+        info = self.a.funcs[fm.name]
+        st = info.stages[s]
+        env = dict(self.a.env)
+        region = fm.total if total else fm.region
+        for v, (mn, ext) in zip(info.dims, region):
+            env[lo_name(v)], env[hi_name(v)] = mn, mn + ext - 1
+        sm = fm.stages[s]
+        for (name, mnf, _), n in zip(st.rvars, sm.rv_extents):
+            lo = mnf(self.a.env)
+            env[lo_name(name)], env[hi_name(name)] = lo, lo + n - 1
+        if level is not None and not total:
+            tile = dict(zip(info.dims, fm.decision.tile)) if fm.decision.tile else {}
+            for lp in sm.loops[: level + 1]:
+                for v in lp.dims:
+                    if lp.kind == "rvar":
+                        env[hi_name(v)] = env[lo_name(v)]
+                    elif lp.kind == "inner":
+                        env[hi_name(v)] = env[lo_name(v)]
+                    else:  # outer or fused: one tile
+                        t = tile.get(v, 0)
+                        env[hi_name(v)] = env[lo_name(v)] + max(1, t) - 1
+        return env
+
+    def demand(self, producer: str, consumer: str, s: int, env: dict, models: dict, depth: int = 0):
+        """The box of `producer` stage s of `consumer` reads over env, looking through inlined
+        Funcs; and the loads per point, and whether they are all dense."""
+        box, loads, dense = None, 0.0, True
+        for acc in self.a.funcs[consumer].stages[s].accesses:
+            if acc.in_bounds_of_rdom:
+                continue
+            if acc.producer == producer:
+                b = _eval_box(acc.box, env)
+                box = _union(box, b)
+                loads += acc.count
+                dense = dense and acc.dense
+            elif not acc.is_input and models.get(acc.producer) is not None \
+                    and models[acc.producer].decision.placement == "inline" and depth < 32:
+                c_info = self.a.funcs[acc.producer]
+                cb = _eval_box(acc.box, env)
+                if cb is None or any(x is None for x in cb):
+                    cb = [(0, 1)] * len(c_info.dims) if cb is None else [x or (0, 1) for x in cb]
+                c_env = dict(self.a.env)
+                for v, (lo, hi) in zip(c_info.dims, cb):
+                    c_env[lo_name(v)], c_env[hi_name(v)] = lo, hi
+                b, n, dn = self.demand(producer, acc.producer, 0, c_env, models, depth + 1)
+                if n:
+                    box = _union(box, b)
+                    loads += acc.count * n
+                    dense = dense and dn and acc.dense
+        return box, loads, dense
+
+    def effective_consumers(self, name: str, models: dict) -> dict:
+        """Computed Funcs reading `name` (through inlined ones) -> set of their stages (None: RDom bounds)."""
+        out: dict = {}
+        for g, stages in self.a.funcs[name].consumers.items():
+            m = models.get(g)
+            if m is not None and m.decision.placement == "inline":
+                for h, ss in self.effective_consumers(g, models).items():
+                    out.setdefault(h, set()).update(ss)
+            else:
+                out.setdefault(g, set()).update(stages)
+        return out
+
+    def _fill(self, name: str, box) -> list:
+        """A box with unknown dimensions filled from the estimates (outputs, inputs) or a guess."""
+        info = self.a.funcs.get(name)
+        ndim = len(info.dims) if info is not None else len(self.a.input_shapes.get(name, []))
+        if box is None:
+            box = [None] * ndim
+        out = []
+        for k, b in enumerate(box):
+            if b is None:
+                known = self.a.input_shapes.get(name)
+                out.append(known[k] if known else (0, 256))
+            else:
+                lo, hi = b
+                out.append((int(lo), max(1, int(hi) - int(lo) + 1)))
+        return out
+
+    # ---- one Func
+    def evaluate(self, name: str, d: Decision, models: dict) -> FuncModel:
+        info = self.a.funcs[name]
+        hw = self.hw
+        consumers = self.effective_consumers(name, models)
+        feats = dict.fromkeys(FEATURES, 0.0)
+        contexts = []  # (consumer model, stage, env over all its realizations, loads, dense)
+        for g, stages in consumers.items():
+            gm = models[g]
+            for s in stages:
+                if s is None:
+                    continue
+                env = self.stage_env(gm, s, None, total=True)
+                box, loads, dense = self.demand(name, g, s, env, models)
+                contexts.append((gm, s, box, loads, dense))
+        if info.is_output:
+            total = list(self.output_regions[name])
+            for _, _, box, _, _ in contexts:  # an output also read by another output
+                total = _union_regions(total, self._fill(name, box))
+        else:
+            total = None
+            for _, _, box, _, _ in contexts:
+                total = _union_regions(total, self._fill(name, box))
+            if total is None:  # read only by RDom bounds: its whole estimated region
+                total = self._fill(name, None)
+
+        if d.placement == "inline":
+            for gm, s, _, loads, dense in contexts:
+                sm = gm.stages[s]
+                lanes = max(1, sm.vector)
+                sp = gm.speedup(s)
+                evals = loads * sm.points * gm.realizations
+                st = info.stages[0]
+                feats["ops"] += evals * st.ops / lanes / sp
+                feats["expensive"] += evals * st.expensive / lanes / sp
+                self._input_loads(info, st, evals, lanes, sp, feats, dense)
+            return FuncModel(name, d, total, total, 1.0, 1.0, [], feats)
+
+        if d.placement == "root":
+            region, realizations, inherited = total, 1.0, 1.0
+        else:
+            gm = models[d.consumer]
+            env = self.stage_env(gm, d.stage, d.level)
+            box, _, _ = self.demand(name, d.consumer, d.stage, env, models)
+            region = self._fill(name, box)
+            trips = math.prod(lp.trip for lp in gm.stages[d.stage].loops[: d.level + 1])
+            realizations = gm.realizations * trips
+            inherited = gm.speedup(d.stage, d.level)
+        extents = {v: ext for v, (_, ext) in zip(info.dims, region)}
+        fm = FuncModel(name, d, region, total, realizations, inherited, [], feats)
+        bytes_region = math.prod(ext for _, ext in region) * info.bytes_per_point
+        in_cache = bytes_region <= hw.l2 // 2
+        for st in info.stages:
+            rv_extents = [max(1, int(ext(self.a.env))) for _, _, ext in st.rvars]
+            loops, vector = stage_loops(info, st, d, extents, rv_extents, hw.cores)
+            points = math.prod(extents[v] for v in st.pure_dims) * math.prod(rv_extents)
+            sm = StageModel(loops, vector, points, rv_extents)
+            fm.stages.append(sm)
+            sp = fm.speedup(st.index)
+            lanes = max(1, vector)
+            # lanes really used: a vector loop over an extent that is not a multiple of the width
+            # computes some lanes twice (ShiftInwards)
+            waste = 1.0
+            if vector:
+                e0 = next(lp for lp in loops if lp.kind == "inner" and lp.dims == (info.dims[0],))
+                inner_extent = min(extents[info.dims[0]], (d.tile[0] or extents[info.dims[0]]) if d.tile else extents[info.dims[0]])
+                waste = e0.trip * vector / max(1, inner_extent)
+            work = points * realizations * waste
+            feats["ops"] += work * st.ops / lanes / sp
+            feats["expensive"] += work * st.expensive / lanes / sp
+            register_tiled = self._register_tiled(st, loops, vector, d)
+            n_values = len(info.func.types())
+            if register_tiled:
+                sweeps = work / max(1, math.prod(rv_extents))
+                feats["stores"] += sweeps * n_values / lanes / sp
+                feats["loads"] += sweeps * st.self_loads / lanes / sp
+            else:
+                feats["stores"] += work * n_values / lanes / sp
+                feats["loads"] += work * st.self_loads / lanes / sp
+            self._input_loads(info, st, work, lanes, sp, feats, True, loops if register_tiled else None)
+            innermost = next((lp for lp in reversed(loops)), None)
+            trip = innermost.trip if innermost is not None else 1
+            feats["loop_entries"] += work / lanes / max(1, trip) / sp
+            feats["stages"] += realizations / fm.inherited if d.placement == "at" else 1
+            for k, lp in enumerate(loops):
+                if lp.parallel:
+                    launches = realizations * math.prod(x.trip for x in loops[:k])
+                    feats["par_launches"] += launches
+                    feats["par_tasks"] += launches * lp.trip
+            if st.index == 0:
+                # storage traffic: written once per realization, read back by the consumers
+                written = bytes_region * realizations
+                feats["bytes_cache" if in_cache else "bytes_mem"] += 2 * written / (sp if in_cache else min(sp, 2.0))
+        if d.placement == "at":
+            feats["allocs"] += realizations / max(1.0, inherited)
+        # the consumers' loads of this Func's storage
+        for gm, s, _, loads, dense in contexts:
+            sm = gm.stages[s]
+            lanes = max(1, sm.vector)
+            evals = loads * sm.points * gm.realizations
+            sp = gm.speedup(s)
+            if dense:
+                feats["loads"] += evals / lanes / sp
+            else:
+                feats["gathers"] += evals / sp
+        return fm
+
+    def _register_tiled(self, st: StageInfo, loops: list, vector: int, d: Decision) -> bool:
+        """An update whose reduction loops are outside a fully unrolled inner tile keeps its
+        accumulators in registers (at most 16 vectors of them)."""
+        if not (st.rvars and d.rvars_outside and d.unroll and vector):
+            return False
+        inner = [lp for lp in loops if lp.kind == "inner"]
+        return bool(inner) and loops[-len(inner):] == inner and math.prod(lp.trip for lp in inner) <= 16
+
+    def _input_loads(self, info, st, work, lanes, sp, feats, dense_ctx, unrolled_loops=None):
+        """Loads of inputs (Buffers, ImageParams) by a stage, and the input bytes they bring in."""
+        for acc in st.accesses:
+            if not acc.is_input or acc.in_bounds_of_rdom:
+                continue
+            n = work * acc.count
+            if unrolled_loops is not None:
+                for lp in unrolled_loops:
+                    if lp.unrolled and all(v in acc.invariant for v in lp.dims):
+                        n /= lp.trip
+            if acc.dense and dense_ctx:
+                feats["loads"] += n / lanes / sp
+            else:
+                feats["gathers"] += n / sp
+            shape = self.a.input_shapes.get(acc.producer)
+            if shape:
+                feats["bytes_mem"] += math.prod(e for _, e in shape) * self.a.input_bytes.get(acc.producer, 4) / min(sp, 2.0)
+
+
+def _eval_box(box, env):
+    if box is None:
+        return None
+    out = []
+    for b in box:
+        if b is None:
+            out.append(None)
+            continue
+        try:
+            out.append((b[0](env), b[1](env)))
+        except (KeyError, ZeroDivisionError, TypeError, ValueError, OverflowError):
+            out.append(None)
+    return out
+
+
+def _union(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    out = []
+    for x, y in zip(a, b):
+        if x is None or y is None:
+            out.append(None)
+        else:
+            out.append((min(x[0], y[0]), max(x[1], y[1])))
+    return out
+
+
+def _union_regions(a, b):
+    if a is None:
+        return b
+    out = []
+    for (m1, e1), (m2, e2) in zip(a, b):
+        lo, hi = min(m1, m2), max(m1 + e1, m2 + e2)
+        out.append((lo, hi - lo))
+    return out

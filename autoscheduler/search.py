@@ -1,0 +1,146 @@
+"""Search strategies over the space, all behind one interface: `run(problem) -> SearchResult`.
+
+- BeamSearch (Adams2019, Anderson2021): Funcs decided consumers first; each step extends every
+  state of the beam with every option for the next Func and keeps the `beam_size` cheapest by the
+  cost model; a coarse pass over the tile ladder, then a fine pass around its winner.
+- RandomSearch: random legal decisions, the cheapest of `samples` by the cost model.
+- Greedy (Mullapudi2016): beam search with a beam of one.
+- ComputeRootHeuristic (Li2018): every non-trivial Func at root, vectorized and parallel along
+  its outer loops; pointwise Funcs with one consumer inlined. No model.
+
+Ties are broken by the decisions' descriptions, and random choices come from the seed alone, so a
+search gives the same schedule in any process.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+
+from .loop_nest import Decision, FuncModel
+
+
+@dataclass
+class State:
+    models: dict  # name -> FuncModel, for the Funcs decided so far
+    cost: float
+    key: tuple = ()  # the decisions so far, for ties and duplicates
+
+
+@dataclass
+class SearchResult:
+    models: dict
+    cost: float
+    stats: dict = field(default_factory=dict)
+
+
+class Problem:
+    """What a strategy searches: the space, the model, the cost model and the order of Funcs."""
+
+    def __init__(self, space, cost_model, order: list[str]):
+        self.space = space
+        self.model = space.model
+        self.cost_model = cost_model
+        self.order = order
+
+    def extend(self, state: State, name: str, decision: Decision) -> State:
+        fm: FuncModel = self.model.evaluate(name, decision, state.models)
+        models = dict(state.models)
+        models[name] = fm
+        return State(models, state.cost + self.cost_model.predict(fm.features), state.key + (decision.describe(),))
+
+
+class BeamSearch:
+    def __init__(self, beam_size: int = 32, passes: int = 2, dropout: float = 1.0, seed: int = 0):
+        self.beam_size = max(1, beam_size)
+        self.passes = max(1, passes)
+        self.dropout = dropout  # Halide's random_dropout: the chance each candidate is kept
+        self.seed = seed
+
+    def run(self, problem: Problem) -> SearchResult:
+        t0 = time.perf_counter()
+        rng = random.Random(self.seed)
+        evaluated = 0
+        best = None
+        problem.space.around = None
+        for p in range(self.passes):
+            states = [State({}, 0.0)]
+            for name in problem.order:
+                candidates = []
+                for st in states:
+                    for d in problem.space.options(name, st.models):
+                        candidates.append(problem.extend(st, name, d))
+                evaluated += len(candidates)
+                candidates.sort(key=lambda s: (s.cost, s.key))
+                kept, seen = [], set()
+                for c in candidates:
+                    if c.key in seen:
+                        continue
+                    if self.dropout < 1.0 and kept and rng.random() > self.dropout:
+                        continue
+                    seen.add(c.key)
+                    kept.append(c)
+                    if len(kept) == self.beam_size:
+                        break
+                states = kept
+            winner = states[0]
+            if best is None or winner.cost < best.cost:
+                best = winner
+            problem.space.around = {n: m.decision for n, m in best.models.items()}
+        problem.space.around = None
+        return SearchResult(best.models, best.cost, {"strategy": "beam", "beam_size": self.beam_size,
+                                                     "passes": self.passes, "states_evaluated": evaluated,
+                                                     "search_s": time.perf_counter() - t0})
+
+
+class Greedy(BeamSearch):
+    def __init__(self, seed: int = 0):
+        super().__init__(beam_size=1, passes=1, seed=seed)
+
+    def run(self, problem):
+        r = super().run(problem)
+        r.stats["strategy"] = "greedy"
+        return r
+
+
+class RandomSearch:
+    def __init__(self, samples: int = 32, seed: int = 0):
+        self.samples = samples
+        self.seed = seed
+
+    def run(self, problem: Problem) -> SearchResult:
+        t0 = time.perf_counter()
+        rng = random.Random(self.seed)
+        best = None
+        for _ in range(self.samples):
+            st = State({}, 0.0)
+            for name in problem.order:
+                opts = problem.space.options(name, st.models)
+                st = problem.extend(st, name, opts[rng.randrange(len(opts))])
+            if best is None or (st.cost, st.key) < (best.cost, best.key):
+                best = st
+        return SearchResult(best.models, best.cost, {"strategy": "random", "samples": self.samples,
+                                                     "search_s": time.perf_counter() - t0})
+
+
+class ComputeRootHeuristic:
+    """Li2018's spirit without its gradient machinery: compute every Func at root (pointwise Funcs
+    with a single consumer are inlined), tile nothing, vectorize dimension 0 at the natural width
+    and parallelize the outer loops. Scored by the cost model only for reporting."""
+
+    def run(self, problem: Problem) -> SearchResult:
+        t0 = time.perf_counter()
+        st = State({}, 0.0)
+        for name in problem.order:
+            opts = problem.space.options(name, st.models)
+            info = problem.model.a.funcs[name]
+            pick = None
+            if len(info.consumers) == 1 and problem.space.can_inline(name) and \
+                    all(len(stages) == 1 for stages in info.consumers.values()):
+                pick = next((o for o in opts if o.placement == "inline"), None)
+            if pick is None:
+                roots = [o for o in opts if o.placement == "root" and not o.tile and not o.unroll]
+                pick = roots[0] if roots else opts[0]
+            st = problem.extend(st, name, pick)
+        return SearchResult(st.models, st.cost, {"strategy": "compute_root", "search_s": time.perf_counter() - t0})

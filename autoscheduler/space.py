@@ -1,0 +1,149 @@
+"""The search space: the legal decisions for one Func, given the decisions of its consumers.
+
+Placement follows the compiler's rule (`pyhalide.schedule_space`): a Func may be computed inside
+a loop of a consumer only if that consumer (looking through inlined Funcs) is its only one, and
+uses it in one stage; it may be inlined if it is a single pure definition and not an output.
+Tiles come from a bounded ladder, so every Func has a bounded number of options and no pipeline
+can stall the search. The fine pass keeps each Func's placement from the coarse pass and looks at
+the tile sizes and vector widths around the coarse choice.
+"""
+
+from __future__ import annotations
+
+from .loop_nest import INLINE, Decision, Hardware, Model, natural_vector
+
+COARSE_TILES = (16, 64, 256)
+
+
+def register_budget(hw: Hardware) -> int:
+    """Accumulator vectors a register tile may hold: the vector registers, less a few for
+    operands (AVX-512 has 32, AVX2 16)."""
+    return 28 if hw.vector_bits >= 512 else 12
+
+
+class Space:
+    def __init__(self, model: Model, hw: Hardware, fixed: dict):
+        self.model = model
+        self.a = model.a
+        self.hw = hw
+        self.fixed = fixed  # name -> Decision the search must keep (hand-scheduled Funcs)
+        self.around: dict[str, Decision] | None = None  # the coarse pass's choices, for the fine pass
+
+    def can_inline(self, name: str) -> bool:
+        info = self.a.funcs[name]
+        if info.is_output or len(info.stages) > 1:
+            return False
+        return all(None not in stages for stages in info.consumers.values())
+
+    def options(self, name: str, models: dict) -> list[Decision]:
+        if name in self.fixed:
+            return [self.fixed[name]]
+        info = self.a.funcs[name]
+        out: list[Decision] = []
+        if self.can_inline(name):
+            out.append(INLINE)
+        # root: the region it must cover is that over all its consumers' realizations
+        probe = self.model.evaluate(name, Decision("root"), models)
+        extents = [ext for _, ext in probe.total]
+        out += self._loop_options("root", None, 0, -1, info, extents)
+        consumers = self.model.effective_consumers(name, models)
+        if len(consumers) == 1 and not info.is_output:
+            (g, stages), = consumers.items()
+            if len(stages) == 1 and None not in stages:
+                s = next(iter(stages))
+                gm = models[g]
+                for level in range(len(gm.stages[s].loops)):
+                    base = Decision("at", g, s, level)
+                    region = self.model.evaluate(name, base, models).region
+                    out += self._loop_options("at", g, s, level, info, [ext for _, ext in region])
+        if self.around is not None and name in self.around:
+            out = self._near(self.around[name], out, info, extents)
+        return out
+
+    def _loop_options(self, placement, consumer, stage, level, info, extents) -> list[Decision]:
+        v = natural_vector(info, self.hw)
+        vector = v if extents and extents[0] >= v else 0
+        has_reduction = any(st.rvars and st.pure_dims for st in info.stages[1:])
+        tiles = [()]
+        if placement == "root" and extents:
+            t0s = [0] + [t for t in COARSE_TILES if t < extents[0] and (not vector or t % vector == 0)]
+            t1s = [0] + [t for t in (4, 16, 64) if len(extents) > 1 and t < extents[1]]
+            tiles = [(a, b, *([0] * (len(extents) - 2))) if len(extents) > 1 else (a,) for a in t0s for b in t1s]
+            tiles = [t if any(t) else () for t in tiles]
+        out = []
+        for tile in tiles:
+            for rv_out, unroll in ((False, False), (True, False)) if has_reduction else ((False, False),):
+                par = self._parallel(placement, extents, tile, info)
+                out.append(Decision(placement, consumer, stage, level, tile, vector, par, rv_out, unroll))
+        if has_reduction and vector and len(extents) > 1:
+            out += self._register_tiles(placement, consumer, stage, level, info, extents, vector)
+        return out
+
+    def _register_tiles(self, placement, consumer, stage, level, info, extents, vector) -> list[Decision]:
+        """Update stages whose inner tile is a block of accumulators held in registers."""
+        budget = register_budget(self.hw)
+        out = []
+        for nvec in (1, 2, 3, 4):
+            for rows in (1, 2, 4, 6, 8):
+                if nvec * rows > budget or nvec * vector > extents[0] or rows > extents[1]:
+                    continue
+                tile = (nvec * vector, rows, *([0] * (len(extents) - 2)))
+                par = self._parallel(placement, extents, tile, info)
+                out.append(Decision(placement, consumer, stage, level, tile, vector, par, True, True))
+        return out
+
+    def _parallel(self, placement, extents, tile, info) -> int:
+        """How many outer loops to fuse into the parallel loop: the fewest that give every core
+        several tasks; none for small stages or Funcs computed inside other loops."""
+        if placement != "root" or not extents:
+            return 0
+        points = 1
+        for e in extents:
+            points *= e
+        if points < 4096 or self.hw.cores < 2:
+            return 0
+        trips = []
+        for k in reversed(range(len(extents))):  # outermost first
+            t = tile[k] if tile and k < len(tile) else 0
+            if t and t < extents[k]:
+                trips.append(-(-extents[k] // t))
+        if not trips:
+            trips = [extents[k] for k in reversed(range(1, len(extents)))] or [1]
+        tasks, p = 1, 0
+        for t in trips:
+            tasks *= t
+            p += 1
+            if tasks >= 4 * self.hw.cores:
+                break
+        return p if tasks > 1 else 0
+
+    def _near(self, best: Decision, options: list, info, extents) -> list[Decision]:
+        """The fine pass: the coarse choice's placement, with tile sizes halved and doubled and
+        the vector width doubled."""
+        same = [o for o in options if o.placement == best.placement and o.consumer == best.consumer
+                and o.level == best.level]
+        if best.placement == "inline":
+            return [INLINE] if INLINE in options else options
+        if not same:  # the consumer's loops changed: that loop is gone
+            return options
+        out = {best}
+        v = natural_vector(info, self.hw)
+        tile = best.tile
+        variants = [tile]
+        if tile:
+            for k in range(min(2, len(tile))):
+                for f in (0.5, 2):
+                    t = list(tile)
+                    if not t[k]:
+                        continue
+                    nt = int(t[k] * f)
+                    if nt < 1 or nt >= extents[k] or (k == 0 and best.vector and nt % best.vector):
+                        continue
+                    t[k] = nt
+                    variants.append(tuple(t))
+        for t in variants:
+            for vec in {best.vector, 2 * v if best.vector and extents[0] >= 2 * v else best.vector}:
+                par = self._parallel(best.placement, extents, t, info)
+                out.add(Decision(best.placement, best.consumer, best.stage, best.level, t, vec, par,
+                                 best.rvars_outside, best.unroll))
+        return sorted(out, key=Decision.describe) + [o for o in same if o not in out][:8]
