@@ -92,6 +92,9 @@ def compile_expr(e: ir.Expr):
     raise _Unbounded(type(e).__name__)
 
 
+GATHER = float("inf")
+
+
 def lo_name(var: str) -> str:
     return f"{var}.lo$"
 
@@ -111,7 +114,9 @@ class Access:
     is_input: bool
     count: int  # call sites: loads per point of the stage
     box: list  # per producer dimension: (lo closure, hi closure), or None when unbounded
-    dense: bool = True  # consecutive points along the stage's dimension 0 read consecutive elements
+    dense: bool = True  # vector loads (dense or strided) serve consecutive points along dimension 0
+    stride: float = 1.0  # elements apart along the producer's dimension 0 (GATHER: a lane at a time)
+    data_dependent: bool = False  # the coordinates depend on loaded values
     invariant: frozenset = frozenset()  # the stage's loop variables the box does not depend on
     in_bounds_of_rdom: bool = False  # read by the RDom's bounds, before the stage's loops
 
@@ -157,8 +162,10 @@ def count_ops(exprs) -> tuple[int, int]:
         if id(n) in seen:
             continue
         seen.add(id(n))
-        if isinstance(n, ir.Div | ir.Mod) and not _is_power_of_two_const(n.b):
+        if isinstance(n, ir.Div | ir.Mod) and not isinstance(n.b, ir.IntImm | ir.FloatImm):
             expensive += 1
+        elif isinstance(n, ir.Div | ir.Mod) and not _is_power_of_two_const(n.b) and not n.type.is_float():
+            ops += 3  # a multiply, a shift and a correction
         elif isinstance(n, ir.BinaryOp | ir.Select | ir.Not | ir.Cast):
             ops += 1
         elif isinstance(n, ir.Call):
@@ -296,16 +303,18 @@ class Analysis:
                 per_dim.append((lambda env, los=los: min(f(env) for f in los),
                                 lambda env, his=his: max(f(env) for f in his)))
         acc = Access(producer, calls[0].call_type == ir.IMAGE, len(calls), per_dim)
+        acc.data_dependent = any(_call_sites(c.args) for c in calls)
         self._classify(stage, acc)
         return acc
 
     def _classify(self, stage: StageInfo, acc: Access) -> None:
-        """Dense along dimension 0, and which loop variables the access does not depend on,
-        found by evaluating its box over small probe boxes."""
+        """How the access walks memory along the stage's dimension 0 (dense, strided, or a
+        gather), and which loop variables it does not depend on, found by evaluating its box
+        over small probe boxes."""
         loop_vars = list(stage.pure_dims) + [r[0] for r in stage.rvars]
         base = dict(self.env)
         for v in stage.pure_dims:
-            base[lo_name(v)], base[hi_name(v)] = 0, 0
+            base[lo_name(v)], base[hi_name(v)] = 8, 8
         for name, mn, _ in stage.rvars:
             lo = mn(self.env)
             base[lo_name(name)], base[hi_name(name)] = lo, lo
@@ -313,30 +322,37 @@ class Analysis:
         def widths(env):
             out = []
             for b in acc.box:
-                if b is None:
-                    out.append(None)
-                    continue
                 try:
-                    out.append(b[1](env) - b[0](env))
+                    out.append(None if b is None else b[1](env) - b[0](env))
                 except (KeyError, ZeroDivisionError, TypeError):
                     out.append(None)
             return out
 
         w0 = widths(base)
+        known = None not in w0 and bool(w0)
         invariant = set()
+        acc.stride = 1.0
         for v in loop_vars:
             probe = dict(base)
-            probe[hi_name(v)] = probe[lo_name(v)] + 63
-            if widths(probe) == w0 and None not in w0:
+            probe[hi_name(v)] = probe[lo_name(v)] + 7
+            w = widths(probe)
+            if known and w == w0:
                 invariant.add(v)
             if stage.pure_dims and v == stage.pure_dims[0]:
-                w = widths(probe)
-                # dense: 64 consecutive points read a span of about 64 along the producer's
-                # dimension 0, and nothing wider elsewhere
-                acc.dense = (None not in w and None not in w0 and len(w) > 0
-                             and 60 <= w[0] - w0[0] <= 70 and all(a - b <= 8 for a, b in zip(w[1:], w0[1:])))
-                if not acc.dense and v in invariant:
-                    acc.dense = True  # the same element for every lane: one broadcast load
-        if any(b is None for b in acc.box):
-            acc.dense = False
+                if not known or None in w:
+                    acc.stride = GATHER
+                else:
+                    growth = [a - b for a, b in zip(w, w0)]
+                    # 8 points along x: a span of about 8 in the producer's dimension 0 and no
+                    # wider elsewhere is dense; up to 4 (an upsample, a broadcast) is cheaper
+                    # still; a downsample is strided; anything else is a gather
+                    if all(g <= 1 for g in growth[1:]) and growth[0] <= 9:
+                        acc.stride = 1.0
+                    elif all(g <= 1 for g in growth[1:]) and growth[0] <= 30:
+                        acc.stride = growth[0] / 7.0
+                    else:
+                        acc.stride = GATHER
+        if any(b is None for b in acc.box) or acc.data_dependent:
+            acc.stride = GATHER
+        acc.dense = acc.stride != GATHER
         acc.invariant = frozenset(invariant)

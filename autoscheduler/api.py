@@ -224,6 +224,18 @@ def _fixed_decisions(analysis: Analysis) -> dict:
     return fixed
 
 
+def make_problem(outputs, target=None, estimates=None, example_inputs=None, params=None,
+                 cost_model: CostModel | None = None) -> Problem:
+    """The search problem for these outputs: analysis, loop-nest model, space and cost model."""
+    params = params or {}
+    regions, shapes, env = gather_estimates(outputs, estimates, example_inputs)
+    analysis = Analysis(outputs, env, shapes)
+    hw = hardware(target, params)
+    model = Model(analysis, regions, hw)
+    space = Space(model, hw, _fixed_decisions(analysis))
+    return Problem(space, cost_model or CostModel.load(), analysis.order)
+
+
 def auto_schedule(outputs_or_pipeline, target=None, estimates=None, example_inputs=None, params=None,
                   seed: int = 0, strategy: str = "Adams2019", cost_model: CostModel | None = None) -> Result:
     """Schedule every Func the outputs need that has no hand schedule, and apply it.
@@ -238,17 +250,10 @@ def auto_schedule(outputs_or_pipeline, target=None, estimates=None, example_inpu
     else:
         outs = outputs_or_pipeline if isinstance(outputs_or_pipeline, list | tuple) else [outputs_or_pipeline]
         pipeline = hl.Pipeline(list(outs))
-    outputs = pipeline.outputs()
     params = {str(k): v for k, v in (params or {}).items()}
     target = hl.Target(target) if isinstance(target, str) else target
-    regions, shapes, env = gather_estimates(outputs, estimates, example_inputs)
-    analysis = Analysis(outputs, env, shapes)
-    hw = hardware(target, params)
-    model = Model(analysis, regions, hw)
-    fixed = _fixed_decisions(analysis)
-    space = Space(model, hw, fixed)
-    cm = cost_model or CostModel.load()
-    problem = Problem(space, cm, analysis.order)
+    problem = make_problem(pipeline.outputs(), target, estimates, example_inputs, params, cost_model)
+    analysis, fixed, cm = problem.model.a, problem.space.fixed, problem.cost_model
     result = _strategy(strategy, params, seed).run(problem)
     dirs = directives(analysis, result.models, set(fixed))
     funcs = {name: info.func for name, info in analysis.funcs.items()}

@@ -43,22 +43,28 @@ def _stage_directives(name, info, st, sm, d, extents) -> list[tuple]:
     s = st.index
     serial, _ = stage_loops(info, st, replace(d, parallel=0), extents, sm.rv_extents, 1)
     tile = dict(zip(info.dims, d.tile)) if d.tile else {}
+    # Tails are guarded: Halide's defaults, ShiftInwards (pure stages) and RoundUp (updates),
+    # compute beyond the region when it is smaller than the factor, and so read beyond what the
+    # algorithm reads, which inputs without a boundary condition do not cover.
+    tail = ("GuardWithIf",)
     for lp in serial:
         if lp.kind == "outer":
             v = lp.dims[0]
-            out.append((name, s, "split", (v, lp.name, serial_name(serial, v), tile[v])))
+            out.append((name, s, "split", (v, lp.name, serial_name(serial, v), tile[v], *tail)))
     default = _default_order(st, serial)
     wanted = [lp.name for lp in reversed(serial)]
     if len(wanted) > 1 and wanted != default:
         out.append((name, s, "reorder", tuple(wanted)))
     if sm.vector:
         v0 = next(lp for lp in serial if lp.kind == "inner" and lp.dims == (info.dims[0],))
-        out.append((name, s, "vectorize", (v0.name, sm.vector)))
+        out.append((name, s, "vectorize", (v0.name, sm.vector, *tail)))
         if d.unroll and v0.trip > 1 and st.index > 0:
-            out.append((name, s, "unroll", (v0.name,)))
+            out.append((name, s, "unroll", (v0.name, v0.trip, *tail)))
+    # Unrolling by the loop's own trip count splits it by that constant first: a loop over a
+    # region whose extent is not a compile-time constant can be unrolled too.
     for lp in serial:
         if lp.unrolled and lp.trip > 1:
-            out.append((name, s, "unroll", (lp.name,)))
+            out.append((name, s, "unroll", (lp.name, lp.trip, *tail)))
     par = next((lp for lp in sm.loops if lp.parallel), None)
     if par is not None:
         if par.kind == "fused":
@@ -110,15 +116,15 @@ def python_source(dirs: list[tuple]) -> str:
     """The directives as a function to paste after the algorithm: `apply_schedule(pipeline)`."""
     var_names: list[str] = []
     for _, _, method, args in dirs:
-        if method in ("split", "reorder", "vectorize", "unroll", "fuse", "parallel"):
-            for a in args:
-                if isinstance(a, str) and a not in var_names:
-                    var_names.append(a)
-        elif method == "compute_at" and args[1] not in var_names:
-            var_names.append(args[1])
+        for a in _loop_names(method, args):
+            if a not in var_names:
+                var_names.append(a)
     lines = ["def apply_schedule(pipeline):", "    import pyhalide as hl", "",
              "    f = {func.name(): func for func in pipeline.funcs()}"]
-    ident = {n: _identifier(n, k) for k, n in enumerate(var_names)}
+    ident: dict[str, str] = {}
+    for k, n in enumerate(var_names):
+        i = _identifier(n, k)
+        ident[n] = i if i not in ident.values() else f"{i}_{k}"
     for n in var_names:
         kind = "RVar" if "$" in n else "Var"
         lines.append(f"    {ident[n]} = hl.{kind}({n!r})")
@@ -129,9 +135,24 @@ def python_source(dirs: list[tuple]) -> str:
             level = f"hl.LoopLevel(f[{g!r}], {ident[var]}" + ("" if stage == -1 else f", {stage}") + ")"
             lines.append(f"    {target}.compute_at({level})")
             continue
-        rendered = ", ".join(ident[a] if isinstance(a, str) else repr(a) for a in args)
+        names = _loop_names(method, args)
+        rendered = ", ".join(ident[a] if k < len(names) else _literal(a) for k, a in enumerate(args))
         lines.append(f"    {target}.{method}({rendered})")
     return "\n".join(lines) + "\n"
+
+
+def _loop_names(method: str, args: tuple) -> tuple:
+    """The arguments of a directive that name loops (the rest are factors and tail strategies)."""
+    count = {"split": 3, "vectorize": 1, "unroll": 1, "parallel": 1, "compute_at": 0}.get(method, len(args))
+    if method == "compute_at":
+        return (args[1],)
+    return args[:count]
+
+
+def _literal(a) -> str:
+    if isinstance(a, str):
+        return f"hl.TailStrategy.{a}"
+    return repr(a)
 
 
 def _identifier(name: str, k: int) -> str:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .analysis import Analysis, FuncInfo, StageInfo, hi_name, lo_name
+from .analysis import GATHER, Analysis, FuncInfo, StageInfo, hi_name, lo_name
 
 FEATURES = (
     "ops",  # vector (or scalar) arithmetic instructions, divided among the cores that run them
@@ -168,6 +168,7 @@ class FuncModel:
     inherited: float  # speedup from parallel loops around its compute site
     stages: list  # StageModel per stage (empty when inlined)
     features: dict
+    recompute: float = 1.0  # evaluations of each point of its region (inlined: through its consumers)
 
     def speedup(self, stage: int, level: int | None = None) -> float:
         """The parallel speedup of work inside stage `stage`'s loop `level` (None: innermost)."""
@@ -223,8 +224,9 @@ class Model:
 
     def demand(self, producer: str, consumer: str, s: int, env: dict, models: dict, depth: int = 0):
         """The box of `producer` stage s of `consumer` reads over env, looking through inlined
-        Funcs; and the loads per point, and whether they are all dense."""
-        box, loads, dense = None, 0.0, True
+        Funcs; the loads per point; and their stride along dimension 0 (the widest on the way:
+        1 is dense, GATHER one lane at a time)."""
+        box, loads, stride = None, 0.0, 0.0
         for acc in self.a.funcs[consumer].stages[s].accesses:
             if acc.in_bounds_of_rdom:
                 continue
@@ -232,7 +234,7 @@ class Model:
                 b = _eval_box(acc.box, env)
                 box = _union(box, b)
                 loads += acc.count
-                dense = dense and acc.dense
+                stride = max(stride, acc.stride)
             elif not acc.is_input and models.get(acc.producer) is not None \
                     and models[acc.producer].decision.placement == "inline" and depth < 32:
                 c_info = self.a.funcs[acc.producer]
@@ -242,12 +244,12 @@ class Model:
                 c_env = dict(self.a.env)
                 for v, (lo, hi) in zip(c_info.dims, cb):
                     c_env[lo_name(v)], c_env[hi_name(v)] = lo, hi
-                b, n, dn = self.demand(producer, acc.producer, 0, c_env, models, depth + 1)
+                b, n, st = self.demand(producer, acc.producer, 0, c_env, models, depth + 1)
                 if n:
                     box = _union(box, b)
                     loads += acc.count * n
-                    dense = dense and dn and acc.dense
-        return box, loads, dense
+                    stride = max(stride, st * acc.stride)
+        return box, loads, max(stride, 1.0)
 
     def effective_consumers(self, name: str, models: dict) -> dict:
         """Computed Funcs reading `name` (through inlined ones) -> set of their stages (None: RDom bounds)."""
@@ -283,15 +285,15 @@ class Model:
         hw = self.hw
         consumers = self.effective_consumers(name, models)
         feats = dict.fromkeys(FEATURES, 0.0)
-        contexts = []  # (consumer model, stage, env over all its realizations, loads, dense)
+        contexts = []  # (consumer model, stage, box over all its realizations, loads, stride)
         for g, stages in consumers.items():
             gm = models[g]
             for s in stages:
                 if s is None:
                     continue
                 env = self.stage_env(gm, s, None, total=True)
-                box, loads, dense = self.demand(name, g, s, env, models)
-                contexts.append((gm, s, box, loads, dense))
+                box, loads, stride = self.demand(name, g, s, env, models)
+                contexts.append((gm, s, box, loads, stride))
         if info.is_output:
             total = list(self.output_regions[name])
             for _, _, box, _, _ in contexts:  # an output also read by another output
@@ -304,16 +306,20 @@ class Model:
                 total = self._fill(name, None)
 
         if d.placement == "inline":
-            for gm, s, _, loads, dense in contexts:
+            all_evals = 0.0
+            for gm, s, _, loads, stride in contexts:
                 sm = gm.stages[s]
                 lanes = max(1, sm.vector)
                 sp = gm.speedup(s)
                 evals = loads * sm.points * gm.realizations
+                all_evals += evals
                 st = info.stages[0]
                 feats["ops"] += evals * st.ops / lanes / sp
                 feats["expensive"] += evals * st.expensive / lanes / sp
-                self._input_loads(info, st, evals, lanes, sp, feats, dense)
-            return FuncModel(name, d, total, total, 1.0, 1.0, [], feats)
+                self._input_loads(info, st, evals, lanes, sp, feats, stride)
+            fm = FuncModel(name, d, total, total, 1.0, 1.0, [], feats)
+            fm.recompute = all_evals / max(1, math.prod(ext for _, ext in total))
+            return fm
 
         if d.placement == "root":
             region, realizations, inherited = total, 1.0, 1.0
@@ -356,7 +362,7 @@ class Model:
             else:
                 feats["stores"] += work * n_values / lanes / sp
                 feats["loads"] += work * st.self_loads / lanes / sp
-            self._input_loads(info, st, work, lanes, sp, feats, True, loops if register_tiled else None)
+            self._input_loads(info, st, work, lanes, sp, feats, 1.0, loops if register_tiled else None)
             innermost = next((lp for lp in reversed(loops)), None)
             trip = innermost.trip if innermost is not None else 1
             feats["loop_entries"] += work / lanes / max(1, trip) / sp
@@ -368,20 +374,16 @@ class Model:
                     feats["par_tasks"] += launches * lp.trip
             if st.index == 0:
                 # storage traffic: written once per realization, read back by the consumers
-                written = bytes_region * realizations
-                feats["bytes_cache" if in_cache else "bytes_mem"] += 2 * written / (sp if in_cache else min(sp, 2.0))
+                written = bytes_region * realizations * (1 if info.is_output else 2)
+                feats["bytes_cache" if in_cache else "bytes_mem"] += written / (sp if in_cache else min(sp, 2.0))
         if d.placement == "at":
             feats["allocs"] += realizations / max(1.0, inherited)
         # the consumers' loads of this Func's storage
-        for gm, s, _, loads, dense in contexts:
+        for gm, s, _, loads, stride in contexts:
             sm = gm.stages[s]
-            lanes = max(1, sm.vector)
             evals = loads * sm.points * gm.realizations
-            sp = gm.speedup(s)
-            if dense:
-                feats["loads"] += evals / lanes / sp
-            else:
-                feats["gathers"] += evals / sp
+            _charge_loads(feats, evals, stride, max(1, sm.vector), gm.speedup(s))
+        fm.recompute = sum(sm.points for sm in fm.stages[:1]) * realizations / max(1, math.prod(e for _, e in total))
         return fm
 
     def _register_tiled(self, st: StageInfo, loops: list, vector: int, d: Decision) -> bool:
@@ -392,7 +394,7 @@ class Model:
         inner = [lp for lp in loops if lp.kind == "inner"]
         return bool(inner) and loops[-len(inner):] == inner and math.prod(lp.trip for lp in inner) <= 16
 
-    def _input_loads(self, info, st, work, lanes, sp, feats, dense_ctx, unrolled_loops=None):
+    def _input_loads(self, info, st, work, lanes, sp, feats, ctx_stride=1.0, unrolled_loops=None):
         """Loads of inputs (Buffers, ImageParams) by a stage, and the input bytes they bring in."""
         for acc in st.accesses:
             if not acc.is_input or acc.in_bounds_of_rdom:
@@ -402,13 +404,18 @@ class Model:
                 for lp in unrolled_loops:
                     if lp.unrolled and all(v in acc.invariant for v in lp.dims):
                         n /= lp.trip
-            if acc.dense and dense_ctx:
-                feats["loads"] += n / lanes / sp
-            else:
-                feats["gathers"] += n / sp
+            _charge_loads(feats, n, acc.stride * ctx_stride, lanes, sp)
             shape = self.a.input_shapes.get(acc.producer)
             if shape:
                 feats["bytes_mem"] += math.prod(e for _, e in shape) * self.a.input_bytes.get(acc.producer, 4) / min(sp, 2.0)
+
+
+def _charge_loads(feats: dict, n: float, stride: float, lanes: int, sp: float) -> None:
+    """n element loads, `lanes` to a vector: dense or strided vector loads, or gathers."""
+    if stride == GATHER or (lanes > 1 and stride > 4):
+        feats["gathers"] += n / sp
+    else:
+        feats["loads"] += n * max(1.0, stride if lanes > 1 else 1.0) / lanes / sp
 
 
 def _eval_box(box, env):

@@ -33,6 +33,7 @@ class SearchResult:
     models: dict
     cost: float
     stats: dict = field(default_factory=dict)
+    alternatives: list = field(default_factory=list)  # other complete States, cheapest first
 
 
 class Problem:
@@ -64,7 +65,8 @@ class BeamSearch:
         evaluated = 0
         best = None
         problem.space.around = None
-        for p in range(self.passes):
+        finals: list[State] = []
+        for _ in range(self.passes):
             states = [State({}, 0.0)]
             for name in problem.order:
                 candidates = []
@@ -84,14 +86,16 @@ class BeamSearch:
                     if len(kept) == self.beam_size:
                         break
                 states = kept
+            finals += states
             winner = states[0]
             if best is None or winner.cost < best.cost:
                 best = winner
             problem.space.around = {n: m.decision for n, m in best.models.items()}
         problem.space.around = None
-        return SearchResult(best.models, best.cost, {"strategy": "beam", "beam_size": self.beam_size,
-                                                     "passes": self.passes, "states_evaluated": evaluated,
-                                                     "search_s": time.perf_counter() - t0})
+        unique = {s.key: s for s in sorted(finals, key=lambda s: (s.cost, s.key))}
+        stats = {"strategy": "beam", "beam_size": self.beam_size, "passes": self.passes,
+                 "states_evaluated": evaluated, "search_s": time.perf_counter() - t0}
+        return SearchResult(best.models, best.cost, stats, list(unique.values()))
 
 
 class Greedy(BeamSearch):
@@ -104,6 +108,15 @@ class Greedy(BeamSearch):
         return r
 
 
+def random_state(problem: Problem, rng: random.Random) -> State:
+    """A complete schedule with every decision drawn uniformly from the legal options."""
+    st = State({}, 0.0)
+    for name in problem.order:
+        opts = problem.space.options(name, st.models)
+        st = problem.extend(st, name, opts[rng.randrange(len(opts))])
+    return st
+
+
 class RandomSearch:
     def __init__(self, samples: int = 32, seed: int = 0):
         self.samples = samples
@@ -112,16 +125,10 @@ class RandomSearch:
     def run(self, problem: Problem) -> SearchResult:
         t0 = time.perf_counter()
         rng = random.Random(self.seed)
-        best = None
-        for _ in range(self.samples):
-            st = State({}, 0.0)
-            for name in problem.order:
-                opts = problem.space.options(name, st.models)
-                st = problem.extend(st, name, opts[rng.randrange(len(opts))])
-            if best is None or (st.cost, st.key) < (best.cost, best.key):
-                best = st
+        states = sorted((random_state(problem, rng) for _ in range(self.samples)), key=lambda s: (s.cost, s.key))
+        best = states[0]
         return SearchResult(best.models, best.cost, {"strategy": "random", "samples": self.samples,
-                                                     "search_s": time.perf_counter() - t0})
+                                                     "search_s": time.perf_counter() - t0}, states[1:])
 
 
 class ComputeRootHeuristic:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from .loop_nest import INLINE, Decision, Hardware, Model, natural_vector
 
 COARSE_TILES = (16, 64, 256)
+MAX_INLINE_RECOMPUTE = 4.0
 
 
 def register_budget(hw: Hardware) -> int:
@@ -28,6 +29,10 @@ class Space:
         self.hw = hw
         self.fixed = fixed  # name -> Decision the search must keep (hand-scheduled Funcs)
         self.around: dict[str, Decision] | None = None  # the coarse pass's choices, for the fine pass
+        # Inlining a stencil into a stencil multiplies the work of everything it reads; beyond this
+        # many evaluations per point the search does not consider it (the cost model would see the
+        # cost only once the producers are decided, after the beam has committed).
+        self.max_inline_recompute = MAX_INLINE_RECOMPUTE
 
     def can_inline(self, name: str) -> bool:
         info = self.a.funcs[name]
@@ -40,7 +45,8 @@ class Space:
             return [self.fixed[name]]
         info = self.a.funcs[name]
         out: list[Decision] = []
-        if self.can_inline(name):
+        if self.can_inline(name) and \
+                self.model.evaluate(name, INLINE, models).recompute <= self.max_inline_recompute:
             out.append(INLINE)
         # root: the region it must cover is that over all its consumers' realizations
         probe = self.model.evaluate(name, Decision("root"), models)

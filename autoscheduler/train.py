@@ -1,0 +1,187 @@
+"""Train the cost model on this machine: `python -m autoscheduler.train`.
+
+For each of a set of random pipelines (`random_pipelines`, never the gallery apps: they are the
+held-out test), candidate schedules are drawn from the search space: the beam's final states, the
+greedy and compute-root baselines, and uniformly random legal schedules. Each is measured in a
+worker process (`measure`: outputs checked against the reference first, crashes and time-outs
+isolated), and the cost model's weights are fitted to the measured times: non-negative least
+squares on the relative error (every weight is a cost per unit of its feature, so none may be
+negative), which keeps the formula interpretable.
+
+Pipelines are split by seed into a training and a held-out set; the script prints, on the
+held-out pipelines, the pairwise ordering accuracy within each pipeline, the Spearman rank
+correlation, and the regret of the model's top pick (the measured time of the schedule it ranks
+first over the best measured), for the trained weights and for the defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import pyhalide as hl
+
+from .api import make_problem
+from .apply import apply_directives, directives
+from .cost_model import WEIGHTS_PATH, CostModel
+from .loop_nest import FEATURES
+from .random_pipelines import random_pipeline
+from .search import BeamSearch, ComputeRootHeuristic, Greedy, random_state
+
+
+def total_features(models: dict) -> np.ndarray:
+    return np.array([sum(m.features[k] for m in models.values()) for k in FEATURES])
+
+
+def _estimates(outputs, sizes) -> dict:
+    return {f.name(): [(0, int(n)) for n in size] for f, size in zip(outputs, sizes)}
+
+
+def candidates(seed: int, n_random: int, params: dict, scale: str = "train") -> list[dict]:
+    """Distinct candidate schedules for one random pipeline: JSON text and features of each."""
+    rp = random_pipeline(seed, scale)
+    outputs, sizes = rp.build(hl)[:2]
+    problem = make_problem(outputs, None, _estimates(outputs, sizes), None, params)
+    states = []
+    beam = BeamSearch(beam_size=8, passes=1, seed=seed).run(problem)
+    states += [beam.models] + [s.models for s in beam.alternatives[:3]]
+    states.append(Greedy(seed).run(problem).models)
+    states.append(ComputeRootHeuristic().run(problem).models)
+    rng = random.Random(seed)
+    for _ in range(n_random):
+        states.append(random_state(problem, rng).models)
+    out, seen = [], set()
+    for models in states:
+        key = tuple(sorted((n, m.decision) for n, m in models.items()))
+        if key in seen:
+            continue
+        seen.add(key)
+        dirs = directives(problem.model.a, models, set(problem.space.fixed))
+        fresh, _ = rp.build(hl)[:2]
+        funcs = {f.name(): f for f in hl.Pipeline(fresh).funcs()}
+        apply_directives(funcs, dirs)
+        out.append({"seed": seed, "schedule": hl.Pipeline(fresh).schedule_to_json(),
+                    "features": total_features(models).tolist(),
+                    "decisions": {n: m.decision.describe() for n, m in models.items()}})
+    return out
+
+
+def fit(features: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """Non-negative weights minimising the squared relative error of w . features against times."""
+    from scipy.optimize import nnls
+
+    scale = features.max(axis=0)
+    scale[scale == 0] = 1.0
+    a = features / scale / times[:, None]
+    w, _ = nnls(a, np.ones(len(times)), maxiter=50 * a.shape[1])
+    return w / scale
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    order = np.argsort(x, kind="stable")
+    r = np.empty(len(x))
+    r[order] = np.arange(len(x))
+    return r
+
+
+def quality(groups: dict, predict) -> dict:
+    """Pairwise ordering accuracy, mean Spearman correlation and mean/max top-pick regret over
+    pipelines (groups: seed -> list of (features, time))."""
+    correct = total = 0
+    spearman, regrets = [], []
+    for rows in groups.values():
+        if len(rows) < 2:
+            continue
+        times = np.array([t for _, t in rows])
+        pred = np.array([predict(f) for f, _ in rows])
+        for i in range(len(rows)):
+            for j in range(i + 1, len(rows)):
+                if abs(times[i] - times[j]) < 0.05 * min(times[i], times[j]):
+                    continue  # within the noise: no order to get right
+                total += 1
+                correct += (pred[i] < pred[j]) == (times[i] < times[j])
+        if len(rows) > 2:
+            rt, rp = _ranks(times), _ranks(pred)
+            if rt.std() > 0 and rp.std() > 0:
+                spearman.append(float(np.corrcoef(rt, rp)[0, 1]))
+        regrets.append(float(times[int(np.argmin(pred))] / times.min()))
+    return {"pairwise_accuracy": correct / total if total else math.nan, "pairs": total,
+            "spearman": float(np.mean(spearman)) if spearman else math.nan,
+            "regret_mean": float(np.mean(regrets)) if regrets else math.nan,
+            "regret_max": float(np.max(regrets)) if regrets else math.nan}
+
+
+def main(argv=None) -> None:
+    from .measure import PipelineSpec, measure
+
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--pipelines", type=int, default=60, help="random pipelines to measure")
+    p.add_argument("--first-seed", type=int, default=1000)
+    p.add_argument("--random", type=int, default=6, help="random schedules per pipeline (besides the searches')")
+    p.add_argument("--held-out", type=float, default=0.25, help="fraction of pipelines kept for evaluation")
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds per candidate (compile and run)")
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--threads", type=int, default=2, help="HL_NUM_THREADS of the measurements, and parallelism")
+    p.add_argument("--data", default="autoscheduler_measurements.json", help="measurements are kept here and reused")
+    p.add_argument("--out", default=str(WEIGHTS_PATH), help="where the trained weights go")
+    args = p.parse_args(argv)
+    params = {"parallelism": args.threads}
+    data_path = Path(args.data)
+    data = json.loads(data_path.read_text()) if data_path.exists() else []
+    have = {(r["seed"], r["schedule"]) for r in data}
+    seeds = list(range(args.first_seed, args.first_seed + args.pipelines))
+    t0 = time.perf_counter()
+    for k, seed in enumerate(seeds):
+        cands = [c for c in candidates(seed, args.random, params) if (seed, c["schedule"]) not in have]
+        if not cands:
+            continue
+        results = measure(PipelineSpec(("random", seed, "train")), [c["schedule"] for c in cands],
+                          timeout_s=args.timeout, repeats=args.repeats, threads=args.threads)
+        for c, m in zip(cands, results):
+            c.update(status=m.status, time_s=m.time_s, error=m.error)
+            data.append(c)
+        ok = sum(m.status == "ok" for m in results)
+        print(f"[{k + 1}/{len(seeds)}] seed {seed}: {ok}/{len(results)} ok "
+              f"({time.perf_counter() - t0:.0f} s)", flush=True)
+        data_path.write_text(json.dumps(data))
+    rows = [r for r in data if r["status"] == "ok" and r["seed"] in set(seeds)]
+    bad = [r for r in data if r["status"] != "ok" and r["seed"] in set(seeds)]
+    if bad:
+        print(f"{len(bad)} candidates failed: " + ", ".join(sorted({r['status'] for r in bad})))
+        if any(r["status"] == "wrong" for r in bad):
+            print("WRONG RESULTS (a compiler bug):", [(r["seed"], r["decisions"]) for r in bad if r["status"] == "wrong"][:3])
+    held = set(seeds[int(len(seeds) * (1 - args.held_out)):])
+    train = [r for r in rows if r["seed"] not in held]
+    test = [r for r in rows if r["seed"] in held]
+    f_train = np.array([r["features"] for r in train])
+    t_train = np.array([r["time_s"] for r in train])
+    w = fit(f_train, t_train)
+    trained = CostModel(dict(zip(FEATURES, map(float, w))), f"trained on {len(train)} schedules of "
+                        f"{len({r['seed'] for r in train})} random pipelines")
+
+    def groups(rs):
+        g: dict = {}
+        for r in rs:
+            g.setdefault(r["seed"], []).append((dict(zip(FEATURES, r["features"])), r["time_s"]))
+        return g
+
+    default = CostModel()
+    for label, rs in (("training", train), ("held-out", test)):
+        for name, cm in (("trained", trained), ("defaults", default)):
+            q = quality(groups(rs), cm.predict)
+            print(f"{label:9s} {name:8s} pairwise {q['pairwise_accuracy']:.3f} ({q['pairs']} pairs)  "
+                  f"spearman {q['spearman']:.3f}  top-pick regret mean {q['regret_mean']:.3f} max {q['regret_max']:.2f}")
+    print("weights: " + ", ".join(f"{k}={v:.3g}" for k, v in trained.weights.items()))
+    Path(args.out).write_text(trained.to_json() + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

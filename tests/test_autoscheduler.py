@@ -1,0 +1,184 @@
+"""The autoscheduler: whatever it picks, pyhalide accepts and computes the algorithm's result.
+
+Hypothesis draws random pipelines (and the test corpus), the autoscheduler schedules them, and
+the output is compared with pyhalide's independent reference evaluator; the gallery apps are
+auto-scheduled at their small size and checked against their numpy references. Then: the same
+inputs give the same schedule in any process, Halide-style scripts run unchanged, estimates are
+inferred where they can be and a missing one is a clear error, hand schedules are kept.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pyhalide as hl
+from autoscheduler import CostModel, auto_schedule
+from autoscheduler.api import STRATEGIES
+from pyhalide.testing.random_pipelines import random_pipelines
+from pyhalide.testing.schedule_strategies import assert_same
+
+_HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large]
+SEARCH_LIMIT_S = 20.0  # generous for a shared 2-core CI machine; the benchmark's target is 5 s
+
+
+def _estimates(case):
+    mins = case.mins or [0] * len(case.sizes)
+    return {f.name(): list(zip(mins, case.sizes)) for f in case.outputs}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=_HEALTH)
+@given(pipeline=random_pipelines(), strategy=st.sampled_from(["Adams2019", "Mullapudi2016", "Li2018", "random"]),
+       seed=st.integers(0, 3))
+def test_autoscheduled_random_pipelines_compute_the_reference(pipeline, strategy, seed):
+    want = pipeline.build().reference()
+    case = pipeline.build()
+    t0 = time.perf_counter()
+    result = auto_schedule(case.outputs, estimates=_estimates(case), params={"parallelism": 2},
+                           seed=seed, strategy=strategy)
+    assert time.perf_counter() - t0 < SEARCH_LIMIT_S
+    assert result.decisions, "every Func gets a decision"
+    assert_same(case.realize(), want, case.reassociates, f"{strategy} schedule vs reference:\n{result.schedule_source}")
+
+
+APPS = ["blur", "gemm", "conv_layer", "bilateral_grid", "local_laplacian", "harris", "unsharp", "camera_pipe",
+        "histogram_equalize", "max_filter"]
+
+
+@pytest.mark.parametrize("name", APPS)
+def test_autoscheduled_apps_match_their_references(name):
+    from apps import load
+
+    app = load(name)
+    inputs = app.inputs("small")
+    built = app.build(hl, inputs)
+    mins = built.output_mins or [0] * len(built.output_sizes)
+    result = auto_schedule(built.output, estimates={built.output.name(): list(zip(mins, built.output_sizes))},
+                           params={"parallelism": 2})
+    assert result.stats["search_s"] < SEARCH_LIMIT_S
+    assert app.check(app.realize(hl, built), app.reference(inputs)), result.schedule_source
+
+
+def _blur_pipeline():
+    x, y = hl.Var("x"), hl.Var("y")
+    inp = hl.ImageParam(hl.UInt(16), 2, "input")
+    clamped = hl.BoundaryConditions.repeat_edge(inp)
+    bx, by = hl.Func("bx"), hl.Func("by")
+    bx[x, y] = (clamped[x - 1, y] + clamped[x, y] + clamped[x + 1, y]) / 3
+    by[x, y] = (bx[x, y - 1] + bx[x, y] + bx[x, y + 1]) / 3
+    return inp, bx, by
+
+
+def _numpy_blur(img):
+    p = np.pad(img, 1, mode="edge").astype(np.uint16)
+    b = ((p[:, :-2] + p[:, 1:-1] + p[:, 2:]) // 3).astype(np.uint16)
+    return ((b[:-2] + b[1:-1] + b[2:]) // 3).astype(np.uint16)
+
+
+def test_halide_style_script_runs_unchanged():
+    inp, bx, by = _blur_pipeline()
+    inp.set_estimates([hl.Range(0, 640), hl.Range(0, 480)])
+    by.set_estimates([(0, 640), (0, 480)])
+    hl.load_plugin("libautoschedule_adams2019.so")
+    for name in ("Adams2019", "Anderson2021", "Mullapudi2016", "Li2018"):
+        params = hl.AutoschedulerParams(name, {"parallelism": 2, "beam_size": 8})
+        results = hl.Pipeline(by).apply_autoscheduler(hl.get_jit_target_from_environment(), params)
+        assert "compute_root" in results.schedule_source
+        assert results.autoscheduler_params == params
+        img = np.random.default_rng(1).integers(0, 60000, (100, 130), dtype=np.uint16)
+        inp.set(hl.Buffer(img))
+        out = np.asarray(by.realize([130, 100]))
+        np.testing.assert_array_equal(out, _numpy_blur(img))
+
+
+def test_the_printed_source_is_the_schedule():
+    _, bx, by = _blur_pipeline()
+    r = auto_schedule(by, estimates={"by": [(0, 512), (0, 512)]}, example_inputs={"input": np.zeros((512, 512))})
+    applied = hl.Pipeline(by).schedule_to_json()
+    _, bx2, by2 = _blur_pipeline()
+    ns: dict = {}
+    exec(compile(r.schedule_source, "<schedule>", "exec"), ns)  # the test runs it; pyhalide never does
+    ns["apply_schedule"](hl.Pipeline(by2))
+    assert hl.Pipeline(by2).schedule_to_json() == applied
+
+
+_DETERMINISM = """
+import json, pyhalide as hl
+from autoscheduler import auto_schedule
+from apps import load
+for warm in range({warm}):
+    hl.Func("warm%d" % warm)[hl.Var("x")] = hl.Var("x")
+app = load("local_laplacian")
+b = app.build(hl, app.inputs("small"))
+r = auto_schedule(b.output, estimates={{b.output.name(): [(0, n) for n in b.output_sizes]}}, seed=3,
+                  params={{"parallelism": 2}})
+print(json.dumps([r.schedule_source, hl.Pipeline(b.output).schedule_to_json()]))
+"""
+
+
+def test_same_inputs_same_schedule_in_any_process():
+    outs = []
+    for warm in (0, 5):
+        p = subprocess.run([sys.executable, "-c", _DETERMINISM.format(warm=warm)], capture_output=True, text=True,
+                           check=True)
+        outs.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    assert outs[0] == outs[1]
+    assert "compute_root" in outs[0][0]
+
+
+def test_estimates_are_inferred_from_bound_inputs_and_examples():
+    inp, bx, by = _blur_pipeline()
+    with pytest.raises(hl.HalideError, match=r"ImageParam input"):
+        auto_schedule(by, estimates={"by": [(0, 64), (0, 64)]})
+    inp.set(hl.Buffer(np.zeros((64, 80), np.uint16)))
+    auto_schedule(by, estimates={"by": [(0, 80), (0, 64)]})  # the bound Buffer gives the input's size
+    _, _, by2 = _blur_pipeline()
+    auto_schedule(by2, estimates={"by": [(0, 80), (0, 64)]}, example_inputs={"input": np.zeros((64, 80))})
+
+
+def test_missing_output_estimate_names_the_func_and_dimension():
+    _, _, by = _blur_pipeline()
+    by.set_estimate(hl.Var("x"), 0, 100)
+    with pytest.raises(hl.HalideError, match=r"dimension 1 \(y\) of the output Func by"):
+        auto_schedule(by, example_inputs={"input": np.zeros((8, 8))})
+
+
+def test_hand_scheduled_funcs_are_kept():
+    inp, bx, by = _blur_pipeline()
+    bx.compute_root().vectorize(hl.Var("x"), 8)
+    before = list(bx._schedule.log)
+    r = auto_schedule(by, estimates={"by": [(0, 256), (0, 256)]}, example_inputs={"input": np.zeros((256, 256))})
+    assert list(bx._schedule.log) == before
+    assert r.decisions["bx"].endswith("(hand)")
+    assert "f['bx']" not in r.schedule_source
+    img = np.random.default_rng(0).integers(0, 60000, (256, 256), dtype=np.uint16)
+    inp.set(hl.Buffer(img))
+    np.testing.assert_array_equal(np.asarray(by.realize([256, 256])), _numpy_blur(img))
+
+
+def test_every_strategy_name_is_known():
+    assert {"Adams2019", "Anderson2021", "Mullapudi2016", "Li2018"} <= set(STRATEGIES)
+    with pytest.raises(hl.HalideError, match="unknown strategy"):
+        auto_schedule(_blur_pipeline()[2], estimates={"by": [(0, 8), (0, 8)]},
+                      example_inputs={"input": np.zeros((8, 8))}, strategy="nonesuch")
+
+
+def test_weights_are_json_checked_and_never_pickled(tmp_path):
+    good = CostModel()
+    assert CostModel.from_json(good.to_json()).weights == good.weights
+    data = json.loads(good.to_json())
+    for bad in ({**data, "feature_version": -1}, {**data, "weights": {**data["weights"], "ops": -1.0}},
+                {**data, "weights": {"ops": 1.0}}):
+        with pytest.raises(ValueError):
+            CostModel.from_json(json.dumps(bad))
+    p = tmp_path / "w.json"
+    p.write_bytes(b"\x80\x04\x95")  # a pickle's first bytes: refused, not loaded
+    with pytest.raises(ValueError):
+        CostModel.load(p)
