@@ -53,12 +53,12 @@ _KIND_WEIGHTS = {"pointwise": 0.24, "stencil": 0.18, "downsample": 0.07, "upsamp
                  "scan": 0.06, "gather": 0.06, "matmul": 0.05, "tuple": 0.07, "3d": 0.08}
 
 SCALES = {
-    # out: primary output extent per dimension; extent: every stage's nominal extent; work: the cost
+    # out: primary output extent per dimension; extent: every stage's region's extent; work: the cost
     # estimate (_work) of the whole pipeline, about WORK_PER_MS per millisecond of the reference
-    "train": {"out": (64, 1024), "extent": (8, 2048), "work": (0.4, 15.0), "k": (8, 64), "row_cap": 1024},
+    "train": {"out": (64, 1024), "extent": (8, 2048), "work": (0.6, 7.0), "k": (8, 64), "row_cap": 1024},
     "test": {"out": (8, 40), "extent": (2, 40), "work": None, "k": (2, 8), "row_cap": 64},
 }
-WORK_PER_MS = 1.0e6  # cost units (about one per element read) per ms, measured on the reference schedule
+WORK_PER_MS = 2.5e6  # cost units (about one per value read) per ms of the reference schedule, measured (2 vCPUs)
 
 
 @dataclass
@@ -89,7 +89,7 @@ class RandomPipeline:
         self.scale = scale
         self.stages = stages
         self.output_names = outputs
-        self.sizes = sizes  # stage name -> nominal [w, h] (the region a consumer at its level reads)
+        self.sizes = sizes  # stage name -> [w, h], about the region its consumers read
         self.inputs = inputs
         by_name = {s.name: s for s in stages}
         self.output_sizes = [self._size(by_name[n]) for n in outputs]
@@ -173,6 +173,7 @@ class _Planner:
         self.rng = np.random.default_rng(seed)
         self.stages: list[Stage] = []
         self.used: set[str] = set()
+        self.exclude: set[str] = set()  # stages pick() must not return (outputs already chosen)
 
     # ---- drawing
     def int(self, lo: int, hi: int) -> int:  # inclusive
@@ -196,11 +197,12 @@ class _Planner:
         return (stage.name, self.int(0, len(stage.types) - 1))
 
     def pick(self, ok=lambda s: True) -> Stage | None:
-        cands = [s for s in self.stages if ok(s)]
+        """A stage to read: the latest eligible one half the time, else any eligible one."""
+        cands = [s for s in self.stages if ok(s) and s.name not in self.exclude]
         if not cands:
             return None
-        if ok(self.stages[-1]) and self.chance(0.55):
-            return self.stages[-1]
+        if self.chance(0.55):
+            return cands[-1]
         return self.choice(cands)
 
     def acc_type(self, t: str) -> str:
@@ -395,6 +397,12 @@ class _Planner:
         last = self.stages[-1]
         leaves = [s for s in self.stages[1:-1] if s.name not in self.used]
         n_out = self.weighted({1: 0.55, 2: 0.3, 3: 0.15})
+        # more outputs than stages nothing reads: branch new stages off the others
+        self.exclude = {last.name} | {s.name for s in leaves}
+        while len(leaves) < n_out - 1 and len(self.stages) <= 11:
+            self.draw_stage()
+            leaves.append(self.stages[-1])
+            self.exclude.add(self.stages[-1].name)
         extra = []
         if leaves and n_out > 1:
             k = min(n_out - 1, len(leaves))
@@ -405,46 +413,67 @@ class _Planner:
             last = self.add("join", "binary", [last.types[0]], max(s.ndim for s in [last, *joined]), last.level,
                             refs, ops=[self.binop() for _ in joined])
         outputs = [last] + extra
-        sizes = self.sizes(outputs[0])
+        sizes = self.sizes(outputs)
         for s in self.stages:
             self.fill_extents(s, sizes)
         inputs = {"in0": self.input_array(self.stages[0], sizes["s0"])}
         return RandomPipeline(self.seed, self.scale, self.stages, [s.name for s in outputs], sizes, inputs)
 
-    def sizes(self, primary: Stage) -> dict:
+    def sizes(self, outputs: list[Stage]) -> dict:
+        """The region of every stage, from the outputs' extents back through what each stage reads;
+        the outputs' extents are drawn, then scaled so that the work estimate meets a drawn target."""
         lo, hi = self.cfg["out"]
-        emin, emax = self.cfg["extent"]
         w = math.exp(self.rng.uniform(math.log(lo), math.log(hi + 1)))
         h = math.exp(self.rng.uniform(math.log(lo), math.log(hi + 1)))
-        w0, h0 = w / 2.0**primary.level, h / 2.0**primary.level  # the input's extents
-
-        def at(w0, h0):
-            return {s.name: [int(min(emax, max(emin, round(w0 * 2.0**s.level)))),
-                             int(min(emax, max(emin, round(h0 * 2.0**s.level))))] for s in self.stages}
-
+        target = None
         if self.cfg["work"] is not None:
             wlo, whi = self.cfg["work"]
             target = WORK_PER_MS * math.exp(self.rng.uniform(math.log(wlo), math.log(whi)))
-            for _ in range(8):  # scale both extents towards the target work (extents clamp, so repeat)
-                work = _work(self.stages, at(w0, h0), self.cfg["row_cap"])
-                f = math.sqrt(target / max(work, 1.0))
-                if 0.8 < f < 1.25:
-                    break
-                # keep the primary output's extents within the scale's range
-                f = min(max(f, lo / max(1.0, min(w0, h0) * 2.0**primary.level)),
-                        hi / max(1.0, max(w0, h0) * 2.0**primary.level))
-                if abs(f - 1) < 1e-3:
-                    break
-                w0, h0 = w0 * f, h0 * f
-        return at(w0, h0)
+        for _ in range(10):  # scale towards the target work (extents clamp and RDoms grow: repeat)
+            regions = self.regions(outputs, w, h)
+            if target is None:
+                break
+            f = math.sqrt(target / max(_work(self.stages, regions, self.cfg["row_cap"]), 1.0))
+            f = min(max(f, lo / min(w, h)), hi / max(w, h))  # the primary output stays in range
+            if 0.85 < f < 1.18:
+                break
+            w, h = w * f, h * f
+        return regions
+
+    def regions(self, outputs: list[Stage], w: float, h: float) -> dict:
+        """Per stage the [w, h] its consumers need (stencil margins aside), given the primary
+        output's extents (other outputs at their relative resolution)."""
+        emin, emax = self.cfg["extent"]
+
+        def clamp(v):
+            return int(min(emax, max(emin, math.ceil(v))))
+
+        need: dict[str, list[int]] = {}
+        for o in outputs:
+            scale = 2.0 ** (o.level - outputs[0].level)
+            need[o.name] = [clamp(w * scale), clamp(h * scale)]
+        for s in reversed(self.stages):  # consumers before producers
+            sw, sh = need.setdefault(s.name, [emin, emin])
+            for k, (src, _) in enumerate(s.srcs):
+                if s.kind == "downsample":
+                    rw, rh = 2 * sw + 1, 2 * sh + 1
+                elif s.kind == "upsample":
+                    rw, rh = sw // 2 + 1, sh // 2 + 1
+                elif s.kind == "matmul":
+                    rw, rh = (s.p["k"], sh) if k == 0 else (sw, s.p["k"])
+                else:
+                    rw, rh = sw, sh
+                cur = need.get(src)
+                need[src] = [clamp(rw), clamp(rh)] if cur is None else [max(cur[0], clamp(rw)), max(cur[1], clamp(rh))]
+        return need
 
     def fill_extents(self, s: Stage, sizes: dict) -> None:
+        """RDom extents that follow the region: a whole row (column) of it, for row (column) sums
+        and scans."""
         cap = self.cfg["row_cap"]
-        if s.kind == "reduction" and s.form in ("row", "col"):
-            src = sizes[s.srcs[0][0]]
-            s.p["n"] = int(min(cap, src[0] if s.form == "row" else src[1]))
-        elif s.kind == "scan":
-            s.p["n"] = int(max(2, min(cap, sizes[s.name][0 if s.form == "x" else 1])))
+        if (s.kind == "reduction" and s.form in ("row", "col")) or s.kind == "scan":
+            along_x = s.form in ("row", "x")
+            s.p["n"] = int(max(2, min(cap, sizes[s.name][0 if along_x else 1])))
 
     def input_array(self, s0: Stage, size: list[int]) -> np.ndarray:
         rng = np.random.default_rng([self.seed, 1])
@@ -477,7 +506,7 @@ def _work(stages: list[Stage], sizes: dict, row_cap: int | None = None) -> float
             c = 2 if s.form == "linear" else 1
         elif s.kind == "reduction":
             if s.form in ("row", "col"):
-                n = p.get("n") or min(row_cap or 1024, sizes[s.srcs[0][0]][0 if s.form == "row" else 1])
+                n = p.get("n") or min(row_cap or 1024, w if s.form == "row" else h)
                 c = 2 + n / (w if s.form == "row" else h)
             else:
                 c = (2 * p["rx"] + 1) * (2 * p["ry"] + 1) + 1
