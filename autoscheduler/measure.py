@@ -1,0 +1,519 @@
+"""Build and time candidate schedules in isolated worker processes.
+
+    results = measure(PipelineSpec.random(7), [schedule_json, ...], timeout_s=30)
+
+Each candidate is a JSON text from `Pipeline.schedule_to_json()`. Workers are processes of the
+multiprocessing "spawn" context (never fork: the JIT and its thread pool must not be shared). A
+worker computes the spec's reference output once, then takes candidates one at a time over a pipe:
+it builds the algorithm afresh, applies the schedule with `apply_schedule_json` (which validates the
+record against its schema: nothing from the JSON is executed), compiles, runs once into preallocated
+output buffers, compares with the reference (a wrong result is not timed), then times `repeats`
+runs after `warmup` runs and reports the median.
+
+Failures are per candidate and never raise out of measure(): a schedule that is refused or fails
+to compile is "compile_error", one that fails when run "runtime_error", one whose output differs
+"wrong"; a worker that dies (a segfault, os._exit, the OOM killer, or a MemoryError) marks its
+candidate "crash" and a fresh worker carries on with the rest; a candidate that takes longer than
+timeout_s (compile and runs together) gets its worker killed and is "timeout".
+
+As with any "spawn" multiprocessing, a script that calls measure() at import time must do so under
+`if __name__ == "__main__":` (a spawned worker imports the parent's main module); without it every
+worker fails to start and measure() reports that for each candidate.
+
+Overhead: a worker starts in about 0.7-0.9 s (interpreter, imports, the reference); after that a
+candidate costs its build, lowering and compile (JIT objects are cached in memory and on disk) plus
+its runs (about 15-20 ms in all for a tiny pipeline whose code is cached); passing it to the worker
+and back, and checking the result, take about a millisecond.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import multiprocessing
+import multiprocessing.connection
+import os
+import statistics
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+STATUSES = ("ok", "compile_error", "runtime_error", "wrong", "crash", "timeout")
+ERROR_CHARS = 2000  # error messages are cut to this length
+FLOAT_RTOL = 1e-4  # random pipelines: floats match within rtol, and atol relative to the largest value
+FLOAT_ATOL = 1e-4
+
+
+@dataclass
+class Measurement:
+    status: str  # one of STATUSES
+    time_s: float | None = None  # median of `times`; None unless status is "ok"
+    times: list[float] = field(default_factory=list)
+    compile_s: float | None = None  # build, apply the schedule and compile
+    error: str | None = None
+    schedule: str = ""  # the JSON text measured
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def _error_text(e: BaseException, prefix: str = "") -> str:
+    text = f"{prefix}{type(e).__name__}: {e}"
+    return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 3] + "..."
+
+
+# ------------------------------------------------------------------------------ pipeline specs
+@dataclass(frozen=True)
+class PipelineSpec:
+    """What to measure, as plain picklable data: `PipelineSpec("random", seed, scale)` (a pipeline
+    of autoscheduler.random_pipelines) or `PipelineSpec("app", name, size)` (an app of the gallery,
+    apps.load(name), with app.inputs(size)). Kind "test" is for this module's tests only (see
+    _TestPipeline)."""
+
+    kind: str
+    name: int | str
+    size: str
+
+    def __post_init__(self):
+        if self.kind not in ("random", "app", "test"):
+            raise ValueError(f"PipelineSpec kind must be 'random' or 'app', got {self.kind!r}")
+
+    @classmethod
+    def random(cls, seed: int, scale: str = "train") -> PipelineSpec:
+        return cls("random", int(seed), scale)
+
+    @classmethod
+    def app(cls, name: str, size: str = "default") -> PipelineSpec:
+        return cls("app", name, size)
+
+    @classmethod
+    def of(cls, spec) -> PipelineSpec:
+        """A PipelineSpec, or a tuple ("random", seed, scale) / ("app", name, size)."""
+        if isinstance(spec, PipelineSpec):
+            return spec
+        kind, name, *rest = spec
+        return cls(kind, name, rest[0] if rest else ("train" if kind == "random" else "default"))
+
+    def _source(self):
+        return _source(self)
+
+    def build(self, hl=None):
+        """A fresh copy of the algorithm: (output Funcs, output sizes, output mins or None each)."""
+        if hl is None:
+            import pyhalide as hl
+        return self._source().build(hl)
+
+    def reference(self) -> list[np.ndarray]:
+        """The expected outputs, one array per output and Tuple element (cached in this process)."""
+        cached = _REFERENCES.get(self)
+        if cached is None:
+            cached = _REFERENCES[self] = self._source().reference()
+        return cached
+
+    def check(self, results: list[np.ndarray], expected: list[np.ndarray]) -> bool:
+        return self._source().check(results, expected)
+
+    def reference_schedule_json(self) -> str:
+        """The JSON of the reference schedule (every Func compute_root) of a fresh build."""
+        import pyhalide as hl
+
+        from .random_pipelines import reference_schedule
+
+        outputs, _, _ = self.build(hl)
+        return reference_schedule(outputs).schedule_to_json()
+
+    def describe(self) -> str:
+        return self._source().describe()
+
+
+_REFERENCES: dict[PipelineSpec, list[np.ndarray]] = {}
+_SOURCES: dict[PipelineSpec, object] = {}
+
+
+def _source(spec: PipelineSpec):
+    src = _SOURCES.get(spec)
+    if src is None:
+        src = _SOURCES[spec] = {"random": _RandomSource, "app": _AppSource, "test": _TestPipeline}[spec.kind](spec)
+    return src
+
+
+class _RandomSource:
+    def __init__(self, spec: PipelineSpec):
+        from .random_pipelines import random_pipeline
+
+        self.rp = random_pipeline(spec.name, spec.size)
+
+    def build(self, hl):
+        outputs, sizes = self.rp.build(hl)
+        return outputs, sizes, [None] * len(outputs)
+
+    def reference(self):
+        return self.rp.reference()
+
+    def check(self, results, expected) -> bool:
+        return _same(results, expected)
+
+    def describe(self) -> str:
+        return self.rp.describe()
+
+
+def _same(results, expected) -> bool:
+    """Exact for integers; floats within FLOAT_RTOL, and FLOAT_ATOL times the largest magnitude."""
+    if len(results) != len(expected):
+        return False
+    for got, want in zip(results, expected):
+        got, want = np.asarray(got), np.asarray(want)
+        if got.shape != want.shape or got.dtype != want.dtype:
+            return False
+        if want.dtype.kind == "f":
+            scale = float(np.max(np.abs(want))) if want.size else 0.0
+            if not np.allclose(got, want, rtol=FLOAT_RTOL, atol=FLOAT_ATOL * max(1.0, scale), equal_nan=True):
+                return False
+        elif not np.array_equal(got, want):
+            return False
+    return True
+
+
+class _AppSource:
+    def __init__(self, spec: PipelineSpec):
+        import apps
+
+        self.app = apps.load(spec.name)
+        self.size = spec.size
+        self.inputs = self.app.inputs(spec.size)
+
+    def build(self, hl):
+        built = self.app.build(hl, self.inputs)
+        mins = list(built.output_mins) if built.output_mins else None
+        return [built.output], [list(built.output_sizes)], [mins]
+
+    def reference(self):
+        return [np.asarray(self.app.reference(self.inputs))]
+
+    def check(self, results, expected) -> bool:
+        return len(results) == 1 == len(expected) and bool(self.app.check(results[0], expected[0]))
+
+    def describe(self) -> str:
+        return f"app {self.app.name} ({self.size}): {self.app.description}"
+
+
+class _TestPipeline:
+    """FOR THE TESTS OF THIS MODULE ONLY. A tiny pipeline (name "tiny"; "wrong": the same pipeline
+    with a reference that is deliberately off by one) with three pure stages `crash_hook`,
+    `hang_hook` and `oom_hook` that add zero to the output. A candidate schedule that gives one of
+    them a directive makes the worker, after applying it, call os._exit(3), sleep for an hour, or
+    raise MemoryError: the failures measure() must survive. Other kinds never run this hook."""
+
+    HOOKS = ("crash_hook", "hang_hook", "oom_hook")
+
+    def __init__(self, spec: PipelineSpec):
+        if spec.name not in ("tiny", "wrong"):
+            raise ValueError(f"unknown test pipeline {spec.name!r}")
+        self.name = spec.name
+        rng = np.random.default_rng(0)
+        self.data = rng.integers(0, 256, (24, 32), dtype=np.uint8)
+
+    def build(self, hl):
+        x, y = hl.Var("x"), hl.Var("y")
+        inp = hl.BoundaryConditions.repeat_edge(hl.Buffer(self.data, "tiny_in"))
+        g = hl.Func("g")
+        g[x, y] = hl.cast(hl.UInt(16), inp[x, y]) * 2 + 1
+        hooks = []
+        for name in self.HOOKS:
+            h = hl.Func(name)
+            h[x, y] = hl.cast(hl.UInt(16), 0)
+            hooks.append(h)
+        out = hl.Func("out")
+        out[x, y] = g[x, y] + g[x + 1, y] + hooks[0][x, y] + hooks[1][x, y] + hooks[2][x, y]
+        return [out], [[32, 24]], [None]
+
+    def reference(self):
+        d = self.data.astype(np.uint16) * 2 + 1
+        right = np.concatenate([d[:, 1:], d[:, -1:]], axis=1)
+        out = (d + right).astype(np.uint16)
+        return [out + 1 if self.name == "wrong" else out]
+
+    def check(self, results, expected) -> bool:
+        return _same(results, expected)
+
+    def describe(self) -> str:
+        return f"test pipeline {self.name}"
+
+    def after_schedule(self, text: str) -> None:
+        record = json.loads(text)
+        if record.get("crash_hook"):
+            os._exit(3)
+        if record.get("hang_hook"):
+            time.sleep(3600)
+        if record.get("oom_hook"):
+            raise MemoryError("test hook")
+
+
+# ------------------------------------------------------------------------------- the worker
+def _measure_one(hl, spec: PipelineSpec, expected, text: str, repeats: int, warmup: int) -> Measurement:
+    from .random_pipelines import output_buffers
+
+    t0 = time.perf_counter()
+    try:
+        outputs, sizes, mins = spec.build(hl)
+        pipeline = hl.Pipeline(outputs)
+        pipeline.apply_schedule_json(text)
+        if spec.kind == "test":
+            _source(spec).after_schedule(text)
+        pipeline.compile_jit()
+        run = pipeline.compile_to_callable([])
+        buffers = output_buffers(hl, outputs, sizes, mins)
+    except MemoryError as e:
+        return Measurement("crash", error=_error_text(e), schedule=text)
+    except Exception as e:  # noqa: BLE001 - every failure to build, schedule or compile is the candidate's
+        return Measurement("compile_error", error=_error_text(e), schedule=text)
+    compile_s = time.perf_counter() - t0
+    try:
+        run(*buffers)
+        results = [np.array(np.asarray(b)) for b in buffers]
+    except MemoryError as e:
+        return Measurement("crash", compile_s=compile_s, error=_error_text(e), schedule=text)
+    except Exception as e:  # noqa: BLE001
+        return Measurement("runtime_error", compile_s=compile_s, error=_error_text(e), schedule=text)
+    try:
+        same = spec.check(results, expected)
+        why = None if same else _difference(results, expected)
+    except Exception as e:  # noqa: BLE001 - a result the check can't even compare is wrong
+        same, why = False, _error_text(e, "check: ")
+    if not same:
+        return Measurement("wrong", compile_s=compile_s, error=why, schedule=text)
+    times = []
+    try:
+        for _ in range(warmup):
+            run(*buffers)
+        for _ in range(max(1, repeats)):
+            t = time.perf_counter()
+            run(*buffers)
+            times.append(time.perf_counter() - t)
+    except MemoryError as e:
+        return Measurement("crash", compile_s=compile_s, error=_error_text(e), schedule=text)
+    except Exception as e:  # noqa: BLE001
+        return Measurement("runtime_error", compile_s=compile_s, error=_error_text(e), schedule=text)
+    return Measurement("ok", statistics.median(times), times, compile_s, None, text)
+
+
+def _difference(results, expected) -> str:
+    if len(results) != len(expected):
+        return f"{len(results)} outputs, expected {len(expected)}"
+    for k, (got, want) in enumerate(zip(results, expected)):
+        got, want = np.asarray(got), np.asarray(want)
+        if got.shape != want.shape or got.dtype != want.dtype:
+            return f"output {k}: {got.dtype}{list(got.shape)}, expected {want.dtype}{list(want.shape)}"
+        bad = got != want
+        if bad.any():
+            diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
+            return f"output {k}: {int(bad.sum())} of {bad.size} values differ (largest difference {diff.max():g})"
+    return "differs from the reference"
+
+
+def _worker_main(conn, spec: PipelineSpec, threads: int | None) -> None:
+    if threads is not None:
+        os.environ["HL_NUM_THREADS"] = str(int(threads))  # read when the first parallel loop runs
+    try:
+        import pyhalide as hl
+
+        expected = spec.reference()
+    except BaseException as e:  # noqa: BLE001 - reported to the parent, which gives up on the batch
+        conn.send(("failed", _error_text(e, "computing the reference: ")))
+        return
+    conn.send(("ready", None))
+    while True:
+        try:
+            msg = conn.recv()
+        except EOFError:
+            return
+        if msg is None:
+            return
+        index, text, repeats, warmup = msg
+        m = _measure_one(hl, spec, expected, text, repeats, warmup)
+        conn.send(("result", index, m))
+        if m.status == "crash":  # a MemoryError: memory may be in a bad state; start afresh
+            return
+
+
+class _Worker:
+    def __init__(self, ctx, spec: PipelineSpec, threads, startup_timeout_s: float):
+        self.conn, child = ctx.Pipe(duplex=True)
+        self.proc = ctx.Process(target=_worker_main, args=(child, spec, threads), daemon=True,
+                                name="autoscheduler-measure")
+        self.proc.start()
+        child.close()
+        self.state = "starting"  # then "idle" / "busy"
+        self.index: int | None = None
+        self.deadline = time.monotonic() + startup_timeout_s
+
+    def send(self, index: int, text: str, repeats: int, warmup: int, timeout_s: float) -> bool:
+        self.index, self.state = index, "busy"
+        self.deadline = time.monotonic() + timeout_s
+        try:
+            self.conn.send((index, text, repeats, warmup))
+            return True
+        except (OSError, EOFError):  # it died while idle
+            return False
+
+    def receive(self):
+        """The next message, or None if the worker died without sending one."""
+        try:
+            if self.conn.poll():
+                return self.conn.recv()
+        except (OSError, EOFError):
+            pass
+        return None
+
+    def died_how(self) -> str:
+        self.proc.join(1.0)
+        code = self.proc.exitcode
+        if code is None:
+            return "the worker died"
+        if code < 0:
+            import signal
+
+            try:
+                return f"the worker was killed by signal {-code} ({signal.Signals(-code).name})"
+            except ValueError:
+                return f"the worker was killed by signal {-code}"
+        return f"the worker exited with status {code}"
+
+    def stop(self, kill: bool = False) -> None:
+        if not kill and self.proc.is_alive():
+            try:
+                self.conn.send(None)
+            except (OSError, EOFError):
+                pass
+            self.proc.join(2.0)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join(5.0)
+        self.conn.close()
+
+
+def measure(spec, schedules: list[str], timeout_s: float = 30.0, repeats: int = 5, warmup: int = 1,
+            workers: int = 1, threads: int | None = None, startup_timeout_s: float | None = None
+            ) -> list[Measurement]:
+    """Measure each schedule (a JSON text from Pipeline.schedule_to_json) of the pipeline `spec`
+    (a PipelineSpec or a tuple for PipelineSpec.of) in `workers` spawned worker processes; returns
+    one Measurement per schedule, in order. timeout_s bounds each candidate (build, compile, check
+    and timed runs); startup_timeout_s (default max(60, 2 * timeout_s)) bounds a worker's start,
+    which computes the reference. threads: HL_NUM_THREADS in the workers. A worker that can't
+    start twice in a row fails the candidates not yet measured."""
+    spec = PipelineSpec.of(spec)
+    schedules = list(schedules)
+    results: list[Measurement | None] = [None] * len(schedules)
+    if startup_timeout_s is None:
+        startup_timeout_s = max(60.0, 2.0 * timeout_s)
+    ctx = multiprocessing.get_context("spawn")
+    queue = collections.deque(range(len(schedules)))
+    live: list[_Worker] = []
+    start_failures = 0
+    try:
+        while True:
+            busy = [w for w in live if w.state == "busy"]
+            if not queue and not busy:
+                break
+            while len(live) < min(max(1, workers), len(queue) + len(busy)):
+                live.append(_Worker(ctx, spec, threads, startup_timeout_s))
+            for w in live:
+                if w.state == "idle" and queue:
+                    i = queue.popleft()
+                    if not w.send(i, schedules[i], repeats, warmup, timeout_s):
+                        results[i] = Measurement("crash", error=w.died_how(), schedule=schedules[i])
+                        w.stop(kill=True)
+                        live.remove(w)
+                        break
+            waiting = [w for w in live if w.state != "idle"]
+            if not waiting:
+                continue
+            now = time.monotonic()
+            wait_s = max(0.0, min(w.deadline for w in waiting) - now)
+            ready = set(multiprocessing.connection.wait([w.conn for w in waiting] + [w.proc.sentinel for w in waiting],
+                                                       wait_s))
+            now = time.monotonic()
+            for w in waiting:
+                failure = None  # (status, message) of a worker that has to go
+                if w.conn in ready or w.proc.sentinel in ready:
+                    msg = w.receive()
+                    if msg is None:
+                        failure = ("crash", w.died_how())
+                    elif msg[0] == "ready":
+                        w.state, start_failures = "idle", 0
+                    elif msg[0] == "failed":
+                        failure = ("runtime_error", msg[1])
+                    else:
+                        _, i, m = msg
+                        results[i] = m
+                        w.state, w.index = "idle", None
+                        if m.status == "crash":
+                            failure = ("crash", m.error)
+                elif now >= w.deadline:
+                    what = "candidate" if w.state == "busy" else "worker start"
+                    limit = timeout_s if w.state == "busy" else startup_timeout_s
+                    failure = ("timeout", f"the {what} took more than {limit:g} s; killed the worker")
+                if failure is None:
+                    continue
+                if w.state == "busy":
+                    i = w.index
+                    results[i] = Measurement(failure[0], error=failure[1], schedule=schedules[i])
+                elif w.state == "starting":
+                    start_failures += 1
+                    if start_failures >= 2:  # the spec itself can't be set up: give up on what is left
+                        while queue:
+                            i = queue.popleft()
+                            results[i] = Measurement(failure[0], error="worker start: " + failure[1],
+                                                     schedule=schedules[i])
+                w.stop(kill=True)
+                live.remove(w)
+    finally:
+        for w in live:
+            w.stop()
+    return results  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------------------------- debugging
+def main(argv=None) -> None:
+    """python -m autoscheduler.measure --random SEED [--scale test] | --app NAME [--size small]:
+    measure the reference schedule (every Func compute_root; for an app, also its hand schedule)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--random", type=int, metavar="SEED")
+    group.add_argument("--app")
+    parser.add_argument("--scale", default="train")
+    parser.add_argument("--size", default="small")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int)
+    parser.add_argument("--timeout", type=float, default=60.0)
+    args = parser.parse_args(argv)
+    spec = PipelineSpec.random(args.random, args.scale) if args.app is None else PipelineSpec.app(args.app, args.size)
+    print(spec.describe())
+    names, schedules = ["reference (compute_root)"], [spec.reference_schedule_json()]
+    if args.app is not None:
+        import pyhalide as hl
+
+        src = _source(spec)
+        built = src.app.build(hl, src.inputs)
+        src.app.schedule(hl, built)
+        try:
+            schedules.append(hl.Pipeline([built.output]).schedule_to_json())
+            names.append("hand schedule")
+        except hl.HalideError as e:
+            print(f"  (hand schedule not measurable as JSON: {e})")
+    t0 = time.perf_counter()
+    results = measure(spec, schedules, timeout_s=args.timeout, repeats=args.repeats, threads=args.threads)
+    wall = time.perf_counter() - t0
+    for name, m in zip(names, results):
+        t = f"{m.time_s * 1e3:.3f} ms" if m.time_s is not None else "-"
+        c = f"{m.compile_s:.2f} s" if m.compile_s is not None else "-"
+        print(f"  {name}: {m.status}  time {t}  compile {c}" + (f"  ({m.error})" if m.error else ""))
+    print(f"  batch wall time {wall:.2f} s")
+
+
+if __name__ == "__main__":
+    main()
