@@ -144,7 +144,6 @@ class FuncInfo:
     is_output: bool
     stages: list = field(default_factory=list)
     consumers: dict = field(default_factory=dict)  # consumer name -> set of stage indices (None: RDom bounds)
-    hand_scheduled: bool = False
 
 
 def _is_power_of_two_const(e) -> bool:
@@ -227,7 +226,6 @@ class Analysis:
                 name, f, [a.name() for a in f.args()], sum(t.bytes() for t in types),
                 max(t.bits for t in types), name in output_names,
                 consumers={g: set(s) for g, s in graph.callers.get(name, {}).items()},
-                hand_scheduled=bool(f._schedule.log),
             )
         for name in graph.order:
             self._analyse_stages(self.funcs[name])

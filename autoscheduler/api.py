@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -163,7 +164,7 @@ def gather_estimates(outputs, estimates: dict | None, example_inputs: dict | Non
             shape = _shape_of(example_inputs[name])
         elif isinstance(img, ImageParam):
             est = img.estimates()
-            bound = img.get() if hasattr(img, "get") else None
+            bound = img._buffer  # the Buffer bound with set(), if any
             if all(e is not None for e in est):
                 shape = [(int(m), int(e)) for m, e in est]
             elif bound is not None:
@@ -207,6 +208,16 @@ def _strategy(name: str, params: dict, seed: int):
     return ComputeRootHeuristic()
 
 
+# The schedule log each Func had right after the autoscheduler applied its choice: a Func whose
+# log still reads the same was scheduled by an earlier search, not by hand, and is searched again.
+_APPLIED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _scheduled_by_hand(f) -> bool:
+    log = list(f._schedule.log)
+    return bool(log) and _APPLIED.get(f) != log
+
+
 def _fixed_decisions(analysis: Analysis) -> dict:
     """Hand-scheduled Funcs keep their schedule; the model sees them as inlined or at root. A Func
     computed inside a consumer's loop by hand pins that consumer's schedule too (the loop must keep
@@ -214,7 +225,7 @@ def _fixed_decisions(analysis: Analysis) -> dict:
     fixed = {}
     for name in analysis.order:
         info = analysis.funcs[name]
-        if not info.hand_scheduled:
+        if not _scheduled_by_hand(info.func):
             continue
         level = info.func._schedule.compute_level
         fixed[name] = Decision("root") if (level.is_root() or info.is_output) else \
@@ -261,6 +272,9 @@ def auto_schedule(outputs_or_pipeline, target=None, estimates=None, example_inpu
         if name not in fixed:
             f.reset_schedule()
     apply_directives(funcs, dirs)
+    for name, f in funcs.items():
+        if name not in fixed:
+            _APPLIED[f] = list(f._schedule.log)
     stats = dict(result.stats)
     stats["total_s"] = time.perf_counter() - t0
     stats["cost_model"] = cm.source

@@ -43,14 +43,17 @@ def _stage_directives(name, info, st, sm, d, extents) -> list[tuple]:
     s = st.index
     serial, _ = stage_loops(info, st, replace(d, parallel=0), extents, sm.rv_extents, 1)
     tile = dict(zip(info.dims, d.tile)) if d.tile else {}
-    # Tails are guarded: Halide's defaults, ShiftInwards (pure stages) and RoundUp (updates),
-    # compute beyond the region when it is smaller than the factor, and so read beyond what the
-    # algorithm reads, which inputs without a boundary condition do not cover.
+    # Vector and unrolled tails are guarded: Halide's defaults, ShiftInwards (pure stages) and
+    # RoundUp (updates), compute beyond the region when it is smaller than the factor, and so read
+    # beyond what the algorithm reads, which inputs without a boundary condition do not cover.
+    # Tiles of pure stages shift inwards (the model splits only extents larger than the tile):
+    # producers computed per tile then never cover more than the region either.
     tail = ("GuardWithIf",)
+    split_tail = tail if s > 0 else ()
     for lp in serial:
         if lp.kind == "outer":
             v = lp.dims[0]
-            out.append((name, s, "split", (v, lp.name, serial_name(serial, v), tile[v], *tail)))
+            out.append((name, s, "split", (v, lp.name, serial_name(serial, v), tile[v], *split_tail)))
     default = _default_order(st, serial)
     wanted = [lp.name for lp in reversed(serial)]
     if len(wanted) > 1 and wanted != default:

@@ -73,15 +73,43 @@ def candidates(seed: int, n_random: int, params: dict, scale: str = "train") -> 
     return out
 
 
-def fit(features: np.ndarray, times: np.ndarray) -> np.ndarray:
-    """Non-negative weights minimising the squared relative error of w . features against times."""
-    from scipy.optimize import nnls
-
-    scale = features.max(axis=0)
-    scale[scale == 0] = 1.0
-    a = features / scale / times[:, None]
-    w, _ = nnls(a, np.ones(len(times)), maxiter=50 * a.shape[1])
-    return w / scale
+def fit_ranking(features: np.ndarray, times: np.ndarray, groups: np.ndarray, start: np.ndarray,
+                steps: int = 600, temperature: float = 0.2) -> np.ndarray:
+    """Weights (w = exp(theta), so never negative) minimising a pairwise logistic ranking loss over
+    schedules of the same pipeline, plus a small squared log-error term that keeps predictions in
+    seconds and a pull towards `start` (the prior: rough costs per unit). Adam on numpy."""
+    n = len(times)
+    pairs_i, pairs_j = [], []
+    for g in np.unique(groups):
+        idx = np.flatnonzero(groups == g)
+        for a in idx:
+            for b in idx:
+                if times[a] < 0.95 * times[b]:  # a is clearly faster than b
+                    pairs_i.append(a)
+                    pairs_j.append(b)
+    pi, pj = np.array(pairs_i, dtype=int), np.array(pairs_j, dtype=int)
+    log_t = np.log(times)
+    theta0 = np.log(np.maximum(start, 1e-15))
+    theta = theta0.copy()
+    m, v = np.zeros_like(theta), np.zeros_like(theta)
+    lr, b1, b2 = 0.05, 0.9, 0.999
+    for step in range(1, steps + 1):
+        w = np.exp(theta)
+        p = features @ w + 1e-12
+        lp = np.log(p)
+        dlp = features * w / p[:, None]  # d log p_i / d theta_k
+        grad = np.zeros_like(theta)
+        if len(pi):
+            margin = (lp[pj] - lp[pi]) / temperature
+            coef = -1.0 / (1.0 + np.exp(np.clip(margin, -50, 50))) / temperature  # d loss / d margin
+            grad += (coef[:, None] * (dlp[pj] - dlp[pi])).mean(axis=0)
+        err = lp - log_t
+        grad += 0.1 * 2 * (err[:, None] * dlp).mean(axis=0)
+        grad += 0.01 * 2 * (theta - theta0) / max(1, n) * 10
+        m = b1 * m + (1 - b1) * grad
+        v = b2 * v + (1 - b2) * grad * grad
+        theta -= lr * (m / (1 - b1**step)) / (np.sqrt(v / (1 - b2**step)) + 1e-8)
+    return np.exp(theta)
 
 
 def _ranks(x: np.ndarray) -> np.ndarray:
@@ -142,7 +170,7 @@ def main(argv=None) -> None:
         cands = [c for c in candidates(seed, args.random, params) if (seed, c["schedule"]) not in have]
         if not cands:
             continue
-        results = measure(PipelineSpec(("random", seed, "train")), [c["schedule"] for c in cands],
+        results = measure(PipelineSpec.random(seed, "train"), [c["schedule"] for c in cands],
                           timeout_s=args.timeout, repeats=args.repeats, threads=args.threads)
         for c, m in zip(cands, results):
             c.update(status=m.status, time_s=m.time_s, error=m.error)
@@ -162,7 +190,9 @@ def main(argv=None) -> None:
     test = [r for r in rows if r["seed"] in held]
     f_train = np.array([r["features"] for r in train])
     t_train = np.array([r["time_s"] for r in train])
-    w = fit(f_train, t_train)
+    g_train = np.array([r["seed"] for r in train])
+    start = np.array([CostModel().weights[k] for k in FEATURES])
+    w = fit_ranking(f_train, t_train, g_train, start)
     trained = CostModel(dict(zip(FEATURES, map(float, w))), f"trained on {len(train)} schedules of "
                         f"{len({r['seed'] for r in train})} random pipelines")
 
