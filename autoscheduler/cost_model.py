@@ -59,8 +59,8 @@ class CostModel:
     def from_json(text: str, source: str = "") -> CostModel:
         data = json.loads(text)
         if not isinstance(data, dict) or data.get("feature_version") != FEATURE_VERSION:
-            raise ValueError(f"weights for feature version {data.get('feature_version') if isinstance(data, dict) else '?'}"
-                             f", this featurisation is version {FEATURE_VERSION}")
+            version = data.get("feature_version") if isinstance(data, dict) else "?"
+            raise ValueError(f"weights for feature version {version}, this featurisation is version {FEATURE_VERSION}")
         weights = data.get("weights")
         if not isinstance(weights, dict) or set(weights) != set(FEATURES):
             raise ValueError("weights must name exactly the features " + ", ".join(FEATURES))

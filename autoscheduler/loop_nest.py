@@ -116,14 +116,16 @@ def stage_loops(info: FuncInfo, stage: StageInfo, d: Decision, extents: dict, rv
         extent = min(tile[v], extents[v]) if v in split else extents[v]
         name = split_names(v)[1] if v in split else v
         inner.append([name, (v,), extent])
-    rvar_loops = [Loop(name, (name,), "rvar", n) for (name, _, _), n in zip(reversed(stage.rvars), reversed(rv_extents))]
+    rvar_loops = [Loop(name, (name,), "rvar", n)
+                  for (name, _, _), n in zip(reversed(stage.rvars), reversed(rv_extents))]
     reduction_inside = stage.rvars and not d.rvars_outside
     if (d.vector > 1 and stage.pure_dims and stage.pure_dims[0] == info.dims[0] and not reduction_inside
             and inner[-1][2] >= d.vector):
         vector = d.vector
         inner[-1][2] = -(-inner[-1][2] // vector)
     unroll = d.unroll and stage.index > 0 and d.rvars_outside
-    inner_loops = [Loop(n, dims, "inner", t, unrolled=unroll and k < len(inner) - 1) for k, (n, dims, t) in enumerate(inner)]
+    inner_loops = [Loop(n, dims, "inner", t, unrolled=unroll and k < len(inner) - 1)
+                   for k, (n, dims, t) in enumerate(inner)]
     if stage.rvars and d.rvars_outside:
         loops = outer + rvar_loops + inner_loops
     else:
@@ -348,7 +350,8 @@ class Model:
             waste = 1.0
             if vector:
                 e0 = next(lp for lp in loops if lp.kind == "inner" and lp.dims == (info.dims[0],))
-                inner_extent = min(extents[info.dims[0]], (d.tile[0] or extents[info.dims[0]]) if d.tile else extents[info.dims[0]])
+                e_full = extents[info.dims[0]]
+                inner_extent = min(e_full, (d.tile[0] or e_full) if d.tile else e_full)
                 waste = e0.trip * vector / max(1, inner_extent)
             work = points * realizations * waste
             feats["ops"] += work * st.ops / lanes / sp
@@ -407,7 +410,8 @@ class Model:
             _charge_loads(feats, n, acc.stride * ctx_stride, lanes, sp)
             shape = self.a.input_shapes.get(acc.producer)
             if shape:
-                feats["bytes_mem"] += math.prod(e for _, e in shape) * self.a.input_bytes.get(acc.producer, 4) / min(sp, 2.0)
+                size = math.prod(e for _, e in shape) * self.a.input_bytes.get(acc.producer, 4)
+                feats["bytes_mem"] += size / min(sp, 2.0)
 
 
 def _charge_loads(feats: dict, n: float, stride: float, lanes: int, sp: float) -> None:

@@ -184,7 +184,8 @@ def main(argv=None) -> None:
     if bad:
         print(f"{len(bad)} candidates failed: " + ", ".join(sorted({r['status'] for r in bad})))
         if any(r["status"] == "wrong" for r in bad):
-            print("WRONG RESULTS (a compiler bug):", [(r["seed"], r["decisions"]) for r in bad if r["status"] == "wrong"][:3])
+            wrong = [(r["seed"], r["decisions"]) for r in bad if r["status"] == "wrong"]
+            print("WRONG RESULTS (a compiler bug):", wrong[:3])
     held = set(seeds[int(len(seeds) * (1 - args.held_out)):])
     train = [r for r in rows if r["seed"] not in held]
     test = [r for r in rows if r["seed"] in held]
@@ -207,7 +208,8 @@ def main(argv=None) -> None:
         for name, cm in (("trained", trained), ("defaults", default)):
             q = quality(groups(rs), cm.predict)
             print(f"{label:9s} {name:8s} pairwise {q['pairwise_accuracy']:.3f} ({q['pairs']} pairs)  "
-                  f"spearman {q['spearman']:.3f}  top-pick regret mean {q['regret_mean']:.3f} max {q['regret_max']:.2f}")
+                  f"spearman {q['spearman']:.3f}  top-pick regret mean {q['regret_mean']:.3f} "
+                  f"max {q['regret_max']:.2f}")
     print("weights: " + ", ".join(f"{k}={v:.3g}" for k, v in trained.weights.items()))
     Path(args.out).write_text(trained.to_json() + "\n")
     print(f"wrote {args.out}")
