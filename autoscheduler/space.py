@@ -13,7 +13,7 @@ from __future__ import annotations
 from .loop_nest import INLINE, Decision, Hardware, Model, natural_vector
 
 COARSE_TILES = (16, 64, 256)
-MAX_INLINE_RECOMPUTE = 4.0
+MAX_INLINE_RECOMPUTE = 9.0
 
 
 def register_budget(hw: Hardware) -> int:
