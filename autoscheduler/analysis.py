@@ -116,7 +116,7 @@ class Access:
     box: list  # per producer dimension: (lo closure, hi closure), or None when unbounded
     dense: bool = True  # vector loads (dense or strided) serve consecutive points along dimension 0
     stride: float = 1.0  # elements apart along the producer's dimension 0 (GATHER: a lane at a time)
-    data_dependent: bool = False  # the coordinates depend on loaded values
+    data_dependent: bool = False  # the coordinate along dimension 0 depends on loaded values
     invariant: frozenset = frozenset()  # the stage's loop variables the box does not depend on
     in_bounds_of_rdom: bool = False  # read by the RDom's bounds, before the stage's loops
 
@@ -301,7 +301,9 @@ class Analysis:
                 per_dim.append((lambda env, los=los: min(f(env) for f in los),
                                 lambda env, his=his: max(f(env) for f in his)))
         acc = Access(producer, calls[0].call_type == ir.IMAGE, len(calls), per_dim)
-        acc.data_dependent = any(_call_sites(c.args) for c in calls)
+        # a loaded value in dimension 0's coordinate makes a gather; elsewhere (a table lookup
+        # of the row, say) it is the same for every lane of a vector along dimension 0
+        acc.data_dependent = any(_call_sites(c.args[:1]) for c in calls)
         self._classify(stage, acc)
         return acc
 

@@ -196,6 +196,33 @@ class Model:
         self.a = analysis
         self.hw = hw
         self.output_regions = output_regions  # output name -> [(min, extent)]
+        # A Func's model depends only on its decision and the models of the Funcs downstream of
+        # it (its consumers, through inlined ones, and theirs): evaluations are shared between
+        # the states of a beam that agree on those.
+        self.downstream = {n: self._downstream(n) for n in analysis.order}
+        self._memo: dict = {}
+
+    def _downstream(self, name: str) -> tuple:
+        out, stack = set(), list(self.a.funcs[name].consumers)
+        while stack:
+            g = stack.pop()
+            if g in out or g not in self.a.funcs:
+                continue
+            out.add(g)
+            stack.extend(self.a.funcs[g].consumers)
+        return tuple(sorted(out))
+
+    def evaluate(self, name: str, d: Decision, models: dict) -> FuncModel:
+        key = (name, d, tuple(id(models.get(g)) for g in self.downstream[name]))
+        hit = self._memo.get(key)
+        if hit is not None:
+            return hit[0]
+        fm = self._evaluate(name, d, models)
+        if len(self._memo) > 200_000:
+            self._memo.clear()
+        # the downstream models are kept alive with the entry, so their ids stay theirs
+        self._memo[key] = (fm, [models.get(g) for g in self.downstream[name]])
+        return fm
 
     # ---- regions
     def stage_env(self, fm: FuncModel, s: int, level: int | None, total: bool = False) -> dict:
@@ -282,7 +309,7 @@ class Model:
         return out
 
     # ---- one Func
-    def evaluate(self, name: str, d: Decision, models: dict) -> FuncModel:
+    def _evaluate(self, name: str, d: Decision, models: dict) -> FuncModel:
         info = self.a.funcs[name]
         hw = self.hw
         consumers = self.effective_consumers(name, models)
@@ -329,6 +356,8 @@ class Model:
             gm = models[d.consumer]
             env = self.stage_env(gm, d.stage, d.level)
             box, _, _ = self.demand(name, d.consumer, d.stage, env, models)
+            if box is None:  # computed at a loop of its consumer's own compute site
+                box = self._through_consumer(name, d, env, consumers, models)
             region = self._fill(name, box)
             trips = math.prod(lp.trip for lp in gm.stages[d.stage].loops[: d.level + 1])
             realizations = gm.realizations * trips
@@ -388,6 +417,22 @@ class Model:
             _charge_loads(feats, evals, stride, max(1, sm.vector), gm.speedup(s))
         fm.recompute = sum(sm.points for sm in fm.stages[:1]) * realizations / max(1, math.prod(e for _, e in total))
         return fm
+
+    def _through_consumer(self, name: str, d: Decision, env: dict, consumers: dict, models: dict):
+        """The box of `name` needed in one iteration of a loop of the Func its consumer G is
+        computed at: G's box there, then what G's stages read of `name` over all of it."""
+        box = None
+        for g, stages in consumers.items():
+            g_box, _, _ = self.demand(g, d.consumer, d.stage, env, models)
+            g_info = self.a.funcs[g]
+            g_box = self._fill(g, g_box)
+            for s in stages:
+                g_env = self.stage_env(models[g], s, None)
+                for v, (mn, ext) in zip(g_info.dims, g_box):
+                    g_env[lo_name(v)], g_env[hi_name(v)] = mn, mn + ext - 1
+                b, _, _ = self.demand(name, g, s, g_env, models)
+                box = _union(box, b)
+        return box
 
     def _register_tiled(self, st: StageInfo, loops: list, vector: int, d: Decision) -> bool:
         """An update whose reduction loops are outside a fully unrolled inner tile keeps its

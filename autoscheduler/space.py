@@ -58,10 +58,14 @@ class Space:
             if len(stages) == 1 and None not in stages:
                 s = next(iter(stages))
                 gm = models[g]
-                for level in range(len(gm.stages[s].loops)):
-                    base = Decision("at", g, s, level)
+                sites = [(g, s, level) for level in range(len(gm.stages[s].loops))]
+                gd = gm.decision
+                if gd.placement == "at":  # also the loops around g's own compute site
+                    sites += [(gd.consumer, gd.stage, level) for level in range(gd.level + 1)]
+                for c, cs, level in sites:
+                    base = Decision("at", c, cs, level)
                     region = self.model.evaluate(name, base, models).region
-                    out += self._loop_options("at", g, s, level, info, [ext for _, ext in region])
+                    out += self._loop_options("at", c, cs, level, info, [ext for _, ext in region])
         if self.around is not None and name in self.around:
             out = self._near(self.around[name], out, info, extents)
         return out
