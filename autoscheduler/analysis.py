@@ -231,6 +231,31 @@ class Analysis:
             self._analyse_stages(self.funcs[name])
         self.order = list(graph.order)
 
+    def inputs_always_in_bounds(self) -> bool:
+        """Whether every read of an input stays inside it however large a region is computed
+        (boundary conditions clamp them all): then computing beyond a region is harmless."""
+        for info in self.funcs.values():
+            for st in info.stages:
+                env = dict(self.env)
+                for v in st.pure_dims:
+                    env[lo_name(v)], env[hi_name(v)] = -(1 << 20), 1 << 20
+                for name, mn, ext in st.rvars:
+                    lo = mn(self.env)
+                    env[lo_name(name)], env[hi_name(name)] = lo, lo + ext(self.env) - 1
+                for acc in st.accesses:
+                    if not acc.is_input:
+                        continue
+                    shape = self.input_shapes.get(acc.producer)
+                    if shape is None or acc.box is None:
+                        return False
+                    for b, (mn, ext) in zip(acc.box, shape):
+                        try:
+                            if b is None or b[0](env) < mn or b[1](env) > mn + ext - 1:
+                                return False
+                        except (KeyError, ZeroDivisionError, TypeError, ValueError):
+                            return False
+        return True
+
     def _analyse_stages(self, info: FuncInfo) -> None:
         f = info.func
         for s, d in enumerate(f.scheduled_definitions()):
