@@ -231,14 +231,21 @@ class Analysis:
             self._analyse_stages(self.funcs[name])
         self.order = list(graph.order)
 
-    def inputs_always_in_bounds(self) -> bool:
+    def inputs_always_in_bounds(self, output_regions: dict) -> bool:
         """Whether every read of an input stays inside it however large a region is computed
-        (boundary conditions clamp them all): then computing beyond a region is harmless."""
+        (boundary conditions clamp them all): then computing beyond a region is harmless. An
+        output without updates is never computed beyond its buffer (its tails shift inwards), so
+        its own reads are checked over its region."""
         for info in self.funcs.values():
+            exact = info.is_output and len(info.stages) == 1 and info.name in output_regions
             for st in info.stages:
                 env = dict(self.env)
                 for v in st.pure_dims:
-                    env[lo_name(v)], env[hi_name(v)] = -(1 << 20), 1 << 20
+                    if exact:
+                        mn, ext = output_regions[info.name][info.dims.index(v)]
+                        env[lo_name(v)], env[hi_name(v)] = mn, mn + ext - 1
+                    else:
+                        env[lo_name(v)], env[hi_name(v)] = -(1 << 20), 1 << 20
                 for name, mn, ext in st.rvars:
                     lo = mn(self.env)
                     env[lo_name(name)], env[hi_name(name)] = lo, lo + ext(self.env) - 1

@@ -266,7 +266,7 @@ def auto_schedule(outputs_or_pipeline, target=None, estimates=None, example_inpu
     problem = make_problem(pipeline.outputs(), target, estimates, example_inputs, params, cost_model)
     analysis, fixed, cm = problem.model.a, problem.space.fixed, problem.cost_model
     result = _strategy(strategy, params, seed).run(problem)
-    dirs = directives(analysis, result.models, set(fixed))
+    dirs = directives(analysis, result.models, set(fixed), problem.model.output_regions)
     funcs = {name: info.func for name, info in analysis.funcs.items()}
     for name, f in funcs.items():
         if name not in fixed:

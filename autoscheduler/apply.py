@@ -14,10 +14,11 @@ from .loop_nest import FuncModel, stage_loops
 ALLOWED = {"compute_root", "compute_at", "split", "reorder", "vectorize", "unroll", "fuse", "parallel"}
 
 
-def directives(analysis: Analysis, models: dict[str, FuncModel], fixed: set) -> list[tuple]:
+def directives(analysis: Analysis, models: dict[str, FuncModel], fixed: set,
+               output_regions: dict) -> list[tuple]:
     """(func name, stage index, method, args) for every Func the search scheduled."""
     out = []
-    guard = not analysis.inputs_always_in_bounds()
+    guard = not analysis.inputs_always_in_bounds(output_regions)
     for name in analysis.order:
         if name in fixed:
             continue
@@ -35,7 +36,8 @@ def directives(analysis: Analysis, models: dict[str, FuncModel], fixed: set) -> 
             out.append((name, 0, "compute_at", (d.consumer, loop.name, d.stage if d.stage != last else -1)))
         extents = {v: ext for v, (_, ext) in zip(info.dims, fm.region)}
         for st, sm in zip(info.stages, fm.stages):
-            out += _stage_directives(name, info, st, sm, d, extents, guard)
+            # an output's updates would round up past its buffer
+            out += _stage_directives(name, info, st, sm, d, extents, guard or (info.is_output and st.index > 0))
     return out
 
 

@@ -63,7 +63,7 @@ def candidates(seed: int, n_random: int, params: dict, scale: str = "train") -> 
         if key in seen:
             continue
         seen.add(key)
-        dirs = directives(problem.model.a, models, set(problem.space.fixed))
+        dirs = directives(problem.model.a, models, set(problem.space.fixed), problem.model.output_regions)
         fresh, _ = rp.build(hl)[:2]
         funcs = {f.name(): f for f in hl.Pipeline(fresh).funcs()}
         apply_directives(funcs, dirs)
