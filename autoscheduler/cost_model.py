@@ -27,13 +27,14 @@ DEFAULT_WEIGHTS = {
     "loads": 0.4e-9,
     "gathers": 1.5e-9,
     "stores": 0.5e-9,
-    "bytes_cache": 0.03e-9,
+    "bytes_l1": 0.01e-9,
+    "bytes_cache": 0.04e-9,
     "bytes_mem": 0.1e-9,
-    "allocs": 0.2e-6,
+    "allocs": 0.1e-6,
     "loop_entries": 2e-9,
     "par_launches": 5e-6,
     "par_tasks": 0.3e-6,
-    "stages": 1e-6,
+    "stages": 0.1e-6,
 }
 
 

@@ -28,6 +28,7 @@ FEATURES = (
     "loads",  # dense vector loads (or scalar loads in scalar code)
     "gathers",  # loads of one element per lane (data-dependent or strided indices)
     "stores",
+    "bytes_l1",  # bytes written and read back of storage that fits in the L1 cache
     "bytes_cache",  # bytes written and read back of storage that fits in the L2 cache
     "bytes_mem",  # bytes written and read back of storage that does not, and input bytes read
     "allocs",  # realizations of Funcs computed inside loops
@@ -36,7 +37,7 @@ FEATURES = (
     "par_tasks",  # parallel tasks run
     "stages",  # loop nests emitted
 )
-FEATURE_VERSION = 1
+FEATURE_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -338,7 +339,7 @@ class Model:
             all_evals = 0.0
             for gm, s, _, loads, stride in contexts:
                 sm = gm.stages[s]
-                lanes = max(1, sm.vector)
+                lanes = self.lanes(gm.name, sm.vector)
                 sp = gm.speedup(s)
                 evals = loads * sm.points * gm.realizations
                 all_evals += evals
@@ -366,6 +367,7 @@ class Model:
         fm = FuncModel(name, d, region, total, realizations, inherited, [], feats)
         bytes_region = math.prod(ext for _, ext in region) * info.bytes_per_point
         in_cache = bytes_region <= hw.l2 // 2
+        level = "bytes_l1" if bytes_region <= hw.l1 // 2 else "bytes_cache" if in_cache else "bytes_mem"
         for st in info.stages:
             rv_extents = [max(1, int(ext(self.a.env))) for _, _, ext in st.rvars]
             loops, vector = stage_loops(info, st, d, extents, rv_extents, hw.cores)
@@ -373,7 +375,7 @@ class Model:
             sm = StageModel(loops, vector, points, rv_extents)
             fm.stages.append(sm)
             sp = fm.speedup(st.index)
-            lanes = max(1, vector)
+            lanes = self.lanes(name, vector)
             # lanes really used: a vector loop over an extent that is not a multiple of the width
             # computes some lanes twice (ShiftInwards)
             waste = 1.0
@@ -407,16 +409,21 @@ class Model:
             if st.index == 0:
                 # storage traffic: written once per realization, read back by the consumers
                 written = bytes_region * realizations * (1 if info.is_output else 2)
-                feats["bytes_cache" if in_cache else "bytes_mem"] += written / (sp if in_cache else min(sp, 2.0))
+                feats[level] += written / (sp if in_cache else min(sp, 2.0))
         if d.placement == "at":
             feats["allocs"] += realizations / max(1.0, inherited)
         # the consumers' loads of this Func's storage
         for gm, s, _, loads, stride in contexts:
             sm = gm.stages[s]
             evals = loads * sm.points * gm.realizations
-            _charge_loads(feats, evals, stride, max(1, sm.vector), gm.speedup(s))
+            _charge_loads(feats, evals, stride, self.lanes(gm.name, sm.vector), gm.speedup(s))
         fm.recompute = sum(sm.points for sm in fm.stages[:1]) * realizations / max(1, math.prod(e for _, e in total))
         return fm
+
+    def lanes(self, name: str, vector: int) -> int:
+        """Points per vector instruction: a vector wider than the machine's registers is several
+        instructions, so it saves nothing per point over the natural width."""
+        return max(1, min(vector, natural_vector(self.a.funcs[name], self.hw)))
 
     def _through_consumer(self, name: str, d: Decision, env: dict, consumers: dict, models: dict):
         """The box of `name` needed in one iteration of a loop of the Func its consumer G is
