@@ -18,7 +18,7 @@ from pyhalide import ir
 from pyhalide.bounds import Interval, bounds_of_expr
 from pyhalide.call_graph import bound_exprs, call_graph, loop_exprs, wrapper_for
 from pyhalide.errors import HalideError
-from pyhalide.ir_mutator import IRVisitor
+from pyhalide.ir_mutator import children
 from pyhalide.simplify import simplify
 
 # ------------------------------------------------------------------ numeric closures
@@ -114,7 +114,6 @@ class Access:
     is_input: bool
     count: int  # call sites: loads per point of the stage
     box: list  # per producer dimension: (lo closure, hi closure), or None when unbounded
-    dense: bool = True  # vector loads (dense or strided) serve consecutive points along dimension 0
     stride: float = 1.0  # elements apart along the producer's dimension 0 (GATHER: a lane at a time)
     data_dependent: bool = False  # the coordinate along dimension 0 depends on loaded values
     invariant: frozenset = frozenset()  # the stage's loop variables the box does not depend on
@@ -131,7 +130,6 @@ class StageInfo:
     expensive: int  # divisions, modulo by a variable, transcendental calls, per point
     accesses: list = field(default_factory=list)
     self_loads: int = 0  # reads of the Func itself (an update's accumulator)
-    scan: bool = False  # reads itself at another point: its pure loops over the scanned dims stay serial
 
 
 @dataclass
@@ -172,29 +170,19 @@ def count_ops(exprs) -> tuple[int, int]:
                 expensive += 4
             elif n.call_type == ir.INTRINSIC:
                 ops += 1
-        for name in n._children:
-            v = getattr(n, name)
-            if isinstance(v, ir.Node):
-                stack.append(v)
-            elif isinstance(v, tuple):
-                stack.extend(x for x in v if isinstance(x, ir.Node))
+        stack.extend(children(n))
     return ops, expensive
 
 
 def _call_sites(exprs) -> list[ir.Call]:
     """Every Func or input call in exprs, one per occurrence in the tree (each is a load)."""
     out = []
-
-    class Collect(IRVisitor):
-        def visit_Call(self, c):
-            if c.call_type in (ir.HALIDE, ir.IMAGE):
-                out.append(c)
-            self.visit_children(c)
-
-    v = Collect()
-    for e in exprs:
-        if e is not None:
-            v.visit(e)
+    stack = [e for e in exprs if e is not None]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ir.Call) and n.call_type in (ir.HALIDE, ir.IMAGE):
+            out.append(n)
+        stack.extend(children(n))
     return out
 
 
@@ -213,7 +201,6 @@ class Analysis:
 
     def __init__(self, outputs, env: dict, input_shapes: dict):
         graph = call_graph(outputs)
-        self.graph = graph
         self.env = dict(env)  # Param values and ImageParam fields, by name
         self.input_shapes = input_shapes  # input name -> [(min, extent)] per dimension
         self.input_bytes: dict[str, int] = {}
@@ -288,8 +275,6 @@ class Analysis:
             for c in sites:
                 if c.call_type == ir.HALIDE and c.name == info.name:
                     stage.self_loads += 1
-                    if s > 0 and tuple(c.args) != tuple(d.args):
-                        stage.scan = True
                     continue
                 key = wrapper_for(c.func, f).name() if c.call_type == ir.HALIDE else c.name
                 grouped.setdefault(key, []).append(c)
@@ -386,5 +371,4 @@ class Analysis:
                         acc.stride = GATHER
         if any(b is None for b in acc.box) or acc.data_dependent:
             acc.stride = GATHER
-        acc.dense = acc.stride != GATHER
         acc.invariant = frozenset(invariant)

@@ -15,12 +15,13 @@ import pyhalide as hl
 from pyhalide import ir
 from pyhalide.call_graph import bound_exprs, loop_exprs, reachable_funcs
 from pyhalide.errors import HalideError
+from pyhalide.ir_mutator import children
 from pyhalide.param import ImageParam, Param
 
 from .analysis import Analysis
 from .apply import apply_directives, directives, python_source
 from .cost_model import CostModel
-from .loop_nest import Decision, Hardware, Model
+from .loop_nest import INLINE, Decision, Hardware, Model
 from .search import BeamSearch, ComputeRootHeuristic, Greedy, Problem, RandomSearch
 from .space import Space
 
@@ -68,8 +69,8 @@ def _host_vector_bits() -> int:
     return 128
 
 
-def _cache_sizes() -> tuple[int, int, int]:
-    sizes = {1: 32 << 10, 2: 512 << 10, 3: 16 << 20}
+def _cache_sizes() -> tuple[int, int]:
+    sizes = {1: 32 << 10, 2: 512 << 10}
     base = Path("/sys/devices/system/cpu/cpu0/cache")
     try:
         for idx in base.glob("index*"):
@@ -80,10 +81,11 @@ def _cache_sizes() -> tuple[int, int, int]:
             text = (idx / "size").read_text().strip()
             n = int(text.rstrip("KMG"))
             n <<= {"K": 10, "M": 20, "G": 30}.get(text[-1], 0)
-            sizes[level] = n
+            if level in sizes:
+                sizes[level] = n
     except (OSError, ValueError):
         pass
-    return sizes[1], sizes[2], sizes[3]
+    return sizes[1], sizes[2]
 
 
 def hardware(target, params: dict) -> Hardware:
@@ -96,9 +98,9 @@ def hardware(target, params: dict) -> Hardware:
         bits = 256
     else:
         bits = _host_vector_bits()
-    l1, l2, l3 = _cache_sizes()
+    l1, l2 = _cache_sizes()
     return Hardware(max(1, cores), int(params.get("vector_bits", bits)), int(params.get("l1_bytes", l1)),
-                    int(params.get("l2_bytes", l2)), int(params.get("l3_bytes", l3)))
+                    int(params.get("l2_bytes", l2)))
 
 
 # ------------------------------------------------------------------ estimates
@@ -124,12 +126,7 @@ def _walk_inputs(funcs) -> tuple[dict, dict]:
                 params[n.ref.name()] = n.ref
             elif isinstance(n.ref, ImageParam):
                 images[n.ref.name()] = n.ref
-        for name in n._children:
-            v = getattr(n, name)
-            if isinstance(v, ir.Node):
-                stack.append(v)
-            elif isinstance(v, tuple):
-                stack.extend(x for x in v if isinstance(x, ir.Node))
+        stack.extend(children(n))
     return images, params
 
 
@@ -228,8 +225,7 @@ def _fixed_decisions(analysis: Analysis) -> dict:
         if not _scheduled_by_hand(info.func):
             continue
         level = info.func._schedule.compute_level
-        fixed[name] = Decision("root") if (level.is_root() or info.is_output) else \
-            (Decision("inline") if level.is_inlined() else Decision("root"))
+        fixed[name] = INLINE if level.is_inlined() and not info.is_output else Decision("root")
         if level.kind == "at" and level.func_name in analysis.funcs:
             fixed[level.func_name] = Decision("root")
     return fixed
@@ -254,7 +250,7 @@ def auto_schedule(outputs_or_pipeline, target=None, estimates=None, example_inpu
     estimates: {output Func or name: [(min, extent), ...]} where set_estimates was not called;
     example_inputs: {ImageParam name: ndarray} for inputs without estimates or a bound Buffer;
     params: Halide's autoscheduler parameters (parallelism, beam_size, random_dropout,
-    random_dropout_seed) and pyhalide's (passes, vector_bits, l1_bytes, l2_bytes, l3_bytes)."""
+    random_dropout_seed) and pyhalide's (passes, vector_bits, l1_bytes, l2_bytes)."""
     t0 = time.perf_counter()
     if isinstance(outputs_or_pipeline, hl.Pipeline):
         pipeline = outputs_or_pipeline

@@ -96,7 +96,12 @@ class Hardware:
     vector_bits: int
     l1: int
     l2: int
-    l3: int
+
+
+def register_budget(hw: Hardware) -> int:
+    """Accumulator vectors a register tile may hold: the vector registers, less a few for
+    operands (AVX-512 has 32, AVX2 16)."""
+    return 28 if hw.vector_bits >= 512 else 12
 
 
 def natural_vector(info: FuncInfo, hw: Hardware) -> int:
@@ -443,11 +448,12 @@ class Model:
 
     def _register_tiled(self, st: StageInfo, loops: list, vector: int, d: Decision) -> bool:
         """An update whose reduction loops are outside a fully unrolled inner tile keeps its
-        accumulators in registers (at most 16 vectors of them)."""
+        accumulators in registers (as many vectors as register_budget allows)."""
         if not (st.rvars and d.rvars_outside and d.unroll and vector):
             return False
         inner = [lp for lp in loops if lp.kind == "inner"]
-        return bool(inner) and loops[-len(inner):] == inner and math.prod(lp.trip for lp in inner) <= 16
+        accumulators = math.prod(lp.trip for lp in inner)
+        return bool(inner) and loops[-len(inner):] == inner and accumulators <= register_budget(self.hw)
 
     def _input_loads(self, info, st, work, lanes, sp, feats, ctx_stride=1.0, unrolled_loops=None):
         """Loads of inputs (Buffers, ImageParams) by a stage, and the input bytes they bring in."""

@@ -10,16 +10,10 @@ the tile sizes and vector widths around the coarse choice.
 
 from __future__ import annotations
 
-from .loop_nest import INLINE, Decision, Hardware, Model, natural_vector
+from .loop_nest import INLINE, Decision, Hardware, Model, natural_vector, register_budget
 
 COARSE_TILES = (16, 64, 256)
 MAX_INLINE_RECOMPUTE = 9.0
-
-
-def register_budget(hw: Hardware) -> int:
-    """Accumulator vectors a register tile may hold: the vector registers, less a few for
-    operands (AVX-512 has 32, AVX2 16)."""
-    return 28 if hw.vector_bits >= 512 else 12
 
 
 class Space:

@@ -47,7 +47,7 @@ def _estimates(outputs, sizes) -> dict:
 def candidates(seed: int, n_random: int, params: dict, scale: str = "train") -> list[dict]:
     """Distinct candidate schedules for one random pipeline: JSON text and features of each."""
     rp = random_pipeline(seed, scale)
-    outputs, sizes = rp.build(hl)[:2]
+    outputs, sizes = rp.build(hl)
     problem = make_problem(outputs, None, _estimates(outputs, sizes), None, params)
     states = []
     beam = BeamSearch(beam_size=8, passes=1, seed=seed).run(problem)
@@ -64,7 +64,7 @@ def candidates(seed: int, n_random: int, params: dict, scale: str = "train") -> 
             continue
         seen.add(key)
         dirs = directives(problem.model.a, models, set(problem.space.fixed), problem.model.output_regions)
-        fresh, _ = rp.build(hl)[:2]
+        fresh, _ = rp.build(hl)
         funcs = {f.name(): f for f in hl.Pipeline(fresh).funcs()}
         apply_directives(funcs, dirs)
         out.append({"seed": seed, "schedule": hl.Pipeline(fresh).schedule_to_json(),
