@@ -351,11 +351,22 @@ def _select(cond, a, b):
     return ir.Select(cond, a, b)
 
 
-def _narrow(scope: dict, cond: ir.Expr) -> dict | None:
-    """The scope with variables narrowed by a condition known true (a < b, a <= b, ... and &&)."""
+def _compared_variables(cond: ir.Expr) -> set[str]:
+    """The variables a condition compares directly (the ones _narrow can narrow)."""
     if isinstance(cond, ir.And):
-        inner = _narrow(scope, cond.a) or scope
-        return _narrow(inner, cond.b) or inner
+        return _compared_variables(cond.a) | _compared_variables(cond.b)
+    if isinstance(cond, ir.LT | ir.LE | ir.GT | ir.GE):
+        return {x.name for x in (cond.a, cond.b) if isinstance(x, ir.Variable)}
+    return set()
+
+
+def _narrow(scope: dict, cond: ir.Expr, expand=None) -> dict | None:
+    """The scope with variables narrowed by a condition known true (a < b, a <= b, ... and &&).
+    `expand` rewrites the other side in terms of the scope's variables (substituting lets), so
+    that its bound keeps the correlations between them."""
+    if isinstance(cond, ir.And):
+        inner = _narrow(scope, cond.a, expand) or scope
+        return _narrow(inner, cond.b, expand) or inner
     if not isinstance(cond, ir.LT | ir.LE | ir.GT | ir.GE) or cond.a.type.is_float():
         return None
     a, b = cond.a, cond.b
@@ -364,6 +375,9 @@ def _narrow(scope: dict, cond: ir.Expr) -> dict | None:
     strict = isinstance(cond, ir.LT | ir.GT)
     one = ir.make_const(a.type, 1)
     new = None
+    if expand is not None:
+        a = a if isinstance(a, ir.Variable) and a.name in scope else expand(a)
+        b = b if isinstance(b, ir.Variable) and b.name in scope else expand(b)
     if isinstance(a, ir.Variable) and a.name in scope:
         hi = _Bounds(scope).of(b).max
         if hi is not None:
@@ -625,14 +639,15 @@ class _BoxCollector(IRVisitor):
         if not (free_variables(cond) & self.scope.keys()):
             self._conditional(cond, s)
             return
-        # variables the condition constrains become intervals for the then-branch
+        # variables the condition compares become intervals for the then-branch; the other sides
+        # keep their lets, expanded, so that correlated bounds cancel
         saved_lets, saved_scope = dict(self.lets), dict(self.scope)
         b = _Bounds(saved_scope)  # let values are expanded: they name no other let
-        for v in free_variables(s.condition):
+        for v in _compared_variables(s.condition):
             if v in self.lets:
                 value = self.lets.pop(v).expand()
                 self.scope[v] = b.of(value)
-        narrowed = _narrow(self.scope, s.condition)
+        narrowed = _narrow(self.scope, s.condition, self._expand)
         if narrowed is not None:
             self.scope = narrowed
         else:
