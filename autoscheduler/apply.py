@@ -11,7 +11,7 @@ from dataclasses import replace
 from .analysis import Analysis
 from .loop_nest import FuncModel, stage_loops
 
-ALLOWED = {"compute_root", "compute_at", "split", "reorder", "vectorize", "unroll", "fuse", "parallel"}
+ALLOWED = {"compute_root", "compute_at", "store_at", "split", "reorder", "vectorize", "unroll", "fuse", "parallel"}
 
 
 def directives(analysis: Analysis, models: dict[str, FuncModel], fixed: set,
@@ -33,11 +33,19 @@ def directives(analysis: Analysis, models: dict[str, FuncModel], fixed: set,
             gm = models[d.consumer]
             loop = gm.stages[d.stage].loops[d.level]
             last = len(analysis.funcs[d.consumer].stages) - 1
-            out.append((name, 0, "compute_at", (d.consumer, loop.name, d.stage if d.stage != last else -1)))
+            stage = d.stage if d.stage != last else -1
+            out.append((name, 0, "compute_at", (d.consumer, loop.name, stage)))
+            if d.store is not None:
+                out.append((name, 0, "store_at", (d.consumer, gm.stages[d.stage].loops[d.store].name, stage)))
         extents = {v: ext for v, (_, ext) in zip(info.dims, fm.region)}
         for st, sm in zip(info.stages, fm.stages):
             # an output's updates would round up past its buffer
-            out += _stage_directives(name, info, st, sm, d, extents, guard or (info.is_output and st.index > 0))
+            # Pure stages shift inwards (Halide's default): the space splits and vectorizes only
+            # extents at least the factor, so the loops stay inside the region. Updates round up,
+            # computing past the region: guarded where that would read past an input or write
+            # past an output.
+            st_guard = st.index > 0 and (guard or info.is_output)
+            out += _stage_directives(name, info, st, sm, d, extents, st_guard)
     return out
 
 
@@ -46,12 +54,8 @@ def _stage_directives(name, info, st, sm, d, extents, guard: bool) -> list[tuple
     s = st.index
     serial, _ = stage_loops(info, st, replace(d, parallel=0), extents, sm.rv_extents, 1)
     tile = dict(zip(info.dims, d.tile)) if d.tile else {}
-    # Unless boundary conditions keep every input read in bounds, vector and unrolled tails are
-    # guarded: Halide's defaults, ShiftInwards (pure stages) and RoundUp (updates), compute beyond
-    # the region when it is smaller than the factor, and so read beyond what the algorithm reads.
-    # Guarded tails cost time (max_filter runs 1.5x slower with them), so they are used only
-    # where needed. Tiles of pure stages shift inwards (the model splits only extents larger
-    # than the tile): producers computed per tile then never cover more than the region either.
+    # Guarded tails cost time (a guard per vector of a producer computed per vector of its
+    # consumer doubles blur's time), so they are used only where needed.
     tail = ("GuardWithIf",) if guard else ()
     split_tail = tail if s > 0 else ()
     for lp in serial:
@@ -112,9 +116,9 @@ def apply_directives(funcs: dict, dirs: list[tuple]) -> None:
             raise ValueError(f"not a schedule directive: {method}")
         f = funcs[name]
         target = f if s == 0 else f.update(s - 1)
-        if method == "compute_at":
+        if method in ("compute_at", "store_at"):
             g, var, stage = args
-            f.compute_at(hl.LoopLevel(funcs[g], var, stage))
+            getattr(f, method)(hl.LoopLevel(funcs[g], var, stage))
         else:
             getattr(target, method)(*args)
 
@@ -137,10 +141,10 @@ def python_source(dirs: list[tuple]) -> str:
         lines.append(f"    {ident[n]} = hl.{kind}({n!r})")
     for name, s, method, args in dirs:
         target = f"f[{name!r}]" + ("" if s == 0 else f".update({s - 1})")
-        if method == "compute_at":
+        if method in ("compute_at", "store_at"):
             g, var, stage = args
             level = f"hl.LoopLevel(f[{g!r}], {ident[var]}" + ("" if stage == -1 else f", {stage}") + ")"
-            lines.append(f"    {target}.compute_at({level})")
+            lines.append(f"    {target}.{method}({level})")
             continue
         names = _loop_names(method, args)
         rendered = ", ".join(ident[a] if k < len(names) else _literal(a) for k, a in enumerate(args))
@@ -150,8 +154,8 @@ def python_source(dirs: list[tuple]) -> str:
 
 def _loop_names(method: str, args: tuple) -> tuple:
     """The arguments of a directive that name loops (the rest are factors and tail strategies)."""
-    count = {"split": 3, "vectorize": 1, "unroll": 1, "parallel": 1, "compute_at": 0}.get(method, len(args))
-    if method == "compute_at":
+    count = {"split": 3, "vectorize": 1, "unroll": 1, "parallel": 1}.get(method, len(args))
+    if method in ("compute_at", "store_at"):
         return (args[1],)
     return args[:count]
 

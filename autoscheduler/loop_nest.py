@@ -18,7 +18,7 @@ far, and states with the same Funcs decided compare fairly.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .analysis import GATHER, Analysis, FuncInfo, StageInfo, hi_name, lo_name
 
@@ -51,10 +51,13 @@ class Decision:
     parallel: int = 0  # how many outermost loops are fused into one parallel loop (0: none)
     rvars_outside: bool = False  # updates: reduction loops outside the inner tile loops
     unroll: bool = False  # updates: unroll the inner tile loops other than the vector loop
+    store: int | None = None  # for "at": stored at this outer loop of the consumer (a sliding window)
 
     def describe(self) -> str:
         where = self.placement if self.placement != "at" else f"at {self.consumer}.s{self.stage}[{self.level}]"
         bits = [where]
+        if self.store is not None:
+            bits.append(f"store [{self.store}]")
         if any(self.tile):
             bits.append("tile " + "x".join(str(t) if t else "-" for t in self.tile))
         if self.vector:
@@ -66,6 +69,39 @@ class Decision:
         if self.unroll:
             bits.append("unroll")
         return " ".join(bits)
+
+
+    @staticmethod
+    def parse(text: str) -> Decision:
+        """The Decision `describe` printed (tuning records keep decisions as text, so their
+        features can be worked out again when the featurisation changes)."""
+        words = text.split()
+        where = words.pop(0)
+        fields: dict = {"placement": where}
+        if where == "at":
+            site = words.pop(0)  # consumer.sS[L]
+            consumer, rest = site.rsplit(".s", 1)
+            stage, level = rest.rstrip("]").split("[")
+            fields.update(consumer=consumer, stage=int(stage), level=int(level))
+        elif where not in ("inline", "root"):
+            raise ValueError(f"not a decision: {text!r}")
+        while words:
+            w = words.pop(0)
+            if w == "store":
+                fields["store"] = int(words.pop(0).strip("[]"))
+            elif w == "tile":
+                fields["tile"] = tuple(0 if t == "-" else int(t) for t in words.pop(0).split("x"))
+            elif w == "vec":
+                fields["vector"] = int(words.pop(0))
+            elif w == "par":
+                fields["parallel"] = int(words.pop(0))
+            elif w == "r-out":
+                fields["rvars_outside"] = True
+            elif w == "unroll":
+                fields["unroll"] = True
+            else:
+                raise ValueError(f"not a decision: {text!r}")
+        return Decision(**fields)
 
 
 INLINE = Decision("inline")
@@ -129,7 +165,7 @@ def stage_loops(info: FuncInfo, stage: StageInfo, d: Decision, extents: dict, rv
             and inner[-1][2] >= d.vector):
         vector = d.vector
         inner[-1][2] = -(-inner[-1][2] // vector)
-    unroll = d.unroll and stage.index > 0 and d.rvars_outside
+    unroll = d.unroll and (stage.index == 0 or d.rvars_outside)
     inner_loops = [Loop(n, dims, "inner", t, unrolled=unroll and k < len(inner) - 1)
                    for k, (n, dims, t) in enumerate(inner)]
     if stage.rvars and d.rvars_outside:
@@ -177,6 +213,10 @@ class FuncModel:
     stages: list  # StageModel per stage (empty when inlined)
     features: dict
     recompute: float = 1.0  # evaluations of each point of its region (inlined: through its consumers)
+    # sliding windows: `region` is what a realization computes in the steady state; this factor
+    # accounts for the first iteration of the sliding loop, which computes the whole window
+    warm: float = 1.0
+    slide: tuple | None = None  # (dimension index, step, window extent) when it slides
 
     def speedup(self, stage: int, level: int | None = None) -> float:
         """The parallel speedup of work inside stage `stage`'s loop `level` (None: innermost)."""
@@ -245,17 +285,21 @@ class Model:
             lo = mnf(self.a.env)
             env[lo_name(name)], env[hi_name(name)] = lo, lo + n - 1
         if level is not None and not total:
-            tile = dict(zip(info.dims, fm.decision.tile)) if fm.decision.tile else {}
             for lp in sm.loops[: level + 1]:
                 for v in lp.dims:
-                    if lp.kind == "rvar":
-                        env[hi_name(v)] = env[lo_name(v)]
-                    elif lp.kind == "inner":
-                        env[hi_name(v)] = env[lo_name(v)]
-                    else:  # outer or fused: one tile
-                        t = tile.get(v, 0)
-                        env[hi_name(v)] = env[lo_name(v)] + max(1, t) - 1
+                    env[hi_name(v)] = env[lo_name(v)] + self.loop_step(fm, s, lp, v) - 1
         return env
+
+    def loop_step(self, fm: FuncModel, s: int, lp: Loop, v: str) -> int:
+        """Coordinates of dimension v one iteration of loop lp covers: a tile for an outer (or
+        fused) loop, the vector for the vectorized loop, else one."""
+        if lp.kind in ("outer", "fused"):
+            tile = dict(zip(self.a.funcs[fm.name].dims, fm.decision.tile)) if fm.decision.tile else {}
+            return max(1, tile.get(v, 1))
+        sm = fm.stages[s]
+        if lp.kind == "inner" and sm.vector and lp is next(x for x in reversed(sm.loops) if x.kind == "inner"):
+            return sm.vector
+        return 1
 
     def demand(self, producer: str, consumer: str, s: int, env: dict, models: dict, depth: int = 0):
         """The box of `producer` stage s of `consumer` reads over env, looking through inlined
@@ -346,7 +390,7 @@ class Model:
                 sm = gm.stages[s]
                 lanes = self.lanes(gm.name, sm.vector)
                 sp = gm.speedup(s)
-                evals = loads * sm.points * gm.realizations
+                evals = loads * sm.points * gm.realizations * gm.warm
                 all_evals += evals
                 st = info.stages[0]
                 feats["ops"] += evals * st.ops / lanes / sp
@@ -361,18 +405,28 @@ class Model:
         else:
             gm = models[d.consumer]
             env = self.stage_env(gm, d.stage, d.level)
-            box, _, _ = self.demand(name, d.consumer, d.stage, env, models)
-            if box is None:  # computed at a loop of its consumer's own compute site
-                box = self._through_consumer(name, d, env, consumers, models)
-            region = self._fill(name, box)
-            trips = math.prod(lp.trip for lp in gm.stages[d.stage].loops[: d.level + 1])
+            region = self._region_at(name, d, env, models)
+            loops = gm.stages[d.stage].loops
+            trips = math.prod(lp.trip for lp in loops[: d.level + 1])
             realizations = gm.realizations * trips
             inherited = gm.speedup(d.stage, d.level)
+        storage = region
+        slide = self.sliding(name, d, models) if d.store is not None else None
+        warm = 1.0
+        if slide is not None:
+            k, step, window, storage = slide
+            full = math.prod(ext for _, ext in region)
+            region = [(mn, step) if j == k else (mn, ext) for j, (mn, ext) in enumerate(region)]
+            # the sliding loop's first iteration computes the whole window
+            steady = math.prod(ext for _, ext in region)
+            warm = 1.0 + (full - steady) / max(1, steady) / max(1, loops[d.store + 1].trip)
         extents = {v: ext for v, (_, ext) in zip(info.dims, region)}
-        fm = FuncModel(name, d, region, total, realizations, inherited, [], feats)
-        bytes_region = math.prod(ext for _, ext in region) * info.bytes_per_point
-        in_cache = bytes_region <= hw.l2 // 2
-        level = "bytes_l1" if bytes_region <= hw.l1 // 2 else "bytes_cache" if in_cache else "bytes_mem"
+        fm = FuncModel(name, d, region, total, realizations, inherited, [], feats, warm=warm,
+                       slide=slide[:3] if slide else None)
+        bytes_storage = math.prod(ext for _, ext in storage) * info.bytes_per_point
+        bytes_region = math.prod(ext for _, ext in region) * info.bytes_per_point * warm
+        in_cache = bytes_storage <= hw.l2 // 2
+        level = "bytes_l1" if bytes_storage <= hw.l1 // 2 else "bytes_cache" if in_cache else "bytes_mem"
         for st in info.stages:
             rv_extents = [max(1, int(ext(self.a.env))) for _, _, ext in st.rvars]
             loops, vector = stage_loops(info, st, d, extents, rv_extents, hw.cores)
@@ -389,7 +443,7 @@ class Model:
                 e_full = extents[info.dims[0]]
                 inner_extent = min(e_full, (d.tile[0] or e_full) if d.tile else e_full)
                 waste = e0.trip * vector / max(1, inner_extent)
-            work = points * realizations * waste
+            work = points * realizations * waste * warm
             feats["ops"] += work * st.ops / lanes / sp
             feats["expensive"] += work * st.expensive / lanes / sp
             register_tiled = self._register_tiled(st, loops, vector, d)
@@ -401,9 +455,13 @@ class Model:
             else:
                 feats["stores"] += work * n_values / lanes / sp
                 feats["loads"] += work * st.self_loads / lanes / sp
-            self._input_loads(info, st, work, lanes, sp, feats, 1.0, loops if register_tiled else None)
-            innermost = next((lp for lp in reversed(loops)), None)
-            trip = innermost.trip if innermost is not None else 1
+            self._input_loads(info, st, work, lanes, sp, feats, 1.0, fm)
+            # a loop's overhead is paid per entry; unrolled loops around the innermost have none
+            trip = 1
+            for k, lp in enumerate(reversed(loops)):
+                if k and not lp.unrolled:
+                    break
+                trip *= lp.trip
             feats["loop_entries"] += work / lanes / max(1, trip) / sp
             feats["stages"] += realizations / fm.inherited if d.placement == "at" else 1
             for k, lp in enumerate(loops):
@@ -416,35 +474,83 @@ class Model:
                 written = bytes_region * realizations * (1 if info.is_output else 2)
                 feats[level] += written / (sp if in_cache else min(sp, 2.0))
         if d.placement == "at":
-            feats["allocs"] += realizations / max(1.0, inherited)
+            stored = realizations if slide is None else \
+                models[d.consumer].realizations * math.prod(lp.trip for lp in loops[: d.store + 1])
+            feats["allocs"] += stored / max(1.0, inherited)
         # the consumers' loads of this Func's storage
         for gm, s, _, loads, stride in contexts:
             sm = gm.stages[s]
-            evals = loads * sm.points * gm.realizations
+            evals = loads * sm.points * gm.realizations * gm.warm
+            evals *= self.unroll_reuse(gm, s, lambda env, g=gm.name, s=s: self.demand(name, g, s, env, models)[0])
             _charge_loads(feats, evals, stride, self.lanes(gm.name, sm.vector), gm.speedup(s))
-        fm.recompute = sum(sm.points for sm in fm.stages[:1]) * realizations / max(1, math.prod(e for _, e in total))
+        computed = sum(sm.points for sm in fm.stages[:1]) * realizations * warm
+        fm.recompute = computed / max(1, math.prod(e for _, e in total))
         return fm
+
+    def _region_at(self, name: str, d: Decision, env: dict, models: dict) -> list:
+        """The region of `name` needed in one iteration of the consumer's loop that env describes."""
+        return self._fill(name, self._needed(name, d.consumer, d.stage, env, models))
+
+    def _needed(self, name: str, site: str, stage: int, env: dict, models: dict, depth: int = 0):
+        """The box of `name` its consumers read inside one iteration of a loop of `site`'s stage
+        (env): what `site` reads directly, and what consumers computed inside that loop read
+        over the regions they compute there."""
+        box = None
+        for c, stages in self.effective_consumers(name, models).items():
+            if c == site:
+                b, _, _ = self.demand(name, c, stage, env, models)
+            elif depth < 32 and models.get(c) is not None:
+                c_box = self._fill(c, self._needed(c, site, stage, env, models, depth + 1))
+                b = None
+                for cs in stages:
+                    if cs is None:
+                        continue
+                    c_env = self.stage_env(models[c], cs, None)
+                    for v, (mn, ext) in zip(self.a.funcs[c].dims, c_box):
+                        c_env[lo_name(v)], c_env[hi_name(v)] = mn, mn + ext - 1
+                    b = _union(b, self.demand(name, c, cs, c_env, models)[0])
+            else:
+                continue
+            box = _union(box, b)
+        return box
+
+    def sliding(self, name: str, d: Decision, models: dict):
+        """Whether `name`, stored at loop d.store of its consumer and computed at loop d.level,
+        slides along the outermost loop between them (serial, one pure dimension, and the region
+        it needs moves forward in one of its dimensions only, overlapping the last): (dimension,
+        step, window extent, storage region folded to the window) or None."""
+        info = self.a.funcs[name]
+        gm = models[d.consumer]
+        loops = gm.stages[d.stage].loops
+        between = loops[d.store + 1: d.level + 1]
+        if len(info.stages) > 1 or not between or \
+                any(lp.parallel or lp.unrolled or lp.kind not in ("inner", "outer") for lp in between):
+            return None
+        env = self.stage_env(gm, d.stage, d.level)
+        here = self._region_at(name, d, env, models)
+        lp = between[0]
+        for v in lp.dims:
+            shift = self.loop_step(gm, d.stage, lp, v)
+            env[lo_name(v)] += shift
+            env[hi_name(v)] += shift
+        there = self._region_at(name, d, env, models)
+        moved = [k for k, (a, b) in enumerate(zip(here, there)) if a != b]
+        if len(moved) != 1:
+            return None
+        k = moved[0]
+        step, window = there[k][0] - here[k][0], here[k][1]
+        if there[k][1] != window or not 0 < step < window:
+            return None
+        store_env = self.stage_env(gm, d.stage, d.store)
+        storage = self._region_at(name, replace(d, level=d.store), store_env, models)
+        fold = 1 << (window - 1).bit_length()
+        storage = [(mn, min(ext, fold)) if j == k else (mn, ext) for j, (mn, ext) in enumerate(storage)]
+        return k, step, window, storage
 
     def lanes(self, name: str, vector: int) -> int:
         """Points per vector instruction: a vector wider than the machine's registers is several
         instructions, so it saves nothing per point over the natural width."""
         return max(1, min(vector, natural_vector(self.a.funcs[name], self.hw)))
-
-    def _through_consumer(self, name: str, d: Decision, env: dict, consumers: dict, models: dict):
-        """The box of `name` needed in one iteration of a loop of the Func its consumer G is
-        computed at: G's box there, then what G's stages read of `name` over all of it."""
-        box = None
-        for g, stages in consumers.items():
-            g_box, _, _ = self.demand(g, d.consumer, d.stage, env, models)
-            g_info = self.a.funcs[g]
-            g_box = self._fill(g, g_box)
-            for s in stages:
-                g_env = self.stage_env(models[g], s, None)
-                for v, (mn, ext) in zip(g_info.dims, g_box):
-                    g_env[lo_name(v)], g_env[hi_name(v)] = mn, mn + ext - 1
-                b, _, _ = self.demand(name, g, s, g_env, models)
-                box = _union(box, b)
-        return box
 
     def _register_tiled(self, st: StageInfo, loops: list, vector: int, d: Decision) -> bool:
         """An update whose reduction loops are outside a fully unrolled inner tile keeps its
@@ -455,16 +561,37 @@ class Model:
         accumulators = math.prod(lp.trip for lp in inner)
         return bool(inner) and loops[-len(inner):] == inner and accumulators <= register_budget(self.hw)
 
-    def _input_loads(self, info, st, work, lanes, sp, feats, ctx_stride=1.0, unrolled_loops=None):
+    def unroll_reuse(self, fm: FuncModel, s: int, box_of) -> float:
+        """The fraction of a stage's loads of one producer left once its unrolled loops share the
+        values they all read (a row read by three rows of a stencil is loaded once per unrolled
+        block, not three times): the rows of the box one unrolled block reads over those of
+        each iteration. box_of(env) is the producer's box over a loop env."""
+        sm = fm.stages[s]
+        unrolled = [lp for lp in sm.loops if lp.unrolled and lp.trip > 1]
+        if not unrolled:
+            return 1.0
+        point = self.stage_env(fm, s, len(sm.loops) - 1)
+        block = dict(point)
+        n = 1
+        for lp in unrolled:
+            n *= lp.trip
+            for v in lp.dims:
+                block[hi_name(v)] = block[lo_name(v)] + lp.trip * self.loop_step(fm, s, lp, v) - 1
+        p, b = box_of(point), box_of(block)
+        if p is None or b is None or any(x is None for x in (*p, *b)):
+            return 1.0
+        rows_p = math.prod(hi - lo + 1 for lo, hi in p[1:])
+        rows_b = math.prod(hi - lo + 1 for lo, hi in b[1:])
+        return min(1.0, rows_b / max(1, n * rows_p))
+
+    def _input_loads(self, info, st, work, lanes, sp, feats, ctx_stride=1.0, fm: FuncModel | None = None):
         """Loads of inputs (Buffers, ImageParams) by a stage, and the input bytes they bring in."""
         for acc in st.accesses:
             if not acc.is_input or acc.in_bounds_of_rdom:
                 continue
             n = work * acc.count
-            if unrolled_loops is not None:
-                for lp in unrolled_loops:
-                    if lp.unrolled and all(v in acc.invariant for v in lp.dims):
-                        n /= lp.trip
+            if fm is not None:
+                n *= self.unroll_reuse(fm, st.index, lambda env, box=acc.box: _eval_box(box, env))
             _charge_loads(feats, n, acc.stride * ctx_stride, lanes, sp)
             shape = self.a.input_shapes.get(acc.producer)
             if shape:

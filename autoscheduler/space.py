@@ -1,8 +1,9 @@
 """The search space: the legal decisions for one Func, given the decisions of its consumers.
 
-Placement follows the compiler's rule (`pyhalide.schedule_space`): a Func may be computed inside
-a loop of a consumer only if that consumer (looking through inlined Funcs) is its only one, and
-uses it in one stage; it may be inlined if it is a single pure definition and not an output.
+Placement follows Halide's rule: a Func may be computed inside a loop whose one iteration holds
+every use of it (by its consumers, looking through inlined Funcs, or by Funcs computed inside
+that loop); it may be inlined if it is a single pure definition and not an output. Stored at an
+outer loop of the same nest, it slides where the loops between allow.
 Tiles come from a bounded ladder, so every Func has a bounded number of options and no pipeline
 can stall the search. The fine pass keeps each Func's placement from the coarse pass and looks at
 the tile sizes and vector widths around the coarse choice.
@@ -10,10 +11,14 @@ the tile sizes and vector widths around the coarse choice.
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
 from .loop_nest import INLINE, Decision, Hardware, Model, natural_vector, register_budget
 
 COARSE_TILES = (16, 64, 256)
 MAX_INLINE_RECOMPUTE = 9.0
+MAX_UNROLLED = 16  # iterations an unrolled block may have (code size, registers)
 
 
 class Space:
@@ -46,23 +51,46 @@ class Space:
         probe = self.model.evaluate(name, Decision("root"), models)
         extents = [ext for _, ext in probe.total]
         out += self._loop_options("root", None, 0, -1, info, extents)
-        consumers = self.model.effective_consumers(name, models)
-        if len(consumers) == 1 and not info.is_output:
-            (g, stages), = consumers.items()
-            if len(stages) == 1 and None not in stages:
-                s = next(iter(stages))
-                gm = models[g]
-                sites = [(g, s, level) for level in range(len(gm.stages[s].loops))]
-                gd = gm.decision
-                if gd.placement == "at":  # also the loops around g's own compute site
-                    sites += [(gd.consumer, gd.stage, level) for level in range(gd.level + 1)]
-                for c, cs, level in sites:
-                    base = Decision("at", c, cs, level)
-                    region = self.model.evaluate(name, base, models).region
-                    out += self._loop_options("at", c, cs, level, info, [ext for _, ext in region])
+        if not info.is_output:
+            for c, cs, level in self.sites(name, models):
+                base = Decision("at", c, cs, level)
+                region = self.model.evaluate(name, base, models).region
+                here = self._loop_options("at", c, cs, level, info, [ext for _, ext in region])
+                out += here
+                for store in self._store_levels(name, base, models):
+                    out += [replace(o, store=store) for o in here]
         if self.around is not None and name in self.around:
             out = self._near(self.around[name], out, info, extents)
         return out
+
+    def sites(self, name: str, models: dict) -> list[tuple]:
+        """The loops (Func, stage, level) `name` may be computed in: those whose one iteration
+        contains every use of it, by its consumers (through inlined ones) or by Funcs computed
+        inside them (Halide's rule: all uses inside the loop)."""
+        consumers = self.model.effective_consumers(name, models)
+        common = None
+        for c, stages in consumers.items():
+            if None in stages:  # read by RDom bounds, outside every loop
+                return []
+            chain = []
+            m = models[c]
+            if len(stages) == 1:
+                s = next(iter(stages))
+                chain += [(c, s, level) for level in range(len(m.stages[s].loops))]
+            d = m.decision
+            while d.placement == "at":
+                chain += [(d.consumer, d.stage, level) for level in range(d.level + 1)]
+                d = models[d.consumer].decision
+            common = chain if common is None else [site for site in common if site in set(chain)]
+        return common or []
+
+    def _store_levels(self, name: str, base: Decision, models: dict) -> list[int]:
+        """Outer loops of the consumer to store `name` at, computing it at base.level, where it
+        then slides (each iteration computes only what the last did not)."""
+        if len(self.a.funcs[name].stages) > 1:
+            return []
+        return [s for s in range(base.level - 1, -1, -1)
+                if self.model.sliding(name, replace(base, store=s), models) is not None]
 
     def _loop_options(self, placement, consumer, stage, level, info, extents) -> list[Decision]:
         v = natural_vector(info, self.hw)
@@ -81,6 +109,22 @@ class Space:
                 out.append(Decision(placement, consumer, stage, level, tile, vector, par, rv_out, unroll))
         if has_reduction and vector and len(extents) > 1:
             out += self._register_tiles(placement, consumer, stage, level, info, extents, vector)
+        elif vector and len(extents) > 1:
+            out += self._unrolled_blocks(placement, consumer, stage, level, info, extents, vector)
+        return out
+
+    def _unrolled_blocks(self, placement, consumer, stage, level, info, extents, vector) -> list[Decision]:
+        """Pure stages computed a block of rows at a time, the rows unrolled, so that rows a
+        stencil reads for several of them are loaded once (Adams2019's unrolled inner tiles)."""
+        out = []
+        if placement == "root":
+            for rows in (2, 4, 8):
+                if rows < extents[1] and vector < extents[0]:
+                    tile = (vector, rows, *([0] * (len(extents) - 2)))
+                    par = self._parallel(placement, extents, tile, info)
+                    out.append(Decision(placement, consumer, stage, level, tile, vector, par, False, True))
+        elif 1 < math.prod(extents[1:]) <= MAX_UNROLLED and extents[0] <= 2 * vector:
+            out.append(Decision(placement, consumer, stage, level, (), vector, 0, False, True))
         return out
 
     def _register_tiles(self, placement, consumer, stage, level, info, extents, vector) -> list[Decision]:
@@ -125,7 +169,7 @@ class Space:
         """The fine pass: the coarse choice's placement, with tile sizes halved and doubled and
         the vector width doubled."""
         same = [o for o in options if o.placement == best.placement and o.consumer == best.consumer
-                and o.level == best.level]
+                and o.level == best.level and o.store == best.store]
         if best.placement == "inline":
             return [INLINE] if INLINE in options else options
         if not same:  # the consumer's loops changed: that loop is gone
@@ -148,6 +192,5 @@ class Space:
         for t in variants:
             for vec in {best.vector, 2 * v if best.vector and extents[0] >= 2 * v else best.vector}:
                 par = self._parallel(best.placement, extents, t, info)
-                out.add(Decision(best.placement, best.consumer, best.stage, best.level, t, vec, par,
-                                 best.rvars_outside, best.unroll))
+                out.add(replace(best, tile=t, vector=vec, parallel=par))
         return sorted(out, key=Decision.describe) + [o for o in same if o not in out][:8]

@@ -31,9 +31,9 @@ import pyhalide as hl
 from .api import make_problem
 from .apply import apply_directives, directives
 from .cost_model import WEIGHTS_PATH, CostModel
-from .loop_nest import FEATURES
+from .loop_nest import FEATURES, Decision
 from .random_pipelines import random_pipeline
-from .search import BeamSearch, ComputeRootHeuristic, Greedy, random_state
+from .search import BeamSearch, ComputeRootHeuristic, Greedy, State, random_state
 
 
 def total_features(models: dict) -> np.ndarray:
@@ -70,6 +70,29 @@ def candidates(seed: int, n_random: int, params: dict, scale: str = "train") -> 
         out.append({"seed": seed, "schedule": hl.Pipeline(fresh).schedule_to_json(),
                     "features": total_features(models).tolist(),
                     "decisions": {n: m.decision.describe() for n, m in models.items()}})
+    return out
+
+
+def refeaturise(records: list[dict], params: dict, scale: str = "train") -> list[dict]:
+    """The records with their features worked out again from their decisions by the current
+    loop-nest model: measurements outlive changes to the featurisation. Records whose decisions
+    the model no longer accepts are dropped."""
+    out = []
+    by_seed: dict = {}
+    for r in records:
+        by_seed.setdefault(r["seed"], []).append(r)
+    for seed, rs in sorted(by_seed.items()):
+        outputs, sizes = random_pipeline(seed, scale).build(hl)
+        problem = make_problem(outputs, None, _estimates(outputs, sizes), None, params)
+        for r in rs:
+            try:
+                decisions = {n: Decision.parse(t) for n, t in r["decisions"].items()}
+                state = State({}, 0.0)
+                for name in problem.order:
+                    state = problem.extend(state, name, decisions[name])
+            except (KeyError, ValueError, IndexError):
+                continue
+            out.append({**r, "features": total_features(state.models).tolist()})
     return out
 
 
@@ -179,7 +202,7 @@ def main(argv=None) -> None:
         print(f"[{k + 1}/{len(seeds)}] seed {seed}: {ok}/{len(results)} ok "
               f"({time.perf_counter() - t0:.0f} s)", flush=True)
         data_path.write_text(json.dumps(data))
-    rows = [r for r in data if r["status"] == "ok" and r["seed"] in set(seeds)]
+    rows = refeaturise([r for r in data if r["status"] == "ok" and r["seed"] in set(seeds)], params)
     bad = [r for r in data if r["status"] != "ok" and r["seed"] in set(seeds)]
     if bad:
         print(f"{len(bad)} candidates failed: " + ", ".join(sorted({r['status'] for r in bad})))

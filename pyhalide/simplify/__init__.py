@@ -101,6 +101,11 @@ def add_rules(n):
         return b.a  # a + (x - a)
     if isinstance(a, ir.Sub) and a.b == b:
         return a.a  # (x - b) + b
+    if isinstance(b, ir.Min | ir.Max) and _no_overflow(t):
+        # x + min(c, y - x) -> min(x + c, y): the inverse of sub_rules' min(x + c, y) - x
+        for k, (p, q) in enumerate(((b.a, b.b), (b.b, b.a))):
+            if isinstance(q, ir.Sub) and q.b == a and _c(p) is not None and not ir.is_const(p, 0):
+                return type(b)(ir.Add(a, p), q.a) if k == 0 else type(b)(q.a, ir.Add(a, p))
     if isinstance(a, ir.Add) and _c(a.b) is not None and cb is None:
         return ir.Add(ir.Add(a.a, b), a.b)  # (x + c) + y -> (x + y) + c
     if isinstance(b, ir.Add) and _c(b.b) is not None:
@@ -140,6 +145,13 @@ def sub_rules(n):
             return ir.Add(ir.Sub(a, b.a), _const(t, -_c(b.b)))  # x - (y + c)
     if _c(a) is not None and isinstance(b, ir.Sub) and _c(b.a) is not None:
         return ir.Add(b.b, _const(t, _c(a) - _c(b.a)))  # c1 - (c2 - y)
+    if isinstance(a, ir.Min | ir.Max) and _no_overflow(t):
+        # min(x + c, y) - x -> min(c, y - x): a window's extent from its correlated min and max
+        for k, (p, q) in enumerate(((a.a, a.b), (a.b, a.a))):
+            # (not max(x, y) - x: clamps keep their max(min(x, hi), lo) - lo shape)
+            if isinstance(p, ir.Add) and p.a == b and _c(p.b) is not None:
+                rest = ir.Sub(q, b)
+                return type(a)(p.b, rest) if k == 0 else type(a)(rest, p.b)
     return None
 
 
