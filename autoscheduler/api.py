@@ -69,8 +69,8 @@ def _host_vector_bits() -> int:
     return 128
 
 
-def _cache_sizes() -> tuple[int, int]:
-    sizes = {1: 32 << 10, 2: 512 << 10}
+def _cache_sizes() -> tuple[int, int, int]:
+    sizes = {1: 32 << 10, 2: 512 << 10, 3: 8 << 20}
     base = Path("/sys/devices/system/cpu/cpu0/cache")
     try:
         for idx in base.glob("index*"):
@@ -85,7 +85,7 @@ def _cache_sizes() -> tuple[int, int]:
                 sizes[level] = n
     except (OSError, ValueError):
         pass
-    return sizes[1], sizes[2]
+    return sizes[1], sizes[2], sizes[3]
 
 
 def hardware(target, params: dict) -> Hardware:
@@ -98,9 +98,9 @@ def hardware(target, params: dict) -> Hardware:
         bits = 256
     else:
         bits = _host_vector_bits()
-    l1, l2 = _cache_sizes()
+    l1, l2, l3 = _cache_sizes()
     return Hardware(max(1, cores), int(params.get("vector_bits", bits)), int(params.get("l1_bytes", l1)),
-                    int(params.get("l2_bytes", l2)))
+                    int(params.get("l2_bytes", l2)), int(params.get("l3_bytes", l3)))
 
 
 # ------------------------------------------------------------------ estimates
@@ -250,7 +250,7 @@ def auto_schedule(outputs_or_pipeline, target=None, estimates=None, example_inpu
     estimates: {output Func or name: [(min, extent), ...]} where set_estimates was not called;
     example_inputs: {ImageParam name: ndarray} for inputs without estimates or a bound Buffer;
     params: Halide's autoscheduler parameters (parallelism, beam_size, random_dropout,
-    random_dropout_seed) and pyhalide's (passes, vector_bits, l1_bytes, l2_bytes)."""
+    random_dropout_seed) and pyhalide's (passes, vector_bits, l1_bytes, l2_bytes, l3_bytes)."""
     t0 = time.perf_counter()
     if isinstance(outputs_or_pipeline, hl.Pipeline):
         pipeline = outputs_or_pipeline

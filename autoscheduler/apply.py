@@ -69,8 +69,6 @@ def _stage_directives(name, info, st, sm, d, extents, guard: bool) -> list[tuple
     if sm.vector:
         v0 = next(lp for lp in serial if lp.kind == "inner" and lp.dims == (info.dims[0],))
         out.append((name, s, "vectorize", (v0.name, sm.vector, *tail)))
-        if d.unroll and v0.trip > 1 and st.index > 0:
-            out.append((name, s, "unroll", (v0.name, v0.trip, *tail)))
     # Unrolling by the loop's own trip count splits it by that constant first: a loop over a
     # region whose extent is not a compile-time constant can be unrolled too.
     for lp in serial:

@@ -20,21 +20,23 @@ from .loop_nest import FEATURE_VERSION, FEATURES
 
 WEIGHTS_PATH = Path(__file__).with_name("weights.json")
 
-# Rough costs per unit on a ~3 GHz x86 core, used until a model is trained.
+# Rough costs per unit on a ~3 GHz x86 core, used until a model is trained. Per-realization
+# costs (allocs, stages) are those the training runs on random pipelines measure: a few ns.
 DEFAULT_WEIGHTS = {
-    "ops": 0.3e-9,
-    "expensive": 3e-9,
-    "loads": 0.4e-9,
+    "ops": 0.12e-9,  # three to four vector instructions a cycle
+    "expensive": 2e-9,
+    "loads": 0.2e-9,  # two loads a cycle, from L1
     "gathers": 1.5e-9,
-    "stores": 0.5e-9,
+    "stores": 0.3e-9,
     "bytes_l1": 0.01e-9,
     "bytes_cache": 0.04e-9,
-    "bytes_mem": 0.1e-9,
-    "allocs": 0.1e-6,
+    "bytes_l3": 0.06e-9,
+    "bytes_mem": 0.08e-9,  # about 12 GB/s per core
+    "allocs": 3e-9,
     "loop_entries": 2e-9,
     "par_launches": 5e-6,
     "par_tasks": 0.3e-6,
-    "stages": 0.1e-6,
+    "stages": 3e-9,
 }
 
 

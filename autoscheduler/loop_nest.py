@@ -30,6 +30,7 @@ FEATURES = (
     "stores",
     "bytes_l1",  # bytes written and read back of storage that fits in the L1 cache
     "bytes_cache",  # bytes written and read back of storage that fits in the L2 cache
+    "bytes_l3",  # bytes written and read back (or read again) that fit in a core's share of L3
     "bytes_mem",  # bytes written and read back of storage that does not, and input bytes read
     "allocs",  # realizations of Funcs computed inside loops
     "loop_entries",  # entries into innermost loops: a short innermost loop costs its overhead often
@@ -37,7 +38,7 @@ FEATURES = (
     "par_tasks",  # parallel tasks run
     "stages",  # loop nests emitted
 )
-FEATURE_VERSION = 2
+FEATURE_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,10 @@ class Hardware:
     vector_bits: int
     l1: int
     l2: int
+    l3: int = 8 << 20  # shared by the cores
+
+    def l3_share(self) -> int:
+        return self.l3 // max(1, self.cores)
 
 
 def register_budget(hw: Hardware) -> int:
@@ -166,7 +171,9 @@ def stage_loops(info: FuncInfo, stage: StageInfo, d: Decision, extents: dict, rv
         vector = d.vector
         inner[-1][2] = -(-inner[-1][2] // vector)
     unroll = d.unroll and (stage.index == 0 or d.rvars_outside)
-    inner_loops = [Loop(n, dims, "inner", t, unrolled=unroll and k < len(inner) - 1)
+    # a register tile (an update's unrolled inner tile) unrolls its vector loop's vectors too
+    vectors_unrolled = unroll and stage.index > 0
+    inner_loops = [Loop(n, dims, "inner", t, unrolled=unroll and (k < len(inner) - 1 or vectors_unrolled))
                    for k, (n, dims, t) in enumerate(inner)]
     if stage.rvars and d.rvars_outside:
         loops = outer + rvar_loops + inner_loops
@@ -395,7 +402,8 @@ class Model:
                 st = info.stages[0]
                 feats["ops"] += evals * st.ops / lanes / sp
                 feats["expensive"] += evals * st.expensive / lanes / sp
-                self._input_loads(info, st, evals, lanes, sp, feats, stride)
+                self._input_loads(info, st, evals, lanes, sp, feats, stride,
+                                  reader=(gm, s, lambda env, g=gm.name, s=s: self.demand(name, g, s, env, models)[0]))
             fm = FuncModel(name, d, total, total, 1.0, 1.0, [], feats)
             fm.recompute = all_evals / max(1, math.prod(ext for _, ext in total))
             return fm
@@ -426,7 +434,7 @@ class Model:
         bytes_storage = math.prod(ext for _, ext in storage) * info.bytes_per_point
         bytes_region = math.prod(ext for _, ext in region) * info.bytes_per_point * warm
         in_cache = bytes_storage <= hw.l2 // 2
-        level = "bytes_l1" if bytes_storage <= hw.l1 // 2 else "bytes_cache" if in_cache else "bytes_mem"
+        level = _tier(bytes_storage, hw)
         for st in info.stages:
             rv_extents = [max(1, int(ext(self.a.env))) for _, _, ext in st.rvars]
             loops, vector = stage_loops(info, st, d, extents, rv_extents, hw.cores)
@@ -455,13 +463,15 @@ class Model:
             else:
                 feats["stores"] += work * n_values / lanes / sp
                 feats["loads"] += work * st.self_loads / lanes / sp
-            self._input_loads(info, st, work, lanes, sp, feats, 1.0, fm)
-            # a loop's overhead is paid per entry; unrolled loops around the innermost have none
+            own = (fm, st.index, lambda env: [(env[lo_name(v)], env[hi_name(v)]) for v in info.dims])
+            self._input_loads(info, st, work, lanes, sp, feats, 1.0, fm, reader=own)
+            # a loop's overhead is paid per entry into the innermost real loop: loops of one
+            # iteration and unrolled loops are no loops
             trip = 1
-            for k, lp in enumerate(reversed(loops)):
-                if k and not lp.unrolled:
-                    break
+            for lp in reversed(loops):
                 trip *= lp.trip
+                if lp.trip > 1 and not lp.unrolled:
+                    break
             feats["loop_entries"] += work / lanes / max(1, trip) / sp
             feats["stages"] += realizations / fm.inherited if d.placement == "at" else 1
             for k, lp in enumerate(loops):
@@ -470,9 +480,17 @@ class Model:
                     feats["par_launches"] += launches
                     feats["par_tasks"] += launches * lp.trip
             if st.index == 0:
-                # storage traffic: written once per realization, read back by the consumers
-                written = bytes_region * realizations * (1 if info.is_output else 2)
-                feats[level] += written / (sp if in_cache else min(sp, 2.0))
+                # storage traffic: written once per realization, then read back by the consumers
+                # (read_traffic: from this storage's cache tier, or again where a consumer's
+                # loops re-read more than the cache holds)
+                feats[level] += bytes_region * realizations / (sp if in_cache else min(sp, 2.0))
+                for gm, cs, _, _, _ in contexts:
+                    mem, extra, tier = self.read_traffic(
+                        gm, cs, lambda env, g=gm.name, cs=cs: self.demand(name, g, cs, env, models)[0],
+                        info.bytes_per_point)
+                    rsp = gm.speedup(cs)
+                    feats[level] += mem / (rsp if in_cache else min(rsp, 2.0))
+                    feats[tier] += extra / rsp
         if d.placement == "at":
             stored = realizations if slide is None else \
                 models[d.consumer].realizations * math.prod(lp.trip for lp in loops[: d.store + 1])
@@ -580,12 +598,41 @@ class Model:
         p, b = box_of(point), box_of(block)
         if p is None or b is None or any(x is None for x in (*p, *b)):
             return 1.0
-        rows_p = math.prod(hi - lo + 1 for lo, hi in p[1:])
-        rows_b = math.prod(hi - lo + 1 for lo, hi in b[1:])
-        return min(1.0, rows_b / max(1, n * rows_p))
+        if not p:
+            return 1.0 / n
+        # vectors of the block: its rows, times its width in vectors of one iteration's width
+        vectors_p = math.prod(hi - lo + 1 for lo, hi in p[1:])
+        vectors_b = math.prod(hi - lo + 1 for lo, hi in b[1:]) * -(-(b[0][1] - b[0][0] + 1) // (p[0][1] - p[0][0] + 1))
+        return min(1.0, vectors_b / max(1, n * vectors_p))
 
-    def _input_loads(self, info, st, work, lanes, sp, feats, ctx_stride=1.0, fm: FuncModel | None = None):
-        """Loads of inputs (Buffers, ImageParams) by a stage, and the input bytes they bring in."""
+    def read_traffic(self, fm: FuncModel, s: int, box_of, elem: int) -> tuple[float, float, str]:
+        """(bytes from memory, bytes from a cache, which cache) that the realizations of stage s
+        of fm read of one producer; box_of(env) is the producer's box over a loop env. What one
+        realization reads that fits in the cache comes from memory once (the lines realizations
+        share, from the cache); what does not is fetched again by each iteration of the
+        outermost loop whose iteration does fit (per-loop footprints, as a cache sees them)."""
+        cap = self.hw.l2 // 2
+        n = fm.realizations * fm.warm
+        per = _line_bytes(box_of(self.stage_env(fm, s, None)), elem)
+        if per <= cap:
+            total = per * n
+            unique = _line_bytes(box_of(self.stage_env(fm, s, None, total=True)), elem) or total
+            return min(unique, total), max(0.0, total - unique), _tier(per, self.hw)
+        iters, footprint = 1, per
+        for k, lp in enumerate(fm.stages[s].loops):
+            iters *= lp.trip
+            footprint = _line_bytes(box_of(self.stage_env(fm, s, k)), elem)
+            if footprint <= cap:
+                break
+        total = iters * footprint * n
+        unique = min(total, _line_bytes(box_of(self.stage_env(fm, s, None, total=True)), elem) or total)
+        return unique, total - unique, _tier(per, self.hw)
+
+    def _input_loads(self, info, st, work, lanes, sp, feats, ctx_stride=1.0, fm: FuncModel | None = None,
+                     reader=None):
+        """Loads of inputs (Buffers, ImageParams) by a stage, and the input bytes they bring in
+        (`read_traffic`; reader: the Func model and stage whose loops the reads happen in, and
+        the region of this stage's Func read over a loop env of theirs)."""
         for acc in st.accesses:
             if not acc.is_input or acc.in_bounds_of_rdom:
                 continue
@@ -593,10 +640,56 @@ class Model:
             if fm is not None:
                 n *= self.unroll_reuse(fm, st.index, lambda env, box=acc.box: _eval_box(box, env))
             _charge_loads(feats, n, acc.stride * ctx_stride, lanes, sp)
+            elem = self.a.input_bytes.get(acc.producer, 4)
             shape = self.a.input_shapes.get(acc.producer)
-            if shape:
-                size = math.prod(e for _, e in shape) * self.a.input_bytes.get(acc.producer, 4)
-                feats["bytes_mem"] += size / min(sp, 2.0)
+            if reader is not None:
+                rm, rs, region_of = reader
+                mem, extra, tier = self.read_traffic(
+                    rm, rs, lambda env, acc=acc, r=region_of: self._input_box(info, st, acc, r(env)), elem)
+            if reader is not None and mem:
+                feats["bytes_mem"] += mem / min(sp, 2.0)
+                feats[tier] += extra / sp
+            elif shape:
+                feats["bytes_mem"] += math.prod(e for _, e in shape) * elem / min(sp, 2.0)
+
+    def _input_box(self, info, st, acc, region):
+        """The box of an input one stage reads over a region of its Func ((lo, hi) per dimension)."""
+        if region is None or any(b is None for b in region):
+            return None
+        env = dict(self.a.env)
+        for v, (lo, hi) in zip(info.dims, region):
+            env[lo_name(v)], env[hi_name(v)] = lo, hi
+        for name, mnf, ext in st.rvars:
+            lo = mnf(self.a.env)
+            env[lo_name(name)], env[hi_name(name)] = lo, lo + max(1, int(ext(self.a.env))) - 1
+        box = _eval_box(acc.box, env)
+        return box if box is not None and all(b is not None for b in box) else None
+
+
+CACHE_LINE = 64
+
+
+def _tier(nbytes: float, hw: Hardware) -> str:
+    """The feature for traffic over storage (or a working set) of this size."""
+    if nbytes <= hw.l1 // 2:
+        return "bytes_l1"
+    if nbytes <= hw.l2 // 2:
+        return "bytes_cache"
+    if nbytes <= hw.l3_share() // 2:
+        return "bytes_l3"
+    return "bytes_mem"
+
+
+def _line_bytes(box, elem: int) -> float:
+    """Bytes of the cache lines a box of a row-major array touches: a row's span rounded to
+    whole lines, and one line more where it straddles a boundary."""
+    if box is None or any(b is None for b in box):
+        return 0.0
+    if not box:  # a single value
+        return float(CACHE_LINE)
+    width = (box[0][1] - box[0][0] + 1) * elem
+    lines = -(-width // CACHE_LINE) + 1
+    return math.prod(max(1, hi - lo + 1) for lo, hi in box[1:]) * lines * CACHE_LINE
 
 
 def _charge_loads(feats: dict, n: float, stride: float, lanes: int, sp: float) -> None:

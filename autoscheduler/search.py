@@ -75,17 +75,7 @@ class BeamSearch:
                         candidates.append(problem.extend(st, name, d))
                 evaluated += len(candidates)
                 candidates.sort(key=lambda s: (s.cost, s.key))
-                kept, seen = [], set()
-                for c in candidates:
-                    if c.key in seen:
-                        continue
-                    if self.dropout < 1.0 and kept and rng.random() > self.dropout:
-                        continue
-                    seen.add(c.key)
-                    kept.append(c)
-                    if len(kept) == self.beam_size:
-                        break
-                states = kept
+                states = self._keep(candidates, rng)
             finals += states
             winner = states[0]
             if best is None or winner.cost < best.cost:
@@ -96,6 +86,20 @@ class BeamSearch:
         stats = {"strategy": "beam", "beam_size": self.beam_size, "passes": self.passes,
                  "states_evaluated": evaluated, "search_s": time.perf_counter() - t0}
         return SearchResult(best.models, best.cost, stats, list(unique.values()))
+
+
+    def _keep(self, candidates: list, rng: random.Random) -> list:
+        """The beam's next states: the cheapest distinct ones (Halide's random_dropout drops
+        each with a chance)."""
+        kept, seen = [], set()
+        for c in candidates:
+            if len(kept) >= self.beam_size:
+                break
+            if c.key in seen or (self.dropout < 1.0 and kept and rng.random() > self.dropout):
+                continue
+            seen.add(c.key)
+            kept.append(c)
+        return kept
 
 
 class Greedy(BeamSearch):

@@ -82,7 +82,22 @@ class Space:
                 chain += [(d.consumer, d.stage, level) for level in range(d.level + 1)]
                 d = models[d.consumer].decision
             common = chain if common is None else [site for site in common if site in set(chain)]
-        return common or []
+        # never inside a hand-scheduled Func's loops: the model does not know their names
+        return [site for site in common or [] if site[0] not in self.fixed and not self._rounds_up(site, models)]
+
+    def _rounds_up(self, site: tuple, models: dict) -> bool:
+        """Whether a loop of an update stage is inside a tile that does not divide its extent:
+        the update's tail rounds up (guarded where it must), but what is computed at such a
+        loop is sized for the whole tile, past the region, and may read past an input."""
+        c, cs, level = site
+        m = models[c]
+        if cs == 0 or not m.decision.tile:
+            return False
+        info = self.a.funcs[c]
+        extents = dict(zip(info.dims, (ext for _, ext in m.region)))
+        tile = dict(zip(info.dims, m.decision.tile))
+        return any(lp.kind == "outer" and extents[lp.dims[0]] % tile[lp.dims[0]]
+                   for lp in m.stages[cs].loops[: level + 1])
 
     def _store_levels(self, name: str, base: Decision, models: dict) -> list[int]:
         """Outer loops of the consumer to store `name` at, computing it at base.level, where it
