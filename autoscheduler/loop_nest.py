@@ -254,6 +254,7 @@ class Model:
         # the states of a beam that agree on those.
         self.downstream = {n: self._downstream(n) for n in analysis.order}
         self._memo: dict = {}
+        self._contexts: dict = {}
 
     def _downstream(self, name: str) -> tuple:
         out, stack = set(), list(self.a.funcs[name].consumers)
@@ -369,17 +370,14 @@ class Model:
     def _evaluate(self, name: str, d: Decision, models: dict) -> FuncModel:
         info = self.a.funcs[name]
         hw = self.hw
-        consumers = self.effective_consumers(name, models)
         feats = dict.fromkeys(FEATURES, 0.0)
-        contexts = []  # (consumer model, stage, box over all its realizations, loads, stride)
-        for g, stages in consumers.items():
-            gm = models[g]
-            for s in stages:
-                if s is None:
-                    continue
-                env = self.stage_env(gm, s, None, total=True)
-                box, loads, stride = self.demand(name, g, s, env, models)
-                contexts.append((gm, s, box, loads, stride))
+        # what the consumers read does not depend on this Func's decision: worked out once per
+        # set of downstream models, for all the decisions tried against them
+        ctx_key = (name, tuple(id(models.get(g)) for g in self.downstream[name]))
+        ctx = self._contexts.get(ctx_key)
+        if ctx is None:
+            ctx = self._contexts[ctx_key] = self._reading(name, models)
+        contexts, reads = ctx[0], ctx[1]
         if info.is_output:
             total = list(self.output_regions[name])
             for _, _, box, _, _ in contexts:  # an output also read by another output
@@ -485,9 +483,11 @@ class Model:
                 # loops re-read more than the cache holds)
                 feats[level] += bytes_region * realizations / (sp if in_cache else min(sp, 2.0))
                 for gm, cs, _, _, _ in contexts:
-                    mem, extra, tier = self.read_traffic(
-                        gm, cs, lambda env, g=gm.name, cs=cs: self.demand(name, g, cs, env, models)[0],
-                        info.bytes_per_point)
+                    if (gm.name, cs) not in reads:
+                        reads[gm.name, cs] = self.read_traffic(
+                            gm, cs, lambda env, g=gm.name, cs=cs: self.demand(name, g, cs, env, models)[0],
+                            info.bytes_per_point)
+                    mem, extra, tier = reads[gm.name, cs]
                     rsp = gm.speedup(cs)
                     feats[level] += mem / (rsp if in_cache else min(rsp, 2.0))
                     feats[tier] += extra / rsp
@@ -504,6 +504,23 @@ class Model:
         computed = sum(sm.points for sm in fm.stages[:1]) * realizations * warm
         fm.recompute = computed / max(1, math.prod(e for _, e in total))
         return fm
+
+    def _reading(self, name: str, models: dict) -> tuple:
+        """(contexts, read-traffic cache, the models kept alive so their ids stay theirs): for
+        each consumer stage reading `name` (through inlined Funcs), its model, the stage, the box
+        over all its realizations, the loads per point and their stride."""
+        if len(self._contexts) > 50_000:
+            self._contexts.clear()
+        contexts = []
+        for g, stages in self.effective_consumers(name, models).items():
+            gm = models[g]
+            for s in stages:
+                if s is None:
+                    continue
+                env = self.stage_env(gm, s, None, total=True)
+                box, loads, stride = self.demand(name, g, s, env, models)
+                contexts.append((gm, s, box, loads, stride))
+        return contexts, {}, [models.get(g) for g in self.downstream[name]]
 
     def _region_at(self, name: str, d: Decision, env: dict, models: dict) -> list:
         """The region of `name` needed in one iteration of the consumer's loop that env describes."""
