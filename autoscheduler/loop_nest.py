@@ -71,7 +71,6 @@ class Decision:
             bits.append("unroll")
         return " ".join(bits)
 
-
     @staticmethod
     def parse(text: str) -> Decision:
         """The Decision `describe` printed (tuning records keep decisions as text, so their
@@ -223,7 +222,6 @@ class FuncModel:
     # sliding windows: `region` is what a realization computes in the steady state; this factor
     # accounts for the first iteration of the sliding loop, which computes the whole window
     warm: float = 1.0
-    slide: tuple | None = None  # (dimension index, step, window extent) when it slides
 
     def speedup(self, stage: int, level: int | None = None) -> float:
         """The parallel speedup of work inside stage `stage`'s loop `level` (None: innermost)."""
@@ -420,15 +418,14 @@ class Model:
         slide = self.sliding(name, d, models) if d.store is not None else None
         warm = 1.0
         if slide is not None:
-            k, step, window, storage = slide
+            k, step, _, storage = slide
             full = math.prod(ext for _, ext in region)
             region = [(mn, step) if j == k else (mn, ext) for j, (mn, ext) in enumerate(region)]
             # the sliding loop's first iteration computes the whole window
             steady = math.prod(ext for _, ext in region)
             warm = 1.0 + (full - steady) / max(1, steady) / max(1, loops[d.store + 1].trip)
         extents = {v: ext for v, (_, ext) in zip(info.dims, region)}
-        fm = FuncModel(name, d, region, total, realizations, inherited, [], feats, warm=warm,
-                       slide=slide[:3] if slide else None)
+        fm = FuncModel(name, d, region, total, realizations, inherited, [], feats, warm=warm)
         bytes_storage = math.prod(ext for _, ext in storage) * info.bytes_per_point
         bytes_region = math.prod(ext for _, ext in region) * info.bytes_per_point * warm
         in_cache = bytes_storage <= hw.l2 // 2
@@ -499,14 +496,18 @@ class Model:
         for gm, s, _, loads, stride in contexts:
             sm = gm.stages[s]
             evals = loads * sm.points * gm.realizations * gm.warm
-            evals *= self.unroll_reuse(gm, s, lambda env, g=gm.name, s=s: self.demand(name, g, s, env, models)[0])
+            if ("reuse", gm.name, s) not in reads:
+                reads["reuse", gm.name, s] = self.unroll_reuse(
+                    gm, s, lambda env, g=gm.name, s=s: self.demand(name, g, s, env, models)[0])
+            evals *= reads["reuse", gm.name, s]
             _charge_loads(feats, evals, stride, self.lanes(gm.name, sm.vector), gm.speedup(s))
         computed = sum(sm.points for sm in fm.stages[:1]) * realizations * warm
         fm.recompute = computed / max(1, math.prod(e for _, e in total))
         return fm
 
     def _reading(self, name: str, models: dict) -> tuple:
-        """(contexts, read-traffic cache, the models kept alive so their ids stay theirs): for
+        """(contexts, a cache of what the consumers' loops read, the models kept alive so their
+        ids stay theirs): for
         each consumer stage reading `name` (through inlined Funcs), its model, the stage, the box
         over all its realizations, the loads per point and their stride."""
         if len(self._contexts) > 50_000:

@@ -87,7 +87,6 @@ class BeamSearch:
                  "states_evaluated": evaluated, "search_s": time.perf_counter() - t0}
         return SearchResult(best.models, best.cost, stats, list(unique.values()))
 
-
     def _keep(self, candidates: list, rng: random.Random) -> list:
         """The beam's next states: the cheapest distinct ones (Halide's random_dropout drops
         each with a chance)."""

@@ -81,7 +81,8 @@ class Space:
             while d.placement == "at":
                 chain += [(d.consumer, d.stage, level) for level in range(d.level + 1)]
                 d = models[d.consumer].decision
-            common = chain if common is None else [site for site in common if site in set(chain)]
+            in_chain = set(chain)
+            common = chain if common is None else [site for site in common if site in in_chain]
         # never inside a hand-scheduled Func's loops: the model does not know their names
         return [site for site in common or [] if site[0] not in self.fixed and not self._rounds_up(site, models)]
 
@@ -102,8 +103,6 @@ class Space:
     def _store_levels(self, name: str, base: Decision, models: dict) -> list[int]:
         """Outer loops of the consumer to store `name` at, computing it at base.level, where it
         then slides (each iteration computes only what the last did not)."""
-        if len(self.a.funcs[name].stages) > 1:
-            return []
         return [s for s in range(base.level - 1, -1, -1)
                 if self.model.sliding(name, replace(base, store=s), models) is not None]
 
