@@ -241,7 +241,8 @@ def substitute(replacements: dict[str, ir.Expr], node):
 # and images it reads, whether it holds a min or max or a let) is worked out once per node, kept
 # in the node's `_summary` slot, and shared by all passes.
 _NONE: frozenset = frozenset()
-_MIN_MAX, _LET, _CALL = 1, 2, 4  # flags of the kinds of node an expression holds
+_RANGED, _LET, _CALL = 1, 2, 4  # flags of the kinds of node an expression holds
+_RANGED_CLASSES = frozenset((ir.Min, ir.Max, ir.EQ, ir.NE, ir.LT, ir.LE, ir.GT, ir.GE))
 _NOTHING = (_NONE, _NONE, 0)
 
 
@@ -255,7 +256,7 @@ def _union(a: frozenset, b: frozenset) -> frozenset:
 
 
 def _summary(e: ir.Expr) -> tuple[frozenset, frozenset, int]:
-    """(free variables, names of Funcs and images read, flags: holds a Min or Max, a Let, a Call)."""
+    """(free variables, names of Funcs and images read, flags: holds a Min, Max or comparison, a Let, a Call)."""
     hit = getattr(e, "_summary", None)
     if hit is not None:
         return hit
@@ -268,7 +269,7 @@ def _summary(e: ir.Expr) -> tuple[frozenset, frozenset, int]:
         a_free, a_called, a_kinds = _summary(e.a)
         b_free, b_called, b_kinds = _summary(e.b)
         summary = (_union(a_free, b_free), _union(a_called, b_called),
-                   a_kinds | b_kinds | (_MIN_MAX if cls is ir.Min or cls is ir.Max else 0))
+                   a_kinds | b_kinds | (_RANGED if cls in _RANGED_CLASSES else 0))
     else:
         free = called = _NONE
         kinds = _LET if cls is ir.Let else _CALL if cls is ir.Call else 0
@@ -292,9 +293,10 @@ def called_names(e: ir.Expr) -> frozenset:
     return (getattr(e, "_summary", None) or _summary(e))[1]
 
 
-def has_min_max(e: ir.Expr) -> bool:
-    """Whether expression e holds a Min or Max node."""
-    return bool((getattr(e, "_summary", None) or _summary(e))[2] & _MIN_MAX)
+def has_ranged(e: ir.Expr) -> bool:
+    """Whether expression e holds a Min, a Max or a comparison: the nodes that the ranges of
+    loop variables can settle."""
+    return bool((getattr(e, "_summary", None) or _summary(e))[2] & _RANGED)
 
 
 def has_let(e: ir.Expr) -> bool:

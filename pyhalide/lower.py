@@ -20,6 +20,7 @@ from .lowering.buffer_checks import buffer_checks
 from .lowering.environment import Environment, build_environment, pipeline_inputs
 from .lowering.inline import inline_functions
 from .lowering.lower_arithmetic import lower_arithmetic
+from .lowering.partition_loops import partition_loops
 from .lowering.schedule_functions import schedule_functions
 from .lowering.sliding_window import sliding_window
 from .lowering.storage_flattening import storage_flattening
@@ -89,6 +90,8 @@ def lowering_passes(env):
         ("unroll loops", unroll_loops),
         ("vectorize loops", vectorize_loops),
         ("simplify", simplify),
+        # The simplified guards show which loops have a steady state without them.
+        ("partition loops", partition_loops),
     ]
 
 

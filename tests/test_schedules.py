@@ -124,6 +124,25 @@ def test_vectorized_tail_with_guard_matches():
     assert np.array_equal(out, xs * 3 + ys)
 
 
+def test_folded_sliding_window_of_a_root_producer_is_right():
+    """A window two columns wide each side, over two rows, folded into 8 columns: the loop that
+    fills it stores through `x % 8`. LLVM 22's loop vectorizer stored a vector of such stores
+    as if `x % 8` did not wrap (found by the random-schedule suite); pyhalide vectorizes only
+    what the schedule says, so the result is right."""
+    data = np.arange(5 * 19, dtype=np.int32).reshape(5, 19)
+    inp = hl.Buffer(data, name="fold_in")
+    edge = hl.BoundaryConditions.repeat_edge(inp)
+    window, out = hl.Func("fold_window"), hl.Func("fold_out")
+    window[x, y] = edge[x, y]
+    out[x, y] = window[x + 2, y + 1] + window[x - 2, y]
+    out.compute_root()
+    window.compute_at(out, x).store_at(out, y)
+    edge.compute_root()
+    got = np.asarray(out.realize([5, 8]))
+    padded = np.pad(data, ((0, 4), (2, 2)), mode="edge")  # [y, x + 2]
+    assert np.array_equal(got, padded[1:9, 4:9] + padded[0:8, 0:5])
+
+
 def test_parallel_results_do_not_depend_on_thread_count():
     code = (
         "import numpy as np, pyhalide as hl\n"

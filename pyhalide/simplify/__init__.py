@@ -15,7 +15,7 @@ from ..ir_mutator import (
     IRMutator,
     Substitution,
     free_variables,
-    has_min_max,
+    has_ranged,
     map_children,
     remember_free_variables,
     substitute,
@@ -309,6 +309,13 @@ def let_rules(n):
     return None
 
 
+def call_rules(n):
+    """all_true of a vector condition every lane of which is known."""
+    if n.call_type == ir.INTRINSIC and n.name == "all_true" and ir.is_const(n.args[0]):
+        return _const(n.type, int(bool(_c(n.args[0]))))
+    return None
+
+
 RULES = {
     ir.Add: (_vector_rules, add_rules),
     ir.Sub: (_vector_rules, sub_rules),
@@ -329,11 +336,29 @@ RULES = {
     ir.Select: (select_rules,),
     ir.Cast: (cast_rules,),
     ir.Let: (let_rules,),
+    ir.Call: (call_rules,),
 }
 
 
 
 _INT32_RANGE = (-(2**31), 2**31 - 1)
+
+_COMPARISONS = (ir.EQ, ir.NE, ir.LT, ir.LE, ir.GT, ir.GE)
+
+
+def _decided(true_if: bool, false_if: bool):
+    return True if true_if else False if false_if else None
+
+
+# comparison class -> (lo, hi) of a - b -> True, False or None (undecided)
+_COMPARISON_VERDICTS = {
+    ir.LT: lambda lo, hi: _decided(hi < 0, lo >= 0),
+    ir.LE: lambda lo, hi: _decided(hi <= 0, lo > 0),
+    ir.GT: lambda lo, hi: _decided(lo > 0, hi <= 0),
+    ir.GE: lambda lo, hi: _decided(lo >= 0, hi < 0),
+    ir.EQ: lambda lo, hi: _decided(lo == hi == 0, lo > 0 or hi < 0),
+    ir.NE: lambda lo, hi: _decided(lo > 0 or hi < 0, lo == hi == 0),
+}
 
 # The simplified form of an expression outside any loop ranges is kept in its `_simplified`
 # slot, shared by every Simplify: lowering simplifies the same subexpressions again and again
@@ -462,6 +487,22 @@ class Simplify(IRMutator):
             return e.b if isinstance(e, ir.Min) else e.a
         return None
 
+    def _settle_comparison(self, e):
+        """A comparison of integers that the loop ranges decide, as a constant: a GuardWithIf
+        guard of a loop whose tile divides the extent, or of an unrolled copy, is always true."""
+        if not _no_overflow(e.a.type):
+            return None
+        d = self.const_range(e.a), self.const_range(e.b)
+        if d[0] is not None and d[1] is not None:
+            lo, hi = d[0][0] - d[1][1], d[0][1] - d[1][0]
+        else:  # a - b, where what the operands share cancels (x + c < x + 32)
+            r = self.const_range(self.simplify_expr(ir.Sub(e.a, e.b)))
+            if r is None:
+                return None
+            lo, hi = r
+        verdict = _COMPARISON_VERDICTS[type(e)](lo, hi)
+        return None if verdict is None else _const(e.type, int(verdict))
+
     def mutate(self, node):
         if node is None:
             return None
@@ -490,9 +531,9 @@ class Simplify(IRMutator):
     def simplify_expr(self, e):
         if not e._children:
             return e  # a constant or a variable
-        # Loop ranges only ever settle mins and maxes (no rule makes one), so an expression
-        # without any simplifies as it would outside every loop.
-        if self.scope and has_min_max(e):
+        # Loop ranges only ever settle mins, maxes and comparisons (no rule makes one), so an
+        # expression without any simplifies as it would outside every loop.
+        if self.scope and has_ranged(e):
             key = (id(e), self.scope)
             hit = self.cache.get(key)
             if hit is not None and hit[0] is e:
@@ -522,8 +563,11 @@ class Simplify(IRMutator):
                 new = rule(result)
                 if new is not None:
                     break
-            if new is None and self.ranges and isinstance(result, ir.Min | ir.Max):
-                new = self._settle_min_max(result)
+            if new is None and self.ranges:
+                if isinstance(result, ir.Min | ir.Max):
+                    new = self._settle_min_max(result)
+                elif isinstance(result, _COMPARISONS):
+                    new = self._settle_comparison(result)
             if new is None or new is result:
                 fixed_point = True  # no rule applies to it, and its children are simplified
                 break
@@ -588,6 +632,10 @@ class Simplify(IRMutator):
         ext = ir.const_int(extent)
         if ext is not None and ext <= 0:
             return ir.make_block([])
+        if ext == 1 and s.for_type in (ir.SERIAL, ir.PARALLEL, ir.UNROLLED):
+            # one iteration: its variable is a value (GPU loops keep their meaning; vectorized
+            # loops are the vectorizer's to remove)
+            return self.mutate(ir.LetStmt(s.name, lo, s.body))
         lo_range = self.const_range(lo)
         loop_range = None if lo_range is None or ext is None else (lo_range[0], lo_range[1] + ext - 1)
         body = self._without(s.name, lambda: self._with_ranges({s.name: loop_range}, lambda: self.mutate(s.body)))

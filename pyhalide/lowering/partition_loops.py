@@ -1,0 +1,230 @@
+"""Loop partitioning: a serial loop whose body tests a condition that holds for all but its first
+or last iterations is split into a prologue, a steady state and an epilogue, and the steady
+state runs without the test (as Halide's partition_loops does for its `likely` conditions).
+
+What it finds are the guards of GuardWithIf tails, `if (x_o * 6 + k < extent)`, inside every
+loop of a register tile's reduction: with the test in the way the accumulators live in memory;
+without it, in registers. A condition counts for a loop when it is a comparison (or a
+conjunction of comparisons) affine in the loop's variable with a constant coefficient, and
+depends on nothing else that changes inside the loop. The prologue and epilogue keep the
+original body, so the result computes exactly what the loop did.
+"""
+
+from __future__ import annotations
+
+from .. import ir
+from ..ir_mutator import IRMutator, free_variables, substitute
+from ..simplify import simplify
+from ..types import Int
+
+_I32 = Int(32)
+
+
+def _affine(e: ir.Expr, v: str):
+    """e as (a, r) with e == a * v + r, a a constant and r free of v; None if it is not."""
+    if isinstance(e, ir.Variable):
+        return (1, ir.IntImm(_I32, 0)) if e.name == v else (0, e)
+    if v not in free_variables(e):
+        return 0, e
+    if isinstance(e, ir.Add | ir.Sub):
+        a, b = _affine(e.a, v), _affine(e.b, v)
+        if a is None or b is None:
+            return None
+        if isinstance(e, ir.Add):
+            return a[0] + b[0], ir.Add(a[1], b[1])
+        return a[0] - b[0], ir.Sub(a[1], b[1])
+    if isinstance(e, ir.Mul):
+        for x, y in ((e.a, e.b), (e.b, e.a)):
+            k = ir.const_int(y) if y.type.lanes == 1 else None
+            if k is not None:
+                inner = _affine(x, v)
+                if inner is None:
+                    return None
+                return inner[0] * k, ir.Mul(inner[1], y)
+    return None
+
+
+def _invariant(e: ir.Expr) -> bool:
+    """Whether e can be evaluated before the loop: no loads, no calls (the loop may write what
+    they read)."""
+    found = []
+
+    class _Finder(IRMutator):
+        def visit_Load(self, n):
+            found.append(n)
+            return n
+
+        def visit_Call(self, n):
+            found.append(n)
+            return n
+
+    _Finder().mutate(e)
+    return not found
+
+
+def _conjuncts(cond: ir.Expr) -> list[ir.Expr]:
+    if isinstance(cond, ir.And):
+        return _conjuncts(cond.a) + _conjuncts(cond.b)
+    if isinstance(cond, ir.Call) and cond.call_type == ir.INTRINSIC and cond.name == "likely":
+        return _conjuncts(cond.args[0])
+    return [cond]
+
+
+def _solve(cond: ir.Expr, v: str):
+    """The iterations of v where the comparison cond holds, as ("lo", e): v >= e, or ("hi", e):
+    v < e; None if cond is not a scalar int32 comparison affine in v."""
+    if not isinstance(cond, ir.LT | ir.LE | ir.GT | ir.GE) or cond.a.type != _I32:
+        return None
+    # as d < 0
+    if isinstance(cond, ir.LT):
+        d = ir.Sub(cond.a, cond.b)
+    elif isinstance(cond, ir.LE):
+        d = ir.Sub(ir.Sub(cond.a, cond.b), ir.IntImm(_I32, 1))
+    elif isinstance(cond, ir.GT):
+        d = ir.Sub(cond.b, cond.a)
+    else:
+        d = ir.Sub(ir.Sub(cond.b, cond.a), ir.IntImm(_I32, 1))
+    lin = _affine(d, v)
+    if lin is None or lin[0] == 0 or not _invariant(lin[1]):
+        return None
+    a, r = lin
+    if a > 0:  # a*v + r < 0  <=>  v < floor((-r - 1) / a) + 1
+        return "hi", ir.Add(ir.Div(ir.Sub(ir.Sub(ir.IntImm(_I32, 0), r), ir.IntImm(_I32, 1)), ir.IntImm(_I32, a)),
+                            ir.IntImm(_I32, 1))
+    # -b*v + r < 0  <=>  v > r / b  <=>  v >= floor(r / b) + 1
+    return "lo", ir.Add(ir.Div(r, ir.IntImm(_I32, -a)), ir.IntImm(_I32, 1))
+
+
+class _Conditions(IRMutator):
+    """Collects, or (steady=True) removes, the conjuncts of the body's ifs that _solve can solve
+    for loop variable v. Lets inside the loop are seen through; a conjunct that depends on a
+    loop nested inside v's (or on a let of one) is left alone."""
+
+    statements_only = True
+    MAX_LET_DEPTH = 8  # lets of lets expanded into a condition, at most
+
+    def __init__(self, v: str, steady: bool):
+        super().__init__()
+        self.v, self.steady = v, steady
+        self.lets: dict[str, ir.Expr] = {}  # lets inside v's loop, as written
+        self.inner: set[str] = set()  # loops inside v's loop, and the lets that depend on them
+        self.bounds: list[tuple[str, ir.Expr]] = []
+
+    def _scoped(self, name: str, value, body: ir.Stmt) -> ir.Stmt:
+        """The body, visited with `name` bound to a let value (or, value None, a loop)."""
+        saved = self.lets.get(name), name in self.inner
+        if value is None or free_variables(value) & self.inner:
+            self.inner.add(name)
+            self.lets.pop(name, None)
+        else:
+            self.inner.discard(name)
+            self.lets[name] = value
+        try:
+            return self.mutate(body)
+        finally:
+            let, inner = saved
+            if let is None:
+                self.lets.pop(name, None)
+            else:
+                self.lets[name] = let
+            (self.inner.add if inner else self.inner.discard)(name)
+
+    def visit_LetStmt(self, s):
+        body = self._scoped(s.name, s.value, s.body)
+        return s if body is s.body else ir.LetStmt(s.name, s.value, body)
+
+    def visit_For(self, s):
+        body = self._scoped(s.name, None, s.body)
+        return s if body is s.body else ir.For(s.name, s.min, s.extent, s.for_type, body)
+
+    def _expanded(self, c: ir.Expr) -> ir.Expr | None:
+        """c with the loop's lets substituted; None if it depends on an inner loop."""
+        for _ in range(self.MAX_LET_DEPTH):
+            names = free_variables(c)
+            if names & self.inner:
+                return None
+            lets = {n: self.lets[n] for n in names if n in self.lets}
+            if not lets:
+                return c
+            c = substitute(lets, c)
+        return None
+
+    def visit_IfThenElse(self, s):
+        kept, solved = [], []
+        for c in _conjuncts(s.condition):
+            full = self._expanded(c)
+            answer = None if full is None else _solve(full, self.v)
+            (kept if answer is None else solved).append(c)
+            if answer is not None:
+                self.bounds.append(answer)
+        then_case = self.mutate(s.then_case)
+        else_case = self.mutate(s.else_case)
+        if self.steady and solved:
+            if not kept:
+                return then_case
+            cond = kept[0]
+            for c in kept[1:]:
+                cond = ir.And(cond, c)
+            return ir.IfThenElse(cond, then_case, else_case)
+        if then_case is s.then_case and else_case is s.else_case:
+            return s
+        return ir.IfThenElse(s.condition, then_case, else_case)
+
+
+class PartitionLoops(IRMutator):
+    """Bottom up: a loop's body is partitioned before the loop. Partitions nest at most
+    MAX_NESTED deep, since each copies the body below it."""
+
+    statements_only = True
+    MAX_NESTED = 3
+
+    def __init__(self):
+        super().__init__()
+        self.nested = 0  # how deep the partitions visited since it was last reset nest
+
+    def visit_For(self, s):
+        outer = self.nested
+        self.nested = 0
+        body = self.mutate(s.body)
+        below = self.nested
+        new = self._partition(s, body) if s.for_type == ir.SERIAL and below < self.MAX_NESTED else None
+        self.nested = max(outer, below + (new is not None))
+        if new is not None:
+            return new
+        return s if body is s.body else ir.For(s.name, s.min, s.extent, s.for_type, body)
+
+    def _partition(self, s: ir.For, body: ir.Stmt) -> ir.Stmt | None:
+        finder = _Conditions(s.name, steady=False)
+        finder.mutate(body)
+        if not finder.bounds:
+            return None
+        steady_body = _Conditions(s.name, steady=True).mutate(body)
+        end = ir.Add(s.min, s.extent)
+        los = [e for kind, e in finder.bounds if kind == "lo"]
+        his = [e for kind, e in finder.bounds if kind == "hi"]
+        # the steady state [lo, hi), inside the loop's range
+        lo = s.min
+        for e in los:
+            lo = ir.Max(lo, e)
+        if los:
+            lo = ir.Min(lo, end)
+        hi = end
+        for e in his:
+            hi = ir.Min(hi, e)
+        hi = ir.Max(hi, lo)
+        lo_name, hi_name = s.name + ".steady_min", s.name + ".steady_end"
+        lo_v, hi_v = ir.Variable(lo_name, _I32), ir.Variable(hi_name, _I32)
+        parts = []
+        if los:
+            parts.append(ir.For(s.name, s.min, ir.Sub(lo_v, s.min), ir.SERIAL, body))
+        parts.append(ir.For(s.name, lo_v, ir.Sub(hi_v, lo_v), ir.SERIAL, steady_body))
+        if his:
+            parts.append(ir.For(s.name, hi_v, ir.Sub(end, hi_v), ir.SERIAL, body))
+        return ir.LetStmt(lo_name, lo, ir.LetStmt(hi_name, hi, ir.make_block(parts)))
+
+
+def partition_loops(stmt: ir.Stmt) -> ir.Stmt:
+    """Split serial loops around the conditions that hold in their steady state (and simplify
+    what that made: the steady state's bounds, what its conditions guarded)."""
+    new = PartitionLoops().mutate(stmt)
+    return stmt if new is stmt else simplify(new)

@@ -1,0 +1,124 @@
+"""Loop partitioning and the guards the simplifier settles: GuardWithIf tails leave the steady
+state of their loops, and what is computed does not change."""
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pyhalide as hl
+from pyhalide.ir_mutator import IRVisitor
+from pyhalide.lower import lower
+
+x, y = hl.Var("x"), hl.Var("y")
+xo, xi = hl.Var("xo"), hl.Var("xi")
+
+
+def _final_stmt(func):
+    seen = []
+    lower([func], hook=lambda name, stmt: seen.append(stmt))
+    return seen[-1]
+
+
+class _Loops(IRVisitor):
+    """Every For, with the number of IfThenElse nodes inside its body."""
+
+    def __init__(self):
+        super().__init__()
+        self.loops = []
+
+    def visit_For(self, s):
+        ifs = _Ifs()
+        ifs.visit(s.body)
+        self.loops.append((s.name, ifs.count))
+        self.visit_children(s)
+
+
+class _Ifs(IRVisitor):
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def visit_IfThenElse(self, s):
+        self.count += 1
+        self.visit_children(s)
+
+
+def _loops(stmt):
+    v = _Loops()
+    v.visit(stmt)
+    return v.loops
+
+
+def _register_tiled_sum(a: np.ndarray, tile: int):
+    """out(x, y) = sum over k of A(k, y) * (x + k), its update tiled by `tile` along x with
+    GuardWithIf, the tile unrolled inside the reduction."""
+    A = hl.Buffer(a, "A")
+    k = hl.RDom([hl.Range(0, a.shape[1])], name="k")
+    f = hl.Func("tiled_sum")
+    f[x, y] = 0
+    f[x, y] += A[k, y] * (x + k)
+    f.update(0).split(x, xo, xi, tile, hl.TailStrategy.GuardWithIf).reorder(xi, k, xo, y).unroll(xi)
+    return f
+
+
+def test_guard_with_if_leaves_the_steady_state_of_a_register_tile():
+    a = np.random.default_rng(0).integers(-50, 50, (7, 13), dtype=np.int32)
+    width = 20  # not a multiple of the tile of 6
+    f = _register_tiled_sum(a, 6)
+    loops = _loops(_final_stmt(f))
+    xo_loops = [ifs for name, ifs in loops if name == "tiled_sum.s1.x.xo"]
+    assert len(xo_loops) == 2, loops  # the steady state and the last, partial tile
+    assert xo_loops[0] == 0 and xo_loops[1] > 0, loops  # the guards are only in the epilogue
+    out = np.asarray(f.realize([width, a.shape[0]]))
+    xs = np.arange(width)[None, :, None]
+    ks = np.arange(a.shape[1])[None, None, :]
+    assert np.array_equal(out, (a[:, None, :] * (xs + ks)).sum(axis=2))
+
+
+def test_loops_the_simplifier_settles_keep_no_guard():
+    """A tile that divides the extent, and a loop of one iteration, need no guard and no loop."""
+    f = hl.Func("divides")
+    f[x, y] = x + y
+    f.split(x, xo, xi, 4, hl.TailStrategy.GuardWithIf).split(y, hl.Var("yo"), hl.Var("yi"), 1)
+    f.bound(x, 0, 16).bound(y, 0, 3)
+    stmt = _final_stmt(f)
+    assert all(ifs == 0 for _, ifs in _loops(stmt)), _loops(stmt)
+    assert not any(name.endswith(".yi") for name, _ in _loops(stmt))
+    assert np.array_equal(np.asarray(f.realize([16, 3])), np.add.outer(np.arange(3), np.arange(16)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(coef=st.integers(-4, 4).filter(bool), offset=st.integers(-30, 30), limit=st.integers(-30, 60),
+       p=st.integers(-10, 10), extent=st.integers(0, 40), strict=st.booleans())
+def test_partitioned_predicates_compute_what_the_predicate_says(coef, offset, limit, p, extent, strict):
+    """A predicate affine in the reduction variable, either way round and strict or not, with a
+    Param in it: the partitioned loop adds exactly the terms the predicate admits."""
+    param = hl.Param(hl.Int(32), "p")
+    param.set(p)
+    r = hl.RDom([hl.Range(0, extent)], name="r")
+    lhs = coef * r.x + offset + param
+    r.where(lhs < limit if strict else lhs <= limit)
+    f = hl.Func("pred_sum")
+    f[x] = 0
+    f[x] += r.x + x
+    out = np.asarray(f.realize([3]))
+    rs = np.arange(extent)
+    lhs_v = coef * rs + offset + p
+    keep = rs[lhs_v < limit] if strict else rs[lhs_v <= limit]
+    assert np.array_equal(out, np.array([keep.sum() + len(keep) * i for i in range(3)]))
+
+
+def test_partitioned_loop_bounds_are_in_the_ir():
+    """A predicate's loop has a steady state with no test in it, and an epilogue with the test
+    (none when the bounds are constant: the simplifier drops its iterations, all false)."""
+    p = hl.Param(hl.Int(32), "limit")
+    for limit, expected in ((p, [0, 1]), (200, [0])):
+        r = hl.RDom([hl.Range(0, 100)], name="r")
+        r.where(r.x * 3 < limit)
+        f = hl.Func("where_sum")
+        f[x] = 0
+        f[x] += r.x
+        names = [(n, ifs) for n, ifs in _loops(_final_stmt(f)) if n.endswith("r$x")]
+        assert [ifs for _, ifs in names] == expected, names
+        p.set(200)
+        assert np.asarray(f.realize([1]))[0] == sum(v for v in range(100) if v * 3 < 200)
