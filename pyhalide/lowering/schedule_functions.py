@@ -133,18 +133,22 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
             bounds[sp.inner] = (_c(0), factor)
             bounds[sp.outer] = (_c(0), ir.Div(ir.Add(old_ext, _c(sp.factor - 1)), factor))
             is_rvar[sp.inner] = is_rvar[sp.outer] = is_rvar[sp.old]
-            base = ir.Mul(var(sp.outer), factor)
+            # ShiftInwards as min(outer * factor + min, min + extent - factor): each side moves
+            # with the outer loops alone, so a bound over them stays tight (a window's min and
+            # max are correlated, the extent between them is not)
+            base = ir.Add(ir.Mul(var(sp.outer), factor), old_min)
+            last_start = ir.Sub(ir.Add(old_min, old_ext), factor)
             if tail == TailStrategy.ShiftInwards:
-                base = ir.Min(base, ir.Sub(old_ext, factor))
+                base = ir.Min(base, last_start)
             if tail == TailStrategy.GuardWithIf:
                 items.append(("guard", "", ir.LT(var(sp.old), ir.Add(old_min, old_ext))))
-            value = ir.Add(ir.Add(base, var(sp.inner)), old_min)
+            value = ir.Add(base, var(sp.inner))
             if tail == TailStrategy.ShiftInwards and not ({sp.outer, sp.inner} & consumed_after[i]):
                 # The loops cover [min, max], shifted down when the extent is below the factor.
                 # (Only while outer and inner stay loops: splitting them again can move them.)
                 # Saying so keeps bounds short: a chain of such stages otherwise nests these
                 # min() expressions inside each other.
-                lo = ir.Add(old_min, ir.Min(ir.Sub(old_ext, factor), _c(0)))
+                lo = ir.Min(old_min, last_start)
                 hi = ir.Sub(ir.Add(old_min, old_ext), _c(1))
                 value = ir.Call(_I32, "promise_clamped", (value, lo, hi, var(sp.outer)), ir.INTRINSIC)
             items.append(("let", sp.old, value))

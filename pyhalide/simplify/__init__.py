@@ -190,6 +190,11 @@ def div_rules(n):
         for x, m in ((a.a, a.b), (a.b, a.a)):
             if isinstance(m, ir.Mul) and _c(m.b) is not None and _c(m.b) % cb == 0:
                 return ir.Add(ir.Div(x, b), ir.Mul(m.a, _const(t, _c(m.b) // cb)))  # (x + y * 8) / 4
+        inner = a.a
+        if isinstance(inner, ir.Add) and _c(a.b) is not None:  # ((x + y * 8) + 1) / 4
+            for x, m in ((inner.a, inner.b), (inner.b, inner.a)):
+                if isinstance(m, ir.Mul) and _c(m.b) is not None and _c(m.b) % cb == 0:
+                    return ir.Add(ir.Div(ir.Add(x, a.b), b), ir.Mul(m.a, _const(t, _c(m.b) // cb)))
     return None
 
 
