@@ -38,7 +38,7 @@ FEATURES = (
     "par_tasks",  # parallel tasks run
     "stages",  # loop nests emitted
 )
-FEATURE_VERSION = 3
+FEATURE_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,7 @@ class Decision:
     rvars_outside: bool = False  # updates: reduction loops outside the inner tile loops
     unroll: bool = False  # updates: unroll the inner tile loops other than the vector loop
     store: int | None = None  # for "at": stored at this outer loop of the consumer (a sliding window)
+    columns: bool = False  # tiles walked down columns: the outer loop of dimension 0 outermost
 
     def describe(self) -> str:
         where = self.placement if self.placement != "at" else f"at {self.consumer}.s{self.stage}[{self.level}]"
@@ -69,6 +70,8 @@ class Decision:
             bits.append("r-out")
         if self.unroll:
             bits.append("unroll")
+        if self.columns:
+            bits.append("columns")
         return " ".join(bits)
 
     @staticmethod
@@ -99,6 +102,8 @@ class Decision:
                 fields["rvars_outside"] = True
             elif w == "unroll":
                 fields["unroll"] = True
+            elif w == "columns":
+                fields["columns"] = True
             else:
                 raise ValueError(f"not a decision: {text!r}")
         return Decision(**fields)
@@ -156,6 +161,8 @@ def stage_loops(info: FuncInfo, stage: StageInfo, d: Decision, extents: dict, rv
     split = {v for v in stage.pure_dims if 0 < tile.get(v, 0) < extents[v]}
     outer = [Loop(split_names(v)[0], (v,), "outer", -(-extents[v] // tile[v])) for v in reversed(stage.pure_dims)
              if v in split]
+    if d.columns and outer and outer[-1].dims == (info.dims[0],):
+        outer = outer[-1:] + outer[:-1]
     vector = 0
     inner = []
     for v in reversed(stage.pure_dims):
@@ -458,8 +465,7 @@ class Model:
             else:
                 feats["stores"] += work * n_values / lanes / sp
                 feats["loads"] += work * st.self_loads / lanes / sp
-            own = (fm, st.index, lambda env: [(env[lo_name(v)], env[hi_name(v)]) for v in info.dims])
-            self._input_loads(info, st, work, lanes, sp, feats, 1.0, fm, reader=own)
+            self._input_loads(info, st, work, lanes, sp, feats, 1.0, fm, reader=(fm, st.index, None))
             # a loop's overhead is paid per entry into the innermost real loop: loops of one
             # iteration and unrolled loops are no loops
             trip = 1
@@ -479,12 +485,13 @@ class Model:
                 # (read_traffic: from this storage's cache tier, or again where a consumer's
                 # loops re-read more than the cache holds)
                 feats[level] += bytes_region * realizations / (sp if in_cache else min(sp, 2.0))
+                row = storage[0][1] if storage else None
                 for gm, cs, _, _, _ in contexts:
-                    if (gm.name, cs) not in reads:
-                        reads[gm.name, cs] = self.read_traffic(
+                    if (gm.name, cs, row) not in reads:
+                        reads[gm.name, cs, row] = self.read_traffic(
                             gm, cs, lambda env, g=gm.name, cs=cs: self.demand(name, g, cs, env, models)[0],
-                            info.bytes_per_point)
-                    mem, extra, tier = reads[gm.name, cs]
+                            info.bytes_per_point, row)
+                    mem, extra, tier = reads[gm.name, cs, row]
                     rsp = gm.speedup(cs)
                     feats[level] += mem / (rsp if in_cache else min(rsp, 2.0))
                     feats[tier] += extra / rsp
@@ -623,34 +630,37 @@ class Model:
         vectors_b = math.prod(hi - lo + 1 for lo, hi in b[1:]) * -(-(b[0][1] - b[0][0] + 1) // (p[0][1] - p[0][0] + 1))
         return min(1.0, vectors_b / max(1, n * vectors_p))
 
-    def read_traffic(self, fm: FuncModel, s: int, box_of, elem: int) -> tuple[float, float, str]:
+    def read_traffic(self, fm: FuncModel, s: int, box_of, elem: int,
+                     row: int | None = None) -> tuple[float, float, str]:
         """(bytes from memory, bytes from a cache, which cache) that the realizations of stage s
         of fm read of one producer; box_of(env) is the producer's box over a loop env. What one
         realization reads that fits in the cache comes from memory once (the lines realizations
         share, from the cache); what does not is fetched again by each iteration of the
-        outermost loop whose iteration does fit (per-loop footprints, as a cache sees them)."""
+        outermost loop whose iteration does fit (per-loop footprints, as a cache sees them).
+        row: the producer storage's width, where known (boxes as wide are contiguous)."""
         cap = self.hw.l2 // 2
         n = fm.realizations * fm.warm
-        per = _line_bytes(box_of(self.stage_env(fm, s, None)), elem)
+        per = _line_bytes(box_of(self.stage_env(fm, s, None)), elem, row)
         if per <= cap:
             total = per * n
-            unique = _line_bytes(box_of(self.stage_env(fm, s, None, total=True)), elem) or total
+            unique = _line_bytes(box_of(self.stage_env(fm, s, None, total=True)), elem, row) or total
             return min(unique, total), max(0.0, total - unique), _tier(per, self.hw)
         iters, footprint = 1, per
         for k, lp in enumerate(fm.stages[s].loops):
             iters *= lp.trip
-            footprint = _line_bytes(box_of(self.stage_env(fm, s, k)), elem)
+            footprint = _line_bytes(box_of(self.stage_env(fm, s, k)), elem, row)
             if footprint <= cap:
                 break
         total = iters * footprint * n
-        unique = min(total, _line_bytes(box_of(self.stage_env(fm, s, None, total=True)), elem) or total)
+        unique = min(total, _line_bytes(box_of(self.stage_env(fm, s, None, total=True)), elem, row) or total)
         return unique, total - unique, _tier(per, self.hw)
 
     def _input_loads(self, info, st, work, lanes, sp, feats, ctx_stride=1.0, fm: FuncModel | None = None,
                      reader=None):
         """Loads of inputs (Buffers, ImageParams) by a stage, and the input bytes they bring in
         (`read_traffic`; reader: the Func model and stage whose loops the reads happen in, and
-        the region of this stage's Func read over a loop env of theirs)."""
+        the region of this stage's Func read over a loop env of theirs, None where they are
+        this stage's own loops)."""
         for acc in st.accesses:
             if not acc.is_input or acc.in_bounds_of_rdom:
                 continue
@@ -662,8 +672,14 @@ class Model:
             shape = self.a.input_shapes.get(acc.producer)
             if reader is not None:
                 rm, rs, region_of = reader
-                mem, extra, tier = self.read_traffic(
-                    rm, rs, lambda env, acc=acc, r=region_of: self._input_box(info, st, acc, r(env)), elem)
+                if region_of is None:  # read in the stage's own loops: their env is the stage's
+                    def box_of(env, acc=acc):
+                        box = _eval_box(acc.box, env)
+                        return box if box is not None and all(b is not None for b in box) else None
+                else:
+                    def box_of(env, acc=acc, r=region_of):
+                        return self._input_box(info, st, acc, r(env))
+                mem, extra, tier = self.read_traffic(rm, rs, box_of, elem, shape[0][1] if shape else None)
             if reader is not None and mem:
                 feats["bytes_mem"] += mem / min(sp, 2.0)
                 feats[tier] += extra / sp
@@ -698,14 +714,18 @@ def _tier(nbytes: float, hw: Hardware) -> str:
     return "bytes_mem"
 
 
-def _line_bytes(box, elem: int) -> float:
+def _line_bytes(box, elem: int, row: int | None = None) -> float:
     """Bytes of the cache lines a box of a row-major array touches: a row's span rounded to
-    whole lines, and one line more where it straddles a boundary."""
+    whole lines, and one line more where it straddles a boundary; a box as wide as the array's
+    rows (`row`, where known) is one contiguous span."""
     if box is None or any(b is None for b in box):
         return 0.0
     if not box:  # a single value
         return float(CACHE_LINE)
     width = (box[0][1] - box[0][0] + 1) * elem
+    if row is not None and box[0][1] - box[0][0] + 1 >= row:
+        span = width * math.prod(max(1, hi - lo + 1) for lo, hi in box[1:])
+        return (-(-span // CACHE_LINE) + 1) * CACHE_LINE
     lines = -(-width // CACHE_LINE) + 1
     return math.prod(max(1, hi - lo + 1) for lo, hi in box[1:]) * lines * CACHE_LINE
 

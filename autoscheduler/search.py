@@ -26,6 +26,15 @@ class State:
     models: dict  # name -> FuncModel, for the Funcs decided so far
     cost: float
     key: tuple = ()  # the decisions so far, for ties and duplicates
+    # Funcs not decided yet whose consumers all are, and which one of them reads a panel of ->
+    # what they would cost computed at root (or inlined) under those consumers: the beam ranks
+    # states by cost plus these, so that a consumer's loop order is charged for how the panels
+    # must then be read (gemm's columns of B).
+    pending: dict = field(default_factory=dict)
+
+    @property
+    def rank(self) -> float:
+        return self.cost + sum(self.pending.values())
 
 
 @dataclass
@@ -44,15 +53,43 @@ class Problem:
         self.model = space.model
         self.cost_model = cost_model
         self.order = order
+        funcs = self.model.a.funcs
+        # the producers each Func reads a panel of (space.panel_read): how such a producer must
+        # be read depends on the consumer's loop order, which is decided first
+        self.producers = {n: sorted({acc.producer for st in info.stages for acc in st.accesses
+                                     if not acc.is_input and acc.producer in funcs and acc.producer != n
+                                     and space.panel_read(info, acc)})
+                          for n, info in funcs.items()}
 
-    def extend(self, state: State, name: str, decision: Decision) -> State:
+    def extend(self, state: State, name: str, decision: Decision, ahead: bool = True) -> State:
+        """The state with `name` decided; ahead=False leaves the producers it completes out of
+        its pending costs (`look_ahead` adds them)."""
         fm: FuncModel = self.model.evaluate(name, decision, state.models)
         models = dict(state.models)
         models[name] = fm
-        return State(models, state.cost + self.cost_model.predict(fm.features), state.key + (decision.describe(),))
+        pending = {p: c for p, c in state.pending.items() if p != name}
+        new = State(models, state.cost + self.cost_model.predict(fm.features), state.key + (decision.describe(),),
+                    pending)
+        if ahead:
+            self.look_ahead(new, name)
+        return new
+
+    def look_ahead(self, state: State, name: str) -> None:
+        """Add to state.pending the producers of `name` whose consumers are now all decided."""
+        for p in self.producers[name]:
+            if p not in state.models and all(c in state.models for c in self.model.a.funcs[p].consumers):
+                state.pending[p] = self.lookahead(p, state.models)
+
+    def lookahead(self, name: str, models: dict) -> float:
+        """What `name` would cost at least computed at root, untiled, or inlined (where it
+        may be), under the consumers decided in `models`."""
+        options = self.space.simple_options(name, models)
+        return min(self.cost_model.predict(self.model.evaluate(name, d, models).features) for d in options)
 
 
 class BeamSearch:
+    LOOKAHEAD_FACTOR = 8
+
     def __init__(self, beam_size: int = 32, passes: int = 2, dropout: float = 1.0, seed: int = 0):
         self.beam_size = max(1, beam_size)
         self.passes = max(1, passes)
@@ -72,10 +109,9 @@ class BeamSearch:
                 candidates = []
                 for st in states:
                     for d in problem.space.options(name, st.models):
-                        candidates.append(problem.extend(st, name, d))
+                        candidates.append(problem.extend(st, name, d, ahead=False))
                 evaluated += len(candidates)
-                candidates.sort(key=lambda s: (s.cost, s.key))
-                states = self._keep(candidates, rng)
+                states = self._keep(self._ranked(problem, name, candidates), rng)
             finals += states
             winner = states[0]
             if best is None or winner.cost < best.cost:
@@ -86,6 +122,17 @@ class BeamSearch:
         stats = {"strategy": "beam", "beam_size": self.beam_size, "passes": self.passes,
                  "states_evaluated": evaluated, "search_s": time.perf_counter() - t0}
         return SearchResult(best.models, best.cost, stats, list(unique.values()))
+
+    def _ranked(self, problem: Problem, name: str, candidates: list) -> list:
+        """The candidates by rank: the cheapest LOOKAHEAD_FACTOR x beam_size by cost so far get
+        their newly completed producers looked at (what searching costs most), the rest follow."""
+        candidates.sort(key=lambda s: (s.rank, s.key))
+        n = self.LOOKAHEAD_FACTOR * self.beam_size
+        head = candidates[:n]
+        for c in head:
+            problem.look_ahead(c, name)
+        head.sort(key=lambda s: (s.rank, s.key))
+        return head + candidates[n:]
 
     def _keep(self, candidates: list, rng: random.Random) -> list:
         """The beam's next states: the cheapest distinct ones (Halide's random_dropout drops

@@ -63,6 +63,16 @@ class Space:
             out = self._near(self.around[name], out, info, extents)
         return out
 
+    def simple_options(self, name: str, models: dict) -> list[Decision]:
+        """The hand-scheduled decision, or root untiled (vectorized, its outer loop parallel)
+        and inline where allowed: a quick bound on what a Func will cost."""
+        if name in self.fixed:
+            return [self.fixed[name]]
+        out = [Decision("root", vector=natural_vector(self.a.funcs[name], self.hw), parallel=1)]
+        if self.can_inline(name):
+            out.append(INLINE)
+        return out
+
     def sites(self, name: str, models: dict) -> list[tuple]:
         """The loops (Func, stage, level) `name` may be computed in: those whose one iteration
         contains every use of it, by its consumers (through inlined ones) or by Funcs computed
@@ -117,10 +127,13 @@ class Space:
             tiles = [(a, b, *([0] * (len(extents) - 2))) if len(extents) > 1 else (a,) for a in t0s for b in t1s]
             tiles = [t if any(t) else () for t in tiles]
         out = []
+        columns = (False, True) if placement == "root" and self._panel_reuse(info.name) else (False,)
         for tile in tiles:
             for rv_out, unroll in ((False, False), (True, False)) if has_reduction else ((False, False),):
-                par = self._parallel(placement, extents, tile, info)
-                out.append(Decision(placement, consumer, stage, level, tile, vector, par, rv_out, unroll))
+                for col in columns if len(tile) > 1 and tile[0] and tile[1] else (False,):
+                    par = self._parallel(placement, extents, tile, info, col)
+                    out.append(Decision(placement, consumer, stage, level, tile, vector, par, rv_out, unroll,
+                                        columns=col))
         if has_reduction and vector and len(extents) > 1:
             out += self._register_tiles(placement, consumer, stage, level, info, extents, vector)
         elif vector and len(extents) > 1:
@@ -154,7 +167,34 @@ class Space:
                 out.append(Decision(placement, consumer, stage, level, tile, vector, par, True, True))
         return out
 
-    def _parallel(self, placement, extents, tile, info) -> int:
+    def _panel_reuse(self, name: str) -> bool:
+        """Whether the Func, or a Func it reads through, reads a panel: a box that moves with
+        dimension 0 but not with dimension 1 (gemm's columns of B, conv's filter for a group of
+        channels). Walking its tiles down columns then reuses each panel for a whole column."""
+        todo, seen = [name], set()
+        while todo:
+            n = todo.pop()
+            if n in seen or n not in self.a.funcs:
+                continue
+            seen.add(n)
+            info = self.a.funcs[n]
+            for st in info.stages:
+                for acc in st.accesses:
+                    if self.panel_read(info, acc):
+                        return True
+                    if not acc.is_input:
+                        todo.append(acc.producer)
+        return False
+
+    @staticmethod
+    def panel_read(info, acc) -> bool:
+        """Whether a stage of `info` reads a panel through `acc`: a box that moves with its
+        dimension 0 but not with dimension 1."""
+        if len(info.dims) < 2 or acc.data_dependent:
+            return False
+        return info.dims[1] in acc.invariant and info.dims[0] not in acc.invariant
+
+    def _parallel(self, placement, extents, tile, info, columns: bool = False) -> int:
         """How many outer loops to fuse into the parallel loop: the fewest that give every core
         several tasks; none for small stages or Funcs computed inside other loops."""
         if placement != "root" or not extents:
@@ -165,7 +205,10 @@ class Space:
         if points < 4096 or self.hw.cores < 2:
             return 0
         trips = []
-        for k in reversed(range(len(extents))):  # outermost first
+        order = list(reversed(range(len(extents))))  # outermost first
+        if columns:
+            order = [0] + order[:-1]
+        for k in order:
             t = tile[k] if tile and k < len(tile) else 0
             if t and t < extents[k]:
                 trips.append(-(-extents[k] // t))
@@ -205,6 +248,6 @@ class Space:
                     variants.append(tuple(t))
         for t in variants:
             for vec in {best.vector, 2 * v if best.vector and extents[0] >= 2 * v else best.vector}:
-                par = self._parallel(best.placement, extents, t, info)
+                par = self._parallel(best.placement, extents, t, info, best.columns)
                 out.add(replace(best, tile=t, vector=vec, parallel=par))
         return sorted(out, key=Decision.describe) + [o for o in same if o not in out][:8]

@@ -236,7 +236,45 @@ def test_decisions_read_back_from_their_descriptions():
     from autoscheduler.loop_nest import INLINE, Decision
 
     for d in (INLINE, Decision("root", tile=(256, 0), vector=8, parallel=2),
-              Decision("at", "f.x", 1, 3, tile=(16, 4), vector=8, rvars_outside=True, unroll=True, store=1)):
+              Decision("at", "f.x", 1, 3, tile=(16, 4), vector=8, rvars_outside=True, unroll=True, store=1),
+              Decision("root", tile=(32, 8), vector=8, parallel=1, columns=True)):
         assert Decision.parse(d.describe()) == d
     with pytest.raises(ValueError):
         Decision.parse("somewhere vec 8")
+
+
+def test_matrix_product_walks_columns_and_packs_its_panel():
+    """C = A·B with B read through a Func: the space offers tiles walked down columns (B's
+    columns are a panel: read along x, the same for every row), the beam charges each loop order
+    for how the panel must then be read, and the schedule it picks packs a panel of B per column
+    of tiles, which stays in the cache for the whole column. Applied, it computes the product."""
+    from autoscheduler.api import make_problem
+    from autoscheduler.loop_nest import Decision
+    from autoscheduler.search import State
+
+    x, y = hl.Var("x"), hl.Var("y")
+    rng = np.random.default_rng(3)
+    a = rng.integers(-8, 8, (256, 512)).astype(np.int32)
+    b = rng.integers(-8, 8, (512, 384)).astype(np.int32)
+    k = hl.RDom([hl.Range(0, 512)], name="k")
+    panel, prod, out = hl.Func("panel"), hl.Func("prod"), hl.Func("out")
+    panel[x, y] = hl.Buffer(b, "B")[x, y]
+    prod[x, y] = 0
+    prod[x, y] += hl.Buffer(a, "A")[k, y] * panel[x, k]
+    out[x, y] = prod[x, y]
+    estimates = {"out": [(0, 384), (0, 256)]}
+    problem = make_problem([out], estimates=estimates, params={"parallelism": 2})
+    assert problem.space._panel_reuse("out") and not problem.space._panel_reuse("panel")
+    assert any(d.columns for d in problem.space.options("out", {}))
+    # deciding prod completes panel's consumers: the state carries what panel would cost
+    state = problem.extend(State({}, 0.0), "out", Decision("root", tile=(32, 16), vector=8, parallel=1, columns=True))
+    state = problem.extend(state, "prod", Decision("at", "out", 0, 1, tile=(16, 4), vector=8,
+                                                   rvars_outside=True, unroll=True))
+    assert set(state.pending) == {"panel"} and state.rank > state.cost
+
+    result = auto_schedule(out, estimates=estimates, params={"parallelism": 2})
+    decisions = {name: Decision.parse(text) for name, text in result.decisions.items()}
+    walks_columns = decisions["out"].columns or (decisions["out"].tile[:2] and not decisions["out"].tile[1])
+    assert walks_columns, decisions
+    assert decisions["panel"].placement == "at" and decisions["panel"].consumer == "out", decisions
+    assert np.array_equal(np.asarray(out.realize([384, 256])), a @ b)
