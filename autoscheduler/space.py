@@ -32,6 +32,7 @@ class Space:
         # many evaluations per point the search does not consider it (the cost model would see the
         # cost only once the producers are decided, after the beam has committed).
         self.max_inline_recompute = MAX_INLINE_RECOMPUTE
+        self.panel_reuse = {name: self._panel_reuse(name) for name in self.a.funcs}
 
     def can_inline(self, name: str) -> bool:
         info = self.a.funcs[name]
@@ -127,7 +128,7 @@ class Space:
             tiles = [(a, b, *([0] * (len(extents) - 2))) if len(extents) > 1 else (a,) for a in t0s for b in t1s]
             tiles = [t if any(t) else () for t in tiles]
         out = []
-        columns = (False, True) if placement == "root" and self._panel_reuse(info.name) else (False,)
+        columns = (False, True) if placement == "root" and self.panel_reuse[info.name] else (False,)
         for tile in tiles:
             for rv_out, unroll in ((False, False), (True, False)) if has_reduction else ((False, False),):
                 for col in columns if len(tile) > 1 and tile[0] and tile[1] else (False,):
@@ -170,7 +171,8 @@ class Space:
     def _panel_reuse(self, name: str) -> bool:
         """Whether the Func, or a Func it reads through, reads a panel: a box that moves with
         dimension 0 but not with dimension 1 (gemm's columns of B, conv's filter for a group of
-        channels). Walking its tiles down columns then reuses each panel for a whole column."""
+        channels). Walking its tiles down columns then reuses each panel for a whole column.
+        (Worked out once per Func, into `panel_reuse`.)"""
         todo, seen = [name], set()
         while todo:
             n = todo.pop()

@@ -264,7 +264,7 @@ def test_matrix_product_walks_columns_and_packs_its_panel():
     out[x, y] = prod[x, y]
     estimates = {"out": [(0, 384), (0, 256)]}
     problem = make_problem([out], estimates=estimates, params={"parallelism": 2})
-    assert problem.space._panel_reuse("out") and not problem.space._panel_reuse("panel")
+    assert problem.space.panel_reuse["out"] and not problem.space.panel_reuse["panel"]
     assert any(d.columns for d in problem.space.options("out", {}))
     # deciding prod completes panel's consumers: the state carries what panel would cost
     state = problem.extend(State({}, 0.0), "out", Decision("root", tile=(32, 16), vector=8, parallel=1, columns=True))

@@ -13,7 +13,7 @@ original body, so the result computes exactly what the loop did.
 from __future__ import annotations
 
 from .. import ir
-from ..ir_mutator import IRMutator, free_variables, substitute
+from ..ir_mutator import IRMutator, children, free_variables, has_call, substitute
 from ..simplify import simplify
 from ..types import Int
 
@@ -47,19 +47,15 @@ def _affine(e: ir.Expr, v: str):
 def _invariant(e: ir.Expr) -> bool:
     """Whether e can be evaluated before the loop: no loads, no calls (the loop may write what
     they read)."""
-    found = []
-
-    class _Finder(IRMutator):
-        def visit_Load(self, n):
-            found.append(n)
-            return n
-
-        def visit_Call(self, n):
-            found.append(n)
-            return n
-
-    _Finder().mutate(e)
-    return not found
+    if has_call(e):
+        return False
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ir.Load):
+            return False
+        stack.extend(children(n))
+    return True
 
 
 def _conjuncts(cond: ir.Expr) -> list[ir.Expr]:
