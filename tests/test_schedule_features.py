@@ -239,6 +239,46 @@ def test_vector_stores_with_a_constant_stride():
     assert np.array_equal(np.asarray(out.realize([8, 12])), want)
 
 
+@pytest.mark.parametrize("k", [2, 3, 4])
+@pytest.mark.parametrize("t", [hl.UInt(8), hl.Int(16), hl.Float(32)], ids=str)
+def test_vector_loads_of_x_over_a_constant_read_one_span(k, t):
+    """inp[(x + c) / k] with x vectorized (an upsample, a Bayer mosaic's planes) is loaded as one
+    dense span and a shuffle chosen by the remainder, not lane by lane; right for every phase
+    of the vector's start, negative ones included, and reading only elements the lanes use
+    (the input is exactly the region read)."""
+    from pyhalide import ir
+    from pyhalide.ir_mutator import IRVisitor
+    from pyhalide.lower import finish_lowering, lower
+
+    lanes = 4 * k
+    lo, n, c = -7, 61, 2  # output x in [lo, lo + n): the vector starts at every remainder
+    first, last = (lo + c) // k, (lo + n - 1 + c) // k
+    data = (np.arange(last - first + 1) * 37 % 251).astype(t.to_numpy())
+    inp = hl.Buffer(data, name=f"qr_in_{k}")
+    inp.set_min([first])
+    f = hl.Func(f"qr_{k}")
+    f[x] = inp[(x + c) // k] * 2
+    f.vectorize(x, lanes, hl.TailStrategy.ShiftInwards)
+    out = hl.Buffer(t, [n])
+    out.set_min([lo])
+    f.realize(out)
+    xs = np.arange(lo, lo + n)
+    assert np.array_equal(np.asarray(out), (data[(xs + c) // k - first] * 2).astype(data.dtype))
+
+    class Indices(IRVisitor):
+        def __init__(self):
+            super().__init__()
+            self.names = []
+
+        def visit_Load(self, e):
+            self.names.append(e.index.name if isinstance(e.index, ir.Call) else type(e.index).__name__)
+            self.visit_children(e)
+
+    found = Indices()
+    found.visit(finish_lowering(lower(f).stmt, [inp.name(), f.name()]))
+    assert found.names and set(found.names) == {"quotient_ramp"}
+
+
 def _windows_of(f):
     """The sliding windows lowering finds for f's pipeline: (Func, fold width) pairs."""
     from pyhalide.lowering.bounds_inference import bounds_inference

@@ -3,6 +3,9 @@
 LLVM's generic lowering of a gather or scatter extracts a 64-bit address per lane; these forms
 keep one base pointer and 32-bit indices, as Halide's x86 code generator does:
 - a small constant stride (2 to 4): one dense load of the span and a shuffle;
+- a quotient ramp (lane i at q + (r + i) / k, see lower_arithmetic): one dense load of the
+  elements every remainder reads, the one more element lane n-1 reads, and a shuffle chosen
+  by r;
 - elements narrower than 32 bits (x86 gathers only 32- and 64-bit ones): lane by lane;
 - other loads: a gather through a vector of 32-bit indices (vgatherdps: 16 lanes in one);
 - a constant-stride store: lane by lane at constant offsets from one address;
@@ -16,6 +19,7 @@ from typing import TYPE_CHECKING
 from llvmlite import ir as ll
 
 from .. import ir
+from ..lowering.lower_arithmetic import QUOTIENT_RAMP
 from ..types import Type
 from .llvm_types import I1, I32, I64, PTR, VOID, llvm_type, type_suffix
 
@@ -36,6 +40,8 @@ def load(cg: CodeGen, host, index: ir.Expr, t: Type):
         wide = b.load(ptr, typ=ll.VectorType(mem_t, span), align=align)
         picks = ll.Constant(ll.VectorType(I32, t.lanes), [k * i for i in range(t.lanes)])
         return b.shuffle_vector(wide, ll.Constant(wide.type, ll.Undefined), picks)
+    if isinstance(index, ir.Call) and index.name == QUOTIENT_RAMP:
+        return _load_quotient_ramp(cg, host, t, *index.args)
     if t.element_of().bits < 32:
         lanes = cg.expr(index)
         v = ll.Constant(llvm_type(t, memory=True), ll.Undefined)
@@ -74,6 +80,28 @@ def store(cg: CodeGen, host, index: ir.Expr, v, t: Type) -> None:
 def _small_stride(index: ir.Expr) -> bool:
     k = ir.const_int(index.stride) if isinstance(index, ir.Ramp) else None
     return k is not None and 2 <= k <= 4 and k * index.lanes <= 256
+
+
+def _load_quotient_ramp(cg: CodeGen, host, t: Type, q: ir.Expr, r: ir.Expr, k: ir.Expr):
+    """Elements q .. q + n/k - 1 are read whatever r is; element q + n/k only when r > 0, so it
+    is loaded from the address lane n-1 really reads (never past the access)."""
+    b = cg.b
+    n, k = t.lanes, ir.const_int(k)
+    mem_t = llvm_type(t.element_of(), memory=True)
+    align = t.element_of().bytes()
+    q, r = cg.expr(q), cg.expr(r)
+    dense = b.load(b.gep(host, [b.sext(q, I64)], source_etype=mem_t), typ=ll.VectorType(mem_t, n // k), align=align)
+    last = b.add(q, b.udiv(b.add(r, ll.Constant(r.type, n - 1)), ll.Constant(r.type, k)))
+    tail = b.load(b.gep(host, [b.sext(last, I64)], source_etype=mem_t), typ=mem_t, align=align)
+    span = ll.VectorType(I32, n // k + 1)
+    wide = b.shuffle_vector(dense, ll.Constant(dense.type, ll.Undefined), ll.Constant(span, [*range(n // k), 0]))
+    wide = b.insert_element(wide, tail, ll.Constant(I32, n // k))
+    undef = ll.Constant(wide.type, ll.Undefined)
+    v = None
+    for rem in reversed(range(k)):
+        picked = b.shuffle_vector(wide, undef, ll.Constant(ll.VectorType(I32, n), [(rem + i) // k for i in range(n)]))
+        v = picked if v is None else b.select(b.icmp_signed("==", r, ll.Constant(r.type, rem)), picked, v)
+    return v
 
 
 def _lane_pointers(b: ll.IRBuilder, host, index, t: Type):

@@ -24,6 +24,10 @@ Guarantees: the result contains none of
 - integer `abs` / `absd`: selects of compares and subtractions in the unsigned type (float `abs`
   stays: every backend has fabs).
 - Cast to bool: x != 0 (true for NaN, as in C).
+- the vector index of a load `ramp(b, 1, n) / k + offset` (k of 2 to 4 dividing n: `x / 2` of a
+  vectorized x, in upsamplings and Bayer mosaics) becomes `quotient_ramp(q, r, k)`, lane i being
+  q + (r + i) / k, with b = q*k + r, 0 <= r < k (offset folded into q): a code generator reads
+  it as one dense span and a shuffle chosen by r, instead of a gather.
 Adjustments that may wrap are computed in the unsigned type of the same width, since signed
 overflow is undefined in C (and `nsw` in LLVM). Integer Min/Max, float division, compares,
 selects and other casts have the same meaning in C and are left as they are.
@@ -42,6 +46,7 @@ DIV = "div_round_to_zero"
 MOD = "mod_round_to_zero"
 SHIFT_LEFT = "shift_left_in_range"
 SHIFT_RIGHT = "shift_right_in_range"
+QUOTIENT_RAMP = "quotient_ramp"
 
 
 def lower_arithmetic(stmt: ir.Stmt) -> ir.Stmt:
@@ -75,6 +80,24 @@ def _wrapping(op, a: ir.Expr, b: ir.Expr) -> ir.Expr:
     if not a.type.is_int():
         return op(a, b)
     return ir.Cast(a.type, op(_as_unsigned(a), _as_unsigned(b)))
+
+
+def _quotient_ramp(index: ir.Expr):
+    """(b, k, offset) when index is ramp(b, 1, n) / k plus or minus broadcasts (offset: their
+    scalar sum, or None), with k a constant of 2 to 4 dividing n; else None."""
+    offset = None
+    while isinstance(index, ir.Add | ir.Sub) and isinstance(index.b, ir.Broadcast):
+        term = index.b.value
+        if isinstance(index, ir.Sub):
+            term = ir.Sub(_c(term.type, 0), term)
+        offset = term if offset is None else ir.Add(offset, term)
+        index = index.a
+    if not (isinstance(index, ir.Div) and isinstance(index.a, ir.Ramp) and isinstance(index.b, ir.Broadcast)):
+        return None
+    k = ir.const_int(index.b.value)
+    if ir.const_int(index.a.stride) != 1 or k is None or not 2 <= k <= 4 or index.a.lanes % k:
+        return None
+    return index.a.base, k, offset
 
 
 def _is_cheap(e: ir.Expr) -> bool:
@@ -124,6 +147,17 @@ class _LowerArithmetic(IRMutator):
     def fresh_name(self, hint: str) -> str:
         self._names += 1
         return f"{hint}${self._names}"
+
+    def visit_Load(self, e):
+        parts = _quotient_ramp(e.index)
+        if parts is None:
+            return self.default(e)
+        base, k, offset = parts
+        divisor = _c(base.type, k)
+        q = ir.Div(base, divisor) if offset is None else ir.Add(ir.Div(base, divisor), offset)
+        args = (self.mutate(q), self.mutate(ir.Mod(base, divisor)), divisor)
+        index = ir.Call(e.index.type, QUOTIENT_RAMP, args, ir.INTRINSIC)
+        return ir.Load(e.type, e.name, index, self.mutate(e.predicate))
 
     # ---------------------------------------------------------------- division
     def visit_Div(self, e):
