@@ -175,12 +175,18 @@ def count_ops(exprs) -> tuple[int, int]:
 
 
 def _call_sites(exprs) -> list[ir.Call]:
-    """Every Func or input call in exprs, one per occurrence in the tree (each is a load)."""
+    """Every distinct Func or input call in exprs (each is a load; a call repeated with the same
+    arguments, such as Sxx(x, y) in both det and trace, is loaded once after value numbering)."""
     out = []
+    seen: set = set()
     stack = [e for e in exprs if e is not None]
     while stack:
         n = stack.pop()
         if isinstance(n, ir.Call) and n.call_type in (ir.HALIDE, ir.IMAGE):
+            key = (n.name, n.args)
+            if key in seen:
+                continue
+            seen.add(key)
             out.append(n)
         stack.extend(children(n))
     return out

@@ -38,7 +38,7 @@ FEATURES = (
     "par_tasks",  # parallel tasks run
     "stages",  # loop nests emitted
 )
-FEATURE_VERSION = 4
+FEATURE_VERSION = 5
 
 
 @dataclass(frozen=True)
