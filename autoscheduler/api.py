@@ -197,7 +197,7 @@ def _strategy(name: str, params: dict, seed: int):
     if kind == "beam":
         dropout = float(params.get("random_dropout", 100)) / 100.0
         return BeamSearch(int(params.get("beam_size", 32)), int(params.get("passes", 2)), dropout,
-                          int(params.get("random_dropout_seed", seed)))
+                          int(params.get("random_dropout_seed", seed)), int(params.get("max_states", 16_000)))
     if kind == "greedy":
         return Greedy(seed)
     if kind == "random":
@@ -250,7 +250,8 @@ def auto_schedule(outputs_or_pipeline, target=None, estimates=None, example_inpu
     estimates: {output Func or name: [(min, extent), ...]} where set_estimates was not called;
     example_inputs: {ImageParam name: ndarray} for inputs without estimates or a bound Buffer;
     params: Halide's autoscheduler parameters (parallelism, beam_size, random_dropout,
-    random_dropout_seed) and pyhalide's (passes, vector_bits, l1_bytes, l2_bytes, l3_bytes)."""
+    random_dropout_seed) and pyhalide's (passes, max_states: the states the beam search may
+    evaluate, 0 for no bound; vector_bits, l1_bytes, l2_bytes, l3_bytes)."""
     t0 = time.perf_counter()
     if isinstance(outputs_or_pipeline, hl.Pipeline):
         pipeline = outputs_or_pipeline

@@ -11,7 +11,8 @@ from dataclasses import replace
 from .analysis import Analysis
 from .loop_nest import FuncModel, stage_loops
 
-ALLOWED = {"compute_root", "compute_at", "store_at", "split", "reorder", "vectorize", "unroll", "fuse", "parallel"}
+ALLOWED = {"compute_root", "compute_at", "store_at", "split", "reorder", "vectorize", "unroll", "fuse", "parallel",
+           "rfactor"}
 
 
 def directives(analysis: Analysis, models: dict[str, FuncModel], fixed: set,
@@ -50,8 +51,10 @@ def directives(analysis: Analysis, models: dict[str, FuncModel], fixed: set,
 
 
 def _stage_directives(name, info, st, sm, d, extents, guard: bool) -> list[tuple]:
-    out = []
     s = st.index
+    if sm.loops and sm.loops[0].kind == "band":
+        return _rfactor_directives(name, info, st, sm, d, extents)
+    out = []
     serial, _ = stage_loops(info, st, replace(d, parallel=0), extents, sm.rv_extents, 1)
     tile = dict(zip(info.dims, d.tile)) if d.tile else {}
     # Guarded tails cost time (a guard per vector of a producer computed per vector of its
@@ -88,6 +91,27 @@ def _stage_directives(name, info, st, sm, d, extents, guard: bool) -> list[tuple
     return out
 
 
+def _rfactor_directives(name, info, st, sm, d, extents) -> list[tuple]:
+    """The outermost RVar split into bands, each band reduced into its own partial result
+    (computed at root, its bands in parallel), then the partials combined; initialising and
+    combining are vectorized along dimension 0 where it is wide enough."""
+    s = st.index
+    bands, within = sm.loops[0], sm.loops[1]
+    band_var = "band" if "band" not in info.dims else f"band_{name}"
+    partial = f"{name}_s{s}_intm"
+    out = [(name, s, "split", (st.rvars[-1][0], bands.name, within.name, within.trip)),
+           (name, s, "rfactor", (bands.name, band_var, partial)),
+           (partial, 0, "compute_root", ())]
+    x = info.dims[0] if info.dims else None
+    vector = d.vector if x is not None and extents[x] >= d.vector > 1 else 0
+    if vector:
+        out.append((partial, 0, "vectorize", (x, vector)))
+    out.append((partial, 1, "parallel", (band_var,)))
+    if vector:  # the combining loop over the bands outside the vectorized one
+        out += [(name, s, "reorder", (x, f"{name}_s{s}${bands.name}")), (name, s, "vectorize", (x, vector))]
+    return out
+
+
 def serial_name(loops, v: str) -> str:
     return next(lp.name for lp in loops if lp.kind == "inner" and lp.dims == (v,))
 
@@ -117,6 +141,9 @@ def apply_directives(funcs: dict, dirs: list[tuple]) -> None:
         if method in ("compute_at", "store_at"):
             g, var, stage = args
             getattr(f, method)(hl.LoopLevel(funcs[g], var, stage))
+        elif method == "rfactor":
+            rvar, var, partial = args
+            funcs[partial] = target.rfactor(rvar, var)
         else:
             getattr(target, method)(*args)
 
@@ -144,6 +171,9 @@ def python_source(dirs: list[tuple]) -> str:
             level = f"hl.LoopLevel(f[{g!r}], {ident[var]}" + ("" if stage == -1 else f", {stage}") + ")"
             lines.append(f"    {target}.{method}({level})")
             continue
+        if method == "rfactor":
+            lines.append(f"    f[{args[2]!r}] = {target}.rfactor({ident[args[0]]}, {ident[args[1]]})")
+            continue
         names = _loop_names(method, args)
         rendered = ", ".join(ident[a] if k < len(names) else _literal(a) for k, a in enumerate(args))
         lines.append(f"    {target}.{method}({rendered})")
@@ -152,7 +182,7 @@ def python_source(dirs: list[tuple]) -> str:
 
 def _loop_names(method: str, args: tuple) -> tuple:
     """The arguments of a directive that name loops (the rest are factors and tail strategies)."""
-    count = {"split": 3, "vectorize": 1, "unroll": 1, "parallel": 1}.get(method, len(args))
+    count = {"split": 3, "vectorize": 1, "unroll": 1, "parallel": 1, "rfactor": 2}.get(method, len(args))
     if method in ("compute_at", "store_at"):
         return (args[1],)
     return args[:count]

@@ -18,7 +18,7 @@ far, and states with the same Funcs decided compare fairly.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from .analysis import GATHER, Analysis, FuncInfo, StageInfo, hi_name, lo_name
 
@@ -54,6 +54,9 @@ class Decision:
     unroll: bool = False  # updates: unroll the inner tile loops other than the vector loop
     store: int | None = None  # for "at": stored at this outer loop of the consumer (a sliding window)
     columns: bool = False  # tiles walked down columns: the outer loop of dimension 0 outermost
+    # updates: the reduction's outermost RVar split into bands of this many iterations, each band
+    # reduced into its own partial result in parallel (rfactor), then the partials combined
+    rfactor: int = 0
 
     def describe(self) -> str:
         where = self.placement if self.placement != "at" else f"at {self.consumer}.s{self.stage}[{self.level}]"
@@ -72,6 +75,8 @@ class Decision:
             bits.append("unroll")
         if self.columns:
             bits.append("columns")
+        if self.rfactor:
+            bits.append(f"rfactor {self.rfactor}")
         return " ".join(bits)
 
     @staticmethod
@@ -104,6 +109,8 @@ class Decision:
                 fields["unroll"] = True
             elif w == "columns":
                 fields["columns"] = True
+            elif w == "rfactor":
+                fields["rfactor"] = int(words.pop(0))
             else:
                 raise ValueError(f"not a decision: {text!r}")
         return Decision(**fields)
@@ -116,7 +123,7 @@ INLINE = Decision("inline")
 class Loop:
     name: str  # the loop's variable in the schedule pyhalide is given
     dims: tuple  # the pure dimensions (or the RVar) it iterates
-    kind: str  # "outer", "inner", "rvar" or "fused"
+    kind: str  # "outer", "inner", "rvar", "fused" or "band" (rfactor's partial results)
     trip: int
     parallel: bool = False
     unrolled: bool = False
@@ -125,6 +132,11 @@ class Loop:
 
 def split_names(dim: str) -> tuple[str, str]:
     return f"{dim}_o", f"{dim}_i"
+
+
+def rfactor_names(rvar: str) -> tuple[str, str]:
+    """The bands and the iterations within a band of an rfactored RVar."""
+    return f"{rvar}_band", f"{rvar}_in"
 
 
 def fused_name(dims) -> str:
@@ -171,6 +183,12 @@ def stage_loops(info: FuncInfo, stage: StageInfo, d: Decision, extents: dict, rv
         inner.append([name, (v,), extent])
     rvar_loops = [Loop(name, (name,), "rvar", n)
                   for (name, _, _), n in zip(reversed(stage.rvars), reversed(rv_extents))]
+    bands = None
+    if d.rfactor and stage.rvars:
+        band_name, in_name = rfactor_names(rvar_loops[0].name)
+        n = -(-rvar_loops[0].trip // d.rfactor)
+        bands = Loop(band_name, (), "band", n, parallel=n > 1, speedup=_speedup(n, cores))
+        rvar_loops[0] = Loop(in_name, rvar_loops[0].dims, "rvar", min(d.rfactor, rvar_loops[0].trip))
     reduction_inside = stage.rvars and not d.rvars_outside
     if (d.vector > 1 and stage.pure_dims and stage.pure_dims[0] == info.dims[0] and not reduction_inside
             and inner[-1][2] >= d.vector):
@@ -185,6 +203,8 @@ def stage_loops(info: FuncInfo, stage: StageInfo, d: Decision, extents: dict, rv
         loops = outer + rvar_loops + inner_loops
     else:
         loops = outer + inner_loops + rvar_loops
+    if bands is not None:
+        return [bands] + loops, vector
     if d.parallel and d.placement == "root":
         pure_prefix = []
         for lp in loops:
@@ -256,31 +276,24 @@ class Model:
         self.output_regions = output_regions  # output name -> [(min, extent)]
         # A Func's model depends only on its decision and the models of the Funcs downstream of
         # it (its consumers, through inlined ones, and theirs): evaluations are shared between
-        # the states of a beam that agree on those.
-        self.downstream = {n: self._downstream(n) for n in analysis.order}
+        # the states of a beam that agree on those. A consumer's model object stands for all of
+        # them: each is made (and memoised) for one set of models downstream of it, so the ids
+        # of the direct consumers' models are the key.
+        self.consumers = {n: tuple(sorted(g for g in analysis.funcs[n].consumers if g in analysis.funcs))
+                          for n in analysis.order}
         self._memo: dict = {}
         self._contexts: dict = {}
 
-    def _downstream(self, name: str) -> tuple:
-        out, stack = set(), list(self.a.funcs[name].consumers)
-        while stack:
-            g = stack.pop()
-            if g in out or g not in self.a.funcs:
-                continue
-            out.add(g)
-            stack.extend(self.a.funcs[g].consumers)
-        return tuple(sorted(out))
-
     def evaluate(self, name: str, d: Decision, models: dict) -> FuncModel:
-        key = (name, d, tuple(id(models.get(g)) for g in self.downstream[name]))
+        key = (name, d, tuple(id(models.get(g)) for g in self.consumers[name]))
         hit = self._memo.get(key)
         if hit is not None:
             return hit[0]
         fm = self._evaluate(name, d, models)
         if len(self._memo) > 200_000:
             self._memo.clear()
-        # the downstream models are kept alive with the entry, so their ids stay theirs
-        self._memo[key] = (fm, [models.get(g) for g in self.downstream[name]])
+        # the consumers' models are kept alive with the entry, so their ids stay theirs
+        self._memo[key] = (fm, [models.get(g) for g in self.consumers[name]])
         return fm
 
     # ---- regions
@@ -378,11 +391,7 @@ class Model:
         feats = dict.fromkeys(FEATURES, 0.0)
         # what the consumers read does not depend on this Func's decision: worked out once per
         # set of downstream models, for all the decisions tried against them
-        ctx_key = (name, tuple(id(models.get(g)) for g in self.downstream[name]))
-        ctx = self._contexts.get(ctx_key)
-        if ctx is None:
-            ctx = self._contexts[ctx_key] = self._reading(name, models)
-        contexts, reads = ctx[0], ctx[1]
+        contexts, reads = self._context(name, models)[:2]
         if info.is_output:
             total = list(self.output_regions[name])
             for _, _, box, _, _ in contexts:  # an output also read by another output
@@ -415,8 +424,7 @@ class Model:
             region, realizations, inherited = total, 1.0, 1.0
         else:
             gm = models[d.consumer]
-            env = self.stage_env(gm, d.stage, d.level)
-            region = self._region_at(name, d, env, models)
+            region = self.site_region(name, d.consumer, d.stage, d.level, models)
             loops = gm.stages[d.stage].loops
             trips = math.prod(lp.trip for lp in loops[: d.level + 1])
             realizations = gm.realizations * trips
@@ -475,6 +483,8 @@ class Model:
                     break
             feats["loop_entries"] += work / lanes / max(1, trip) / sp
             feats["stages"] += realizations / fm.inherited if d.placement == "at" else 1
+            if loops and loops[0].kind == "band":
+                self._partial_results(info, loops[0].trip, extents, realizations, feats)
             for k, lp in enumerate(loops):
                 if lp.parallel:
                     launches = realizations * math.prod(x.trip for x in loops[:k])
@@ -506,11 +516,25 @@ class Model:
             if ("reuse", gm.name, s) not in reads:
                 reads["reuse", gm.name, s] = self.unroll_reuse(
                     gm, s, lambda env, g=gm.name, s=s: self.demand(name, g, s, env, models)[0])
-            evals *= reads["reuse", gm.name, s]
+            if stride != GATHER:  # unrolled lanes share no gathered value
+                evals *= reads["reuse", gm.name, s]
             _charge_loads(feats, evals, stride, self.lanes(gm.name, sm.vector), gm.speedup(s))
         computed = sum(sm.points for sm in fm.stages[:1]) * realizations * warm
         fm.recompute = computed / max(1, math.prod(e for _, e in total))
         return fm
+
+    def _partial_results(self, info: FuncInfo, bands: int, extents: dict, realizations: float,
+                         feats: dict) -> None:
+        """An rfactored update's partial results: one per band, initialised, then combined into
+        the Func's region, both vectorized along dimension 0, serially."""
+        cells = math.prod(extents.values()) * bands * realizations
+        lanes = self.lanes(info.name, natural_vector(info, self.hw))
+        feats["stores"] += 2 * cells / lanes
+        feats["loads"] += 2 * cells / lanes
+        feats["ops"] += cells / lanes
+        feats["bytes_l1"] += 2 * cells * info.bytes_per_point
+        feats["allocs"] += realizations
+        feats["stages"] += 2 * realizations
 
     def _reading(self, name: str, models: dict) -> tuple:
         """(contexts, a cache of what the consumers' loops read, the models kept alive so their
@@ -528,11 +552,31 @@ class Model:
                 env = self.stage_env(gm, s, None, total=True)
                 box, loads, stride = self.demand(name, g, s, env, models)
                 contexts.append((gm, s, box, loads, stride))
-        return contexts, {}, [models.get(g) for g in self.downstream[name]]
+        return contexts, {}, [models.get(g) for g in self.consumers[name]]
 
-    def _region_at(self, name: str, d: Decision, env: dict, models: dict) -> list:
+    def _context(self, name: str, models: dict) -> tuple:
+        """What `name`'s consumers read (see _reading), shared by every decision tried for
+        `name` against the same downstream models."""
+        key = (name, tuple(id(models.get(g)) for g in self.consumers[name]))
+        ctx = self._contexts.get(key)
+        if ctx is None:
+            ctx = self._contexts[key] = self._reading(name, models)
+        return ctx
+
+    def site_region(self, name: str, consumer: str, stage: int, level: int, models: dict) -> list:
+        """The region of `name` needed in one iteration of loop `level` of the consumer's stage
+        (the same for every tiling of `name`: worked out once per site)."""
+        reads = self._context(name, models)[1]
+        key = ("region", consumer, stage, level)
+        hit = reads.get(key)
+        if hit is None:
+            env = self.stage_env(models[consumer], stage, level)
+            hit = reads[key] = self._region_at(name, consumer, stage, env, models)
+        return hit
+
+    def _region_at(self, name: str, consumer: str, stage: int, env: dict, models: dict) -> list:
         """The region of `name` needed in one iteration of the consumer's loop that env describes."""
-        return self._fill(name, self._needed(name, d.consumer, d.stage, env, models))
+        return self._fill(name, self._needed(name, consumer, stage, env, models))
 
     def _needed(self, name: str, site: str, stage: int, env: dict, models: dict, depth: int = 0):
         """The box of `name` its consumers read inside one iteration of a loop of `site`'s stage
@@ -562,6 +606,13 @@ class Model:
         slides along the outermost loop between them (serial, one pure dimension, and the region
         it needs moves forward in one of its dimensions only, overlapping the last): (dimension,
         step, window extent, storage region folded to the window) or None."""
+        reads = self._context(name, models)[1]
+        key = ("slide", d.consumer, d.stage, d.level, d.store)
+        if key not in reads:
+            reads[key] = self._sliding(name, d, models)
+        return reads[key]
+
+    def _sliding(self, name: str, d: Decision, models: dict):
         info = self.a.funcs[name]
         gm = models[d.consumer]
         loops = gm.stages[d.stage].loops
@@ -569,14 +620,14 @@ class Model:
         if len(info.stages) > 1 or not between or \
                 any(lp.parallel or lp.unrolled or lp.kind not in ("inner", "outer") for lp in between):
             return None
+        here = self.site_region(name, d.consumer, d.stage, d.level, models)
         env = self.stage_env(gm, d.stage, d.level)
-        here = self._region_at(name, d, env, models)
         lp = between[0]
         for v in lp.dims:
             shift = self.loop_step(gm, d.stage, lp, v)
             env[lo_name(v)] += shift
             env[hi_name(v)] += shift
-        there = self._region_at(name, d, env, models)
+        there = self._region_at(name, d.consumer, d.stage, env, models)
         moved = [k for k, (a, b) in enumerate(zip(here, there)) if a != b]
         if len(moved) != 1:
             return None
@@ -584,8 +635,7 @@ class Model:
         step, window = there[k][0] - here[k][0], here[k][1]
         if there[k][1] != window or not 0 < step < window:
             return None
-        store_env = self.stage_env(gm, d.stage, d.store)
-        storage = self._region_at(name, replace(d, level=d.store), store_env, models)
+        storage = self.site_region(name, d.consumer, d.stage, d.store, models)
         fold = 1 << (window - 1).bit_length()
         storage = [(mn, min(ext, fold)) if j == k else (mn, ext) for j, (mn, ext) in enumerate(storage)]
         return k, step, window, storage

@@ -89,20 +89,42 @@ class Problem:
 
 class BeamSearch:
     LOOKAHEAD_FACTOR = 8
+    MIN_BEAM = 4
 
-    def __init__(self, beam_size: int = 32, passes: int = 2, dropout: float = 1.0, seed: int = 0):
+    def __init__(self, beam_size: int = 32, passes: int = 2, dropout: float = 1.0, seed: int = 0,
+                 max_states: int = 16_000):
         self.beam_size = max(1, beam_size)
         self.passes = max(1, passes)
         self.dropout = dropout  # Halide's random_dropout: the chance each candidate is kept
         self.seed = seed
+        # About the states the search may evaluate (0: no bound). A pipeline of many Funcs gets a
+        # narrower beam (never below MIN_BEAM) so that it searches in seconds, as a small one
+        # does: a count, not a clock, so the schedule is the same on any machine.
+        self.max_states = max_states
+
+    def _width(self, problem: Problem) -> tuple[int, int]:
+        """The beam width to search with: beam_size, unless a pass at that width would evaluate
+        more than max_states states, estimated from the options of one greedy walk through the
+        Funcs (a few percent of the search); and the states that walk evaluated."""
+        if not self.max_states or self.beam_size <= self.MIN_BEAM:
+            return self.beam_size, 0
+        state, options = State({}, 0.0), 0
+        for name in problem.order:
+            candidates = [problem.extend(state, name, d) for d in problem.space.options(name, state.models)]
+            options += len(candidates)
+            state = min(candidates, key=lambda c: (c.rank, c.key))
+        projected = self.beam_size * self.passes * options
+        if projected <= self.max_states:
+            return self.beam_size, options
+        return max(self.MIN_BEAM, int(self.beam_size * self.max_states / projected)), options
 
     def run(self, problem: Problem) -> SearchResult:
         t0 = time.perf_counter()
         rng = random.Random(self.seed)
-        evaluated = 0
         best = None
         problem.space.around = None
         finals: list[State] = []
+        width, evaluated = self._width(problem)
         for _ in range(self.passes):
             states = [State({}, 0.0)]
             for name in problem.order:
@@ -111,7 +133,7 @@ class BeamSearch:
                     for d in problem.space.options(name, st.models):
                         candidates.append(problem.extend(st, name, d, ahead=False))
                 evaluated += len(candidates)
-                states = self._keep(self._ranked(problem, name, candidates), rng)
+                states = self._keep(self._ranked(problem, name, candidates, width), rng, width)
             finals += states
             winner = states[0]
             if best is None or winner.cost < best.cost:
@@ -120,26 +142,27 @@ class BeamSearch:
         problem.space.around = None
         unique = {s.key: s for s in sorted(finals, key=lambda s: (s.cost, s.key))}
         stats = {"strategy": "beam", "beam_size": self.beam_size, "passes": self.passes,
-                 "states_evaluated": evaluated, "search_s": time.perf_counter() - t0}
+                 "max_states": self.max_states, "beam_width": width, "states_evaluated": evaluated,
+                 "search_s": time.perf_counter() - t0}
         return SearchResult(best.models, best.cost, stats, list(unique.values()))
 
-    def _ranked(self, problem: Problem, name: str, candidates: list) -> list:
-        """The candidates by rank: the cheapest LOOKAHEAD_FACTOR x beam_size by cost so far get
+    def _ranked(self, problem: Problem, name: str, candidates: list, width: int) -> list:
+        """The candidates by rank: the cheapest LOOKAHEAD_FACTOR x width by cost so far get
         their newly completed producers looked at (what searching costs most), the rest follow."""
         candidates.sort(key=lambda s: (s.rank, s.key))
-        n = self.LOOKAHEAD_FACTOR * self.beam_size
+        n = self.LOOKAHEAD_FACTOR * width
         head = candidates[:n]
         for c in head:
             problem.look_ahead(c, name)
         head.sort(key=lambda s: (s.rank, s.key))
         return head + candidates[n:]
 
-    def _keep(self, candidates: list, rng: random.Random) -> list:
-        """The beam's next states: the cheapest distinct ones (Halide's random_dropout drops
-        each with a chance)."""
+    def _keep(self, candidates: list, rng: random.Random, width: int) -> list:
+        """The beam's next states: the `width` cheapest distinct ones (Halide's random_dropout
+        drops each with a chance)."""
         kept, seen = [], set()
         for c in candidates:
-            if len(kept) >= self.beam_size:
+            if len(kept) >= width:
                 break
             if c.key in seen or (self.dropout < 1.0 and kept and rng.random() > self.dropout):
                 continue

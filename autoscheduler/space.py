@@ -33,6 +33,7 @@ class Space:
         # cost only once the producers are decided, after the beam has committed).
         self.max_inline_recompute = MAX_INLINE_RECOMPUTE
         self.panel_reuse = {name: self._panel_reuse(name) for name in self.a.funcs}
+        self.rfactor_bands = {name: self._rfactor_bands(name) for name in self.a.funcs}
 
     def can_inline(self, name: str) -> bool:
         info = self.a.funcs[name]
@@ -85,7 +86,8 @@ class Space:
                 return []
             chain = []
             m = models[c]
-            if len(stages) == 1:
+            if len(stages) == 1 and not (m.decision.rfactor and next(iter(stages)) > 0):
+                # (an rfactored update's loops move into its partial results' Func)
                 s = next(iter(stages))
                 chain += [(c, s, level) for level in range(len(m.stages[s].loops))]
             d = m.decision
@@ -139,7 +141,35 @@ class Space:
             out += self._register_tiles(placement, consumer, stage, level, info, extents, vector)
         elif vector and len(extents) > 1:
             out += self._unrolled_blocks(placement, consumer, stage, level, info, extents, vector)
+        reduction = next((st for st in info.stages[1:] if st.rvars), None)
+        if placement == "root" and self.rfactor_bands[info.name] and \
+                math.prod(extents[info.dims.index(d)] for d in reduction.pure_dims) < 4 * self.hw.cores * max(1, v):
+            out += [replace(o, rfactor=b) for b in self.rfactor_bands[info.name] for o in out
+                    if not o.rvars_outside and not o.unroll]
         return out
+
+    def _rfactor_bands(self, name: str) -> list[int]:
+        """Band sizes to rfactor a Func's reduction by, when it has one update with RVars, that
+        update is an exact associative reduction (integer + and *, min, max: reassociating them
+        changes no result). Offered where its pure loops are too few to keep the cores busy
+        (a histogram has none)."""
+        from pyhalide import ir
+        from pyhalide.lowering.legality import update_is_associative
+
+        info = self.a.funcs[name]
+        reductions = [st for st in info.stages[1:] if st.rvars]
+        if len(reductions) != 1 or len(info.func.types()) != 1 or self.hw.cores < 2:
+            return []
+        st = reductions[0]
+        f = info.func
+        if not update_is_associative(f, st.index):
+            return []
+        value = f.scheduled_definitions()[st.index].values[0]
+        if isinstance(value, ir.Add | ir.Mul) and value.type.is_float():
+            return []
+        outermost = max(1, int(st.rvars[-1][2](self.a.env)))
+        sizes = {-(-outermost // (k * self.hw.cores)) for k in (4, 16)}
+        return sorted(b for b in sizes if 1 <= b < outermost)
 
     def _unrolled_blocks(self, placement, consumer, stage, level, info, extents, vector) -> list[Decision]:
         """Pure stages computed a block of rows at a time, the rows unrolled, so that rows a

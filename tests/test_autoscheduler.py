@@ -237,7 +237,8 @@ def test_decisions_read_back_from_their_descriptions():
 
     for d in (INLINE, Decision("root", tile=(256, 0), vector=8, parallel=2),
               Decision("at", "f.x", 1, 3, tile=(16, 4), vector=8, rvars_outside=True, unroll=True, store=1),
-              Decision("root", tile=(32, 8), vector=8, parallel=1, columns=True)):
+              Decision("root", tile=(32, 8), vector=8, parallel=1, columns=True),
+              Decision("root", vector=8, rfactor=48)):
         assert Decision.parse(d.describe()) == d
     with pytest.raises(ValueError):
         Decision.parse("somewhere vec 8")
@@ -278,3 +279,84 @@ def test_matrix_product_walks_columns_and_packs_its_panel():
     assert walks_columns, decisions
     assert decisions["panel"].placement == "at" and decisions["panel"].consumer == "out", decisions
     assert np.array_equal(np.asarray(out.realize([384, 256])), a @ b)
+
+
+def _histogram(values, float_sum: bool = False):
+    v = hl.Var("v")
+    inp = hl.Buffer(values, "hist_img")
+    r = hl.RDom([hl.Range(0, values.shape[1]), hl.Range(0, values.shape[0])], name="r")
+    hist, out = hl.Func("hist"), hl.Func("hist_out")
+    hist[v] = hl.f32(0) if float_sum else 0
+    hist[hl.i32(inp[r.x, r.y])] += hl.f32(0.1) if float_sum else 1
+    out[v] = hist[v] * 2
+    return hist, out
+
+
+def test_a_histogram_is_rfactored_into_parallel_bands():
+    """A histogram's update has no pure loop to parallelise: the space offers rfactor of its rows
+    into bands (partial histograms in parallel, then combined, vectorized), the search takes it
+    on two cores, and the schedule applied, and its printed source, compute the histogram."""
+    from autoscheduler.loop_nest import Decision
+
+    img = np.random.default_rng(5).integers(0, 256, (768, 512)).astype(np.uint8)
+    hist, out = _histogram(img)
+    result = auto_schedule(out, estimates={"hist_out": [(0, 256)]}, params={"parallelism": 2})
+    d = Decision.parse(result.decisions["hist"])
+    assert d.rfactor and 768 // d.rfactor >= 2, result.decisions
+    assert ".rfactor(" in result.schedule_source and ".parallel(band)" in result.schedule_source
+    want = np.bincount(img.ravel(), minlength=256) * 2
+    assert np.array_equal(np.asarray(out.realize([256])), want)
+    _, out2 = _histogram(img)
+    ns: dict = {}
+    exec(compile(result.schedule_source, "<schedule>", "exec"), ns)  # the test runs it; pyhalide never does
+    ns["apply_schedule"](hl.Pipeline(out2))
+    assert np.array_equal(np.asarray(out2.realize([256])), want)
+
+
+def test_rfactor_is_offered_only_where_it_changes_no_result():
+    """Reassociating a float sum changes its last bits, so a float histogram is never rfactored;
+    an integer one is."""
+    from autoscheduler.api import make_problem
+
+    img = np.zeros((64, 64), np.uint8)
+    for float_sum, offered in ((False, True), (True, False)):
+        _, out = _histogram(img, float_sum)
+        problem = make_problem([out], estimates={"hist_out": [(0, 256)]}, params={"parallelism": 2})
+        assert bool(problem.space.rfactor_bands["hist"]) == offered
+
+
+def test_a_call_repeated_with_the_same_arguments_is_one_load():
+    """det and trace both read Sxx(x, y): after value numbering that is one load, and the model
+    counts it once (counting each occurrence made inlining look several times dearer)."""
+    from autoscheduler.analysis import Analysis
+
+    x, y = hl.Var("x"), hl.Var("y")
+    a, b = hl.Func("rep_a"), hl.Func("rep_b")
+    a[x, y] = x + y
+    s = a[x, y] + a[x + 1, y]
+    b[x, y] = s * s + a[x, y] * a[x, y]
+    accesses = Analysis([b], {}, {}).funcs["rep_b"].stages[0].accesses
+    assert [(acc.producer, acc.count) for acc in accesses] == [("rep_a", 2)]
+
+
+def test_a_long_pipeline_gets_a_narrower_beam_within_the_state_budget():
+    """The beam narrows (not below BeamSearch.MIN_BEAM) where a full-width search would evaluate
+    more than max_states states; a small pipeline keeps the full beam."""
+    from autoscheduler.search import BeamSearch
+
+    x, y = hl.Var("x"), hl.Var("y")
+    stages = [hl.Func("chain0")]
+    stages[0][x, y] = x * 3 + y
+    for k in range(1, 24):
+        f = hl.Func(f"chain{k}")
+        prev = stages[-1]
+        f[x, y] = prev[x - 1, y] + prev[x + 1, y] + prev[x, y + 1]
+        stages.append(f)
+    budget = 3000
+    r = auto_schedule(stages[-1], estimates={"chain23": [(0, 256), (0, 256)]},
+                      params={"parallelism": 2, "max_states": budget})
+    assert BeamSearch.MIN_BEAM <= r.stats["beam_width"] < 32
+    assert r.stats["states_evaluated"] <= 2 * budget, r.stats
+    _, _, by = _blur_pipeline()
+    small = auto_schedule(by, estimates={"by": [(0, 512), (0, 512)]}, example_inputs={"input": np.zeros((512, 512))})
+    assert small.stats["beam_width"] == 32
