@@ -143,7 +143,7 @@ class Space:
             out += self._unrolled_blocks(placement, consumer, stage, level, info, extents, vector)
         reduction = next((st for st in info.stages[1:] if st.rvars), None)
         if placement == "root" and self.rfactor_bands[info.name] and \
-                math.prod(extents[info.dims.index(d)] for d in reduction.pure_dims) < 4 * self.hw.cores * max(1, v):
+                math.prod(extents[info.dims.index(dim)] for dim in reduction.pure_dims) < 4 * self.hw.cores * max(1, v):
             out += [replace(o, rfactor=b) for b in self.rfactor_bands[info.name] for o in out
                     if not o.rvars_outside and not o.unroll]
         return out
