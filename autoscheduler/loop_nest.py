@@ -513,10 +513,10 @@ class Model:
         for gm, s, _, loads, stride in contexts:
             sm = gm.stages[s]
             evals = loads * sm.points * gm.realizations * gm.warm
-            if ("reuse", gm.name, s) not in reads:
-                reads["reuse", gm.name, s] = self.unroll_reuse(
-                    gm, s, lambda env, g=gm.name, s=s: self.demand(name, g, s, env, models)[0])
             if stride != GATHER:  # unrolled lanes share no gathered value
+                if ("reuse", gm.name, s) not in reads:
+                    reads["reuse", gm.name, s] = self.unroll_reuse(
+                        gm, s, lambda env, g=gm.name, s=s: self.demand(name, g, s, env, models)[0])
                 evals *= reads["reuse", gm.name, s]
             _charge_loads(feats, evals, stride, self.lanes(gm.name, sm.vector), gm.speedup(s))
         computed = sum(sm.points for sm in fm.stages[:1]) * realizations * warm

@@ -14,6 +14,9 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from pyhalide import ir
+from pyhalide.lowering.legality import update_is_associative
+
 from .loop_nest import INLINE, Decision, Hardware, Model, natural_vector, register_budget
 
 COARSE_TILES = (16, 64, 256)
@@ -153,9 +156,6 @@ class Space:
         update is an exact associative reduction (integer + and *, min, max: reassociating them
         changes no result). Offered where its pure loops are too few to keep the cores busy
         (a histogram has none)."""
-        from pyhalide import ir
-        from pyhalide.lowering.legality import update_is_associative
-
         info = self.a.funcs[name]
         reductions = [st for st in info.stages[1:] if st.rvars]
         if len(reductions) != 1 or len(info.func.types()) != 1 or self.hw.cores < 2:
