@@ -311,9 +311,14 @@ class Model:
             lo = mnf(self.a.env)
             env[lo_name(name)], env[hi_name(name)] = lo, lo + n - 1
         if level is not None and not total:
+            # the middle iteration of each loop: what an iteration reads can grow along the loop
+            # (an upsample's x / 2 and its own x drift apart), and the middle is the mean
             for lp in sm.loops[: level + 1]:
                 for v in lp.dims:
-                    env[hi_name(v)] = env[lo_name(v)] + self.loop_step(fm, s, lp, v) - 1
+                    step = self.loop_step(fm, s, lp, v)
+                    if lp.kind in ("outer", "inner") and lp.trip > 1:
+                        env[lo_name(v)] += lp.trip // 2 * step
+                    env[hi_name(v)] = env[lo_name(v)] + step - 1
         return env
 
     def loop_step(self, fm: FuncModel, s: int, lp: Loop, v: str) -> int:
@@ -502,6 +507,8 @@ class Model:
                             gm, cs, lambda env, g=gm.name, cs=cs: self.demand(name, g, cs, env, models)[0],
                             info.bytes_per_point, row)
                     mem, extra, tier = reads[gm.name, cs, row]
+                    if d.placement == "at":  # re-reads come from this storage while it is live
+                        tier = min(tier, level, key=TIERS.index)
                     rsp = gm.speedup(cs)
                     feats[level] += mem / (rsp if in_cache else min(rsp, 2.0))
                     feats[tier] += extra / rsp
@@ -753,9 +760,12 @@ class Model:
 CACHE_LINE = 64
 
 
+TIERS = ("bytes_l1", "bytes_cache", "bytes_l3", "bytes_mem")  # fastest first
+
+
 def _tier(nbytes: float, hw: Hardware) -> str:
     """The feature for traffic over storage (or a working set) of this size."""
-    if nbytes <= hw.l1 // 2:
+    if nbytes <= hw.l1 * 3 // 4:
         return "bytes_l1"
     if nbytes <= hw.l2 // 2:
         return "bytes_cache"
