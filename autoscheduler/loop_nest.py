@@ -38,7 +38,7 @@ FEATURES = (
     "par_tasks",  # parallel tasks run
     "stages",  # loop nests emitted
 )
-FEATURE_VERSION = 5
+FEATURE_VERSION = 6
 
 
 @dataclass(frozen=True)

@@ -69,16 +69,18 @@ def _error_text(e: BaseException, prefix: str = "") -> str:
 class PipelineSpec:
     """What to measure, as plain picklable data: `PipelineSpec("random", seed, scale)` (a pipeline
     of autoscheduler.random_pipelines) or `PipelineSpec("app", name, size)` (an app of the gallery,
-    apps.load(name), with app.inputs(size)). Kind "test" is for this module's tests only (see
-    _TestPipeline)."""
+    apps.load(name), with app.inputs(size)) or `PipelineSpec("function", "module:function", "")`
+    (a user's function, importable in a fresh process, returning the output Func, a list of them
+    or a Pipeline, with estimates on the outputs and the inputs bound: see _FunctionSource).
+    Kind "test" is for this module's tests only (see _TestPipeline)."""
 
     kind: str
     name: int | str
     size: str
 
     def __post_init__(self):
-        if self.kind not in ("random", "app", "test"):
-            raise ValueError(f"PipelineSpec kind must be 'random' or 'app', got {self.kind!r}")
+        if self.kind not in ("random", "app", "function", "test"):
+            raise ValueError(f"PipelineSpec kind must be 'random', 'app' or 'function', got {self.kind!r}")
 
     @classmethod
     def random(cls, seed: int, scale: str = "train") -> PipelineSpec:
@@ -87,6 +89,12 @@ class PipelineSpec:
     @classmethod
     def app(cls, name: str, size: str = "default") -> PipelineSpec:
         return cls("app", name, size)
+
+    @classmethod
+    def function(cls, path: str) -> PipelineSpec:
+        if not isinstance(path, str) or path.count(":") != 1:
+            raise ValueError(f"a pipeline function is named 'module:function', got {path!r}")
+        return cls("function", path, "")
 
     @classmethod
     def of(cls, spec) -> PipelineSpec:
@@ -135,7 +143,8 @@ _SOURCES: dict[PipelineSpec, object] = {}
 def _source(spec: PipelineSpec):
     src = _SOURCES.get(spec)
     if src is None:
-        src = _SOURCES[spec] = {"random": _RandomSource, "app": _AppSource, "test": _TestPipeline}[spec.kind](spec)
+        kinds = {"random": _RandomSource, "app": _AppSource, "function": _FunctionSource, "test": _TestPipeline}
+        src = _SOURCES[spec] = kinds[spec.kind](spec)
     return src
 
 
@@ -197,6 +206,48 @@ class _AppSource:
 
     def describe(self) -> str:
         return f"app {self.app.name} ({self.size}): {self.app.description}"
+
+
+class _FunctionSource:
+    """A user's pipeline: `module:function` returns the output Func(s) or a Pipeline, with
+    set_estimates on every output and every input bound (a Buffer, or an ImageParam set()).
+    The reference is the same algorithm with every Func computed at root, run in the worker."""
+
+    def __init__(self, spec: PipelineSpec):
+        import importlib
+
+        module, _, name = spec.name.partition(":")
+        self.path = spec.name
+        self.fn = getattr(importlib.import_module(module), name)
+
+    def build(self, hl):
+        made = self.fn()
+        outputs = made.outputs() if isinstance(made, hl.Pipeline) else \
+            list(made) if isinstance(made, list | tuple) else [made]
+        sizes, mins = [], []
+        for f in outputs:
+            est = f.estimates()
+            if any(e is None for e in est):
+                raise ValueError(f"{self.path}: the output {f.name()} needs set_estimates to be tuned")
+            mins.append([int(m) for m, _ in est])
+            sizes.append([int(e) for _, e in est])
+        return outputs, sizes, mins
+
+    def reference(self):
+        import pyhalide as hl
+
+        from .random_pipelines import output_buffers, reference_schedule
+
+        outputs, sizes, mins = self.build(hl)
+        buffers = output_buffers(hl, outputs, sizes, mins)
+        reference_schedule(outputs).realize(buffers)
+        return [np.array(np.asarray(b)) for b in buffers]
+
+    def check(self, results, expected) -> bool:
+        return _same(results, expected)
+
+    def describe(self) -> str:
+        return f"function {self.path}"
 
 
 class _TestPipeline:
