@@ -251,7 +251,9 @@ def auto_schedule(outputs_or_pipeline, target=None, estimates=None, example_inpu
     example_inputs: {ImageParam name: ndarray} for inputs without estimates or a bound Buffer;
     params: Halide's autoscheduler parameters (parallelism, beam_size, random_dropout,
     random_dropout_seed) and pyhalide's (passes, max_states: the states the beam search may
-    evaluate, 0 for no bound; vector_bits, l1_bytes, l2_bytes, l3_bytes)."""
+    evaluate, 0 for no bound; vector_bits, l1_bytes, l2_bytes, l3_bytes; records: the tuning
+    database's path, use_records=0 to search even where it holds a measured schedule for exactly
+    this algorithm, shapes and machine, which is otherwise applied without searching)."""
     t0 = time.perf_counter()
     if isinstance(outputs_or_pipeline, hl.Pipeline):
         pipeline = outputs_or_pipeline
@@ -260,6 +262,10 @@ def auto_schedule(outputs_or_pipeline, target=None, estimates=None, example_inpu
         pipeline = hl.Pipeline(list(outs))
     params = {str(k): v for k, v in (params or {}).items()}
     target = hl.Target(target) if isinstance(target, str) else target
+    if int(params.get("use_records", 1)):
+        tuned = _apply_tuned_record(pipeline, estimates, example_inputs, params, seed, t0)
+        if tuned is not None:
+            return tuned
     problem = make_problem(pipeline.outputs(), target, estimates, example_inputs, params, cost_model)
     analysis, fixed, cm = problem.model.a, problem.space.fixed, problem.cost_model
     result = _strategy(strategy, params, seed).run(problem)
@@ -281,6 +287,36 @@ def auto_schedule(outputs_or_pipeline, target=None, estimates=None, example_inpu
         {n: m.decision.describe() + (" (hand)" if n in fixed else "") for n, m in result.models.items()},
         stats, seed, str(target) if target is not None else "host",
     )
+
+
+def _apply_tuned_record(pipeline, estimates, example_inputs, params, seed, t0) -> Result | None:
+    """Apply the best schedule measured for exactly this algorithm, these shapes and this machine
+    in the tuning database (autoscheduler.tune), if there is one and no Func has a hand schedule:
+    no search. The schedule goes through the schema validation of apply_schedule_json."""
+    from .records import TuningDB, default_path
+    from .tune import tuning_key
+
+    path = Path(params["records"]) if "records" in params else default_path()
+    if not path.exists():
+        return None
+    outputs = pipeline.outputs()
+    funcs = list(reachable_funcs(outputs).values())
+    if any(_scheduled_by_hand(f) for f in funcs):
+        return None
+    threads = int(params.get("parallelism", os.cpu_count() or 1))
+    with TuningDB(path) as db:
+        rec = db.best(tuning_key(outputs, threads, estimates=estimates, example_inputs=example_inputs))
+    if rec is None:
+        return None
+    for f in funcs:
+        f.reset_schedule()
+    pipeline.apply_schedule_json(rec.schedule)
+    for f in funcs:
+        _APPLIED[f] = list(f._schedule.log)
+    source = f"def apply_schedule(pipeline):\n    pipeline.apply_schedule_json({rec.schedule!r})\n"
+    stats = {"strategy": "record", "record_id": rec.id, "run_id": rec.run_id, "search_s": 0.0,
+             "total_s": time.perf_counter() - t0}
+    return Result([], source, rec.time_s, {}, dict(rec.decisions or {}), stats, seed, "host")
 
 
 def _halide_entry(name: str):

@@ -1,0 +1,358 @@
+"""Measured autotuning: propose, build and run, measure, refine the model, repeat; remember.
+
+    result = tune("apps.blur", budget_s=60)            # or PipelineSpec / "module:function"
+    result.apply(pipeline)                               # the best measured schedule
+
+Each round the beam search proposes a batch with the current cost model: its best states, the
+best of a search with random dropout, and mutations of the fastest schedules measured so far (one
+Func's decision changed). The runner builds and times the batch in worker processes (a candidate
+that fails to compile, crashes, hangs or computes a wrong result is recorded with that status and
+never chosen), every measurement goes into the tuning database in one transaction, and the model's
+weights are refitted to this pipeline's measurements (the ranking loss of `train`, pulled towards
+the weights it started from). The fastest schedule so far is re-timed in every batch, beside the
+new candidates, so that the best is judged by the median of several runs on this noisy machine.
+
+A run that finished for the same algorithm, shapes and machine is not repeated: its best record is
+the answer. A run that was interrupted (Ctrl-C, a kill) goes on from the records it committed.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import pyhalide as hl
+from pyhalide.structural_hash import structural_hash
+
+from .api import gather_estimates, make_problem
+from .apply import apply_directives, directives, python_source
+from .cost_model import CostModel
+from .loop_nest import FEATURES, Decision
+from .measure import Measurement, PipelineSpec, measure
+from .records import Record, TuningDB, TuningKey, machine_fingerprint
+from .search import BeamSearch, State, random_state
+from .train import fit_ranking, total_features
+
+
+class LocalRunner:
+    """Measures in spawned worker processes on this machine (measure.measure)."""
+
+    def __init__(self, threads: int = 2, timeout_s: float = 60.0, repeats: int = 7, warmup: int = 1):
+        self.threads, self.timeout_s, self.repeats, self.warmup = threads, timeout_s, repeats, warmup
+
+    def measure(self, spec: PipelineSpec, schedules: list[str]) -> list[Measurement]:
+        return measure(spec, schedules, timeout_s=self.timeout_s, repeats=self.repeats, warmup=self.warmup,
+                       threads=self.threads)
+
+    def fingerprint(self) -> str:
+        return machine_fingerprint(self.threads)
+
+
+def as_spec(spec) -> PipelineSpec:
+    """A PipelineSpec from what a user names: "apps.blur" or "blur" (a gallery app),
+    "module:function" (their own), a tuple for PipelineSpec.of, or a PipelineSpec."""
+    if isinstance(spec, str):
+        if ":" in spec:
+            return PipelineSpec.function(spec)
+        return PipelineSpec.app(spec.removeprefix("apps."))
+    return PipelineSpec.of(spec)
+
+
+@dataclass
+class Trial:
+    index: int
+    wall_s: float  # since the run started
+    status: str
+    time_s: float | None
+    predicted_s: float | None
+    best_s: float | None  # the best measured after this trial
+    decisions: dict | None
+
+
+@dataclass
+class TuneResult:
+    schedule: str  # the best schedule's JSON (schedule_to_json)
+    time_s: float | None  # its median measured time
+    key: TuningKey
+    from_records: bool  # no search: a finished run's best record
+    schedule_source: str = ""
+    decisions: dict | None = None
+    first_s: float | None = None  # the model-only pick, measured (what auto_schedule alone gives)
+    first_schedule: str = ""
+    trials: list[Trial] = field(default_factory=list)
+    failures: dict = field(default_factory=dict)  # status -> count
+    stats: dict = field(default_factory=dict)
+    cost_model: CostModel | None = None  # refined on this run's measurements
+
+    def apply(self, outputs_or_pipeline) -> None:
+        pipeline = outputs_or_pipeline if isinstance(outputs_or_pipeline, hl.Pipeline) else \
+            hl.Pipeline(list(outputs_or_pipeline) if isinstance(outputs_or_pipeline, list | tuple)
+                        else [outputs_or_pipeline])
+        pipeline.apply_schedule_json(self.schedule)
+
+    def spearman(self) -> float:
+        """Rank correlation of the predicted and measured times of the run's correct candidates."""
+        pairs = [(t.predicted_s, t.time_s) for t in self.trials if t.time_s is not None and t.predicted_s]
+        if len(pairs) < 3:
+            return float("nan")
+        p, m = (np.argsort(np.argsort(np.array(x))) for x in zip(*pairs))
+        return float(np.corrcoef(p, m)[0, 1]) if p.std() and m.std() else float("nan")
+
+
+def tuning_key(outputs, threads: int, machine: str | None = None, estimates=None, example_inputs=None) -> TuningKey:
+    """The key of the tuning records of these outputs (with their estimates) on this machine."""
+    regions, shapes, _ = gather_estimates(outputs, estimates, example_inputs)
+    return TuningKey(structural_hash(outputs), TuningKey.shapes_text([regions[f.name()] for f in outputs], shapes),
+                     machine or machine_fingerprint(threads))
+
+
+class _Tuning:
+    """One run's state: the problem, the candidates measured and their times."""
+
+    def __init__(self, spec: PipelineSpec, threads: int, params: dict, seed: int, cost_model: CostModel):
+        self.spec = spec
+        outputs, sizes, mins = spec.build(hl)
+        for f, size, mn in zip(outputs, sizes, mins):
+            f.set_estimates([(m, e) for m, e in zip(mn or [0] * len(size), size)])
+        self.outputs = outputs
+        self.params = {"parallelism": threads, **params}
+        self.problem = make_problem(outputs, None, None, None, self.params, cost_model)
+        self.rng = random.Random(seed)
+        self.seed = seed
+        self.times: dict[str, list[float]] = {}  # schedule JSON -> measured times (medians of batches)
+        self.failed: set[str] = set()
+        self.states: dict[str, State] = {}  # schedule JSON -> the state it came from
+        self.decisions: dict[str, dict] = {}
+        self.model_pick: tuple | None = None
+
+    # ---- candidates
+    def schedule_of(self, state: State) -> str:
+        """The schedule JSON of a complete state, applied to a fresh build of the algorithm."""
+        a = self.problem.model.a
+        dirs = directives(a, state.models, set(self.problem.space.fixed), self.problem.model.output_regions)
+        outputs, _, _ = self.spec.build(hl)
+        pipeline = hl.Pipeline(outputs)
+        apply_directives({f.name(): f for f in pipeline.funcs()}, dirs)
+        return pipeline.schedule_to_json()
+
+    def source_of(self, state: State) -> str:
+        a = self.problem.model.a
+        return python_source(directives(a, state.models, set(self.problem.space.fixed),
+                                        self.problem.model.output_regions))
+
+    def state_of(self, decisions: dict) -> State | None:
+        """The state of recorded decisions (None where this model no longer accepts them)."""
+        st = State({}, 0.0)
+        try:
+            for name in self.problem.order:
+                st = self.problem.extend(st, name, Decision.parse(decisions[name]))
+        except (KeyError, ValueError, IndexError):
+            return None
+        return st
+
+    def mutate(self, state: State) -> State:
+        """The state with one Func's decision redrawn from its options; the Funcs after it keep
+        theirs where they still are options, else take the model's cheapest."""
+        order = self.problem.order
+        target = order[self.rng.randrange(len(order))]
+        st = State({}, 0.0)
+        for name in order:
+            opts = self.problem.space.options(name, st.models)
+            if name == target:
+                d = opts[self.rng.randrange(len(opts))]
+            else:
+                want = state.models[name].decision.describe()
+                d = next((o for o in opts if o.describe() == want), None)
+                if d is None:
+                    d = min(opts, key=lambda o: self.problem.cost_model.predict(
+                        self.problem.model.evaluate(name, o, st.models).features))
+            st = self.problem.extend(st, name, d)
+        return st
+
+    def propose(self, round_: int, n: int) -> list[tuple[str, State]]:
+        """Up to n new candidates: about half the model's best (the beam's states, and from the
+        second round a dropout search's), a quarter mutations of the fastest measured, a quarter
+        random states (exploration: what the model ranks low is how it learns it was wrong)."""
+        cm = self.problem.cost_model
+        p = self.params
+        beam = BeamSearch(int(p.get("beam_size", 32)), int(p.get("passes", 2)), seed=self.seed + round_,
+                          max_states=int(p.get("max_states", 16_000))).run(self.problem)
+        best = [State(beam.models, beam.cost)] + beam.alternatives
+        if not round_:
+            self.model_pick = _decision_key(best[0])  # what auto_schedule alone would apply
+        if round_:
+            drop = BeamSearch(8, 1, dropout=0.8, seed=self.seed * 7919 + round_).run(self.problem)
+            best += [State(drop.models, drop.cost)] + drop.alternatives[:4]
+        mutants = [self.mutate(self.states[t]) for t in self.ranked()[:3] for _ in range(max(2, n // 2))]
+        randoms = [random_state(self.problem, self.rng) for _ in range(2 * n)]
+        for st in best + mutants + randoms:  # predictions with the current weights
+            st.cost = sum(cm.predict(m.features) for m in st.models.values())
+        pools = [sorted(best, key=lambda s: (s.cost, _decision_key(s))),
+                 sorted(mutants, key=lambda s: (s.cost, _decision_key(s))), randoms]
+        shares = [n - 2 * (n // 4), n // 4, n // 4]
+        out: list[tuple[str, State]] = []
+        seen: set = set()
+
+        def take(pool, k):
+            while pool and k > 0:
+                st = pool.pop(0)
+                dk = _decision_key(st)
+                if dk in seen:
+                    continue
+                seen.add(dk)
+                text = self.schedule_of(st)
+                if text in self.times or text in self.failed or any(text == t for t, _ in out):
+                    continue
+                out.append((text, st))
+                k -= 1
+
+        for pool, k in zip(pools, shares):
+            take(pool, k)
+        for pool in pools:  # where a pool ran dry, the others fill the batch
+            take(pool, n - len(out))
+        out.sort(key=lambda c: c[1].cost)
+        return out
+
+    # ---- measurements
+    def ranked(self) -> list[str]:
+        return sorted(self.times, key=lambda t: (statistics.median(self.times[t]), t))
+
+    def best(self) -> tuple[str | None, float | None]:
+        r = self.ranked()
+        return (r[0], statistics.median(self.times[r[0]])) if r else (None, None)
+
+    def refit(self, start: CostModel) -> None:
+        """Weights fitted to this pipeline's measured candidates, starting from (and pulled
+        towards) `start`."""
+        texts = [t for t in self.times if t in self.states]
+        if len(texts) < 4:
+            return
+        feats = np.array([total_features(self.states[t].models) for t in texts])
+        times = np.array([statistics.median(self.times[t]) for t in texts])
+        prior = np.array([start.weights[k] for k in FEATURES])
+        w = fit_ranking(feats, times, np.zeros(len(texts), dtype=int), prior, steps=300)
+        self.problem.cost_model = CostModel(dict(zip(FEATURES, map(float, w))),
+                                            f"{start.source}, refined on {len(texts)} measurements")
+
+
+def _decision_key(state: State) -> tuple:
+    return tuple(sorted((n, m.decision.describe()) for n, m in state.models.items()))
+
+
+def tune(spec, budget_s: float = 60.0, trials: int | None = None, batch_size: int = 8, seed: int = 0,
+         threads: int = 2, params: dict | None = None, db: TuningDB | str | None = None, runner=None,
+         reuse: bool = True, progress=None) -> TuneResult:
+    """Tune the schedule of a pipeline by measuring candidates, within `budget_s` seconds of wall
+    time or `trials` candidates, whichever ends first; returns the best measured schedule.
+
+    spec: "apps.NAME", "module:function" (see measure._FunctionSource) or a PipelineSpec. db: a
+    TuningDB or its path (default: the user's cache). runner: LocalRunner(threads) unless given
+    (anything with measure(spec, schedules) and fingerprint()). reuse: a finished run's best
+    record for the same key answers at once. progress(trial: Trial, result_so_far) is called after
+    each candidate. Ctrl-C stops the run and returns the best so far (the run stays resumable)."""
+    t0 = time.perf_counter()
+    spec = as_spec(spec)
+    runner = runner or LocalRunner(threads)
+    own_db = not isinstance(db, TuningDB)
+    db = TuningDB(db) if own_db else db
+    try:
+        start_model = CostModel.load()
+        tuning = _Tuning(spec, threads, dict(params or {}), seed, start_model)
+        key = tuning_key(tuning.outputs, threads, runner.fingerprint())
+        if reuse and db.tuned(key):
+            rec = db.best(key)
+            if rec is not None:
+                st = tuning.state_of(rec.decisions) if rec.decisions else None
+                return TuneResult(rec.schedule, rec.time_s, key, True,
+                                  tuning.source_of(st) if st else "", rec.decisions,
+                                  stats={"total_s": time.perf_counter() - t0, "record_id": rec.id})
+        run_id = db.start_run(key)
+        result = TuneResult("", None, key, False)
+        n_trial = _resume(tuning, db, key, result)
+        stop_at = t0 + budget_s
+        round_ = 0
+        try:
+            while time.perf_counter() < stop_at and (trials is None or n_trial < trials):
+                want = batch_size if trials is None else min(batch_size, trials - n_trial)
+                ts = time.perf_counter()
+                batch = tuning.propose(round_, want)
+                result.stats["search_s"] = result.stats.get("search_s", 0.0) + time.perf_counter() - ts
+                if not batch:
+                    result.stats["exhausted"] = True
+                    break
+                incumbent = tuning.best()[0]
+                texts = [t for t, _ in batch] + ([incumbent] if incumbent else [])
+                tm = time.perf_counter()
+                ms = runner.measure(spec, texts)
+                result.stats["measure_s"] = result.stats.get("measure_s", 0.0) + time.perf_counter() - tm
+                if incumbent and ms[-1].ok:
+                    tuning.times[incumbent].append(ms[-1].time_s)
+                rows = []
+                for (text, st), m in zip(batch, ms):
+                    n_trial += 1
+                    decisions = {n: fm.decision.describe() for n, fm in st.models.items()}
+                    tuning.states[text], tuning.decisions[text] = st, decisions
+                    if m.ok:
+                        tuning.times[text] = [m.time_s]
+                    else:
+                        tuning.failed.add(text)
+                        result.failures[m.status] = result.failures.get(m.status, 0) + 1
+                    rows.append(Record(key, text, m.status, m.time_s, decisions, st.cost, m.error, run_id, n_trial))
+                    best_text, best_s = tuning.best()
+                    trial = Trial(n_trial, time.perf_counter() - t0, m.status, m.time_s, st.cost, best_s, decisions)
+                    result.trials.append(trial)
+                    if m.ok and _decision_key(st) == tuning.model_pick:
+                        result.first_s, result.first_schedule = m.time_s, text
+                    if progress is not None:
+                        progress(trial, result)
+                db.add(rows)
+                tuning.refit(start_model)
+                round_ += 1
+            else:
+                db.finish_run(run_id)
+        except KeyboardInterrupt:
+            result.stats["interrupted"] = True
+        if result.stats.get("exhausted"):
+            db.finish_run(run_id)
+        best_text, best_s = tuning.best()
+        if best_text is None:
+            raise hl.HalideError(f"tune: no candidate of {spec.describe()} ran correctly: " +
+                                 ", ".join(f"{k} {v}" for k, v in result.failures.items()))
+        result.schedule, result.time_s = best_text, best_s
+        result.decisions = tuning.decisions.get(best_text)
+        if best_text in tuning.states:
+            result.schedule_source = tuning.source_of(tuning.states[best_text])
+        result.cost_model = tuning.problem.cost_model
+        result.stats.update(total_s=time.perf_counter() - t0, run_id=run_id, threads=threads,
+                            measured=len(tuning.times) + len(tuning.failed))
+        return result
+    finally:
+        if own_db:
+            db.close()
+
+
+def _resume(tuning: _Tuning, db: TuningDB, key: TuningKey, result: TuneResult) -> int:
+    """Load what earlier (interrupted) runs of this key measured: those candidates are not
+    measured again, and the model is refitted to them. Returns the trials they count for."""
+    n = 0
+    for rec in db.records(key):
+        if rec.schedule in tuning.times or rec.schedule in tuning.failed:
+            continue
+        n += 1
+        st = tuning.state_of(rec.decisions) if rec.decisions else None
+        if st is not None:
+            tuning.states[rec.schedule] = st
+            tuning.decisions[rec.schedule] = rec.decisions
+        if rec.status == "ok":
+            tuning.times[rec.schedule] = [rec.time_s]
+        else:
+            tuning.failed.add(rec.schedule)
+            result.failures[rec.status] = result.failures.get(rec.status, 0) + 1
+    if n:
+        result.stats["resumed"] = n
+        tuning.refit(CostModel.load())
+    return n

@@ -1,0 +1,217 @@
+"""Measured autotuning: the tuning database, the tuning loop (failing candidates isolated, kill -9
+and resume, reuse without search) and the command line."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import pyhalide as hl
+from autoscheduler import auto_schedule
+from autoscheduler.measure import PipelineSpec
+from autoscheduler.records import Record, TuningDB, TuningKey, parse_record
+from autoscheduler.tune import LocalRunner, tune
+
+TESTS = Path(__file__).parent
+ROOT = TESTS.parent
+TINY = PipelineSpec("test", "tiny", "")
+
+
+def _key(**kw) -> TuningKey:
+    base = dict(algorithm="a" * 16, shapes='{"inputs":{},"outputs":[[[0,8]]]}', machine="m1")
+    return TuningKey(**{**base, **kw})
+
+
+def _schedule(root: bool = True) -> str:
+    outputs, _, _ = TINY.build(hl)
+    p = hl.Pipeline(outputs)
+    if root:
+        next(f for f in p.funcs() if f.name() == "g").compute_root()
+    return p.schedule_to_json()
+
+
+# ------------------------------------------------------------------------------ the database
+def test_records_best_is_for_exactly_its_key(tmp_path):
+    db = TuningDB(tmp_path / "t.sqlite")
+    k = _key()
+    db.add([Record(k, _schedule(), "ok", 2e-3), Record(k, _schedule(False), "ok", 1e-3),
+            Record(k, _schedule(), "crash", None, error="killed"),
+            Record(_key(machine="m2"), _schedule(), "ok", 1e-6),
+            Record(_key(feature_version=1), _schedule(), "ok", 1e-6),
+            Record(_key(shapes='{"inputs":{},"outputs":[[[0,16]]]}'), _schedule(), "ok", 5e-4)])
+    best = db.best(k)
+    assert best.time_s == 1e-3 and best.schedule == _schedule(False)
+    assert db.best(_key(algorithm="b" * 16)) is None
+    # the same shapes elsewhere (another machine or version) first, then other shapes: starting
+    # points to measure, never answers
+    near = db.nearest(k)
+    assert all(r.key != k for r in near) and len(near) == 3
+    assert {r.key.shapes for r in near[:2]} == {k.shapes} and near[2].time_s == 5e-4
+    assert [r.status for r in db.records(k)] == ["ok", "ok", "crash"]
+    assert db.integrity_check() == "ok"
+    assert db.prune(keep=1) == 2  # the slower ok and the crash of k
+    assert [r.time_s for r in db.records(k)] == [1e-3]
+    db.close()
+
+
+def test_records_export_import_round_trip_and_hostile_records_refused(tmp_path):
+    src = TuningDB(tmp_path / "a.sqlite")
+    k = _key()
+    src.add([Record(k, _schedule(), "ok", 1e-3, {"out": "root vec 8", "g": "inline"}, 9e-4, None, "run1", 1),
+             Record(k, _schedule(False), "wrong", None, None, None, "values differ", "run1", 2)])
+    n = src.export(tmp_path / "r.jsonl")
+    assert n == 2
+    lines = (tmp_path / "r.jsonl").read_text().splitlines()
+    good = json.loads(lines[0])
+    hostile = [
+        "not json",
+        json.dumps({**good, "extra": 1}),
+        json.dumps({**good, "status": "great"}),
+        json.dumps({**good, "time_s": -1}),
+        json.dumps({**good, "schedule": json.dumps({"g": [[0, "__import__", ["os"]]]})}),
+        json.dumps({**good, "schedule": "x" * 100}),
+        json.dumps({**good, "decisions": {"g": "teleport"}}),
+        json.dumps({**good, "key": {**good["key"], "feature_version": "6"}}),
+        json.dumps({**good, "status": "ok", "time_s": None}),
+    ]
+    (tmp_path / "bad.jsonl").write_text("\n".join(lines + hostile) + "\n")
+    dst = TuningDB(tmp_path / "b.sqlite")
+    added, refused = dst.import_(tmp_path / "bad.jsonl")
+    assert added == 2 and len(refused) == len(hostile), refused
+    assert "schedule refused" in " ".join(refused) and "status" in " ".join(refused)
+    got = dst.records(k)
+    assert [(r.schedule, r.status, r.time_s, r.decisions) for r in got] == \
+        [(r.schedule, r.status, r.time_s, r.decisions) for r in src.records(k)]
+    # imported records are kept apart: never applied without being measured here
+    assert all(r.origin == "imported" for r in got) and dst.best(k) is None
+    with pytest.raises(ValueError):
+        parse_record(json.dumps({**good, "run_id": "x" * 1000}))
+
+
+# ------------------------------------------------------------------------------ the loop
+def test_tune_isolates_failing_candidates_and_reuses_its_result(tmp_path, monkeypatch):
+    """The test pipeline's hook Funcs crash, hang or raise MemoryError in the worker when a
+    schedule gives them a directive: such candidates are recorded with their status, never
+    chosen, and the run goes on."""
+    monkeypatch.setenv("PYHALIDE_CACHE_DIR", str(tmp_path))
+    runner = LocalRunner(threads=1, timeout_s=4.0, repeats=2)
+    r = tune(TINY, budget_s=300, trials=14, batch_size=7, runner=runner, seed=3)
+    assert not r.from_records and len(r.trials) == 14
+    statuses = [t.status for t in r.trials]
+    assert "ok" in statuses and set(statuses) <= {"ok", "crash", "timeout"}
+    assert sum(r.failures.values()) == statuses.count("crash") + statuses.count("timeout") > 0, statuses
+    chosen = json.loads(r.schedule)
+    assert not any(chosen.get(h) for h in ("crash_hook", "hang_hook", "oom_hook"))
+    assert r.time_s > 0 and r.decisions is not None
+    with TuningDB() as db:
+        recs = db.records(r.key)
+        assert len(recs) == 14 and {x.status for x in recs} == set(statuses)
+        assert db.best(r.key).schedule in {x.schedule for x in recs}
+    # a finished run's best answers the next call without searching
+    t0 = time.perf_counter()
+    again = tune(TINY, budget_s=300, trials=14, runner=runner)
+    assert again.from_records and again.schedule == db_best_schedule(r.key)
+    assert time.perf_counter() - t0 < 5.0
+
+
+def db_best_schedule(key):
+    with TuningDB() as db:
+        return db.best(key).schedule
+
+
+def test_a_tuned_schedule_is_applied_by_auto_schedule_without_search(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYHALIDE_CACHE_DIR", str(tmp_path))
+    sys.path.insert(0, str(TESTS))
+    try:
+        import tuning_pipelines
+    finally:
+        sys.path.remove(str(TESTS))
+    r = tune("tuning_pipelines:small_blur", budget_s=120, trials=6, batch_size=6,
+             runner=LocalRunner(threads=2, timeout_s=60, repeats=2))
+    assert r.time_s > 0 and r.schedule_source.startswith("def apply_schedule")
+    out = tuning_pipelines.small_blur()
+    t0 = time.perf_counter()
+    res = auto_schedule(out, params={"parallelism": 2})
+    elapsed = time.perf_counter() - t0
+    assert res.stats["strategy"] == "record" and elapsed < 1.0, (res.stats, elapsed)
+    assert json.loads(hl.Pipeline(out).schedule_to_json()) == json.loads(r.schedule)
+    searched = auto_schedule(tuning_pipelines.small_blur(), params={"parallelism": 2, "use_records": 0})
+    assert searched.stats["strategy"] == "beam"
+    # another thread count is another machine: no record applies
+    assert auto_schedule(tuning_pipelines.small_blur(), params={"parallelism": 1}).stats["strategy"] == "beam"
+
+
+_KILLED_RUN = """
+import sys
+from autoscheduler.measure import PipelineSpec
+from autoscheduler.tune import LocalRunner, tune
+if __name__ == "__main__":
+    tune(PipelineSpec("test", "tiny", ""), budget_s=600, batch_size=3, db=sys.argv[1],
+         runner=LocalRunner(threads=1, timeout_s=30.0, repeats=2))
+"""
+
+
+def test_a_killed_tuning_run_loses_nothing_committed_and_resumes(tmp_path):
+    path = tmp_path / "t.sqlite"
+    script = tmp_path / "run.py"
+    script.write_text(_KILLED_RUN)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYHALIDE_CACHE_DIR": str(tmp_path)}
+    proc = subprocess.Popen([sys.executable, str(script), str(path)], env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        count = 0
+        while time.monotonic() < deadline and count < 6:
+            time.sleep(0.5)
+            if path.exists():
+                try:
+                    with sqlite3.connect(path) as c:
+                        count = c.execute("SELECT COUNT(*) FROM records").fetchone()[0]
+                except sqlite3.OperationalError:
+                    pass
+        assert count >= 6, "the run committed no batch in time"
+        os.killpg(proc.pid, signal.SIGKILL)  # the run and its workers, in the middle of a batch
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    with sqlite3.connect(path) as c:
+        assert c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        committed = c.execute("SELECT COUNT(*) FROM records").fetchone()[0]
+        assert committed % 3 == 0 and committed >= count  # whole batches only
+        unfinished = c.execute("SELECT COUNT(*) FROM runs WHERE finished IS NULL").fetchone()[0]
+        assert unfinished == 1
+    with TuningDB(path) as db:
+        r = tune(TINY, budget_s=300, trials=committed + 3, batch_size=3, db=db,
+                 runner=LocalRunner(threads=1, timeout_s=30.0, repeats=2))
+        assert r.stats["resumed"] == committed and len(r.trials) == 3
+        assert len(db.records(r.key)) == committed + 3
+        assert {x.run_id for x in db.records(r.key)} == {r.stats["run_id"]}  # the same run, resumed
+
+
+# ------------------------------------------------------------------------------ the command line
+def test_the_command_line_tunes_and_lists_records(tmp_path):
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{TESTS}", "PYHALIDE_CACHE_DIR": str(tmp_path)}
+    run = subprocess.run([sys.executable, "-m", "pyhalide", "tune", "tuning_pipelines:small_blur", "--trials", "6",
+                          "--batch", "6", "--quiet", "--json", str(tmp_path / "run.json")],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = run.stdout
+    assert "side by side" in out and "tuned" in out and "every Func at root" in out
+    assert "def apply_schedule(pipeline):" in out and "candidates a minute" in out
+    data = json.loads((tmp_path / "run.json").read_text())
+    assert len(data["trials"]) == 6 and data["time_s"] > 0
+    listed = subprocess.run([sys.executable, "-m", "pyhalide", "records", "list"], env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0 and "6 records" in listed.stdout, listed.stdout + listed.stderr
+    exported = subprocess.run([sys.executable, "-m", "pyhalide", "records", "export", str(tmp_path / "r.jsonl")],
+                              env=env, capture_output=True, text=True, timeout=120)
+    assert exported.returncode == 0 and len((tmp_path / "r.jsonl").read_text().splitlines()) == 6
+    helped = subprocess.run([sys.executable, "-m", "pyhalide", "tune", "--help"], env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert helped.returncode == 0 and "--budget" in helped.stdout
