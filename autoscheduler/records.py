@@ -24,6 +24,7 @@ import math
 import os
 import platform
 import sqlite3
+import statistics
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -217,9 +218,27 @@ class TuningDB:
         return [_record(row) for row in self.conn.execute(sql, args)]
 
     def best(self, key: TuningKey) -> Record | None:
-        """The fastest correct record measured here for exactly this key."""
-        rs = [r for r in self.records(key, status="ok", limit=8) if r.origin == "local"]
-        return rs[0] if rs else None
+        """The record of the fastest schedule measured here for exactly this key, by the median
+        of its measurements (the tuner re-times its best in every batch); a schedule that ever
+        failed is never the best."""
+        times: dict[str, list[float]] = {}
+        first: dict[str, Record] = {}
+        failed = set()
+        for r in self.records(key):
+            if r.origin != "local":
+                continue
+            if r.status != "ok":
+                failed.add(r.schedule)
+                continue
+            times.setdefault(r.schedule, []).append(r.time_s)
+            first.setdefault(r.schedule, r)
+        ranked = sorted((statistics.median(ts), first[s].id, s) for s, ts in times.items() if s not in failed)
+        if not ranked:
+            return None
+        median, _, schedule = ranked[0]
+        rec = first[schedule]
+        rec.time_s = median
+        return rec
 
     def get(self, record_id: int) -> Record | None:
         row = self.conn.execute(f"SELECT id, {', '.join(_COLUMNS)} FROM records WHERE id = ?",

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import random
 import statistics
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -50,6 +51,61 @@ class LocalRunner:
 
     def fingerprint(self) -> str:
         return machine_fingerprint(self.threads)
+
+
+class DaskRunner:
+    """Measures on the workers of a Dask cluster (`pip install pyhalide[distributed]`): each
+    candidate is a task that measures it in a process the task spawns on its worker (so a crash
+    takes down that process, not the worker), one candidate per worker at a time. `client`: a
+    dask.distributed.Client, or a scheduler address ("tcp://host:8786", "dask://host:8786").
+    Workers must be able to start processes (dask's `distributed.worker.daemon: False`, or
+    threads-only workers as in LocalCluster(processes=False)) and import the pipeline's spec."""
+
+    def __init__(self, client, threads: int = 2, timeout_s: float = 60.0, repeats: int = 7, warmup: int = 1):
+        from dask.distributed import Client
+
+        if isinstance(client, str):
+            client = Client(client.replace("dask://", "tcp://"))
+        self.client = client
+        self.local = LocalRunner(threads, timeout_s, repeats, warmup)
+        self.threads = threads
+        if any(client.run(_is_daemon).values()):
+            raise hl.HalideError("DaskRunner: the cluster's workers are daemonic processes, which cannot start the "
+                                 "processes candidates are measured in: start them with the dask config "
+                                 "distributed.worker.daemon: False (DASK_DISTRIBUTED__WORKER__DAEMON=False)")
+
+    def measure(self, spec: PipelineSpec, schedules: list[str]) -> list[Measurement]:
+        futures = [self.client.submit(_measure_on_worker, self.local, spec, text, pure=False) for text in schedules]
+        out = []
+        for text, fut in zip(schedules, futures):
+            try:
+                out.append(fut.result(timeout=self.local.timeout_s * 3 + 120))
+            except Exception as e:  # noqa: BLE001 - a lost worker or task is that candidate's failure
+                out.append(Measurement("crash", error=f"dask: {type(e).__name__}: {e}"[:2000], schedule=text))
+        return out
+
+    def fingerprint(self) -> str:
+        """The machine of the cluster's workers: one fingerprint if they all agree, else an error
+        (records must say what they were measured on)."""
+        prints = set(self.client.run(machine_fingerprint, self.threads).values())
+        if len(prints) != 1:
+            raise hl.HalideError(f"DaskRunner: the workers are different machines ({', '.join(sorted(prints))}); "
+                                 "tune on one kind of machine at a time")
+        return prints.pop()
+
+
+_WORKER_LOCK = threading.Lock()
+
+
+def _is_daemon() -> bool:
+    import multiprocessing
+
+    return bool(multiprocessing.current_process().daemon)
+
+
+def _measure_on_worker(runner: LocalRunner, spec: PipelineSpec, text: str) -> Measurement:
+    with _WORKER_LOCK:  # one candidate at a time on each worker, however many threads it has
+        return runner.measure(spec, [text])[0]
 
 
 def as_spec(spec) -> PipelineSpec:
@@ -289,9 +345,16 @@ def tune(spec, budget_s: float = 60.0, trials: int | None = None, batch_size: in
                 tm = time.perf_counter()
                 ms = runner.measure(spec, texts)
                 result.stats["measure_s"] = result.stats.get("measure_s", 0.0) + time.perf_counter() - tm
-                if incumbent and ms[-1].ok:
-                    tuning.times[incumbent].append(ms[-1].time_s)
                 rows = []
+                if incumbent:  # its re-timing is a measurement like any other
+                    m = ms[-1]
+                    rows.append(Record(key, incumbent, m.status, m.time_s, tuning.decisions.get(incumbent), None,
+                                       m.error, run_id, n_trial))
+                    if m.ok:
+                        tuning.times[incumbent].append(m.time_s)
+                    else:  # it failed this time: it is no longer a candidate
+                        del tuning.times[incumbent]
+                        tuning.failed.add(incumbent)
                 for (text, st), m in zip(batch, ms):
                     n_trial += 1
                     decisions = {n: fm.decision.describe() for n, fm in st.models.items()}
@@ -339,8 +402,15 @@ def _resume(tuning: _Tuning, db: TuningDB, key: TuningKey, result: TuneResult) -
     """Load what earlier (interrupted) runs of this key measured: those candidates are not
     measured again, and the model is refitted to them. Returns the trials they count for."""
     n = 0
-    for rec in db.records(key):
-        if rec.schedule in tuning.times or rec.schedule in tuning.failed:
+    for rec in sorted(db.records(key), key=lambda r: r.id):
+        if rec.schedule in tuning.failed:
+            continue
+        if rec.schedule in tuning.times:  # a re-timing of a schedule measured before
+            if rec.status == "ok":
+                tuning.times[rec.schedule].append(rec.time_s)
+            else:
+                del tuning.times[rec.schedule]
+                tuning.failed.add(rec.schedule)
             continue
         n += 1
         st = tuning.state_of(rec.decisions) if rec.decisions else None

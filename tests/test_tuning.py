@@ -55,6 +55,14 @@ def test_records_best_is_for_exactly_its_key(tmp_path):
     assert {r.key.shapes for r in near[:2]} == {k.shapes} and near[2].time_s == 5e-4
     assert [r.status for r in db.records(k)] == ["ok", "ok", "crash"]
     assert db.integrity_check() == "ok"
+    # the best is judged by the median of a schedule's measurements, and a failure disqualifies
+    other = TuningDB(tmp_path / "u.sqlite")
+    lucky, steady, flaky = _schedule(), _schedule(False), json.dumps({"g": [[0, "compute_root", []]]})
+    other.add([Record(k, lucky, "ok", 1e-4), Record(k, lucky, "ok", 9e-3), Record(k, lucky, "ok", 8e-3),
+               Record(k, steady, "ok", 2e-3), Record(k, steady, "ok", 2.2e-3),
+               Record(k, flaky, "ok", 1e-5), Record(k, flaky, "timeout", None)])
+    assert other.best(k).schedule == steady and other.best(k).time_s == pytest.approx(2.1e-3)
+    other.close()
     assert db.prune(keep=1) == 2  # the slower ok and the crash of k
     assert [r.time_s for r in db.records(k)] == [1e-3]
     db.close()
@@ -111,7 +119,9 @@ def test_tune_isolates_failing_candidates_and_reuses_its_result(tmp_path, monkey
     assert r.time_s > 0 and r.decisions is not None
     with TuningDB() as db:
         recs = db.records(r.key)
-        assert len(recs) == 14 and {x.status for x in recs} == set(statuses)
+        # the 14 candidates, and the best so far re-timed beside the second batch
+        assert len({x.schedule for x in recs}) == 14 and len(recs) == 15
+        assert {x.status for x in recs} == set(statuses)
         assert db.best(r.key).schedule in {x.schedule for x in recs}
     # a finished run's best answers the next call without searching
     t0 = time.perf_counter()
@@ -183,14 +193,16 @@ def test_a_killed_tuning_run_loses_nothing_committed_and_resumes(tmp_path):
     with sqlite3.connect(path) as c:
         assert c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         committed = c.execute("SELECT COUNT(*) FROM records").fetchone()[0]
-        assert committed % 3 == 0 and committed >= count  # whole batches only
+        trials = sorted({t for (t,) in c.execute("SELECT trial FROM records")})
+        assert committed >= count and trials == list(range(1, len(trials) + 1))
+        assert len(trials) % 3 == 0  # whole batches only
         unfinished = c.execute("SELECT COUNT(*) FROM runs WHERE finished IS NULL").fetchone()[0]
         assert unfinished == 1
     with TuningDB(path) as db:
-        r = tune(TINY, budget_s=300, trials=committed + 3, batch_size=3, db=db,
+        r = tune(TINY, budget_s=300, trials=len(trials) + 3, batch_size=3, db=db,
                  runner=LocalRunner(threads=1, timeout_s=30.0, repeats=2))
-        assert r.stats["resumed"] == committed and len(r.trials) == 3
-        assert len(db.records(r.key)) == committed + 3
+        assert r.stats["resumed"] == len(trials) and len(r.trials) == 3
+        assert len({x.schedule for x in db.records(r.key)}) == len(trials) + 3
         assert {x.run_id for x in db.records(r.key)} == {r.stats["run_id"]}  # the same run, resumed
 
 
@@ -215,3 +227,27 @@ def test_the_command_line_tunes_and_lists_records(tmp_path):
     helped = subprocess.run([sys.executable, "-m", "pyhalide", "tune", "--help"], env=env,
                             capture_output=True, text=True, timeout=120)
     assert helped.returncode == 0 and "--budget" in helped.stdout
+
+
+# ------------------------------------------------------------------------------ on a cluster
+def test_the_dask_runner_measures_on_a_local_cluster(tmp_path):
+    dask = pytest.importorskip("dask")
+    from dask.distributed import Client, LocalCluster
+
+    from autoscheduler.tune import DaskRunner
+
+    with dask.config.set({"distributed.worker.daemon": True}), \
+            LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client, pytest.raises(hl.HalideError, match="daemon"):
+        DaskRunner(client)
+    with dask.config.set({"distributed.worker.daemon": False}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        runner = DaskRunner(client, threads=1, timeout_s=4.0, repeats=2)
+        assert runner.fingerprint() == LocalRunner(threads=1).fingerprint()  # the workers are this machine
+        r = tune(TINY, trials=8, batch_size=8, db=tmp_path / "t.sqlite", runner=runner, seed=1)
+    statuses = [t.status for t in r.trials]
+    assert len(statuses) == 8 and "ok" in statuses, statuses
+    assert set(statuses) <= {"ok", "crash", "timeout"}
+    with TuningDB(tmp_path / "t.sqlite") as db:
+        assert len(db.records(r.key)) == 8 and db.best(r.key).schedule == r.schedule
