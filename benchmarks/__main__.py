@@ -8,4 +8,5 @@ for _var in ("HL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_N
 
 from benchmarks.harness import main  # noqa: E402
 
-main()
+if __name__ == "__main__":  # pyhalide-tuned measures in spawned processes, which import this module
+    main()

@@ -2,8 +2,10 @@
 
     python -m benchmarks [APP ...] --json results.json --plot results.png
 
-Variants: pyhalide-naive (the default schedule), pyhalide-hand, pyhalide-auto (once the
-autoscheduler exists), numpy (the app's reference), torch (conv_layer, where installed),
+Variants: pyhalide-naive (the default schedule), pyhalide-hand, pyhalide-auto (the model-only
+autoscheduler), pyhalide-tuned (measured autotuning, `--tune-budget` seconds per app; a finished
+run's record in the tuning database is reused, so a second run does not tune again), numpy (the
+app's reference), torch (conv_layer, where installed),
 halide-hand (the real Halide, same algorithm and schedule) and halide-adams2019 (Halide's own
 autoscheduler). Outputs are checked against the reference before anything is timed; all
 variants use the same inputs and thread count, and are timed in alternating rounds so they see
@@ -21,7 +23,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-VARIANTS = ["pyhalide-naive", "pyhalide-hand", "pyhalide-auto", "numpy", "torch", "halide-hand",
+VARIANTS = ["pyhalide-naive", "pyhalide-hand", "pyhalide-auto", "pyhalide-tuned", "numpy", "torch", "halide-hand",
             "halide-adams2019"]
 SETTLE_SECONDS = 0.25  # pause before each variant's runs, so other libraries' spinning threads sleep
 SHORT_SECONDS, WARM_SECONDS, BURST = 0.2, 0.1, 3  # faster variants: 0.1 s of warm-up, then 3 timed runs
@@ -96,7 +98,7 @@ def _time_once_and_median(fn, repeats):
     return statistics.median(times), min(times)
 
 
-def build_variants(app, inputs, which: set[str]) -> dict:
+def build_variants(app, inputs, which: set[str], size: str = "default", tune_budget_s: float = 120.0) -> dict:
     """name -> (run function, compile seconds, note), for the variants that exist here."""
     import pyhalide
 
@@ -128,6 +130,13 @@ def build_variants(app, inputs, which: set[str]) -> dict:
                                     f"autoschedule {auto_s:.2f} s ({strategy})")
         except Exception as e:  # a failure to schedule an app is a result, not a crash
             print(f"  pyhalide-auto: {type(e).__name__}: {e}")
+    if "pyhalide-tuned" in which:
+        try:
+            built = app.build(pyhalide, inputs)
+            note = _pyhalide_tuned(app.name, size, built, tune_budget_s)
+            out["pyhalide-tuned"] = (app.runner(pyhalide, built), compiled(pyhalide, built, contract), note)
+        except Exception as e:  # noqa: BLE001
+            print(f"  pyhalide-tuned: {type(e).__name__}: {e}")
     halide = _halide()
     if halide is not None and "halide-hand" in which:
         built = app.build(halide, inputs)
@@ -158,8 +167,21 @@ def _pyhalide_auto(built) -> tuple[float, str]:
     mins = built.output_mins or [0] * len(built.output_sizes)
     t0 = time.perf_counter()
     result = auto_schedule(built.output, estimates={built.output.name(): list(zip(mins, built.output_sizes))},
-                           params={"parallelism": _threads()})
+                           params={"parallelism": _threads(), "use_records": 0})
     return time.perf_counter() - t0, result.stats["strategy"]
+
+
+def _pyhalide_tuned(name: str, size: str, built, budget_s: float) -> str:
+    """Measured autotuning of the app (or a finished run's best record), applied to `built`."""
+    from autoscheduler.measure import PipelineSpec
+    from autoscheduler.tune import tune
+
+    r = tune(PipelineSpec.app(name, size), budget_s=budget_s, threads=_threads())
+    r.apply(built.output)
+    if r.from_records:
+        return "a finished tuning run's record"
+    note = f"tuned {r.stats['total_s']:.0f} s, {len(r.trials)} candidates"
+    return note + (f" ({r.first_s / r.time_s:.2f}x the model's pick)" if r.first_s else "")
 
 
 def _adams2019(halide, built) -> None:
@@ -177,14 +199,14 @@ def _threads() -> int:
     return int(os.environ.get("HL_NUM_THREADS", "2"))
 
 
-def run_app(name: str, size: str, rounds: int, which: set[str]) -> list[Record]:
+def run_app(name: str, size: str, rounds: int, which: set[str], tune_budget_s: float = 120.0) -> list[Record]:
     from apps import load
 
     app = load(name)
     inputs = app.inputs(size)
     expected = app.reference(inputs)
     flops = app.flops(inputs) if hasattr(app, "flops") else None
-    variants = build_variants(app, inputs, which)
+    variants = build_variants(app, inputs, which, size, tune_budget_s)
     records, active = [], {}
     for variant, (run, compile_s, note) in variants.items():
         t0 = time.perf_counter()
@@ -284,6 +306,8 @@ def main(argv=None) -> None:
                         help="input sizes; large: apps that have a larger size use it (gemm 2048^3)")
     parser.add_argument("--rounds", type=int, default=9, help="alternating timing rounds per app")
     parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--tune-budget", type=float, default=120.0,
+                        help="seconds of measured autotuning per app for pyhalide-tuned (default 120)")
     args = parser.parse_args(argv)
     names = args.apps or NAMES
     which = set(args.variants.split(","))
@@ -292,7 +316,7 @@ def main(argv=None) -> None:
           f"{peaks['fma_gflops']:.0f} GFLOP/s, copy bandwidth {peaks['copy_gbs']:.1f} GB/s")
     records = []
     for name in names:
-        recs = run_app(name, args.size, args.rounds, which)
+        recs = run_app(name, args.size, args.rounds, which, args.tune_budget)
         print_table(name, recs, peaks)
         records.extend(recs)
     if args.json:
