@@ -69,7 +69,10 @@ def _tune(args) -> int:
               f"{'; resumed ' + str(s['resumed']) + ' from the records' if s.get('resumed') else ''}")
         minutes = max(1e-9, s["total_s"]) / 60
         print(f"  time {s['total_s']:.1f} s: search {s.get('search_s', 0):.1f} s, measuring "
-              f"{s.get('measure_s', 0):.1f} s ({len(r.trials) / minutes:.0f} candidates a minute)")
+              f"{s.get('measure_s', 0):.1f} s, of which building and compiling {s.get('compile_s', 0):.1f} s "
+              f"({len(r.trials) / minutes:.0f} candidates a minute)")
+        if s.get("seeded"):
+            print(f"  started from the best schedules of {s['seeded']} other shapes or machines")
         print(f"  cost model rank correlation with the measured times (Spearman): {r.spearman():.2f}")
         if s.get("interrupted"):
             print("  interrupted: run the same command again to go on from the records")

@@ -184,6 +184,7 @@ class _Tuning:
         self.states: dict[str, State] = {}  # schedule JSON -> the state it came from
         self.decisions: dict[str, dict] = {}
         self.model_pick: tuple | None = None
+        self.seeds: list[State] = []  # the best schedules of the nearest shapes: measured first
 
     # ---- candidates
     def schedule_of(self, state: State) -> str:
@@ -266,8 +267,12 @@ class _Tuning:
                 out.append((text, st))
                 k -= 1
 
+        seeds, self.seeds = self.seeds, []
+        for st in seeds:
+            st.cost = sum(cm.predict(m.features) for m in st.models.values())
+        take(seeds, min(len(seeds), n))
         for pool, k in zip(pools, shares):
-            take(pool, k)
+            take(pool, k - len(out) if pool is pools[0] else k)
         for pool in pools:  # where a pool ran dry, the others fill the batch
             take(pool, n - len(out))
         out.sort(key=lambda c: c[1].cost)
@@ -329,6 +334,10 @@ def tune(spec, budget_s: float = 60.0, trials: int | None = None, batch_size: in
         run_id = db.start_run(key)
         result = TuneResult("", None, key, False)
         n_trial = _resume(tuning, db, key, result)
+        if not n_trial:  # a new shape of a tuned algorithm starts from its nearest shapes' best
+            tuning.seeds = [st for r in db.nearest(key) if r.decisions
+                            for st in [tuning.state_of(r.decisions)] if st is not None]
+            result.stats["seeded"] = len(tuning.seeds)
         stop_at = t0 + budget_s
         round_ = 0
         try:
@@ -359,6 +368,7 @@ def tune(spec, budget_s: float = 60.0, trials: int | None = None, batch_size: in
                     n_trial += 1
                     decisions = {n: fm.decision.describe() for n, fm in st.models.items()}
                     tuning.states[text], tuning.decisions[text] = st, decisions
+                    result.stats["compile_s"] = result.stats.get("compile_s", 0.0) + (m.compile_s or 0.0)
                     if m.ok:
                         tuning.times[text] = [m.time_s]
                     else:

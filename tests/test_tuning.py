@@ -155,6 +155,11 @@ def test_a_tuned_schedule_is_applied_by_auto_schedule_without_search(tmp_path, m
     assert searched.stats["strategy"] == "beam"
     # another thread count is another machine: no record applies
     assert auto_schedule(tuning_pipelines.small_blur(), params={"parallelism": 1}).stats["strategy"] == "beam"
+    # another shape of the same algorithm starts by measuring the best of the nearest shape
+    wide = tune("tuning_pipelines:wider_blur", budget_s=120, trials=3, batch_size=3,
+                runner=LocalRunner(threads=2, timeout_s=60, repeats=2))
+    assert wide.key.algorithm == r.key.algorithm and wide.key.shapes != r.key.shapes
+    assert wide.stats["seeded"] == 1 and r.decisions in [t.decisions for t in wide.trials]
 
 
 _KILLED_RUN = """
