@@ -106,7 +106,7 @@ def hardware(target, params: dict) -> Hardware:
 # ------------------------------------------------------------------ estimates
 
 
-def _walk_inputs(funcs) -> tuple[dict, dict]:
+def walk_inputs(funcs) -> tuple[dict, dict]:
     """The inputs (Buffers and ImageParams) and Params the algorithm reads, by name."""
     images, params = {}, {}
     seen: set[int] = set()
@@ -154,7 +154,7 @@ def gather_estimates(outputs, estimates: dict | None, example_inputs: dict | Non
                               f"estimates={{'{f.name()}': [(min, extent), ...]}}")
         regions[f.name()] = [(int(m), int(e)) for m, e in est]
     funcs = list(reachable_funcs(outputs).values())
-    images, params = _walk_inputs(funcs)
+    images, params = walk_inputs(funcs)
     shapes, env = {}, {}
     for name, img in images.items():
         if name in example_inputs:

@@ -210,7 +210,8 @@ class _AppSource:
 
 class _FunctionSource:
     """A user's pipeline: `module:function` returns the output Func(s) or a Pipeline, with
-    set_estimates on every output and every input bound (a Buffer, or an ImageParam set()).
+    set_estimates on every output and every input bound (a Buffer, or an ImageParam set()); or,
+    with size naming an .npz of example inputs, an @autotuned function built over them.
     The reference is the same algorithm with every Func computed at root, run in the worker."""
 
     def __init__(self, spec: PipelineSpec):
@@ -218,10 +219,20 @@ class _FunctionSource:
 
         module, _, name = spec.name.partition(":")
         self.path = spec.name
-        self.fn = getattr(importlib.import_module(module), name)
+        self.fn = importlib.import_module(module)
+        for part in name.split("."):
+            self.fn = getattr(self.fn, part)
+        self.examples = spec.size  # an .npz of example inputs: the function is an @autotuned one
 
     def build(self, hl):
-        made = self.fn()
+        if self.examples:
+            from .jit import build_with_arrays, load_examples
+
+            arrays = load_examples(self.examples)
+            fn = self.fn
+            made = build_with_arrays(fn.build_fn, arrays, fn.output_shape)[0]
+        else:
+            made = self.fn()
         outputs = made.outputs() if isinstance(made, hl.Pipeline) else \
             list(made) if isinstance(made, list | tuple) else [made]
         sizes, mins = [], []
@@ -314,8 +325,9 @@ def _measure_one(hl, spec: PipelineSpec, expected, text: str, repeats: int, warm
         if spec.kind == "test":
             _source(spec).after_schedule(text)
         pipeline.compile_jit()
-        run = pipeline.compile_to_callable([])
-        buffers = output_buffers(hl, outputs, sizes, mins)
+        images = _bound_image_params(pipeline)  # a user's pipeline may read ImageParams set() to inputs
+        run = pipeline.compile_to_callable(images)
+        buffers = [p.get() for p in images] + output_buffers(hl, outputs, sizes, mins)
     except MemoryError as e:
         return Measurement("crash", error=_error_text(e), schedule=text)
     except Exception as e:  # noqa: BLE001 - every failure to build, schedule or compile is the candidate's
@@ -323,7 +335,7 @@ def _measure_one(hl, spec: PipelineSpec, expected, text: str, repeats: int, warm
     compile_s = time.perf_counter() - t0
     try:
         run(*buffers)
-        results = [np.array(np.asarray(b)) for b in buffers]
+        results = [np.array(np.asarray(b)) for b in buffers[len(images):]]
     except MemoryError as e:
         return Measurement("crash", compile_s=compile_s, error=_error_text(e), schedule=text)
     except Exception as e:  # noqa: BLE001
@@ -348,6 +360,14 @@ def _measure_one(hl, spec: PipelineSpec, expected, text: str, repeats: int, warm
     except Exception as e:  # noqa: BLE001
         return Measurement("runtime_error", compile_s=compile_s, error=_error_text(e), schedule=text)
     return Measurement("ok", statistics.median(times), times, compile_s, None, text)
+
+
+def _bound_image_params(pipeline) -> list:
+    from pyhalide.param import ImageParam
+
+    from .api import walk_inputs
+
+    return [img for _, img in sorted(walk_inputs(pipeline.funcs())[0].items()) if isinstance(img, ImageParam)]
 
 
 def _difference(results, expected) -> str:

@@ -230,6 +230,18 @@ class _Tuning:
             st = self.problem.extend(st, name, d)
         return st
 
+    def propose_random(self, n: int) -> list[tuple[str, State]]:
+        """The random-search baseline: n new uniformly random legal schedules."""
+        out: list[tuple[str, State]] = []
+        for _ in range(20 * n):
+            if len(out) >= n:
+                break
+            st = random_state(self.problem, self.rng)
+            text = self.schedule_of(st)
+            if text not in self.times and text not in self.failed and all(text != t for t, _ in out):
+                out.append((text, st))
+        return out
+
     def propose(self, round_: int, n: int) -> list[tuple[str, State]]:
         """Up to n new candidates: about half the model's best (the beam's states, and from the
         second round a dropout search's), a quarter mutations of the fastest measured, a quarter
@@ -306,7 +318,7 @@ def _decision_key(state: State) -> tuple:
 
 def tune(spec, budget_s: float = 60.0, trials: int | None = None, batch_size: int = 8, seed: int = 0,
          threads: int = 2, params: dict | None = None, db: TuningDB | str | None = None, runner=None,
-         reuse: bool = True, progress=None) -> TuneResult:
+         reuse: bool = True, progress=None, proposer: str = "model") -> TuneResult:
     """Tune the schedule of a pipeline by measuring candidates, within `budget_s` seconds of wall
     time or `trials` candidates, whichever ends first; returns the best measured schedule.
 
@@ -314,7 +326,11 @@ def tune(spec, budget_s: float = 60.0, trials: int | None = None, batch_size: in
     TuningDB or its path (default: the user's cache). runner: LocalRunner(threads) unless given
     (anything with measure(spec, schedules) and fingerprint()). reuse: a finished run's best
     record for the same key answers at once. progress(trial: Trial, result_so_far) is called after
-    each candidate. Ctrl-C stops the run and returns the best so far (the run stays resumable)."""
+    each candidate. Ctrl-C stops the run and returns the best so far (the run stays resumable).
+    proposer="random": the baseline, uniformly random legal schedules (give it a db of its own to
+    compare it with the model-guided loop: a run goes on from the records of its key)."""
+    if proposer not in ("model", "random"):
+        raise ValueError(f"proposer must be 'model' or 'random', got {proposer!r}")
     t0 = time.perf_counter()
     spec = as_spec(spec)
     runner = runner or LocalRunner(threads)
@@ -344,7 +360,7 @@ def tune(spec, budget_s: float = 60.0, trials: int | None = None, batch_size: in
             while time.perf_counter() < stop_at and (trials is None or n_trial < trials):
                 want = batch_size if trials is None else min(batch_size, trials - n_trial)
                 ts = time.perf_counter()
-                batch = tuning.propose(round_, want)
+                batch = tuning.propose(round_, want) if proposer == "model" else tuning.propose_random(want)
                 result.stats["search_s"] = result.stats.get("search_s", 0.0) + time.perf_counter() - ts
                 if not batch:
                     result.stats["exhausted"] = True

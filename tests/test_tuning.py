@@ -256,3 +256,29 @@ def test_the_dask_runner_measures_on_a_local_cluster(tmp_path):
     assert set(statuses) <= {"ok", "crash", "timeout"}
     with TuningDB(tmp_path / "t.sqlite") as db:
         assert len(db.records(r.key)) == 8 and db.best(r.key).schedule == r.schedule
+
+
+# ------------------------------------------------------------------------------ just in time
+def test_autotuned_schedules_each_shape_once_and_tunes_in_the_background(tmp_path, monkeypatch):
+    import numpy as np
+
+    monkeypatch.setenv("PYHALIDE_CACHE_DIR", str(tmp_path))
+    monkeypatch.syspath_prepend(str(TESTS))
+    import tuning_pipelines as tp
+
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 20000, (30, 50), dtype=np.uint16)
+    b = rng.integers(0, 100, (17, 23), dtype=np.int32)
+    for img in (a, a, b):
+        assert np.array_equal(tp.jit_blur(img), tp.blur_reference(img))
+    assert len(tp.jit_blur.entries) == 2 and tp.jit_blur.schedule_of(a) == "beam"
+    # a measured tuning in the background; its result is in the records for the next process
+    got = tp.jit_blur_tuned(a)
+    assert np.array_equal(got, tp.blur_reference(a))
+    tp.jit_blur_tuned.wait(300)
+    assert not tp.jit_blur_tuned.errors, tp.jit_blur_tuned.errors
+    assert tp.jit_blur_tuned.schedule_of(a) in ("beam", "tuned")
+    assert np.array_equal(tp.jit_blur_tuned(a), tp.blur_reference(a))
+    fresh = type(tp.jit_blur_tuned)(tp.jit_blur_tuned.build_fn, budget_s=120, trials=4, threads=1)
+    assert np.array_equal(fresh(a), tp.blur_reference(a))
+    assert fresh.schedule_of(a) == "record" and not fresh.tunings
