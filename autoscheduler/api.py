@@ -253,7 +253,8 @@ def auto_schedule(outputs_or_pipeline, target=None, estimates=None, example_inpu
     random_dropout_seed) and pyhalide's (passes, max_states: the states the beam search may
     evaluate, 0 for no bound; vector_bits, l1_bytes, l2_bytes, l3_bytes; records: the tuning
     database's path, use_records=0 to search even where it holds a measured schedule for exactly
-    this algorithm, shapes and machine, which is otherwise applied without searching)."""
+    this algorithm, shapes and machine, which is otherwise applied without searching; autotune=1
+    with spec="module:function", budget_s and trials: measured autotuning, see _autotune)."""
     t0 = time.perf_counter()
     if isinstance(outputs_or_pipeline, hl.Pipeline):
         pipeline = outputs_or_pipeline
@@ -262,10 +263,12 @@ def auto_schedule(outputs_or_pipeline, target=None, estimates=None, example_inpu
         pipeline = hl.Pipeline(list(outs))
     params = {str(k): v for k, v in (params or {}).items()}
     target = hl.Target(target) if isinstance(target, str) else target
-    if int(params.get("use_records", 1)):
+    if _flag(params.get("use_records", 1)):
         tuned = _apply_tuned_record(pipeline, estimates, example_inputs, params, seed, t0)
         if tuned is not None:
             return tuned
+    if _flag(params.get("autotune", 0)):
+        return _autotune(pipeline, params, seed, t0)
     problem = make_problem(pipeline.outputs(), target, estimates, example_inputs, params, cost_model)
     analysis, fixed, cm = problem.model.a, problem.space.fixed, problem.cost_model
     result = _strategy(strategy, params, seed).run(problem)
@@ -317,6 +320,41 @@ def _apply_tuned_record(pipeline, estimates, example_inputs, params, seed, t0) -
     stats = {"strategy": "record", "record_id": rec.id, "run_id": rec.run_id, "search_s": 0.0,
              "total_s": time.perf_counter() - t0}
     return Result([], source, rec.time_s, {}, dict(rec.decisions or {}), stats, seed, "host")
+
+
+def _flag(value) -> bool:
+    """A yes/no parameter: AutoschedulerParams keeps values as text ("1", "True", "false")."""
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
+
+
+def _autotune(pipeline, params: dict, seed: int, t0: float) -> Result:
+    """Measured autotuning (autoscheduler.tune) from apply_autoscheduler's or auto_schedule's
+    params: autotune=1, spec="module:function" (the function that builds this pipeline, importable
+    in the worker processes that measure candidates), budget_s, trials; then the best applied."""
+    from pyhalide.structural_hash import structural_hash
+
+    from .tune import tune
+
+    spec = params.get("spec")
+    if not isinstance(spec, str) or ":" not in spec:
+        raise HalideError("autoscheduler: autotune measures candidates in worker processes, which rebuild the "
+                          "pipeline: pass spec='module:function' naming the function that builds it "
+                          "(returning the output Func(s) with estimates and inputs bound)")
+    threads = int(params.get("parallelism", os.cpu_count() or 1))
+    trials = params.get("trials")
+    r = tune(spec, budget_s=float(params.get("budget_s", 60.0)), trials=int(trials) if trials else None,
+             seed=seed, threads=threads, db=params.get("records"))
+    if r.key.algorithm != structural_hash(pipeline.outputs()):
+        raise HalideError(f"autoscheduler: {spec} builds another algorithm than this pipeline's")
+    funcs = list(reachable_funcs(pipeline.outputs()).values())
+    for f in funcs:
+        f.reset_schedule()
+    pipeline.apply_schedule_json(r.schedule)
+    for f in funcs:
+        _APPLIED[f] = list(f._schedule.log)
+    stats = {"strategy": "record" if r.from_records else "tuned", "trials": len(r.trials),
+             "search_s": r.stats.get("total_s", 0.0), "total_s": time.perf_counter() - t0}
+    return Result([], r.schedule_source, r.time_s or 0.0, {}, dict(r.decisions or {}), stats, seed, "host")
 
 
 def _halide_entry(name: str):

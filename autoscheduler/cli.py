@@ -120,10 +120,10 @@ def _records(args) -> int:
             rows = db.summary()
             if not rows:
                 print(f"no records in {db.path}")
-            for algorithm, shapes, machine, version, fversion, n, ok, best in rows:
+            for algorithm, shapes, machine, version, fversion, n, schedules, ok, best in rows:
                 b = f"{best * 1e3:.3f} ms" if best is not None else "-"
                 print(f"{algorithm[:16]}  {shapes[:60]:60s}  {machine}  v{version}/f{fversion}  "
-                      f"{n} records ({ok or 0} ok)  best {b}")
+                      f"{schedules} schedules, {n} measurements ({ok or 0} ok), fastest run {b}")
         elif args.what == "show":
             if args.arg is None:
                 print("records show ID | ALGORITHM-PREFIX", file=sys.stderr)

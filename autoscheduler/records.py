@@ -221,24 +221,7 @@ class TuningDB:
         """The record of the fastest schedule measured here for exactly this key, by the median
         of its measurements (the tuner re-times its best in every batch); a schedule that ever
         failed is never the best."""
-        times: dict[str, list[float]] = {}
-        first: dict[str, Record] = {}
-        failed = set()
-        for r in self.records(key):
-            if r.origin != "local":
-                continue
-            if r.status != "ok":
-                failed.add(r.schedule)
-                continue
-            times.setdefault(r.schedule, []).append(r.time_s)
-            first.setdefault(r.schedule, r)
-        ranked = sorted((statistics.median(ts), first[s].id, s) for s, ts in times.items() if s not in failed)
-        if not ranked:
-            return None
-        median, _, schedule = ranked[0]
-        rec = first[schedule]
-        rec.time_s = median
-        return rec
+        return _fastest([r for r in self.records(key) if r.origin == "local"])
 
     def get(self, record_id: int) -> Record | None:
         row = self.conn.execute(f"SELECT id, {', '.join(_COLUMNS)} FROM records WHERE id = ?",
@@ -249,21 +232,22 @@ class TuningDB:
         """Good schedules of the same algorithm for other shapes (nearest first by the log of
         the output sizes), or from other machines or versions: starting points to measure, never
         applied as they are."""
-        rows = self.conn.execute(f"SELECT id, {', '.join(_COLUMNS)} FROM records WHERE algorithm = ? "
-                                 "AND status = 'ok' ORDER BY time_s", (key.algorithm,)).fetchall()
-        best_per: dict = {}
-        for row in rows:
+        groups: dict = {}
+        for row in self.conn.execute(f"SELECT id, {', '.join(_COLUMNS)} FROM records WHERE algorithm = ?",
+                                     (key.algorithm,)):
             r = _record(row)
-            if r.key == key:
-                continue
-            best_per.setdefault((r.key.shapes, r.key.machine), r)
-        return sorted(best_per.values(), key=lambda r: (_shape_distance(key.shapes, r.key.shapes),
-                                                         r.key.machine != key.machine))[:n]
+            if r.key != key:
+                groups.setdefault(r.key, []).append(r)
+        best = [b for rs in groups.values() for b in [_fastest(rs)] if b is not None]
+        return sorted(best, key=lambda r: (_shape_distance(key.shapes, r.key.shapes), r.key.machine != key.machine,
+                                           r.time_s))[:n]
 
     def summary(self) -> list[tuple]:
-        """One row per key: (algorithm, shapes, machine, versions, records, ok, best time)."""
+        """One row per key: (algorithm, shapes, machine, versions, measurements, of how many
+        schedules, how many ok, the fastest single time)."""
         return self.conn.execute("""SELECT algorithm, shapes, machine, pyhalide_version, feature_version,
-            COUNT(*), SUM(status = 'ok'), MIN(CASE WHEN status = 'ok' THEN time_s END) FROM records
+            COUNT(*), COUNT(DISTINCT schedule), SUM(status = 'ok'),
+            MIN(CASE WHEN status = 'ok' THEN time_s END) FROM records
             GROUP BY algorithm, shapes, machine, pyhalide_version, feature_version
             ORDER BY algorithm, shapes""").fetchall()
 
@@ -293,6 +277,27 @@ class TuningDB:
                     refused.append(f"line {n}: {e}")
         self.add(good)
         return len(good), refused
+
+
+def _fastest(records: list[Record]) -> Record | None:
+    """The first record of the schedule with the lowest median time (its time set to that
+    median) among records of one key; schedules that ever failed are left out."""
+    times: dict[str, list[float]] = {}
+    first: dict[str, Record] = {}
+    failed = set()
+    for r in records:
+        if r.status != "ok":
+            failed.add(r.schedule)
+            continue
+        times.setdefault(r.schedule, []).append(r.time_s)
+        first.setdefault(r.schedule, r)
+    ranked = sorted((statistics.median(ts), first[s].id or 0, s) for s, ts in times.items() if s not in failed)
+    if not ranked:
+        return None
+    median, _, schedule = ranked[0]
+    rec = first[schedule]
+    rec.time_s = median
+    return rec
 
 
 def _key_args(key: TuningKey) -> tuple:

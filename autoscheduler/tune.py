@@ -38,6 +38,8 @@ from .records import Record, TuningDB, TuningKey, machine_fingerprint
 from .search import BeamSearch, State, random_state
 from .train import fit_ranking, total_features
 
+CONFIRM = 3  # the fastest candidates timed again at the end of a run
+
 
 class LocalRunner:
     """Measures in spawned worker processes on this machine (measure.measure)."""
@@ -177,6 +179,7 @@ class _Tuning:
         self.outputs = outputs
         self.params = {"parallelism": threads, **params}
         self.problem = make_problem(outputs, None, None, None, self.params, cost_model)
+        self.hand = hl.Pipeline(outputs).copy_schedule()  # the schedules the build came with
         self.rng = random.Random(seed)
         self.seed = seed
         self.times: dict[str, list[float]] = {}  # schedule JSON -> measured times (medians of batches)
@@ -191,10 +194,16 @@ class _Tuning:
         """The schedule JSON of a complete state, applied to a fresh build of the algorithm."""
         a = self.problem.model.a
         dirs = directives(a, state.models, set(self.problem.space.fixed), self.problem.model.output_regions)
-        outputs, _, _ = self.spec.build(hl)
-        pipeline = hl.Pipeline(outputs)
-        apply_directives({f.name(): f for f in pipeline.funcs()}, dirs)
-        return pipeline.schedule_to_json()
+        pipeline = hl.Pipeline(self.outputs)
+        pipeline.set_schedule(self.hand)
+        for name in a.funcs:
+            if name not in self.problem.space.fixed:
+                a.funcs[name].func.reset_schedule()
+        try:
+            apply_directives({f.name(): f for f in pipeline.funcs()}, dirs)
+            return pipeline.schedule_to_json()
+        finally:
+            pipeline.set_schedule(self.hand)
 
     def source_of(self, state: State) -> str:
         a = self.problem.model.a
@@ -298,6 +307,40 @@ class _Tuning:
         r = self.ranked()
         return (r[0], statistics.median(self.times[r[0]])) if r else (None, None)
 
+    def record(self, text: str, st: State, m: Measurement, key: TuningKey, run_id: str, trial: int) -> Record:
+        """Take in a candidate's measurement; its tuning record."""
+        decisions = {n: fm.decision.describe() for n, fm in st.models.items()}
+        self.states[text], self.decisions[text] = st, decisions
+        if m.ok:
+            self.times[text] = [m.time_s]
+        else:
+            self.failed.add(text)
+        return Record(key, text, m.status, m.time_s, decisions, st.cost, m.error, run_id, trial)
+
+    def retime(self, text: str, m: Measurement, key: TuningKey, run_id: str, trial: int) -> list[Record]:
+        """Take in a re-timing of the best so far (a failure this time disqualifies it)."""
+        if m.ok:
+            self.times[text].append(m.time_s)
+        else:
+            del self.times[text]
+            self.failed.add(text)
+        return [Record(key, text, m.status, m.time_s, self.decisions.get(text), None, m.error, run_id, trial)]
+
+    def confirm(self, runner, spec: PipelineSpec, model_pick: str, key: TuningKey, run_id: str,
+                trial: int) -> list[Record]:
+        """Time the CONFIRM fastest again, and the model's pick, twice each, interleaved: the
+        fastest of many candidates timed once is partly the luckiest (the winner's curse)."""
+        texts = self.ranked()[:CONFIRM]
+        if model_pick in self.times and model_pick not in texts:
+            texts.append(model_pick)
+        if not texts:
+            return []
+        rows = []
+        for text, m in zip(texts * 2, runner.measure(spec, texts * 2)):
+            if text in self.times:
+                rows += self.retime(text, m, key, run_id, trial)
+        return rows
+
     def refit(self, start: CostModel) -> None:
         """Weights fitted to this pipeline's measured candidates, starting from (and pulled
         towards) `start`."""
@@ -359,6 +402,10 @@ def tune(spec, budget_s: float = 60.0, trials: int | None = None, batch_size: in
         try:
             while time.perf_counter() < stop_at and (trials is None or n_trial < trials):
                 want = batch_size if trials is None else min(batch_size, trials - n_trial)
+                if result.trials:  # a batch that fits the time left, confirmation included
+                    per = result.stats["measure_s"] / max(1, len(result.trials) + round_)
+                    left = stop_at - time.perf_counter() - per * 2 * (CONFIRM + 1)
+                    want = max(1, min(want, int(left / per)))
                 ts = time.perf_counter()
                 batch = tuning.propose(round_, want) if proposer == "model" else tuning.propose_random(want)
                 result.stats["search_s"] = result.stats.get("search_s", 0.0) + time.perf_counter() - ts
@@ -370,43 +417,29 @@ def tune(spec, budget_s: float = 60.0, trials: int | None = None, batch_size: in
                 tm = time.perf_counter()
                 ms = runner.measure(spec, texts)
                 result.stats["measure_s"] = result.stats.get("measure_s", 0.0) + time.perf_counter() - tm
-                rows = []
-                if incumbent:  # its re-timing is a measurement like any other
-                    m = ms[-1]
-                    rows.append(Record(key, incumbent, m.status, m.time_s, tuning.decisions.get(incumbent), None,
-                                       m.error, run_id, n_trial))
-                    if m.ok:
-                        tuning.times[incumbent].append(m.time_s)
-                    else:  # it failed this time: it is no longer a candidate
-                        del tuning.times[incumbent]
-                        tuning.failed.add(incumbent)
+                rows = tuning.retime(incumbent, ms[-1], key, run_id, n_trial) if incumbent else []
                 for (text, st), m in zip(batch, ms):
                     n_trial += 1
-                    decisions = {n: fm.decision.describe() for n, fm in st.models.items()}
-                    tuning.states[text], tuning.decisions[text] = st, decisions
+                    rows.append(tuning.record(text, st, m, key, run_id, n_trial))
                     result.stats["compile_s"] = result.stats.get("compile_s", 0.0) + (m.compile_s or 0.0)
-                    if m.ok:
-                        tuning.times[text] = [m.time_s]
-                    else:
-                        tuning.failed.add(text)
+                    if not m.ok:
                         result.failures[m.status] = result.failures.get(m.status, 0) + 1
-                    rows.append(Record(key, text, m.status, m.time_s, decisions, st.cost, m.error, run_id, n_trial))
-                    best_text, best_s = tuning.best()
-                    trial = Trial(n_trial, time.perf_counter() - t0, m.status, m.time_s, st.cost, best_s, decisions)
-                    result.trials.append(trial)
                     if m.ok and _decision_key(st) == tuning.model_pick:
                         result.first_s, result.first_schedule = m.time_s, text
+                    trial = Trial(n_trial, time.perf_counter() - t0, m.status, m.time_s, st.cost, tuning.best()[1],
+                                  tuning.decisions[text])
+                    result.trials.append(trial)
                     if progress is not None:
                         progress(trial, result)
                 db.add(rows)
                 tuning.refit(start_model)
                 round_ += 1
-            else:
-                db.finish_run(run_id)
+            db.add(tuning.confirm(runner, spec, result.first_schedule, key, run_id, n_trial))
+            db.finish_run(run_id)
         except KeyboardInterrupt:
             result.stats["interrupted"] = True
-        if result.stats.get("exhausted"):
-            db.finish_run(run_id)
+        if result.first_schedule in tuning.times:
+            result.first_s = statistics.median(tuning.times[result.first_schedule])
         best_text, best_s = tuning.best()
         if best_text is None:
             raise hl.HalideError(f"tune: no candidate of {spec.describe()} ran correctly: " +

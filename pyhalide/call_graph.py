@@ -101,6 +101,22 @@ def reachable_funcs(outputs) -> dict[str, object]:
     return funcs
 
 
+def algorithm_funcs(outputs) -> list:
+    """The Funcs the outputs' algorithm calls, schedules aside (no wrappers, no rfactor
+    intermediates), in a depth-first walk from the outputs: the same list before and after any
+    schedule, so names numbered in its order are too."""
+    seen: dict[int, object] = {}
+    stack = list(reversed(outputs))
+    while stack:
+        f = stack.pop()
+        if id(f) in seen or not f.defined():
+            continue
+        seen[id(f)] = f
+        exprs = [e for d in f.definitions() for e in (*loop_exprs(d), *bound_exprs(d)) if e is not None]
+        stack.extend(reversed(list(called_funcs(exprs).values())))
+    return list(seen.values())
+
+
 @dataclass
 class Graph:
     """Who calls whom, for choosing where each Func may be computed."""

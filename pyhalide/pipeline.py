@@ -54,7 +54,7 @@ class Pipeline:
         """The directives of every Func's schedule as JSON (replay with apply_schedule_json)."""
         from .schedule import schedule_to_json
 
-        return schedule_to_json(self.funcs())
+        return schedule_to_json(self.funcs(), self._canonical_names())
 
     def apply_schedule_json(self, text: str) -> None:
         """Replace the schedule by one from schedule_to_json: validated first, applied whole or not at
@@ -64,10 +64,19 @@ class Pipeline:
         saved = self.copy_schedule()
         self.reset_schedule()
         try:
-            apply_schedule_json(self.funcs(), text)
+            apply_schedule_json(self.funcs(), text, {c: g for g, c in self._canonical_names().items()})
         except BaseException:
             self.set_schedule(saved)
             raise
+
+    def _canonical_names(self) -> dict[str, str]:
+        """Generated names (hl.minimum's Func "minimum7": counters that depend on what the process
+        made before) -> the names a fresh process gives them: schedule records use those, so a
+        record made here applies to the same algorithm built anywhere."""
+        from .call_graph import algorithm_funcs
+        from .lowering.copy_graph import canonical_names
+
+        return canonical_names(algorithm_funcs(self._outputs), schedules=False)
 
     def structural_hash(self) -> str:
         """A hash of what the pipeline computes, independent of names, schedules and estimates."""

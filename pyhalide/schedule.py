@@ -11,6 +11,7 @@ applies to its own copy of the Func graph.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field, replace
 
 from .errors import CompileError
@@ -190,13 +191,29 @@ class FuncSchedule:
                             stages=[StageSchedule() for _ in self.stages])
 
 
-def schedule_to_json(funcs) -> str:
-    """The schedules of the given Funcs (by name) as JSON: the replayable directive log."""
+def schedule_to_json(funcs, rename: dict | None = None) -> str:
+    """The schedules of the given Funcs (by name) as JSON: the replayable directive log.
+    rename: name tokens written as others (Pipeline's canonical names for generated ones)."""
     for f in funcs:
         if any(method == "specialize" for _, method, _ in f._schedule.log):
             raise CompileError(f"The schedule of {f.name()} uses specialize(), whose conditions are Exprs; "
                                "it can't be written as JSON")
-    return json.dumps({f.name(): [list(entry) for entry in f._schedule.log] for f in funcs}, sort_keys=True)
+    data = {f.name(): [list(entry) for entry in f._schedule.log] for f in funcs}
+    return json.dumps(_renamed(data, rename) if rename else data, sort_keys=True)
+
+
+_NAME_TOKEN = re.compile(r"[^.$]+")  # as lowering/copy_graph's: names joined by "." and "$"
+
+
+def _renamed(data, rename: dict):
+    """The JSON data with every name token that `rename` maps replaced (keys and strings)."""
+    if isinstance(data, str):
+        return _NAME_TOKEN.sub(lambda m: rename.get(m.group(0), m.group(0)), data)
+    if isinstance(data, list):
+        return [_renamed(x, rename) for x in data]
+    if isinstance(data, dict):
+        return {_renamed(k, rename): _renamed(v, rename) for k, v in data.items()}
+    return data
 
 
 # ------------------------------------------------------------------ replaying records safely
@@ -339,12 +356,15 @@ def validate_schedule_json(text: str) -> dict:
     return data
 
 
-def apply_schedule_json(funcs, text: str) -> None:
-    """Replay a JSON schedule (from schedule_to_json) onto Funcs with the same names. The record is
-    validated first; if any directive is refused, every Func's schedule is put back as it was."""
+def apply_schedule_json(funcs, text: str, rename: dict | None = None) -> None:
+    """Replay a JSON schedule (from schedule_to_json) onto Funcs with the same names (after
+    `rename`, of the record's name tokens). The record is validated first; if any directive is
+    refused, every Func's schedule is put back as it was."""
     from .func import Func
 
     data = validate_schedule_json(text)
+    if rename:
+        data = _renamed(data, rename)
     by_name = {f.name(): f for f in funcs}
     saved: list[tuple[Func, FuncSchedule]] = []
 

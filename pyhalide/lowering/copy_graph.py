@@ -57,21 +57,23 @@ def _schedule_names(sched) -> list[str]:
     return names
 
 
-def canonical_names(funcs) -> dict[str, str]:
+def canonical_names(funcs, schedules: bool = True) -> dict[str, str]:
     """For each generated name token the Funcs use, its canonical replacement (only those that
-    change): the generated prefix numbered in order of first use, skipping names the user gave."""
+    change): the generated prefix numbered in order of first use, skipping names the user gave.
+    schedules=False: the algorithm's names only (schedule records, whose schedules come after)."""
     found: dict[str, None] = {}
     finder = _Names(found)
     for f in funcs:
         for name in (f.name(), *f._pure_args):
             finder._add(name)
-        for d in f.scheduled_definitions():
+        for d in (f.scheduled_definitions() if schedules else f.definitions()):
             for rv in d.rvars:
                 finder._add(rv.name)
             for e in (*d.args, *d.values, d.predicate, *(x for rv in d.rvars for x in (rv.min, rv.extent))):
                 finder.visit(e)
-        for name in _schedule_names(f._schedule):
-            finder._add(name)
+        if schedules:
+            for name in _schedule_names(f._schedule):
+                finder._add(name)
     given = {t for t in found if not is_generated(t)}
     counters: dict[str, int] = {}
     mapping: dict[str, str] = {}
