@@ -403,3 +403,31 @@ def test_a_vector_loop_inside_a_vector_loop_stays_serial_and_is_right():
     xs, ys = np.meshgrid(np.arange(16), np.arange(3))
     assert np.array_equal(np.asarray(f.realize([16, 3])), xs * 3 + ys)
     assert "for y:" in loop_nest_text(lower([f]).stmt)  # serial: the vectorized y is kept as a loop
+
+
+def test_schedule_records_name_generated_funcs_as_a_fresh_process_does():
+    """hl.minimum and hl.sum make Funcs named by per-process counters; a record written in one
+    build applies to the same algorithm built again (whose counters have moved on)."""
+    import numpy as np
+
+    def build():
+        x = hl.Var("x")
+        f, g = hl.Func("f"), hl.Func("g")
+        r = hl.RDom([(0, 10)])
+        f[x] = x * 2
+        g[x] = hl.minimum(f[x + r.x]) + hl.sum(f[x + r.x])
+        return g
+
+    first = hl.Pipeline(build())
+    for fn in first.funcs():
+        fn.compute_root()
+    text = first.schedule_to_json()
+    assert {"minimum0", "sum0"} <= set(json.loads(text)), text
+    again = hl.Pipeline(build())
+    names = {fn.name() for fn in again.funcs()}
+    assert "minimum0" not in names  # the counters moved on
+    again.apply_schedule_json(text)
+    assert again.schedule_to_json() == text
+    assert all(fn._schedule.log for fn in again.funcs())
+    want = np.array([min(2 * (x + k) for k in range(10)) + sum(2 * (x + k) for k in range(10)) for x in range(5)])
+    assert np.array_equal(np.asarray(again.realize([5])), want)
