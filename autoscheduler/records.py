@@ -106,8 +106,7 @@ class Record:
     def to_json(self) -> str:
         d = asdict(self)
         d.pop("id")
-        d["origin"] = "local"  # where it goes, it is an import
-        return json.dumps(d, sort_keys=True)
+        return json.dumps(d, sort_keys=True)  # parse_record marks it imported where it goes
 
 
 _COLUMNS = ("algorithm", "shapes", "machine", "pyhalide_version", "feature_version", "schedule", "status",
@@ -153,9 +152,8 @@ class TuningDB:
         """Store a batch in one transaction."""
         rows = [_row(r) for r in records]
         with self.conn:
-            cur = self.conn.executemany(f"INSERT INTO records ({', '.join(_COLUMNS)}) VALUES "
-                                        f"({', '.join('?' * len(_COLUMNS))})", rows)
-        del cur
+            self.conn.executemany(f"INSERT INTO records ({', '.join(_COLUMNS)}) VALUES "
+                                  f"({', '.join('?' * len(_COLUMNS))})", rows)
 
     def start_run(self, key: TuningKey) -> str:
         """A new tuning run of `key` (its id), or the id of the one an interrupted process left
