@@ -292,6 +292,14 @@ def auto_schedule(outputs_or_pipeline, target=None, estimates=None, example_inpu
     )
 
 
+def _apply_record(pipeline, text: str) -> None:
+    """Replace every Func's schedule by a recorded one (validated by apply_schedule_json),
+    remembered as the autoscheduler's, not a hand schedule."""
+    pipeline.apply_schedule_json(text)
+    for f in reachable_funcs(pipeline.outputs()).values():
+        _APPLIED[f] = list(f._schedule.log)
+
+
 def _apply_tuned_record(pipeline, estimates, example_inputs, params, seed, t0) -> Result | None:
     """Apply the best schedule measured for exactly this algorithm, these shapes and this machine
     in the tuning database (autoscheduler.tune), if there is one and no Func has a hand schedule:
@@ -311,11 +319,7 @@ def _apply_tuned_record(pipeline, estimates, example_inputs, params, seed, t0) -
         rec = db.best(tuning_key(outputs, threads, estimates=estimates, example_inputs=example_inputs))
     if rec is None:
         return None
-    for f in funcs:
-        f.reset_schedule()
-    pipeline.apply_schedule_json(rec.schedule)
-    for f in funcs:
-        _APPLIED[f] = list(f._schedule.log)
+    _apply_record(pipeline, rec.schedule)
     source = f"def apply_schedule(pipeline):\n    pipeline.apply_schedule_json({rec.schedule!r})\n"
     stats = {"strategy": "record", "record_id": rec.id, "run_id": rec.run_id, "search_s": 0.0,
              "total_s": time.perf_counter() - t0}
@@ -346,12 +350,7 @@ def _autotune(pipeline, params: dict, seed: int, t0: float) -> Result:
              seed=seed, threads=threads, db=params.get("records"))
     if r.key.algorithm != structural_hash(pipeline.outputs()):
         raise HalideError(f"autoscheduler: {spec} builds another algorithm than this pipeline's")
-    funcs = list(reachable_funcs(pipeline.outputs()).values())
-    for f in funcs:
-        f.reset_schedule()
-    pipeline.apply_schedule_json(r.schedule)
-    for f in funcs:
-        _APPLIED[f] = list(f._schedule.log)
+    _apply_record(pipeline, r.schedule)
     stats = {"strategy": "record" if r.from_records else "tuned", "trials": len(r.trials),
              "search_s": r.stats.get("total_s", 0.0), "total_s": time.perf_counter() - t0}
     return Result([], r.schedule_source, r.time_s or 0.0, {}, dict(r.decisions or {}), stats, seed, "host")

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 import pyhalide as hl
+from pyhalide.codegen.jit import cache_root
 from pyhalide.types import from_numpy
 
 
@@ -143,7 +144,7 @@ class Autotuned:
 
 def _save_examples(arrays) -> Path:
     """The example inputs as an .npz in the cache directory (loaded without pickle)."""
-    root = Path(os.environ.get("PYHALIDE_CACHE_DIR") or Path.home() / ".cache" / "pyhalide") / "autotuned"
+    root = cache_root() / "autotuned"
     root.mkdir(parents=True, exist_ok=True)
     h = hashlib.sha256()
     for a in arrays:

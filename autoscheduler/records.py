@@ -29,6 +29,7 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from pyhalide.codegen.jit import cache_root
 from pyhalide.schedule import validate_schedule_json
 
 from .loop_nest import FEATURE_VERSION, Decision
@@ -39,8 +40,7 @@ SCHEMA_VERSION = 1
 
 
 def default_path() -> Path:
-    root = os.environ.get("PYHALIDE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "pyhalide")
-    return Path(root) / DB_NAME
+    return cache_root() / DB_NAME
 
 
 def pyhalide_version() -> str:

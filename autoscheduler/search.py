@@ -181,6 +181,18 @@ class Greedy(BeamSearch):
         return r
 
 
+def recorded_state(problem: Problem, decisions: dict) -> State | None:
+    """The state of decisions kept as text (Decision.describe, by Func), worked out again by the
+    current model; None where the model no longer accepts them (the featurisation changed)."""
+    st = State({}, 0.0)
+    try:
+        for name in problem.order:
+            st = problem.extend(st, name, Decision.parse(decisions[name]))
+    except (KeyError, ValueError, IndexError):
+        return None
+    return st
+
+
 def random_state(problem: Problem, rng: random.Random) -> State:
     """A complete schedule with every decision drawn uniformly from the legal options."""
     st = State({}, 0.0)

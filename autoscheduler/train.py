@@ -31,9 +31,9 @@ import pyhalide as hl
 from .api import make_problem
 from .apply import apply_directives, directives
 from .cost_model import WEIGHTS_PATH, CostModel
-from .loop_nest import FEATURES, Decision
+from .loop_nest import FEATURES
 from .random_pipelines import random_pipeline
-from .search import BeamSearch, ComputeRootHeuristic, Greedy, State, random_state
+from .search import BeamSearch, ComputeRootHeuristic, Greedy, random_state, recorded_state
 
 
 def total_features(models: dict) -> np.ndarray:
@@ -85,14 +85,9 @@ def refeaturise(records: list[dict], params: dict, scale: str = "train") -> list
         outputs, sizes = random_pipeline(seed, scale).build(hl)
         problem = make_problem(outputs, None, _estimates(outputs, sizes), None, params)
         for r in rs:
-            try:
-                decisions = {n: Decision.parse(t) for n, t in r["decisions"].items()}
-                state = State({}, 0.0)
-                for name in problem.order:
-                    state = problem.extend(state, name, decisions[name])
-            except (KeyError, ValueError, IndexError):
-                continue
-            out.append({**r, "features": total_features(state.models).tolist()})
+            state = recorded_state(problem, r["decisions"])
+            if state is not None:
+                out.append({**r, "features": total_features(state.models).tolist()})
     return out
 
 

@@ -32,11 +32,11 @@ from pyhalide.structural_hash import structural_hash
 from .api import gather_estimates, make_problem
 from .apply import apply_directives, directives, python_source
 from .cost_model import CostModel
-from .loop_nest import FEATURES, Decision
+from .loop_nest import FEATURES
 from .measure import Measurement, PipelineSpec, measure
 from .records import Record, TuningDB, TuningKey, machine_fingerprint
-from .search import BeamSearch, State, random_state
-from .train import fit_ranking, total_features
+from .search import BeamSearch, State, random_state, recorded_state
+from .train import _ranks, fit_ranking, total_features
 
 CONFIRM = 3  # the fastest candidates timed again at the end of a run
 
@@ -157,7 +157,7 @@ class TuneResult:
         pairs = [(t.predicted_s, t.time_s) for t in self.trials if t.time_s is not None and t.predicted_s]
         if len(pairs) < 3:
             return float("nan")
-        p, m = (np.argsort(np.argsort(np.array(x))) for x in zip(*pairs))
+        p, m = (_ranks(np.array(x)) for x in zip(*pairs))
         return float(np.corrcoef(p, m)[0, 1]) if p.std() and m.std() else float("nan")
 
 
@@ -211,14 +211,7 @@ class _Tuning:
                                         self.problem.model.output_regions))
 
     def state_of(self, decisions: dict) -> State | None:
-        """The state of recorded decisions (None where this model no longer accepts them)."""
-        st = State({}, 0.0)
-        try:
-            for name in self.problem.order:
-                st = self.problem.extend(st, name, Decision.parse(decisions[name]))
-        except (KeyError, ValueError, IndexError):
-            return None
-        return st
+        return recorded_state(self.problem, decisions)
 
     def mutate(self, state: State) -> State:
         """The state with one Func's decision redrawn from its options; the Funcs after it keep

@@ -96,11 +96,16 @@ def emit_assembly(ir_text: str) -> str:
         return _state["tm"].emit_assembly(mod)
 
 
+def cache_root() -> Path:
+    """pyhalide's cache directory: $PYHALIDE_CACHE_DIR, else ~/.cache/pyhalide (compiled objects,
+    tuning records, example inputs)."""
+    return Path(os.environ.get("PYHALIDE_CACHE_DIR") or Path.home() / ".cache" / "pyhalide")
+
+
 def _cache_dir() -> Path | None:
     if os.environ.get("PYHALIDE_DISK_CACHE", "1") == "0":
         return None
-    root = os.environ.get("PYHALIDE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "pyhalide")
-    path = Path(root) / "objects"
+    path = cache_root() / "objects"
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError:
