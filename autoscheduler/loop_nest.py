@@ -197,9 +197,15 @@ def stage_loops(info: FuncInfo, stage: StageInfo, d: Decision, extents: dict, rv
     unroll = d.unroll and (stage.index == 0 or d.rvars_outside)
     # a register tile (an update's unrolled inner tile) unrolls its vector loop's vectors too
     vectors_unrolled = unroll and stage.index > 0
-    inner_loops = [Loop(n, dims, "inner", t, unrolled=unroll and (k < len(inner) - 1 or vectors_unrolled))
+    inner_loops = [Loop(n, dims, "inner", t, unrolled=unroll and (k < len(inner) - 1 or vectors_unrolled)
+                        and (not tile or tile.get(dims[0], 0) > 0))
                    for k, (n, dims, t) in enumerate(inner)]
-    if stage.rvars and d.rvars_outside:
+    if unroll and stage.rvars and d.rvars_outside:
+        # a register tile: the dims the tile leaves whole go outside the reduction, which goes
+        # right outside the unrolled block it accumulates in registers
+        whole = [lp for lp in inner_loops[:-1] if not lp.unrolled]
+        loops = outer + whole + rvar_loops + [lp for lp in inner_loops if all(lp is not w for w in whole)]
+    elif stage.rvars and d.rvars_outside:
         loops = outer + rvar_loops + inner_loops
     else:
         loops = outer + inner_loops + rvar_loops

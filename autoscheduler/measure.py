@@ -3,18 +3,19 @@
     results = measure(PipelineSpec.random(7), [schedule_json, ...], timeout_s=30)
 
 Each candidate is a JSON text from `Pipeline.schedule_to_json()`. Workers are processes of the
-multiprocessing "spawn" context (never fork: the JIT and its thread pool must not be shared). A
-worker computes the spec's reference output once, then takes candidates one at a time over a pipe:
-it builds the algorithm afresh, applies the schedule with `apply_schedule_json` (which validates the
-record against its schema: nothing from the JSON is executed), compiles, runs once into preallocated
-output buffers, compares with the reference (a wrong result is not timed), then times `repeats`
-runs after `warmup` runs and reports the median.
+multiprocessing "spawn" context (never fork: the JIT and its thread pool must not be shared), kept
+by a MeasurePool from batch to batch. A worker computes the spec's reference output once, then
+takes candidates over a pipe: it builds the algorithm afresh, applies the schedule with
+`apply_schedule_json` (which validates the record against its schema: nothing from the JSON is
+executed), compiles, runs once into preallocated output buffers and compares with the reference (a
+wrong result is not timed). The workers compile in parallel; the timed runs (`warmup` runs, then
+the median of `repeats`) go one worker at a time, while the others wait.
 
 Failures are per candidate and never raise out of measure(): a schedule that is refused or fails
 to compile is "compile_error", one that fails when run "runtime_error", one whose output differs
 "wrong"; a worker that dies (a segfault, os._exit, the OOM killer, or a MemoryError) marks its
 candidate "crash" and a fresh worker carries on with the rest; a candidate that takes longer than
-timeout_s (compile and runs together) gets its worker killed and is "timeout".
+timeout_s to build or to time gets its worker killed and is "timeout".
 
 As with any "spawn" multiprocessing, a script that calls measure() at import time must do so under
 `if __name__ == "__main__":` (a spawned worker imports the parent's main module); without it every
@@ -39,6 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+KEEP_BUILT = 4  # compiled candidates a worker keeps, to time again without rebuilding (the incumbent)
 STATUSES = ("ok", "compile_error", "runtime_error", "wrong", "crash", "timeout")
 ERROR_CHARS = 2000  # error messages are cut to this length
 FLOAT_RTOL = 1e-4  # random pipelines: floats match within rtol, and atol relative to the largest value
@@ -263,12 +265,14 @@ class _FunctionSource:
 
 class _TestPipeline:
     """FOR THE TESTS OF THIS MODULE ONLY. A tiny pipeline (name "tiny"; "wrong": the same pipeline
-    with a reference that is deliberately off by one) with three pure stages `crash_hook`,
-    `hang_hook` and `oom_hook` that add zero to the output. A candidate schedule that gives one of
-    them a directive makes the worker, after applying it, call os._exit(3), sleep for an hour, or
-    raise MemoryError: the failures measure() must survive. Other kinds never run this hook."""
+    with a reference that is deliberately off by one) with five pure stages `crash_hook`,
+    `hang_hook`, `oom_hook`, `slow_hook` and `slow_run_hook` that add zero to the output. A
+    candidate schedule that gives one of them a directive makes the worker, after applying it,
+    call os._exit(3), sleep for an hour, raise MemoryError (the failures measure() must survive),
+    sleep for a second (a slow compile), or sleep 0.3 s in every run of the candidate (a slow
+    schedule). Other kinds never run this hook."""
 
-    HOOKS = ("crash_hook", "hang_hook", "oom_hook")
+    HOOKS = ("crash_hook", "hang_hook", "oom_hook", "slow_hook", "slow_run_hook")
 
     def __init__(self, spec: PipelineSpec):
         if spec.name not in ("tiny", "wrong"):
@@ -288,7 +292,7 @@ class _TestPipeline:
             h[x, y] = hl.cast(hl.UInt(16), 0)
             hooks.append(h)
         out = hl.Func("out")
-        out[x, y] = g[x, y] + g[x + 1, y] + hooks[0][x, y] + hooks[1][x, y] + hooks[2][x, y]
+        out[x, y] = g[x, y] + g[x + 1, y] + sum(h[x, y] for h in hooks)
         return [out], [[32, 24]], [None]
 
     def reference(self):
@@ -303,7 +307,8 @@ class _TestPipeline:
     def describe(self) -> str:
         return f"test pipeline {self.name}"
 
-    def after_schedule(self, text: str) -> None:
+    def after_schedule(self, text: str) -> float:
+        """What the hooks do; returns the seconds each run is to sleep."""
         record = json.loads(text)
         if record.get("crash_hook"):
             os._exit(3)
@@ -311,10 +316,25 @@ class _TestPipeline:
             time.sleep(3600)
         if record.get("oom_hook"):
             raise MemoryError("test hook")
+        if record.get("slow_hook"):
+            time.sleep(1.0)
+        return 0.3 if record.get("slow_run_hook") else 0.0
 
 
 # ------------------------------------------------------------------------------- the worker
-def _measure_one(hl, spec: PipelineSpec, expected, text: str, repeats: int, warmup: int) -> Measurement:
+@dataclass
+class _Built:
+    """A candidate compiled, run once and checked in a worker: ready for its timed runs."""
+
+    run: object
+    buffers: list
+    compile_s: float
+    text: str
+
+
+def _build_one(hl, spec: PipelineSpec, expected, text: str, compiled=lambda: None) -> _Built | Measurement:
+    """Build the algorithm afresh, apply the schedule, compile, (call compiled()), run once and
+    check the result: the candidate ready to time, or the Measurement of its failure."""
     from .random_pipelines import output_buffers
 
     t0 = time.perf_counter()
@@ -322,17 +342,19 @@ def _measure_one(hl, spec: PipelineSpec, expected, text: str, repeats: int, warm
         outputs, sizes, mins = spec.build(hl)
         pipeline = hl.Pipeline(outputs)
         pipeline.apply_schedule_json(text)
-        if spec.kind == "test":
-            _source(spec).after_schedule(text)
+        delay_s = _source(spec).after_schedule(text) if spec.kind == "test" else 0.0
         pipeline.compile_jit()
         images = _bound_image_params(pipeline)  # a user's pipeline may read ImageParams set() to inputs
         run = pipeline.compile_to_callable(images)
+        if delay_s:
+            run = _slowed(run, delay_s)
         buffers = [p.get() for p in images] + output_buffers(hl, outputs, sizes, mins)
     except MemoryError as e:
         return Measurement("crash", error=_error_text(e), schedule=text)
     except Exception as e:  # noqa: BLE001 - every failure to build, schedule or compile is the candidate's
         return Measurement("compile_error", error=_error_text(e), schedule=text)
     compile_s = time.perf_counter() - t0
+    compiled()
     try:
         run(*buffers)
         results = [np.array(np.asarray(b)) for b in buffers[len(images):]]
@@ -347,19 +369,35 @@ def _measure_one(hl, spec: PipelineSpec, expected, text: str, repeats: int, warm
         same, why = False, _error_text(e, "check: ")
     if not same:
         return Measurement("wrong", compile_s=compile_s, error=why, schedule=text)
-    times = []
+    return _Built(run, buffers, compile_s, text)
+
+
+def _slowed(run, delay_s: float):
+    def slow(*buffers):
+        time.sleep(delay_s)
+        return run(*buffers)
+
+    return slow
+
+
+def _time_one(built: _Built, repeats: int, warmup: int, cutoff_s: float | None = None) -> Measurement:
+    """`warmup` runs, then the median of `repeats` timed runs; only one timed run for a candidate
+    slower than cutoff_s (one sample ranks a candidate far behind the best well enough)."""
+    times: list[float] = []
     try:
         for _ in range(warmup):
-            run(*buffers)
+            built.run(*built.buffers)
         for _ in range(max(1, repeats)):
             t = time.perf_counter()
-            run(*buffers)
+            built.run(*built.buffers)
             times.append(time.perf_counter() - t)
+            if cutoff_s is not None and times[-1] > cutoff_s:
+                break
     except MemoryError as e:
-        return Measurement("crash", compile_s=compile_s, error=_error_text(e), schedule=text)
+        return Measurement("crash", compile_s=built.compile_s, error=_error_text(e), schedule=built.text)
     except Exception as e:  # noqa: BLE001
-        return Measurement("runtime_error", compile_s=compile_s, error=_error_text(e), schedule=text)
-    return Measurement("ok", statistics.median(times), times, compile_s, None, text)
+        return Measurement("runtime_error", compile_s=built.compile_s, error=_error_text(e), schedule=built.text)
+    return Measurement("ok", statistics.median(times), times, built.compile_s, None, built.text)
 
 
 def _bound_image_params(pipeline) -> list:
@@ -385,6 +423,11 @@ def _difference(results, expected) -> str:
 
 
 def _worker_main(conn, spec: PipelineSpec, threads: int | None) -> None:
+    """A worker's loop: ("build", index, text) answers ("compiled", index) once it is compiled,
+    then ("built", index) or the failure's ("result", index, Measurement); ("time", index,
+    repeats, warmup, cutoff_s) times the built
+    candidate and answers ("result", index, Measurement); None ends it. The last KEEP_BUILT
+    candidates built are kept: building one of them again costs nothing."""
     if threads is not None:
         os.environ["HL_NUM_THREADS"] = str(int(threads))  # read when the first parallel loop runs
     try:
@@ -392,9 +435,11 @@ def _worker_main(conn, spec: PipelineSpec, threads: int | None) -> None:
 
         expected = spec.reference()
     except BaseException as e:  # noqa: BLE001 - reported to the parent, which gives up on the batch
-        conn.send(("failed", _error_text(e, "computing the reference: ")))
+        conn.send(("failed", None, _error_text(e, "computing the reference: ")))
         return
-    conn.send(("ready", None))
+    conn.send(("ready", None, None))
+    kept: collections.OrderedDict[str, _Built] = collections.OrderedDict()
+    built: _Built | None = None
     while True:
         try:
             msg = conn.recv()
@@ -402,31 +447,55 @@ def _worker_main(conn, spec: PipelineSpec, threads: int | None) -> None:
             return
         if msg is None:
             return
-        index, text, repeats, warmup = msg
-        m = _measure_one(hl, spec, expected, text, repeats, warmup)
-        conn.send(("result", index, m))
-        if m.status == "crash":  # a MemoryError: memory may be in a bad state; start afresh
+        op, index, *args = msg
+        if op == "build":
+            out = kept.get(args[0]) or _build_one(hl, spec, expected, args[0],
+                                                  lambda i=index: conn.send(("compiled", i, None)))
+            built = out if isinstance(out, _Built) else None
+            if built:
+                _keep(kept, args[0], built)
+            conn.send(("built", index, None) if built else ("result", index, out))
+        else:
+            out = _time_one(built, *args)
+            conn.send(("result", index, out))
+        if isinstance(out, Measurement) and out.status == "crash":  # a MemoryError: start afresh
             return
 
 
+def _keep(kept: collections.OrderedDict, text: str, value) -> None:
+    """The worker's and (mirroring it) the parent's record of the candidates a worker keeps."""
+    kept[text] = value
+    kept.move_to_end(text)
+    while len(kept) > KEEP_BUILT:
+        kept.popitem(last=False)
+
+
 class _Worker:
+    """The parent's end of one worker: its state is "starting", "idle", "building", "built"
+    (compiled, waiting for its turn to be timed) or "timing"."""
+
     def __init__(self, ctx, spec: PipelineSpec, threads, startup_timeout_s: float):
         self.conn, child = ctx.Pipe(duplex=True)
         self.proc = ctx.Process(target=_worker_main, args=(child, spec, threads), daemon=True,
                                 name="autoscheduler-measure")
         self.proc.start()
         child.close()
-        self.state = "starting"  # then "idle" / "busy"
+        self.state = "starting"
         self.index: int | None = None
-        self.deadline = time.monotonic() + startup_timeout_s
+        self.done = 0  # candidates measured
+        self.kept: collections.OrderedDict[str, None] = collections.OrderedDict()  # as the worker keeps them
+        self.set_deadline(startup_timeout_s)
 
-    def send(self, index: int, text: str, repeats: int, warmup: int, timeout_s: float) -> bool:
-        self.index, self.state = index, "busy"
-        self.deadline = time.monotonic() + timeout_s
+    def set_deadline(self, limit_s: float) -> None:
+        self.limit, self.deadline = limit_s, time.monotonic() + limit_s
+
+    def send(self, state: str, msg: tuple, timeout_s: float) -> bool:
+        self.index, self.state = msg[1], state
+        self.set_deadline(timeout_s)
         try:
-            self.conn.send((index, text, repeats, warmup))
+            self.conn.send(msg)
             return True
-        except (OSError, EOFError):  # it died while idle
+        except (OSError, EOFError):  # it died while waiting
             return False
 
     def receive(self):
@@ -465,85 +534,146 @@ class _Worker:
         self.conn.close()
 
 
-def measure(spec, schedules: list[str], timeout_s: float = 30.0, repeats: int = 5, warmup: int = 1,
-            workers: int = 1, threads: int | None = None, startup_timeout_s: float | None = None
-            ) -> list[Measurement]:
-    """Measure each schedule (a JSON text from Pipeline.schedule_to_json) of the pipeline `spec`
-    (a PipelineSpec or a tuple for PipelineSpec.of) in `workers` spawned worker processes; returns
-    one Measurement per schedule, in order. timeout_s bounds each candidate (build, compile, check
-    and timed runs); startup_timeout_s (default max(60, 2 * timeout_s)) bounds a worker's start,
-    which computes the reference. threads: HL_NUM_THREADS in the workers. A worker that can't
-    start twice in a row fails the candidates not yet measured."""
-    spec = PipelineSpec.of(spec)
-    schedules = list(schedules)
-    results: list[Measurement | None] = [None] * len(schedules)
-    if startup_timeout_s is None:
-        startup_timeout_s = max(60.0, 2.0 * timeout_s)
-    ctx = multiprocessing.get_context("spawn")
-    queue = collections.deque(range(len(schedules)))
-    live: list[_Worker] = []
-    start_failures = 0
+def default_workers() -> int:
+    """One worker per core (compiling is single-threaded), at most 8 (each holds a JIT)."""
     try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    return max(1, min(8, cores))
+
+
+class MeasurePool:
+    """Worker processes measuring candidates of one pipeline, kept from batch to batch (a worker
+    starts in about a second: the interpreter, the imports, the reference output).
+
+    Candidates build and compile in parallel, one per worker, in waves; then the wave's compiled
+    candidates are timed one at a time while every other worker waits, so that compiling never
+    shares the machine with a measurement. A worker is replaced after `recycle_after` candidates
+    (every compiled candidate stays loaded in its JIT). timeout_s bounds each candidate's build
+    and compile, and, without a run_timeout_s, its check run and again its timed runs; startup_timeout_s
+    (default max(60, 2 * timeout_s)) bounds a worker's start. threads: HL_NUM_THREADS in the
+    workers. Use it as a context manager, or close() it."""
+
+    def __init__(self, spec, workers: int | None = None, threads: int | None = None, timeout_s: float = 30.0,
+                 startup_timeout_s: float | None = None, recycle_after: int = 64):
+        self.spec = PipelineSpec.of(spec)
+        self.workers = max(1, int(workers or default_workers()))
+        self.threads, self.timeout_s, self.recycle_after = threads, timeout_s, max(1, int(recycle_after))
+        self.startup_timeout_s = max(60.0, 2.0 * timeout_s) if startup_timeout_s is None else startup_timeout_s
+        self._ctx = multiprocessing.get_context("spawn")
+        self._live: list[_Worker] = []
+
+    def __enter__(self) -> MeasurePool:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for w in self._live:
+            w.stop()
+        self._live = []
+
+    def measure(self, schedules: list[str], repeats: int = 5, warmup: int = 1,
+                cutoff_s: float | None = None, run_timeout_s: float | None = None) -> list[Measurement]:
+        """One Measurement per schedule (a JSON text from Pipeline.schedule_to_json), in order;
+        a candidate whose timed run takes longer than cutoff_s is timed once; one whose run
+        takes longer than run_timeout_s is killed ("timeout"). A worker that can't start twice
+        in a row fails the candidates not yet measured."""
+        try:
+            return self._measure(list(schedules), repeats, warmup, cutoff_s, run_timeout_s or self.timeout_s)
+        except BaseException:  # Ctrl-C mid-batch: the workers' answers would be out of step
+            for w in self._live:
+                w.stop(kill=True)
+            self._live = []
+            raise
+
+    def _measure(self, schedules: list[str], repeats: int, warmup: int, cutoff_s: float | None,
+                 run_timeout_s: float) -> list[Measurement]:
+        results: list[Measurement | None] = [None] * len(schedules)
+        queue = collections.deque(range(len(schedules)))
+        live = self._live
+        start_failures = 0
+
+        def drop(w: _Worker, failure: tuple[str, str] | None, kill: bool = True) -> None:
+            nonlocal start_failures
+            if failure and w.state in ("building", "built", "timing"):
+                results[w.index] = Measurement(failure[0], error=failure[1], schedule=schedules[w.index])
+            elif failure and w.state == "starting":
+                start_failures += 1
+                if start_failures >= 2:  # the spec itself can't be set up: give up on what is left
+                    while queue:
+                        i = queue.popleft()
+                        results[i] = Measurement(failure[0], error="worker start: " + failure[1], schedule=schedules[i])
+            w.stop(kill=kill)
+            live.remove(w)
+
         while True:
-            busy = [w for w in live if w.state == "busy"]
-            if not queue and not busy:
+            active = [w for w in live if w.state in ("building", "built", "timing")]
+            if not queue and not active:
                 break
-            while len(live) < min(max(1, workers), len(queue) + len(busy)):
-                live.append(_Worker(ctx, spec, threads, startup_timeout_s))
-            for w in live:
-                if w.state == "idle" and queue:
-                    i = queue.popleft()
-                    if not w.send(i, schedules[i], repeats, warmup, timeout_s):
-                        results[i] = Measurement("crash", error=w.died_how(), schedule=schedules[i])
-                        w.stop(kill=True)
-                        live.remove(w)
-                        break
-            waiting = [w for w in live if w.state != "idle"]
+            while len(live) < min(self.workers, len(queue) + len(active)):
+                live.append(_Worker(self._ctx, self.spec, self.threads, self.startup_timeout_s))
+            states = {w.state for w in live}
+            if "timing" not in states and "built" in states and not states & {"starting", "building"}:
+                w = next(w for w in live if w.state == "built")
+                if not w.send("timing", ("time", w.index, repeats, warmup, cutoff_s),
+                              run_timeout_s * (warmup + max(1, repeats))):
+                    drop(w, ("crash", w.died_how()))
+                    continue
+            elif not states & {"timing", "built"}:
+                for w in [w for w in live if w.state == "idle"]:
+                    if queue:  # a candidate the worker keeps built, else the next
+                        i = next((i for i in queue if schedules[i] in w.kept), queue[0])
+                        queue.remove(i)
+                        if not w.send("building", ("build", i, schedules[i]), self.timeout_s):
+                            drop(w, ("crash", w.died_how()))
+            waiting = [w for w in live if w.state in ("starting", "building", "timing")]
             if not waiting:
                 continue
-            now = time.monotonic()
-            wait_s = max(0.0, min(w.deadline for w in waiting) - now)
+            wait_s = max(0.0, min(w.deadline for w in waiting) - time.monotonic())
             ready = set(multiprocessing.connection.wait([w.conn for w in waiting] + [w.proc.sentinel for w in waiting],
                                                        wait_s))
             now = time.monotonic()
             for w in waiting:
-                failure = None  # (status, message) of a worker that has to go
                 if w.conn in ready or w.proc.sentinel in ready:
                     msg = w.receive()
                     if msg is None:
-                        failure = ("crash", w.died_how())
-                    elif msg[0] == "ready":
+                        drop(w, ("crash", w.died_how()))
+                        continue
+                    kind, i, payload = msg
+                    if kind == "ready":
                         w.state, start_failures = "idle", 0
-                    elif msg[0] == "failed":
-                        failure = ("runtime_error", msg[1])
+                    elif kind == "failed":
+                        drop(w, ("runtime_error", payload))
+                    elif kind == "compiled":
+                        w.set_deadline(run_timeout_s)
+                    elif kind == "built":
+                        w.state = "built"
+                        _keep(w.kept, schedules[i], None)
                     else:
-                        _, i, m = msg
-                        results[i] = m
-                        w.state, w.index = "idle", None
-                        if m.status == "crash":
-                            failure = ("crash", m.error)
+                        results[i], w.state, w.index = payload, "idle", None
+                        w.done += 1
+                        if payload.status == "crash":
+                            drop(w, ("crash", payload.error))
+                        elif w.done >= self.recycle_after:
+                            drop(w, None, kill=False)
                 elif now >= w.deadline:
-                    what = "candidate" if w.state == "busy" else "worker start"
-                    limit = timeout_s if w.state == "busy" else startup_timeout_s
-                    failure = ("timeout", f"the {what} took more than {limit:g} s; killed the worker")
-                if failure is None:
-                    continue
-                if w.state == "busy":
-                    i = w.index
-                    results[i] = Measurement(failure[0], error=failure[1], schedule=schedules[i])
-                elif w.state == "starting":
-                    start_failures += 1
-                    if start_failures >= 2:  # the spec itself can't be set up: give up on what is left
-                        while queue:
-                            i = queue.popleft()
-                            results[i] = Measurement(failure[0], error="worker start: " + failure[1],
-                                                     schedule=schedules[i])
-                w.stop(kill=True)
-                live.remove(w)
-    finally:
-        for w in live:
-            w.stop()
-    return results  # type: ignore[return-value]
+                    what = {"starting": "the worker's start", "building": "building the candidate or its first run",
+                            "timing": "timing the candidate"}[w.state]
+                    drop(w, ("timeout", f"{what} took longer than its time-out ({w.limit:g} s); killed the worker"))
+        return results  # type: ignore[return-value]
+
+
+def measure(spec, schedules: list[str], timeout_s: float = 30.0, repeats: int = 5, warmup: int = 1,
+            workers: int | None = None, threads: int | None = None, startup_timeout_s: float | None = None,
+            cutoff_s: float | None = None, run_timeout_s: float | None = None) -> list[Measurement]:
+    """Measure each schedule (a JSON text from Pipeline.schedule_to_json) of the pipeline `spec`
+    (a PipelineSpec or a tuple for PipelineSpec.of) in a MeasurePool of `workers` processes
+    (default: one per core) started for this call; returns one Measurement per schedule, in order."""
+    with MeasurePool(spec, workers, threads, timeout_s, startup_timeout_s) as pool:
+        return pool.measure(schedules, repeats, warmup, cutoff_s, run_timeout_s)
 
 
 # ---------------------------------------------------------------------------------- debugging

@@ -33,26 +33,53 @@ from .api import gather_estimates, make_problem
 from .apply import apply_directives, directives, python_source
 from .cost_model import CostModel
 from .loop_nest import FEATURES
-from .measure import Measurement, PipelineSpec, measure
+from .measure import Measurement, MeasurePool, PipelineSpec, default_workers, measure
 from .records import Record, TuningDB, TuningKey, machine_fingerprint
 from .search import BeamSearch, State, random_state, recorded_state
 from .train import _ranks, fit_ranking, total_features
 
 CONFIRM = 3  # the fastest candidates timed again at the end of a run
+CUTOFF = 3.0  # a candidate this many times slower than the best so far is timed once
+RUN_TIMEOUT = 20.0  # and one whose single run takes this many times longer is killed ("timeout")
+RUN_TIMEOUT_FLOOR_S = 2.0
 
 
 class LocalRunner:
-    """Measures in spawned worker processes on this machine (measure.measure)."""
+    """Measures on this machine in spawned worker processes (measure.MeasurePool), one pool per
+    pipeline kept until close(): candidates compile in parallel on `workers` processes (default
+    one per core) and are timed one at a time."""
 
-    def __init__(self, threads: int = 2, timeout_s: float = 60.0, repeats: int = 7, warmup: int = 1):
+    def __init__(self, threads: int = 2, timeout_s: float = 60.0, repeats: int = 7, warmup: int = 1,
+                 workers: int | None = None):
         self.threads, self.timeout_s, self.repeats, self.warmup = threads, timeout_s, repeats, warmup
+        self.parallel = workers or default_workers()  # candidates built at once
+        self._pools: dict[PipelineSpec, MeasurePool] = {}
 
-    def measure(self, spec: PipelineSpec, schedules: list[str]) -> list[Measurement]:
-        return measure(spec, schedules, timeout_s=self.timeout_s, repeats=self.repeats, warmup=self.warmup,
-                       threads=self.threads)
+    def measure(self, spec: PipelineSpec, schedules: list[str], cutoff_s: float | None = None,
+                run_timeout_s: float | None = None) -> list[Measurement]:
+        """One Measurement per schedule; one timed run for a candidate slower than cutoff_s; a
+        "timeout" for one whose run takes longer than run_timeout_s (default: timeout_s)."""
+        pool = self._pools.get(spec)
+        if pool is None:
+            pool = self._pools[spec] = MeasurePool(spec, self.parallel, self.threads, self.timeout_s)
+        return pool.measure(schedules, self.repeats, self.warmup, cutoff_s, run_timeout_s)
 
     def fingerprint(self) -> str:
         return machine_fingerprint(self.threads)
+
+    def close(self) -> None:
+        for pool in self._pools.values():
+            pool.close()
+        self._pools = {}
+
+    def __enter__(self) -> LocalRunner:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __getstate__(self):  # a DaskRunner ships its settings to the workers, not its processes
+        return {**self.__dict__, "_pools": {}}
 
 
 class DaskRunner:
@@ -69,15 +96,18 @@ class DaskRunner:
         if isinstance(client, str):
             client = Client(client.replace("dask://", "tcp://"))
         self.client = client
-        self.local = LocalRunner(threads, timeout_s, repeats, warmup)
+        self.local = LocalRunner(threads, timeout_s, repeats, warmup, workers=1)
         self.threads = threads
+        self.parallel = max(1, len(client.scheduler_info().get("workers", {})))
         if any(client.run(_is_daemon).values()):
             raise hl.HalideError("DaskRunner: the cluster's workers are daemonic processes, which cannot start the "
                                  "processes candidates are measured in: start them with the dask config "
                                  "distributed.worker.daemon: False (DASK_DISTRIBUTED__WORKER__DAEMON=False)")
 
-    def measure(self, spec: PipelineSpec, schedules: list[str]) -> list[Measurement]:
-        futures = [self.client.submit(_measure_on_worker, self.local, spec, text, pure=False) for text in schedules]
+    def measure(self, spec: PipelineSpec, schedules: list[str], cutoff_s: float | None = None,
+                run_timeout_s: float | None = None) -> list[Measurement]:
+        futures = [self.client.submit(_measure_on_worker, self.local, spec, text, cutoff_s, run_timeout_s, pure=False)
+                   for text in schedules]
         out = []
         for text, fut in zip(schedules, futures):
             try:
@@ -105,9 +135,11 @@ def _is_daemon() -> bool:
     return bool(multiprocessing.current_process().daemon)
 
 
-def _measure_on_worker(runner: LocalRunner, spec: PipelineSpec, text: str) -> Measurement:
+def _measure_on_worker(runner: LocalRunner, spec: PipelineSpec, text: str, cutoff_s: float | None,
+                       run_timeout_s: float | None) -> Measurement:
     with _WORKER_LOCK:  # one candidate at a time on each worker, however many threads it has
-        return runner.measure(spec, [text])[0]
+        return measure(spec, [text], runner.timeout_s, runner.repeats, runner.warmup, 1, runner.threads,
+                       cutoff_s=cutoff_s, run_timeout_s=run_timeout_s)[0]
 
 
 def as_spec(spec) -> PipelineSpec:
@@ -360,7 +392,8 @@ def tune(spec, budget_s: float = 60.0, trials: int | None = None, batch_size: in
 
     spec: "apps.NAME", "module:function" (see measure._FunctionSource) or a PipelineSpec. db: a
     TuningDB or its path (default: the user's cache). runner: LocalRunner(threads) unless given
-    (anything with measure(spec, schedules) and fingerprint()). reuse: a finished run's best
+    (anything with measure(spec, schedules, cutoff_s=None, run_timeout_s=None) and fingerprint(), and optionally
+    `parallel`, the candidates it measures at once). reuse: a finished run's best
     record for the same key answers at once. progress(trial: Trial, result_so_far) is called after
     each candidate. Ctrl-C stops the run and returns the best so far (the run stays resumable).
     proposer="random": the baseline, uniformly random legal schedules (give it a db of its own to
@@ -369,6 +402,7 @@ def tune(spec, budget_s: float = 60.0, trials: int | None = None, batch_size: in
         raise ValueError(f"proposer must be 'model' or 'random', got {proposer!r}")
     t0 = time.perf_counter()
     spec = as_spec(spec)
+    own_runner = runner is None
     runner = runner or LocalRunner(threads)
     own_db = not isinstance(db, TuningDB)
     db = TuningDB(db) if own_db else db
@@ -398,17 +432,22 @@ def tune(spec, budget_s: float = 60.0, trials: int | None = None, batch_size: in
                 if result.trials:  # a batch that fits the time left, confirmation included
                     per = result.stats["measure_s"] / max(1, len(result.trials) + round_)
                     left = stop_at - time.perf_counter() - per * 2 * (CONFIRM + 1)
-                    want = max(1, min(want, int(left / per)))
+                    if left < per:
+                        break
+                    want = min(want, int(left / per))
+                else:  # the first batch, one wave of the runner's workers: what a candidate costs
+                    want = min(want, max(1, int(getattr(runner, "parallel", 1))))
                 ts = time.perf_counter()
                 batch = tuning.propose(round_, want) if proposer == "model" else tuning.propose_random(want)
                 result.stats["search_s"] = result.stats.get("search_s", 0.0) + time.perf_counter() - ts
                 if not batch:
                     result.stats["exhausted"] = True
                     break
-                incumbent = tuning.best()[0]
+                incumbent, best_s = tuning.best()
                 texts = [t for t, _ in batch] + ([incumbent] if incumbent else [])
                 tm = time.perf_counter()
-                ms = runner.measure(spec, texts)
+                ms = runner.measure(spec, texts, cutoff_s=CUTOFF * best_s if best_s else None,
+                                    run_timeout_s=max(RUN_TIMEOUT_FLOOR_S, RUN_TIMEOUT * best_s) if best_s else None)
                 result.stats["measure_s"] = result.stats.get("measure_s", 0.0) + time.perf_counter() - tm
                 rows = tuning.retime(incumbent, ms[-1], key, run_id, n_trial) if incumbent else []
                 for (text, st), m in zip(batch, ms):
@@ -446,6 +485,8 @@ def tune(spec, budget_s: float = 60.0, trials: int | None = None, batch_size: in
                             measured=len(tuning.times) + len(tuning.failed))
         return result
     finally:
+        if own_runner:
+            runner.close()
         if own_db:
             db.close()
 

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import pyhalide as hl
-from autoscheduler.measure import Measurement, PipelineSpec, measure
+from autoscheduler.measure import Measurement, MeasurePool, PipelineSpec, measure
 from autoscheduler.random_pipelines import KINDS, SCALES, random_pipeline, reference_schedule
 from pyhalide import reference as numpy_reference
 from pyhalide.testing.corpus import Case
@@ -216,3 +216,41 @@ def test_reference_schedule_roots_every_func():
     record = json.loads(p.schedule_to_json())
     assert set(record) == {f.name() for f in p.funcs()}
     assert all(any(entry[1] == "compute_at" for entry in entries) for entries in record.values())
+
+
+def test_the_pool_compiles_in_parallel_times_one_at_a_time_and_keeps_its_workers():
+    """Four candidates that each take a second to build, on two workers: two waves of parallel
+    builds (serially it would take four seconds); the workers outlive the batch, and are replaced
+    after recycle_after candidates."""
+    ok, slow = _tiny_schedule(), _tiny_schedule(slow_hook=True)
+    with MeasurePool(PipelineSpec("test", "tiny", ""), workers=2, timeout_s=20, recycle_after=4) as pool:
+        assert [m.status for m in pool.measure([ok, ok], repeats=2)] == ["ok", "ok"]
+        pids = {w.proc.pid for w in pool._live}
+        assert len(pids) == 2
+        t0 = time.monotonic()
+        results = pool.measure([slow, ok, slow, slow, ok, slow], repeats=2)
+        wall = time.monotonic() - t0
+        assert [m.status for m in results] == ["ok"] * 6
+        assert all(results[i].compile_s >= 1.0 for i in (0, 2, 3, 5)) and results[1].compile_s < 1.0
+        assert wall < 3.6, wall
+        assert not pool._live  # each had measured 4: both replaced
+        assert [m.status for m in pool.measure([ok])] == ["ok"]
+        assert {w.proc.pid for w in pool._live}.isdisjoint(pids)
+
+
+def test_slow_candidates_are_timed_once_and_too_slow_ones_killed():
+    """A run slower than cutoff_s ends the timing after one sample; a run longer than
+    run_timeout_s kills the worker ("timeout"), whatever timeout_s allows the build."""
+    ok, slow = _tiny_schedule(), _tiny_schedule(slow_run_hook=True)
+    spec = PipelineSpec("test", "tiny", "")
+    with MeasurePool(spec, workers=2, timeout_s=30) as pool:
+        fast, once = pool.measure([ok, slow], repeats=5, warmup=0, cutoff_s=0.1)
+        assert fast.status == once.status == "ok" and len(fast.times) == 5 and len(once.times) == 1
+        assert once.time_s >= 0.3
+        fast, killed = pool.measure([ok, slow], repeats=5, warmup=0, run_timeout_s=0.2)  # kept: timing killed
+        assert fast.status == "ok" and killed.status == "timeout", killed
+        assert "timing the candidate" in killed.error
+    with MeasurePool(spec, workers=2, timeout_s=30) as pool:  # built afresh: its first run is killed
+        fast, killed = pool.measure([ok, slow], repeats=5, warmup=0, run_timeout_s=0.2)
+    assert fast.status == "ok" and killed.status == "timeout", killed
+    assert "first run" in killed.error and "0.2 s" in killed.error

@@ -169,7 +169,7 @@ from autoscheduler.measure import PipelineSpec
 from autoscheduler.tune import LocalRunner, tune
 if __name__ == "__main__":
     tune(PipelineSpec("test", "tiny", ""), budget_s=600, batch_size=3, db=sys.argv[1],
-         runner=LocalRunner(threads=1, timeout_s=30.0, repeats=2))
+         runner=LocalRunner(threads=1, timeout_s=30.0, repeats=2, workers=3))  # every batch 3
 """
 
 
