@@ -330,6 +330,7 @@ class _Built:
     buffers: list
     compile_s: float
     text: str
+    first_s: float  # its first run, the one checked
 
 
 def _build_one(hl, spec: PipelineSpec, expected, text: str, compiled=lambda: None) -> _Built | Measurement:
@@ -356,7 +357,9 @@ def _build_one(hl, spec: PipelineSpec, expected, text: str, compiled=lambda: Non
     compile_s = time.perf_counter() - t0
     compiled()
     try:
+        t1 = time.perf_counter()
         run(*buffers)
+        first_s = time.perf_counter() - t1
         results = [np.array(np.asarray(b)) for b in buffers[len(images):]]
     except MemoryError as e:
         return Measurement("crash", compile_s=compile_s, error=_error_text(e), schedule=text)
@@ -369,7 +372,7 @@ def _build_one(hl, spec: PipelineSpec, expected, text: str, compiled=lambda: Non
         same, why = False, _error_text(e, "check: ")
     if not same:
         return Measurement("wrong", compile_s=compile_s, error=why, schedule=text)
-    return _Built(run, buffers, compile_s, text)
+    return _Built(run, buffers, compile_s, text, first_s)
 
 
 def _slowed(run, delay_s: float):
@@ -382,7 +385,10 @@ def _slowed(run, delay_s: float):
 
 def _time_one(built: _Built, repeats: int, warmup: int, cutoff_s: float | None = None) -> Measurement:
     """`warmup` runs, then the median of `repeats` timed runs; only one timed run for a candidate
-    slower than cutoff_s (one sample ranks a candidate far behind the best well enough)."""
+    slower than cutoff_s (one sample ranks a candidate far behind the best well enough), and
+    none for one whose first run was already twice as slow (its first run is its sample)."""
+    if cutoff_s is not None and built.first_s > 2 * cutoff_s:
+        return Measurement("ok", built.first_s, [built.first_s], built.compile_s, None, built.text)
     times: list[float] = []
     try:
         for _ in range(warmup):

@@ -40,7 +40,7 @@ from .train import _ranks, fit_ranking, total_features
 
 CONFIRM = 3  # the fastest candidates timed again at the end of a run
 CUTOFF = 3.0  # a candidate this many times slower than the best so far is timed once
-RUN_TIMEOUT = 20.0  # and one whose single run takes this many times longer is killed ("timeout")
+RUN_TIMEOUT = 10.0  # and one whose single run takes this many times longer is killed ("timeout")
 RUN_TIMEOUT_FLOOR_S = 2.0
 
 
@@ -215,6 +215,7 @@ class _Tuning:
         self.rng = random.Random(seed)
         self.seed = seed
         self.times: dict[str, list[float]] = {}  # schedule JSON -> measured times (medians of batches)
+        self.run_cost: dict[str, float] = {}  # schedule JSON -> seconds its timing took
         self.failed: set[str] = set()
         self.states: dict[str, State] = {}  # schedule JSON -> the state it came from
         self.decisions: dict[str, dict] = {}
@@ -338,6 +339,7 @@ class _Tuning:
         self.states[text], self.decisions[text] = st, decisions
         if m.ok:
             self.times[text] = [m.time_s]
+            self.run_cost[text] = m.time_s * (len(m.times) + 2)  # the check and warm-up runs too
         else:
             self.failed.add(text)
         return Record(key, text, m.status, m.time_s, decisions, st.cost, m.error, run_id, trial)
@@ -351,13 +353,19 @@ class _Tuning:
             self.failed.add(text)
         return [Record(key, text, m.status, m.time_s, self.decisions.get(text), None, m.error, run_id, trial)]
 
+    def confirmed(self, model_pick: str) -> list[str]:
+        texts = self.ranked()[:CONFIRM]
+        return texts + [model_pick] if model_pick in self.times and model_pick not in texts else texts
+
+    def confirm_cost(self, model_pick: str, build_s: float) -> float:
+        """About how long confirm() will take: each candidate built, then timed twice."""
+        return sum(build_s + 2 * self.run_cost.get(t, 0.0) for t in self.confirmed(model_pick))
+
     def confirm(self, runner, spec: PipelineSpec, model_pick: str, key: TuningKey, run_id: str,
                 trial: int) -> list[Record]:
         """Time the CONFIRM fastest again, and the model's pick, twice each, interleaved: the
         fastest of many candidates timed once is partly the luckiest (the winner's curse)."""
-        texts = self.ranked()[:CONFIRM]
-        if model_pick in self.times and model_pick not in texts:
-            texts.append(model_pick)
+        texts = self.confirmed(model_pick)
         if not texts:
             return []
         rows = []
@@ -426,17 +434,19 @@ def tune(spec, budget_s: float = 60.0, trials: int | None = None, batch_size: in
             result.stats["seeded"] = len(tuning.seeds)
         stop_at = t0 + budget_s
         round_ = 0
+        parallel = max(1, int(getattr(runner, "parallel", 1)))
         try:
             while time.perf_counter() < stop_at and (trials is None or n_trial < trials):
                 want = batch_size if trials is None else min(batch_size, trials - n_trial)
                 if result.trials:  # a batch that fits the time left, confirmation included
                     per = result.stats["measure_s"] / max(1, len(result.trials) + round_)
-                    left = stop_at - time.perf_counter() - per * 2 * (CONFIRM + 1)
+                    build_s = result.stats["compile_s"] / len(result.trials) / parallel
+                    left = stop_at - time.perf_counter() - tuning.confirm_cost(result.first_schedule, build_s)
                     if left < per:
                         break
                     want = min(want, int(left / per))
                 else:  # the first batch, one wave of the runner's workers: what a candidate costs
-                    want = min(want, max(1, int(getattr(runner, "parallel", 1))))
+                    want = min(want, parallel)
                 ts = time.perf_counter()
                 batch = tuning.propose(round_, want) if proposer == "model" else tuning.propose_random(want)
                 result.stats["search_s"] = result.stats.get("search_s", 0.0) + time.perf_counter() - ts

@@ -243,10 +243,12 @@ def test_slow_candidates_are_timed_once_and_too_slow_ones_killed():
     run_timeout_s kills the worker ("timeout"), whatever timeout_s allows the build."""
     ok, slow = _tiny_schedule(), _tiny_schedule(slow_run_hook=True)
     spec = PipelineSpec("test", "tiny", "")
-    with MeasurePool(spec, workers=2, timeout_s=30) as pool:
+    with MeasurePool(spec, workers=1, timeout_s=30) as pool:  # one worker: it keeps both built
         fast, once = pool.measure([ok, slow], repeats=5, warmup=0, cutoff_s=0.1)
         assert fast.status == once.status == "ok" and len(fast.times) == 5 and len(once.times) == 1
         assert once.time_s >= 0.3
+        (timed,) = pool.measure([slow], repeats=5, warmup=0, cutoff_s=0.2)  # not twice the cut-off: timed once
+        assert timed.status == "ok" and len(timed.times) == 1 and timed.times[0] != once.times[0]
         fast, killed = pool.measure([ok, slow], repeats=5, warmup=0, run_timeout_s=0.2)  # kept: timing killed
         assert fast.status == "ok" and killed.status == "timeout", killed
         assert "timing the candidate" in killed.error
