@@ -33,7 +33,7 @@ from .api import gather_estimates, make_problem
 from .apply import apply_directives, directives, python_source
 from .cost_model import CostModel
 from .loop_nest import FEATURES
-from .measure import Measurement, MeasurePool, PipelineSpec, default_workers, measure
+from .measure import KEEP_BUILT, Measurement, MeasurePool, PipelineSpec, default_workers, measure
 from .records import Record, TuningDB, TuningKey, machine_fingerprint
 from .search import BeamSearch, State, random_state, recorded_state
 from .train import _ranks, fit_ranking, total_features
@@ -339,6 +339,7 @@ class _Tuning:
         self.states[text], self.decisions[text] = st, decisions
         if m.ok:
             self.times[text] = [m.time_s]
+            self.run_cost.pop(text, None)  # (in the order measured)
             self.run_cost[text] = m.time_s * (len(m.times) + 2)  # the check and warm-up runs too
         else:
             self.failed.add(text)
@@ -348,6 +349,7 @@ class _Tuning:
         """Take in a re-timing of the best so far (a failure this time disqualifies it)."""
         if m.ok:
             self.times[text].append(m.time_s)
+            self.run_cost[text] = self.run_cost.pop(text, m.time_s * (len(m.times) + 2))  # now the latest
         else:
             del self.times[text]
             self.failed.add(text)
@@ -357,9 +359,11 @@ class _Tuning:
         texts = self.ranked()[:CONFIRM]
         return texts + [model_pick] if model_pick in self.times and model_pick not in texts else texts
 
-    def confirm_cost(self, model_pick: str, build_s: float) -> float:
-        """About how long confirm() will take: each candidate built, then timed twice."""
-        return sum(build_s + 2 * self.run_cost.get(t, 0.0) for t in self.confirmed(model_pick))
+    def confirm_cost(self, model_pick: str, build_s: float, kept: int) -> float:
+        """About how long confirm() will take: each candidate built (unless it is among the
+        `kept` last measured, which the workers still hold built), then timed twice."""
+        recent = set(list(self.run_cost)[-kept:])
+        return sum(build_s * (t not in recent) + 2 * self.run_cost.get(t, 0.0) for t in self.confirmed(model_pick))
 
     def confirm(self, runner, spec: PipelineSpec, model_pick: str, key: TuningKey, run_id: str,
                 trial: int) -> list[Record]:
@@ -441,7 +445,8 @@ def tune(spec, budget_s: float = 60.0, trials: int | None = None, batch_size: in
                 if result.trials:  # a batch that fits the time left, confirmation included
                     per = result.stats["measure_s"] / max(1, len(result.trials) + round_)
                     build_s = result.stats["compile_s"] / len(result.trials) / parallel
-                    left = stop_at - time.perf_counter() - tuning.confirm_cost(result.first_schedule, build_s)
+                    left = stop_at - time.perf_counter() - tuning.confirm_cost(result.first_schedule, build_s,
+                                                                               KEEP_BUILT * parallel)
                     if left < per:
                         break
                     want = min(want, int(left / per))
