@@ -3,7 +3,10 @@
 Objects are cached in memory and on disk (`~/.cache/pyhalide`, or $PYHALIDE_CACHE_DIR; set
 PYHALIDE_DISK_CACHE=0 to turn the disk cache off), keyed by the IR text, the CPU name and
 features, the LLVM version and the pyhalide version: loading a cached object costs under a
-millisecond, so re-running a program or re-measuring a tuning candidate is cheap.
+millisecond, so re-running a program or re-measuring a tuning candidate is cheap. An entry starts
+with a header naming its key and the object's SHA-256; one that is truncated, empty, garbage,
+another key's, or that fails to link is deleted and compiled again, so a damaged cache heals
+itself. Entries are written to a temporary file, flushed, and renamed into place.
 """
 
 from __future__ import annotations
@@ -113,43 +116,94 @@ def _cache_dir() -> Path | None:
     return path
 
 
-def _object_for(ir_text: str) -> bytes:
+_HEADER = b"pyhalide-object-1\0"  # then the 64-character key, the object's SHA-256, the object
+
+
+def _object_key(ir_text: str) -> str:
     host = host_target()
     from .. import __version__
 
-    key = hashlib.sha256(
+    return hashlib.sha256(
         "\0".join([ir_text, host.cpu, host.features, llvmlite.__version__, __version__, OPTIMIZATION]).encode()
     ).hexdigest()
-    obj = _memory_cache.get(key)
-    if obj is not None:
+
+
+def _read_cached(path: Path, key: str) -> bytes | None:
+    """The object cached at path, if its header names this key and its checksum holds; an entry
+    that is unreadable, truncated, foreign or corrupt is deleted (it is compiled again)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        data = b""
+    start = len(_HEADER) + 64 + 32
+    obj = data[start:]
+    if data[: len(_HEADER)] == _HEADER and data[len(_HEADER): len(_HEADER) + 64] == key.encode() and obj and \
+            hashlib.sha256(obj).digest() == data[len(_HEADER) + 64: start]:
         return obj
+    _discard(path)
+    return None
+
+
+def _discard(path: Path | None) -> None:
+    if path is not None:
+        try:
+            path.unlink()
+        except OSError:
+            pass
+
+
+def _write_cached(path: Path, key: str, obj: bytes) -> None:
+    """Write atomically (a temporary file renamed over the entry: concurrent writers never leave a
+    torn one) and durably (flushed to disk before the rename)."""
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(_HEADER + key.encode() + hashlib.sha256(obj).digest() + obj)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError:
+        _discard(tmp)
+
+
+def _object_for(ir_text: str, fresh: bool = False) -> tuple[bytes, Path | None]:
+    """The object code of this IR (from memory, the disk cache, or compiled now; fresh: compiled
+    now), and the cache entry it came from or went to."""
+    key = _object_key(ir_text)
     cache = _cache_dir()
     path = cache / f"{key}.o" if cache else None
-    if path is not None and path.exists():
-        obj = path.read_bytes()
-    else:
+    obj = None if fresh else _memory_cache.get(key)
+    if obj is None and path is not None and not fresh:
+        obj = _read_cached(path, key)
+    if obj is None:
         mod = optimize(ir_text)
         with _lock:
             obj = _state["tm"].emit_object(mod)
         if path is not None:
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            try:
-                tmp.write_bytes(obj)
-                os.replace(tmp, path)  # atomic: concurrent writers never leave a torn object
-            except OSError:
-                pass
+            _write_cached(path, key, obj)
     _memory_cache[key] = obj
-    return obj
+    return obj, path
+
+
+def _link(obj: bytes, symbol: str):
+    with _lock:
+        st = _init()
+        _library_counter[0] += 1
+        builder = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process().export_symbol(symbol)
+        return builder.link(st["lljit"], f"pyhalide_lib{_library_counter[0]}")
 
 
 class JITFunction:
     """A loaded function: its address, kept valid while this object lives."""
 
     def __init__(self, ir_text: str, symbol: str):
-        obj = _object_for(ir_text)
-        with _lock:
-            st = _init()
-            _library_counter[0] += 1
-            builder = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process().export_symbol(symbol)
-            self._tracker = builder.link(st["lljit"], f"pyhalide_lib{_library_counter[0]}")
+        obj, path = _object_for(ir_text)
+        try:
+            self._tracker = _link(obj, symbol)
+        except Exception:  # noqa: BLE001 - an object that passed its checksum but won't link: compile afresh
+            _discard(path)
+            obj, _ = _object_for(ir_text, fresh=True)
+            self._tracker = _link(obj, symbol)
         self.address = self._tracker[symbol]
