@@ -176,3 +176,21 @@ def test_cyclic_funcs():
     f[x] = g[x] + f[x]
     with pytest.raises(hl.HalideError, match="Cyclic dependency"):
         g.realize([2])
+
+
+def test_two_inputs_with_one_name_are_refused():
+    """Inputs are passed by name: a clash would silently read one input for both."""
+    a = hl.Buffer(np.full(4, 1, np.int32), "img")
+    b = hl.Buffer(np.full(4, 2, np.int32), "img")
+    f = hl.Func("two_imgs")
+    f[x] = a[x] * 10 + b[x]
+    with pytest.raises(hl.HalideError, match=r"Two different input images are both named 'img'"):
+        f.realize([4])
+    p, q = hl.Param(hl.Int(32), "p", 3), hl.Param(hl.Int(32), "p", 5)
+    g = hl.Func("two_params")
+    g[x] = p + q * 10
+    with pytest.raises(hl.HalideError, match=r"Two different Params are both named 'p'"):
+        g.realize([2])
+    same = hl.Func("one_img_twice")  # one input read in several places is of course fine
+    same[x] = a[x] + a[x + 0] + hl.BoundaryConditions.repeat_edge(a)[x]
+    assert (np.asarray(same.realize([4])) == 3).all()

@@ -38,16 +38,23 @@ class _Calls(IRVisitor):
             if known is not c.func:
                 raise CompileError(f"Two different Funcs are both named {c.name}; give them distinct names")
         elif c.call_type == ir.IMAGE:
-            self.images.setdefault(c.name, c.image)
+            self._input(self.images, c.name, c.image, "input images")
         self.visit_children(c)
 
     def visit_Variable(self, v):
         from ..param import Param
 
         if isinstance(v.ref, Param):
-            self.params.setdefault(v.name, v.ref)
+            self._input(self.params, v.name, v.ref, "Params")
         elif v.ref is not None and hasattr(v.ref, "dimensions") and not hasattr(v.ref, "rvars"):
-            self.images.setdefault(v.name.rsplit(".", 2)[0], v.ref)
+            self._input(self.images, v.name.rsplit(".", 2)[0], v.ref, "input images")
+
+    @staticmethod
+    def _input(known: dict, name: str, obj, what: str) -> None:
+        """Inputs are passed by name: two different objects under one name would read the same data."""
+        if known.setdefault(name, obj) is not obj:
+            raise CompileError(f"Two different {what} are both named {name!r}: the pipeline would read one of them "
+                               f"for both; give them distinct names")
 
 
 @dataclass
