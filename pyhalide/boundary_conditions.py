@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from . import ir
 from .errors import HalideError
-from .expr import Expr, to_ir, wrap
+from .expr import to_ir, wrap
 from .func import Func
 from .operators import clamp, likely, select
 from .types import Int
@@ -70,9 +70,8 @@ def repeat_edge(source, bounds=None) -> Func:
 
 def constant_exterior(source, value, bounds=None) -> Func:
     """Coordinates outside the bounds read `value`."""
-    def value_fn(inside, read):
-        v = value if isinstance(value, Expr) else wrap(ir.make_const(to_ir(read).type, value))
-        return select(inside, read, v)
+    def value_fn(inside, read):  # a Python number takes the image's type, if it fits (select refuses one that doesn't)
+        return select(inside, read, value)
 
     return _wrap_source(source, "constant_exterior", bounds,
                         lambda a, lo, ext: clamp(likely(a), lo, lo + ext - 1), value_fn)

@@ -37,7 +37,16 @@ class Param(Expr):
         return self._type
 
     def set(self, value) -> None:
-        self._value = self._checked(value, "set")
+        self._value = self._in_range(self._checked(value, "set"))
+
+    def _in_range(self, value):
+        """Halide checks a Param against its set_range when the pipeline runs; here, when either is set."""
+        if value is not None:
+            if isinstance(self._min, int | float) and value < self._min:
+                raise HalideError(f"Param {self._name} is set to {value!r}, below its minimum {self._min!r}")
+            if isinstance(self._max, int | float) and value > self._max:
+                raise HalideError(f"Param {self._name} is set to {value!r}, above its maximum {self._max!r}")
+        return value
 
     def _checked(self, value, method: str):
         if isinstance(value, Expr | str):
@@ -63,7 +72,12 @@ class Param(Expr):
         return self._value is not None
 
     def set_range(self, min=None, max=None) -> None:
-        self._min, self._max = min, max
+        old, (self._min, self._max) = (self._min, self._max), (min, max)
+        try:
+            self._in_range(self._value)
+        except HalideError:
+            self._min, self._max = old
+            raise
 
     def __repr__(self):
         return self._name

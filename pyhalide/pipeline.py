@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from .buffer import Buffer
 from .errors import HalideError
 from .func import Func
@@ -176,6 +178,10 @@ class Pipeline:
             sizes = []
         if isinstance(sizes, int):
             sizes = [sizes]
+        sizes = list(sizes)
+        bad = [s for s in sizes if not isinstance(s, int | np.integer) or isinstance(s, bool)]
+        if bad:
+            raise HalideError(f"realize: sizes must be integers, got {sizes}")
         sizes = [int(s) for s in sizes]
         for spec in out_specs:
             if len(sizes) != spec.dimensions:

@@ -194,3 +194,35 @@ def test_two_inputs_with_one_name_are_refused():
     same = hl.Func("one_img_twice")  # one input read in several places is of course fine
     same[x] = a[x] + a[x + 0] + hl.BoundaryConditions.repeat_edge(a)[x]
     assert (np.asarray(same.realize([4])) == 3).all()
+
+
+def test_values_outside_their_declared_ranges_are_refused():
+    p = hl.Param(hl.Int(32), "ranged", 1)
+    p.set_range(0, 5)
+    with pytest.raises(hl.HalideError, match=r"Param ranged is set to 10, above its maximum 5"):
+        p.set(10)
+    with pytest.raises(hl.HalideError, match=r"Param ranged is set to 1, below its minimum 2"):
+        p.set_range(2, 5)
+    p.set(5)
+    assert p.get() == 5
+    buf = hl.Buffer(np.zeros(4, np.uint8), "u8_edge")
+    with pytest.raises(hl.HalideError, match=r"Integer constant 300 will be implicitly coerced to type uint8"):
+        hl.BoundaryConditions.constant_exterior(buf, 300)
+    g = hl.BoundaryConditions.constant_exterior(buf, 7)
+    f = hl.Func("edge7")
+    f[x] = g[x]
+    assert np.asarray(f.realize([6])).tolist() == [0, 0, 0, 0, 7, 7]
+    with pytest.raises(hl.HalideError, match=r"realize: sizes must be integers, got \[3.5\]"):
+        f.realize([3.5])
+    assert np.asarray(f.realize([np.int64(2)])).tolist() == [0, 0]
+
+
+def test_store_at_of_an_inlined_func_is_refused():
+    g, f = hl.Func("stored_inline"), hl.Func("its_consumer")
+    g[x] = x
+    f[x] = g[x] + 1
+    g.store_at(f, x)
+    with pytest.raises(hl.HalideError, match=r"Func stored_inline is computed inline, so it has no storage"):
+        f.realize([3])
+    g.compute_at(f, x)
+    assert np.asarray(f.realize([3])).tolist() == [1, 2, 3]

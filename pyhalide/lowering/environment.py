@@ -119,6 +119,9 @@ def build_environment(outputs, target=None) -> Environment:
         elif sched.explicit_inline or (sched.is_default and not f.has_update_definition()):
             if f.has_update_definition():
                 raise CompileError(f"Func {name} has update definitions and cannot be inlined")
+            if sched.store_level is not None and not sched.store_level.is_inlined():
+                raise CompileError(f"Func {name} is computed inline, so it has no storage to place at "
+                                   f"{sched.store_level}: compute it there (or within it) with compute_at as well")
             if any(s.initialized and (s.splits or any(d.for_type != "serial" for d in s.dims))
                    for s in sched.stages):
                 raise CompileError(f"Func {name} is inlined but its loops are scheduled (split, vectorize ...); "
