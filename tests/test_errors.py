@@ -226,3 +226,16 @@ def test_store_at_of_an_inlined_func_is_refused():
         f.realize([3])
     g.compute_at(f, x)
     assert np.asarray(f.realize([3])).tolist() == [1, 2, 3]
+
+
+def test_a_vector_too_wide_for_llvm_is_refused_before_it_crashes():
+    """vectorize(x, 1000000) used to abort the interpreter inside LLVM: in a subprocess, so that a
+    regression can't take the test run down."""
+    import subprocess
+    import sys
+
+    code = ("import pyhalide as hl\nx = hl.Var('x')\nf = hl.Func('too_wide')\nf[x] = x\nf.vectorize(x, 1000000)\n"
+            "try:\n    f.realize([8])\nexcept hl.HalideError as e:\n    print('refused:', e)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "refused: Can't vectorize loop too_wide" in run.stdout and "1000000 lanes wide: at most 16384" in run.stdout

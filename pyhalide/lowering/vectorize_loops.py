@@ -197,6 +197,9 @@ def _strip_guards(stmt: ir.Stmt, var: str) -> tuple[ir.Stmt, list[ir.Expr], list
             return stmt, guards, lets
 
 
+MAX_LANES = 16384  # LLVM asserts on 65535-lane vectors (too many operands for one SelectionDAG node)
+
+
 class _Vectorize(IRMutator):
     statements_only = True  # it rewrites vectorized loops; expressions hold none
 
@@ -209,6 +212,9 @@ class _Vectorize(IRMutator):
             raise CompileError(f"Can't vectorize loop {s.name}: its extent ({expr_to_string(s.extent)}) is not a "
                                "constant. "
                                "Split it by a constant factor first (vectorize(x, n)).")
+        if lanes > MAX_LANES:
+            raise CompileError(f"Can't vectorize loop {s.name} {lanes} lanes wide: at most {MAX_LANES} (wider vectors "
+                               "fail inside LLVM's instruction selection); vectorize by a smaller factor")
         serial = ir.For(s.name, s.min, s.extent, ir.SERIAL, body)
         if lanes <= 1 or s.min.type.lanes != 1:
             return serial
