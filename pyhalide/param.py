@@ -101,6 +101,36 @@ class _DimView:
     def max(self):
         return self.min() + self.extent() - 1
 
+    # Constraints (an ImageParam's): the bound buffer must match them, and a dimension's min,
+    # extent or stride read after the constraint is the constant itself, which code is specialized to.
+    def set_min(self, value) -> _DimView:
+        return self._constrain("min", value)
+
+    def set_extent(self, value) -> _DimView:
+        return self._constrain("extent", value)
+
+    def set_stride(self, value) -> _DimView:
+        return self._constrain("stride", value)
+
+    def set_bounds(self, min, extent) -> _DimView:
+        return self.set_min(min).set_extent(extent)
+
+    def set_estimate(self, min, extent) -> _DimView:
+        """The expected min and extent of this dimension, for autoschedulers."""
+        if not hasattr(self._owner, "_set_dim_estimate"):
+            raise HalideError(f"set_estimate: {self._owner.name()} is a Buffer: its dimensions are known")
+        self._owner._set_dim_estimate(self._i, min, extent)
+        return self
+
+    set_bounds_estimate = set_estimate
+
+    def _constrain(self, field: str, value) -> _DimView:
+        if not hasattr(self._owner, "_constraints"):
+            raise HalideError(f"set_{field}: {self._owner.name()} is a Buffer, whose dimensions are what they are; "
+                              "constraints are for ImageParams")
+        self._owner._constrain(field, self._i, value)
+        return self
+
 
 class ImageParam:
     """An input image of given type and dimensionality, bound to a Buffer before realizing."""
@@ -113,6 +143,7 @@ class ImageParam:
         self._name = name or unique_name("input")
         self._buffer = None
         self._estimates: list[tuple[int, int] | None] = [None] * dimensions
+        self._constraints: list[dict[str, int]] = [{} for _ in range(dimensions)]  # "min"/"extent"/"stride"
 
     def set_estimates(self, estimates) -> ImageParam:
         """The expected region of the input: one hl.Range or (min, extent) per dimension."""
@@ -120,6 +151,32 @@ class ImageParam:
 
         self._estimates = list(estimate_list(f"ImageParam {self._name}", [None] * self._dims, estimates))
         return self
+
+    def _set_dim_estimate(self, i: int, min, extent) -> None:
+        from .estimates import check_estimate
+
+        self._estimates[i] = check_estimate(f"ImageParam {self._name}.dim({i}).set_estimate", min, extent)
+
+    def _constrain(self, field: str, i: int, value) -> None:
+        from .expr import to_ir
+
+        c = ir.const_int(to_ir(value)) if not isinstance(value, int) else value
+        if c is None or isinstance(value, bool):
+            raise HalideError(f"ImageParam {self._name}.dim({i}).set_{field}: pyhalide takes an integer constant, "
+                              f"got {value!r}")
+        if field == "extent" and c < 0 or field == "stride" and c == 0:
+            raise HalideError(f"ImageParam {self._name}.dim({i}).set_{field}({c}): not a valid {field}")
+        self._constraints[i][field] = int(c)
+        if self._buffer is not None:
+            self._check_constraints(self._buffer)
+
+    def _check_constraints(self, buffer) -> None:
+        for i, wanted in enumerate(self._constraints):
+            for field, c in wanted.items():
+                got = getattr(buffer.dim(i), field)()
+                if got != c:
+                    raise HalideError(f"ImageParam {self._name} is constrained to {field} {c} in dimension {i} "
+                                      f"(dim({i}).set_{field}), but its buffer has {field} {got}")
 
     def estimates(self) -> list[tuple[int, int] | None]:
         """Per dimension, the (min, extent) given to set_estimates, or None where none was."""
@@ -148,11 +205,13 @@ class ImageParam:
                 f"ImageParam {self._name} has {self._dims} dimensions but was given a buffer "
                 f"with {buffer.dimensions()}"
             )
+        self._check_constraints(buffer)
         self._buffer = buffer
 
     def get(self):
         if self._buffer is None:
             raise HalideError(f"ImageParam {self._name} is not bound to a buffer: call {self._name}.set(...)")
+        self._check_constraints(self._buffer)  # (its min may have moved since set)
         return self._buffer
 
     def dim(self, i: int) -> _DimView:
@@ -161,6 +220,8 @@ class ImageParam:
         return _DimView(self, i)
 
     def _dim_field(self, field: str, i: int) -> Expr:
+        if field in self._constraints[i]:
+            return wrap(ir.make_const(ir.Int(32), self._constraints[i][field]))
         return wrap(ir.Variable(f"{self._name}.{field}.{i}", ir.Int(32), ref=self))
 
     def width(self):

@@ -326,6 +326,31 @@ class Schedulable:
         self._log(method, *[_json_var(v) for v in vars])
         return self
 
+    def gpu_tile(self, *args, tail=TailStrategy.Auto, device_api=None):
+        """gpu_tile(x, bx, tx, xf), gpu_tile(x, y, bx, by, tx, ty, xf, yf), the 3-D form, or any of
+        them without the block Vars (x, tx, xf: the outer loop keeps x's name), then a tail
+        strategy: split (or tile) the loops, the outer ones GPU blocks, the inner ones GPU threads."""
+        args = list(args)
+        if args and isinstance(args[-1], str) and args[-1] in TailStrategy.ALL:
+            tail = args.pop()
+        shapes = {4: (1, True), 8: (2, True), 12: (3, True), 3: (1, False), 6: (2, False), 9: (3, False)}
+        if len(args) not in shapes:
+            raise CompileError(f"{self._where()}: gpu_tile takes (x, bx, tx, xf), (x, y, bx, by, tx, ty, xf, yf), "
+                               f"their 3-D form, or those without the block Vars; got {len(args)} arguments")
+        n, with_blocks = shapes[len(args)]
+        vs = args[:n]
+        outs = args[n : 2 * n] if with_blocks else vs
+        ins = args[2 * n : 3 * n] if with_blocks else args[n : 2 * n]
+        factors = args[-n:]
+        with self._all_or_nothing():
+            if n == 1:
+                self.split(vs[0], outs[0], ins[0], factors[0], tail)
+            else:
+                self.tile(*vs, *outs, *ins, *factors, tail)
+            self.gpu_blocks(*outs)
+            self.gpu_threads(*ins)
+        return self
+
     def gpu_blocks(self, *vars, device_api=None):
         return self._gpu_loops("gpu_blocks", GPU_BLOCK, vars, 3)
 

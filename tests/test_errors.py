@@ -1,5 +1,7 @@
 """Bad input raises hl.HalideError naming the Func, the dimension and the numbers; never a crash."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -239,3 +241,38 @@ def test_a_vector_too_wide_for_llvm_is_refused_before_it_crashes():
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "refused: Can't vectorize loop too_wide" in run.stdout and "1000000 lanes wide: at most 16384" in run.stdout
+
+
+def test_gpu_tile_is_accepted_and_a_cpu_target_refuses_it_by_name():
+    xo, yo, xi, yi = hl.Var("xo"), hl.Var("yo"), hl.Var("xi"), hl.Var("yi")
+    f = hl.Func("gpu_tiled")
+    f[x, y] = x + y
+    f.gpu_tile(x, y, xo, yo, xi, yi, 8, 8)
+    with pytest.raises(hl.HalideError, match=r"Loop gpu_tiled\.s0\.x\.xi is a gpu_thread loop, but the target "
+                                             r"x86-64-linux is the host CPU, which has no GPU"):
+        f.realize([16, 16])
+    g = hl.Func("gpu_tiled_1d")
+    g[x] = x
+    g.gpu_tile(x, xi, 32)
+    kinds = [d[1] for d in json.loads(hl.Pipeline([g]).schedule_to_json())["gpu_tiled_1d"]]
+    assert kinds == ["split", "gpu_blocks", "gpu_threads"]
+    with pytest.raises(hl.HalideError, match=r"gpu_tile takes .* got 2 arguments"):
+        g.gpu_tile(x, 3)
+
+
+def test_image_param_dimension_constraints_are_checked_and_specialize():
+    im = hl.ImageParam(hl.UInt(8), 2, "constrained")
+    im.dim(0).set_bounds(0, 16).set_stride(1)
+    im.dim(1).set_estimate(0, 8)
+    assert im.estimates() == [None, (0, 8)]
+    f = hl.Func("reads_constrained")
+    f[x, y] = im[x, y] + hl.cast(hl.UInt(8), im.width())  # the width is the constant 16
+    im.set(hl.Buffer(np.ones((8, 16), np.uint8)))
+    assert (np.asarray(f.realize([16, 8])) == 17).all()
+    with pytest.raises(hl.HalideError, match=r"ImageParam constrained is constrained to extent 16 in dimension 0 "
+                                             r"\(dim\(0\)\.set_extent\), but its buffer has extent 20"):
+        im.set(hl.Buffer(np.ones((8, 20), np.uint8)))
+    with pytest.raises(hl.HalideError, match=r"constraints are for ImageParams"):
+        hl.Buffer(np.ones(4, np.uint8)).dim(0).set_min(3)
+    with pytest.raises(hl.HalideError, match=r"set_extent\(-1\): not a valid extent"):
+        im.dim(1).set_extent(-1)
