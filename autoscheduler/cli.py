@@ -6,16 +6,20 @@
     pyhalide demo [APP]
 
 `tune` measures candidate schedules with a progress bar, keeps every measurement in the tuning
-database, and ends with a report: the tuned time beside the model-only pick and the every-Func-at-
-root schedule, re-measured side by side in one batch, the search and measurement time, the
-candidates measured and failed, the cost model's rank correlation with the measured times, and the
-schedule as Python source.
+database, and ends with a report: the tuned time beside the model-only pick, the every-Func-at-
+root schedule and the default schedule (the algorithm as built), re-measured side by side in one
+batch; for a gallery app also numpy's time and the share of this machine's peak (GFLOP/s against
+the measured FMA peak, or GB/s of compulsory traffic against the copy bandwidth); the search and
+measurement time, the candidates measured and failed, the size of the space, the cost model's rank
+correlation with the measured times, and the schedule as Python source.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import statistics
 import sys
 import time
 
@@ -27,6 +31,7 @@ def _tune(args) -> int:
     from .records import TuningDB
     from .tune import as_spec, tune
 
+    os.environ["HL_NUM_THREADS"] = str(args.threads)  # this process times numpy and the machine's peaks
     spec = as_spec(args.spec)
     db = TuningDB(args.db) if args.db else TuningDB()
     bar = tqdm(total=args.trials, unit="trial", desc=f"tuning {spec.name}", disable=args.quiet,
@@ -57,12 +62,20 @@ def _tune(args) -> int:
             texts.append(r.first_schedule)
         names.append("every Func at root")
         texts.append(spec.reference_schedule_json())
-        final = measure(spec, texts, repeats=15, threads=args.threads)
+        app = _app(spec)
+        if app is None or not app.default_schedule_is_slow:  # (inlining every stage of a deep graph explodes)
+            names.append("default schedule")
+            texts.append(_as_built(spec))
+        run_timeout_s = max(2.0, 100 * (r.time_s or 0.0))
+        final = measure(spec, texts, repeats=15, threads=args.threads, run_timeout_s=run_timeout_s)
         base = final[0].time_s
         print("  side by side (one batch, median of 15 runs):")
         for name, m in zip(names, final):
-            t = f"{m.time_s * 1e3:10.3f} ms  tuned is {m.time_s / base:5.2f}x faster" if m.ok and base else m.status
+            t = f"{m.time_s * 1e3:10.3f} ms  tuned is {m.time_s / base:5.2f}x faster" if m.ok and base else \
+                f"over {run_timeout_s:g} s a run (killed)" if m.status == "timeout" else m.status
             print(f"    {name:20s} {t}")
+        if app is not None and base:
+            _app_report(app, spec, base, args.threads)
         s = r.stats
         print(f"  trials {len(r.trials)} ({len(ok)} correct; failed: "
               f"{', '.join(f'{k} {v}' for k, v in r.failures.items()) or 'none'})"
@@ -71,6 +84,9 @@ def _tune(args) -> int:
         print(f"  time {s['total_s']:.1f} s: search {s.get('search_s', 0):.1f} s, measuring "
               f"{s.get('measure_s', 0):.1f} s, of which building and compiling {s.get('compile_s', 0):.1f} s "
               f"({len(r.trials) / minutes:.0f} candidates a minute)")
+        if s.get("space_log10") is not None:
+            print(f"  the space: about 10^{s['space_log10']:.0f} schedules (each Func's options, along the tuned "
+                  f"schedule); {s['measured']} measured")
         if s.get("seeded"):
             print(f"  started from the best schedules of {s['seeded']} other shapes or machines")
         print(f"  cost model rank correlation with the measured times (Spearman): {r.spearman():.2f}")
@@ -88,6 +104,45 @@ def _tune(args) -> int:
     print("\n" + (r.schedule_source or f"pipeline.apply_schedule_json({r.schedule!r})"))
     db.close()
     return 0
+
+
+def _app(spec):
+    import apps
+
+    return apps.load(spec.name) if spec.kind == "app" else None
+
+
+def _as_built(spec) -> str:
+    import pyhalide as hl
+
+    outputs, _, _ = spec.build(hl)
+    return hl.Pipeline(outputs).schedule_to_json()
+
+
+def _app_report(app, spec, tuned_s: float, threads: int) -> None:
+    """numpy's time beside the tuned one, and the tuned schedule's share of the machine's peak."""
+    from .peaks import measure_peaks
+
+    inputs = app.inputs(spec.size)
+    expected = app.reference(inputs)
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        app.reference(inputs)
+        times.append(time.perf_counter() - t0)
+    numpy_s = statistics.median(times)
+    print(f"    {'numpy (the reference)':20s} {numpy_s * 1e3:10.3f} ms  tuned is {numpy_s / tuned_s:5.2f}x faster")
+    peaks = measure_peaks(threads)
+    if hasattr(app, "flops"):
+        rate = app.flops(inputs) / tuned_s / 1e9
+        print(f"  {rate:.1f} GFLOP/s: {100 * rate / peaks['fma_gflops']:.0f}% of this machine's float32 FMA peak "
+              f"({peaks['fma_gflops']:.0f} GFLOP/s measured on {threads} threads)")
+    else:
+        traffic = sum(a.nbytes for a in inputs.values()) + expected.nbytes
+        rate = traffic / tuned_s / 1e9
+        print(f"  {rate:.1f} GB/s of compulsory traffic (inputs read and the output written once): "
+              f"{100 * rate / peaks['copy_gbs']:.0f}% of this machine's copy bandwidth "
+              f"({peaks['copy_gbs']:.1f} GB/s measured)")
 
 
 def plot(result, path: str) -> None:

@@ -434,6 +434,9 @@ def _worker_main(conn, spec: PipelineSpec, threads: int | None) -> None:
     repeats, warmup, cutoff_s) times the built
     candidate and answers ("result", index, Measurement); None ends it. The last KEEP_BUILT
     candidates built are kept: building one of them again costs nothing."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers
     if threads is not None:
         os.environ["HL_NUM_THREADS"] = str(int(threads))  # read when the first parallel loop runs
     try:

@@ -18,6 +18,7 @@ the answer. A run that was interrupted (Ctrl-C, a kill) goes on from the records
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 import threading
@@ -242,6 +243,16 @@ class _Tuning:
         a = self.problem.model.a
         return python_source(directives(a, state.models, set(self.problem.space.fixed),
                                         self.problem.model.output_regions))
+
+    def space_log10(self, state: State) -> float:
+        """log10 of the number of schedules along `state`: the product, Func by Func in the
+        search's order, of the options each has given the decisions before it (the space is a
+        tree; this is the size of the level sets the search walked down)."""
+        st, total = State({}, 0.0), 0.0
+        for name in self.problem.order:
+            total += math.log10(max(1, len(self.problem.space.options(name, st.models))))
+            st = self.problem.extend(st, name, state.models[name].decision, ahead=False)
+        return total
 
     def state_of(self, decisions: dict) -> State | None:
         return recorded_state(self.problem, decisions)
@@ -495,6 +506,7 @@ def tune(spec, budget_s: float = 60.0, trials: int | None = None, batch_size: in
         result.decisions = tuning.decisions.get(best_text)
         if best_text in tuning.states:
             result.schedule_source = tuning.source_of(tuning.states[best_text])
+            result.stats["space_log10"] = tuning.space_log10(tuning.states[best_text])
         result.cost_model = tuning.problem.cost_model
         result.stats.update(total_s=time.perf_counter() - t0, run_id=run_id, threads=threads,
                             measured=len(tuning.times) + len(tuning.failed))

@@ -59,45 +59,6 @@ def _torch():
     return torch
 
 
-def measure_peaks(threads: int) -> dict:
-    """This machine's float32 FMA rate (a pyhalide kernel of independent FMAs) and memory copy
-    bandwidth (numpy), measured once."""
-    import pyhalide as hl
-
-    x = hl.Var("x")
-    chains, steps, lanes = 24, 16, 16  # many independent chains, a short body (fits the op cache)
-    v = hl.Func("peak_fma")
-    a, c = hl.f32(1.0000001), hl.f32(0.999999)
-    acc = [hl.f32(x + k) for k in range(chains)]
-    for _ in range(steps):
-        acc = [t * a + c for t in acc]
-    total = acc[0]
-    for t in acc[1:]:
-        total = total + t
-    v[x] = total
-    n = lanes * threads * 2048 * 64
-    xo = hl.Var("xo")
-    v.split(x, xo, x, lanes * 64).parallel(xo).vectorize(x, lanes)
-    v.compile_jit(hl.Target("host-fp_contract"))
-    out = hl.Buffer(hl.Float(32), [n])
-    _, t = _time_once_and_median(lambda: v.realize(out), 15)  # the best run: a peak, not a typical load
-    fma_gflops = n * chains * steps * 2 / t / 1e9
-    src = np.ones(64 * 1024 * 1024 // 4, np.float32)
-    dst = np.empty_like(src)
-    _, tb = _time_once_and_median(lambda: np.copyto(dst, src), 9)
-    return {"fma_gflops": fma_gflops, "copy_gbs": 2 * src.nbytes / tb / 1e9}
-
-
-def _time_once_and_median(fn, repeats):
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), min(times)
-
-
 def build_variants(app, inputs, which: set[str], size: str = "default", tune_budget_s: float = 120.0) -> dict:
     """name -> (run function, compile seconds, note), for the variants that exist here."""
     import pyhalide
@@ -133,7 +94,7 @@ def build_variants(app, inputs, which: set[str], size: str = "default", tune_bud
     if "pyhalide-tuned" in which:
         try:
             built = app.build(pyhalide, inputs)
-            note = _pyhalide_tuned(app.name, size, built, tune_budget_s)
+            note = _pyhalide_tuned(app, inputs, size, built, tune_budget_s)
             out["pyhalide-tuned"] = (app.runner(pyhalide, built), compiled(pyhalide, built, contract), note)
         except Exception as e:  # noqa: BLE001
             print(f"  pyhalide-tuned: {type(e).__name__}: {e}")
@@ -171,17 +132,33 @@ def _pyhalide_auto(built) -> tuple[float, str]:
     return time.perf_counter() - t0, result.stats["strategy"]
 
 
-def _pyhalide_tuned(name: str, size: str, built, budget_s: float) -> str:
-    """Measured autotuning of the app (or a finished run's best record), applied to `built`."""
+def _pyhalide_tuned(app, inputs, size: str, built, budget_s: float) -> str:
+    """Measured autotuning of the app (or a finished run's best record), applied to `built`;
+    then how long a second auto_schedule of a fresh build takes to apply the tuned record."""
+    import pyhalide
+    from autoscheduler import auto_schedule
     from autoscheduler.measure import PipelineSpec
     from autoscheduler.tune import tune
 
-    r = tune(PipelineSpec.app(name, size), budget_s=budget_s, threads=_threads())
+    r = tune(PipelineSpec.app(app.name, size), budget_s=budget_s, threads=_threads())
     r.apply(built.output)
     if r.from_records:
-        return "a finished tuning run's record"
-    note = f"tuned {r.stats['total_s']:.0f} s, {len(r.trials)} candidates"
-    return note + (f" ({r.first_s / r.time_s:.2f}x the model's pick)" if r.first_s else "")
+        note = "a finished tuning run's record"
+    else:
+        st = r.stats
+        note = (f"tuned {st['total_s']:.0f} s, {len(r.trials)} candidates ({60 * len(r.trials) / st['total_s']:.0f} "
+                f"a minute; compiling {st.get('compile_s', 0):.0f} s summed over the workers, measuring "
+                f"{st.get('measure_s', 0):.0f} s, searching {st.get('search_s', 0):.0f} s)")
+        note += f" ({r.first_s / r.time_s:.2f}x the model's pick)" if r.first_s else ""
+    fresh = app.build(pyhalide, inputs)
+    mins = fresh.output_mins or [0] * len(fresh.output_sizes)
+    t0 = time.perf_counter()
+    again = auto_schedule(fresh.output, estimates={fresh.output.name(): list(zip(mins, fresh.output_sizes))},
+                          params={"parallelism": _threads()})
+    again_ms = (time.perf_counter() - t0) * 1e3
+    same = again.stats["strategy"] == "record" and \
+        pyhalide.Pipeline([fresh.output]).schedule_to_json() == pyhalide.Pipeline([built.output]).schedule_to_json()
+    return note + f"; a second auto_schedule {again_ms:.0f} ms" + ("" if same else " (NOT the tuned schedule)")
 
 
 def _adams2019(halide, built) -> None:
@@ -311,6 +288,8 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     names = args.apps or NAMES
     which = set(args.variants.split(","))
+    from autoscheduler.peaks import measure_peaks
+
     peaks = measure_peaks(_threads())
     print(f"machine: {os.cpu_count()} cores, {_threads()} threads used; measured float32 FMA peak "
           f"{peaks['fma_gflops']:.0f} GFLOP/s, copy bandwidth {peaks['copy_gbs']:.1f} GB/s")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import apps
 import pyhalide as hl
 from autoscheduler import auto_schedule
 from autoscheduler.measure import PipelineSpec
@@ -212,6 +213,51 @@ def test_a_killed_tuning_run_loses_nothing_committed_and_resumes(tmp_path):
         assert {x.run_id for x in db.records(r.key)} == {r.stats["run_id"]}  # the same run, resumed
 
 
+_INTERRUPTED_RUN = """
+import json, sys
+from autoscheduler.measure import PipelineSpec
+from autoscheduler.tune import LocalRunner, tune
+if __name__ == "__main__":
+    r = tune(PipelineSpec("test", "tiny", ""), budget_s=600, batch_size=3, db=sys.argv[1],
+             runner=LocalRunner(threads=1, timeout_s=30.0, repeats=2, workers=3))
+    print(json.dumps({"interrupted": r.stats.get("interrupted", False), "time_s": r.time_s,
+                      "trials": len(r.trials)}))
+"""
+
+
+def test_ctrl_c_returns_the_best_so_far(tmp_path):
+    path = tmp_path / "t.sqlite"
+    script = tmp_path / "run.py"
+    script.write_text(_INTERRUPTED_RUN)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYHALIDE_CACHE_DIR": str(tmp_path)}
+    proc = subprocess.Popen([sys.executable, str(script), str(path)], env=env, stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        count = 0
+        while time.monotonic() < deadline and count < 3:
+            time.sleep(0.3)
+            if path.exists():
+                try:
+                    with sqlite3.connect(path) as c:
+                        count = c.execute("SELECT COUNT(*) FROM records").fetchone()[0]
+                except sqlite3.OperationalError:
+                    pass
+        assert count >= 3, "the run committed no batch in time"
+        os.killpg(proc.pid, signal.SIGINT)  # to the run and its workers, as a terminal's Ctrl-C
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, out
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["interrupted"] and result["time_s"] > 0 and result["trials"] >= 3
+    with TuningDB(path) as db:  # the run stays open: the next call resumes it
+        r = tune(TINY, budget_s=300, trials=result["trials"] + 3, batch_size=3, db=db,
+                 runner=LocalRunner(threads=1, timeout_s=30.0, repeats=2))
+        assert r.stats["resumed"] >= 3 and not r.stats.get("interrupted")
+
+
 # ------------------------------------------------------------------------------ the command line
 def test_the_command_line_tunes_and_lists_records(tmp_path):
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{TESTS}", "PYHALIDE_CACHE_DIR": str(tmp_path)}
@@ -222,6 +268,7 @@ def test_the_command_line_tunes_and_lists_records(tmp_path):
     out = run.stdout
     assert "side by side" in out and "tuned" in out and "every Func at root" in out
     assert "def apply_schedule(pipeline):" in out and "candidates a minute" in out
+    assert "default schedule" in out and "the space: about 10^" in out
     data = json.loads((tmp_path / "run.json").read_text())
     assert len(data["trials"]) == 6 and data["time_s"] > 0
     listed = subprocess.run([sys.executable, "-m", "pyhalide", "records", "list"], env=env,
@@ -234,6 +281,16 @@ def test_the_command_line_tunes_and_lists_records(tmp_path):
     helped = subprocess.run([sys.executable, "-m", "pyhalide", "tune", "--help"], env=env,
                             capture_output=True, text=True, timeout=120)
     assert helped.returncode == 0 and "--budget" in helped.stdout
+
+
+def test_the_report_of_an_app_gives_numpy_and_the_share_of_peak(capsys):
+    from autoscheduler.cli import _app_report
+
+    for name, unit, peak in (("blur", "GB/s", "copy bandwidth"), ("gemm", "GFLOP/s", "FMA peak")):
+        _app_report(apps.load(name), PipelineSpec.app(name, "small"), 1e-3, 1)
+        out = capsys.readouterr().out
+        assert "numpy (the reference)" in out and "tuned is" in out, out
+        assert unit in out and peak in out and "% of this machine's" in out, out
 
 
 # ------------------------------------------------------------------------------ on a cluster
