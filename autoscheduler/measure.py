@@ -622,7 +622,8 @@ class MeasurePool:
             active = [w for w in live if w.state in ("building", "built", "timing")]
             if not queue and not active:
                 break
-            while len(live) < min(self.workers, len(queue) + len(active)):
+            timing = any(w.state == "timing" for w in live)  # (a worker's start would disturb it)
+            while not timing and len(live) < min(self.workers, len(queue) + len(active)):
                 live.append(_Worker(self._ctx, self.spec, self.threads, self.startup_timeout_s))
             states = {w.state for w in live}
             if "timing" not in states and "built" in states and not states & {"starting", "building"}:

@@ -232,7 +232,7 @@ def test_the_pool_compiles_in_parallel_times_one_at_a_time_and_keeps_its_workers
         wall = time.monotonic() - t0
         assert [m.status for m in results] == ["ok"] * 6
         assert all(results[i].compile_s >= 1.0 for i in (0, 2, 3, 5)) and results[1].compile_s < 1.0
-        assert wall < 3.6, wall
+        assert wall < 4.0, wall  # one worker would sleep 4 s in all
         assert not pool._live  # each had measured 4: both replaced
         assert [m.status for m in pool.measure([ok])] == ["ok"]
         assert {w.proc.pid for w in pool._live}.isdisjoint(pids)
