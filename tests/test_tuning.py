@@ -164,6 +164,22 @@ def test_a_tuned_schedule_is_applied_by_auto_schedule_without_search(tmp_path, m
     assert wide.stats["seeded"] == 1 and r.decisions in [t.decisions for t in wide.trials]
 
 
+def _wait_for_records(path, at_least: int, timeout_s: float = 240) -> int:
+    """Poll a tuning database another process writes until it holds at_least records."""
+    deadline = time.monotonic() + timeout_s
+    count = 0
+    while time.monotonic() < deadline and count < at_least:
+        time.sleep(0.3)
+        if path.exists():
+            try:
+                with sqlite3.connect(path) as c:
+                    count = c.execute("SELECT COUNT(*) FROM records").fetchone()[0]
+            except sqlite3.OperationalError:
+                pass
+    assert count >= at_least, "the run committed no batch in time"
+    return count
+
+
 _KILLED_RUN = """
 import sys
 from autoscheduler.measure import PipelineSpec
@@ -181,17 +197,7 @@ def test_a_killed_tuning_run_loses_nothing_committed_and_resumes(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYHALIDE_CACHE_DIR": str(tmp_path)}
     proc = subprocess.Popen([sys.executable, str(script), str(path)], env=env, start_new_session=True)
     try:
-        deadline = time.monotonic() + 240
-        count = 0
-        while time.monotonic() < deadline and count < 6:
-            time.sleep(0.5)
-            if path.exists():
-                try:
-                    with sqlite3.connect(path) as c:
-                        count = c.execute("SELECT COUNT(*) FROM records").fetchone()[0]
-                except sqlite3.OperationalError:
-                    pass
-        assert count >= 6, "the run committed no batch in time"
+        count = _wait_for_records(path, 6)
         os.killpg(proc.pid, signal.SIGKILL)  # the run and its workers, in the middle of a batch
         proc.wait(30)
     finally:
@@ -233,17 +239,7 @@ def test_ctrl_c_returns_the_best_so_far(tmp_path):
     proc = subprocess.Popen([sys.executable, str(script), str(path)], env=env, stdout=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:
-        deadline = time.monotonic() + 240
-        count = 0
-        while time.monotonic() < deadline and count < 3:
-            time.sleep(0.3)
-            if path.exists():
-                try:
-                    with sqlite3.connect(path) as c:
-                        count = c.execute("SELECT COUNT(*) FROM records").fetchone()[0]
-                except sqlite3.OperationalError:
-                    pass
-        assert count >= 3, "the run committed no batch in time"
+        _wait_for_records(path, 3)
         os.killpg(proc.pid, signal.SIGINT)  # to the run and its workers, as a terminal's Ctrl-C
         out, _ = proc.communicate(timeout=60)
     finally:
