@@ -44,6 +44,15 @@ class Buffer:
         self._name = name or unique_name("b")
 
     # --- identity and shape ---
+    def same_view(self, other) -> bool:
+        """Whether other sees exactly this memory with these axes and mins (two wrappers of one array)."""
+        if not isinstance(other, Buffer):
+            return False
+        a, b = self._array, other._array
+        return (a.__array_interface__["data"][0] == b.__array_interface__["data"][0] and a.dtype == b.dtype
+                and a.shape == b.shape and a.strides == b.strides and self._axis == other._axis
+                and self._mins == other._mins)
+
     def name(self) -> str:
         return self._name
 

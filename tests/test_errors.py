@@ -196,6 +196,14 @@ def test_two_inputs_with_one_name_are_refused():
     same = hl.Func("one_img_twice")  # one input read in several places is of course fine
     same[x] = a[x] + a[x + 0] + hl.BoundaryConditions.repeat_edge(a)[x]
     assert (np.asarray(same.realize([4])) == 3).all()
+    data = np.arange(4, dtype=np.int32)  # two wrappers of one array under one name read the same data, as in Halide
+    twice = hl.Func("one_array_two_wrappers")
+    twice[x] = hl.Buffer(data, "arr")[x] + hl.Buffer(data, "arr")[x]
+    assert (np.asarray(twice.realize([4])) == 2 * data).all()
+    shifted = hl.Func("one_array_two_mins")
+    shifted[x] = hl.Buffer(data, "arr2")[x] + hl.Buffer(data, "arr2").set_min(1)[x + 1]
+    with pytest.raises(hl.HalideError, match=r"both named 'arr2'"):
+        shifted.realize([3])
 
 
 def test_values_outside_their_declared_ranges_are_refused():

@@ -51,8 +51,10 @@ class _Calls(IRVisitor):
 
     @staticmethod
     def _input(known: dict, name: str, obj, what: str) -> None:
-        """Inputs are passed by name: two different objects under one name would read the same data."""
-        if known.setdefault(name, obj) is not obj:
+        """Inputs are passed by name: two different objects under one name would read the same data
+        (Halide silently reads one of them for both). Two Buffers viewing the same memory the same way are one."""
+        first = known.setdefault(name, obj)
+        if first is not obj and not (hasattr(first, "same_view") and first.same_view(obj)):
             raise CompileError(f"Two different {what} are both named {name!r}: the pipeline would read one of them "
                                f"for both; give them distinct names")
 
