@@ -13,6 +13,8 @@ from .names import unique_name
 from .param import _DimView
 from .types import Type, from_numpy
 
+MAX_ELEMENTS = 2**31 - 1  # index arithmetic is 32-bit, as in Halide
+
 
 class Buffer:
     def __init__(self, data=None, sizes=None, name: str | None = None, reverse_axes: bool = True):
@@ -25,7 +27,10 @@ class Buffer:
             sizes = [int(s) for s in sizes]
             if any(s < 0 for s in sizes):
                 raise HalideError(f"Buffer sizes must be non-negative, got {sizes}")
-            array = np.zeros(tuple(reversed(sizes)), dtype=data.to_numpy())
+            try:
+                array = np.zeros(tuple(reversed(sizes)), dtype=data.to_numpy())
+            except (MemoryError, ValueError) as e:
+                raise HalideError(f"Buffer of {data} with sizes {sizes} cannot be allocated: {e}") from None
             reverse_axes = True
         elif isinstance(data, Buffer):
             array, reverse_axes = data._array, data._reversed

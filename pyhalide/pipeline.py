@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from .buffer import Buffer
+from .buffer import MAX_ELEMENTS, Buffer
 from .errors import HalideError
 from .func import Func
 from .ir_printer import stmt_to_string
@@ -191,6 +193,10 @@ class Pipeline:
                 )
         if any(s < 0 for s in sizes):
             raise HalideError(f"realize: sizes must be non-negative, got {sizes}")
+        elements = math.prod(sizes)
+        if elements > MAX_ELEMENTS:
+            raise HalideError(f"realize: sizes {sizes} make {elements} elements per output; at most 2^31-1 "
+                              f"are supported (index arithmetic is 32-bit, as in Halide)")
         outs = [Buffer(spec.type, sizes, name=spec.name) for spec in out_specs]
         self._run(outs)
         return outs[0] if len(outs) == 1 else outs

@@ -104,6 +104,9 @@ class RVar(Expr):
         return self.name()
 
 
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+
+
 def _range_pair(r, dim: int, name: str):
     if isinstance(r, Range):
         lo, ext = r.min, r.extent
@@ -119,6 +122,13 @@ def _range_pair(r, dim: int, name: str):
     for what, v in (("min", lo_ir), ("extent", ext_ir)):
         if not (v.type.is_int() or v.type.is_uint()) or v.type.is_bool():
             raise HalideError(f"RDom {name}: the {what} of dimension {dim} has type {v.type}, not an integer")
+    constants = {what: ir.const_int(v) for what, v in (("min", lo_ir), ("extent", ext_ir))}
+    for what, v in constants.items():
+        if v is not None and not _INT32_MIN <= v <= _INT32_MAX:
+            raise HalideError(f"RDom {name}: the {what} of dimension {dim} is {v}, not representable as an int32")
+    if None not in constants.values() and constants["min"] + constants["extent"] - 1 > _INT32_MAX:
+        raise HalideError(f"RDom {name}: dimension {dim} runs from {constants['min']} to "
+                          f"{constants['min'] + constants['extent'] - 1}, past the int32 maximum {_INT32_MAX}")
     from .expr import cast_ir
 
     return cast_ir(Int(32), lo_ir), cast_ir(Int(32), ext_ir)

@@ -61,7 +61,7 @@ def test_autoscheduled_apps_match_their_references(name):
     built = app.build(hl, inputs)
     mins = built.output_mins or [0] * len(built.output_sizes)
     result = auto_schedule(built.output, estimates={built.output.name(): list(zip(mins, built.output_sizes))},
-                           params={"parallelism": 2})
+                           params={"parallelism": 2, "vector_bits": 256})
     assert result.stats["search_s"] < SEARCH_LIMIT_S
     assert app.check(app.realize(hl, built), app.reference(inputs)), result.schedule_source
 
@@ -209,7 +209,7 @@ def test_sliding_windows_and_shared_producers_are_in_the_space():
         return G(xs + 1, ys_) - G(xs - 1, ys_)
     expected = DX(ys - 1) + DX(ys + 1) + G(xs, ys + 1) - G(xs, ys - 1)
 
-    problem = make_problem([out], estimates={"out": [(0, 90), (0, 70)]}, params={"parallelism": 2})
+    problem = make_problem([out], estimates={"out": [(0, 90), (0, 70)]}, params={"parallelism": 2, "vector_bits": 256})
     out_d = Decision("root", tile=(0, 16), vector=8, parallel=1)  # loops y_o, y_i, x
     state = problem.extend(State({}, 0.0), "out", out_d)
     dx_opts = problem.space.options("dx", state.models)
@@ -264,7 +264,7 @@ def test_matrix_product_walks_columns_and_packs_its_panel():
     prod[x, y] += hl.Buffer(a, "A")[k, y] * panel[x, k]
     out[x, y] = prod[x, y]
     estimates = {"out": [(0, 384), (0, 256)]}
-    problem = make_problem([out], estimates=estimates, params={"parallelism": 2})
+    problem = make_problem([out], estimates=estimates, params={"parallelism": 2, "vector_bits": 256})
     assert problem.space.panel_reuse["out"] and not problem.space.panel_reuse["panel"]
     assert any(d.columns for d in problem.space.options("out", {}))
     # deciding prod completes panel's consumers: the state carries what panel would cost
@@ -273,7 +273,7 @@ def test_matrix_product_walks_columns_and_packs_its_panel():
                                                    rvars_outside=True, unroll=True))
     assert set(state.pending) == {"panel"} and state.rank > state.cost
 
-    result = auto_schedule(out, estimates=estimates, params={"parallelism": 2})
+    result = auto_schedule(out, estimates=estimates, params={"parallelism": 2, "vector_bits": 256})
     decisions = {name: Decision.parse(text) for name, text in result.decisions.items()}
     walks_columns = decisions["out"].columns or (decisions["out"].tile[:2] and not decisions["out"].tile[1])
     assert walks_columns, decisions
@@ -300,7 +300,7 @@ def test_a_histogram_is_rfactored_into_parallel_bands():
 
     img = np.random.default_rng(5).integers(0, 256, (768, 512)).astype(np.uint8)
     hist, out = _histogram(img)
-    result = auto_schedule(out, estimates={"hist_out": [(0, 256)]}, params={"parallelism": 2})
+    result = auto_schedule(out, estimates={"hist_out": [(0, 256)]}, params={"parallelism": 2, "vector_bits": 256})
     d = Decision.parse(result.decisions["hist"])
     assert d.rfactor and 768 // d.rfactor >= 2, result.decisions
     assert ".rfactor(" in result.schedule_source and ".parallel(band)" in result.schedule_source
@@ -321,7 +321,7 @@ def test_rfactor_is_offered_only_where_it_changes_no_result():
     img = np.zeros((64, 64), np.uint8)
     for float_sum, offered in ((False, True), (True, False)):
         _, out = _histogram(img, float_sum)
-        problem = make_problem([out], estimates={"hist_out": [(0, 256)]}, params={"parallelism": 2})
+        problem = make_problem([out], estimates={"hist_out": [(0, 256)]}, params={"parallelism": 2, "vector_bits": 256})
         assert bool(problem.space.rfactor_bands["hist"]) == offered
 
 

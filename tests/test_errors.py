@@ -284,3 +284,39 @@ def test_image_param_dimension_constraints_are_checked_and_specialize():
         hl.Buffer(np.ones(4, np.uint8)).dim(0).set_min(3)
     with pytest.raises(hl.HalideError, match=r"set_extent\(-1\): not a valid extent"):
         im.dim(1).set_extent(-1)
+
+
+def test_sizes_and_coordinates_past_32_bits_are_refused():
+    """Index arithmetic is 32-bit, as in Halide: what would wrap is an error naming the numbers."""
+    a = hl.Buffer(np.arange(16, dtype=np.int32), "wide_in")
+    f = hl.Func("wraps")
+    f[x] = a[x * 1073741824]  # 3 * 2^30 wraps to a negative int32; the check computes in 64 bits
+    with pytest.raises(hl.HalideError, match=r"wide_in is accessed at 3221225472, which is beyond the max \(15\)"):
+        f.realize([4])
+    for extent in (2**31, 2**32 + 5):
+        with pytest.raises(hl.HalideError, match=rf"extent of dimension 0 is {extent}, not representable as an int32"):
+            hl.RDom([(0, extent)])
+    with pytest.raises(hl.HalideError, match=r"runs from 2147483000 to 2147483999, past the int32 maximum"):
+        hl.RDom([(2147483000, 1000)])
+    p = hl.Param(hl.Int(32), "stride_p", 3)
+    stored, strided = hl.Func("stored"), hl.Func("strided")
+    stored[x] = x
+    strided[x] = stored[x * p]
+    stored.compute_root()
+    assert np.asarray(strided.realize([4])).tolist() == [0, 3, 6, 9]
+    p.set(1073741824)  # stored's region, [0, 3 * 2^30], wraps in 32 bits: its allocation is checked in 64
+    with pytest.raises(hl.HalideError, match=r"Total allocation for buffer stored is at least 2147483648 elements"):
+        strided.realize([4])
+    plane, wide = hl.Func("plane"), hl.Func("wide")
+    plane[x, y] = x + y
+    wide[x, y] = plane[x * 1000, y] + plane[x, y * 1000]
+    plane.compute_root()
+    with pytest.raises(hl.HalideError, match=r"Total allocation for buffer plane"):
+        wide.realize([70000, 50])
+    g = hl.Func("huge")
+    g[x, y] = x
+    with pytest.raises(hl.HalideError, match=r"sizes \[1099511627776, 1099511627776\] make 1208925819614629174706176 "
+                                              r"elements per output; at most 2\^31-1"):
+        g.realize([2**40, 2**40])
+    with pytest.raises(hl.HalideError, match=r"cannot be allocated"):
+        hl.Buffer(hl.UInt(8), [2**62, 2**62])

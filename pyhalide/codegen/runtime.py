@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 
+from ..buffer import MAX_ELEMENTS
 from ..errors import HalideError, RuntimeCheckError
 from ..ir_mutator import cycle_collector_paused
 from ..lower import finish_lowering
@@ -14,7 +15,6 @@ from .jit import JITFunction
 from .llvm import CodeGen
 
 SYMBOL = "pyhalide_pipeline"
-_MAX_ELEMENTS = 2**31 - 1  # index arithmetic is 32-bit, as in Halide
 
 
 _threads = {"forked": False}
@@ -95,7 +95,7 @@ class CompiledPipeline:
                     raise HalideError(f"Buffer {spec.name}: dimension 0 is not dense, unlike the one compiled for")
                 if not arr.flags.c_contiguous and any(st % itemsize for st in arr.strides):
                     raise HalideError(f"Buffer {spec.name} has strides not a multiple of its element size")
-                if arr.size > _MAX_ELEMENTS:
+                if arr.size > MAX_ELEMENTS:
                     raise HalideError(f"Buffer {spec.name} has {arr.size} elements; at most 2^31-1 are supported")
             if spec.is_output and not arr.flags.writeable:
                 raise HalideError(f"Output buffer {spec.name} is read-only")

@@ -6,6 +6,9 @@ lets that open the pipeline (the root Funcs' bounds), so they name those lets in
 repeating their expressions, and run before any production. An output is written where its
 stages' loops go, which RoundUp or ShiftInwards splits can take beyond the region asked for, so
 the written box itself is checked. A branch not taken counts as touching nothing.
+
+The checks compute in 64 bits, over the 64-bit shadows of the bounds lets (see wide_bounds): a
+wrapped bound would let the pipeline read outside its input after the check passed.
 """
 
 from __future__ import annotations
@@ -13,16 +16,17 @@ from __future__ import annotations
 from .. import ir
 from ..bounds import box_touched
 from ..errors import CompileError
-from ..types import Int
 from .bounds_inference import buffer_field, buffer_names, require_bounded
 from .environment import collect_inputs
+from .wide_bounds import I64, shadows_of, widened
 
-_ONE = ir.make_const(Int(32), 1)
+_ONE = ir.make_const(I64, 1)
 
 
-def _range_checks(kind: str, buffer: str, dim: int, lo: ir.Expr, hi: ir.Expr) -> list[ir.Stmt]:
-    bmin = buffer_field(buffer, "min", dim)
-    bmax = ir.Sub(ir.Add(bmin, buffer_field(buffer, "extent", dim)), _ONE)
+def _range_checks(kind: str, buffer: str, dim: int, lo: ir.Expr, hi: ir.Expr, shadowed: set[str]) -> list[ir.Stmt]:
+    lo, hi = widened(lo, shadowed), widened(hi, shadowed)
+    bmin = widened(buffer_field(buffer, "min", dim), shadowed)
+    bmax = ir.Sub(ir.Add(bmin, widened(buffer_field(buffer, "extent", dim), shadowed)), _ONE)
     return [
         ir.AssertStmt(
             ir.GE(lo, bmin),
@@ -37,17 +41,17 @@ def _range_checks(kind: str, buffer: str, dim: int, lo: ir.Expr, hi: ir.Expr) ->
     ]
 
 
-def _output_checks(stmt, f) -> list[ir.Stmt]:
+def _output_checks(stmt, f, shadowed: set[str]) -> list[ir.Stmt]:
     box = box_touched(stmt, f.name(), include_provides=True, include_calls=False, for_checks=True)
     out = []
     for buf in buffer_names(f):
         for d, var in enumerate(f._pure_args):
             iv = require_bounded(f, var, box[d], "its own stages")
-            out += _range_checks("Output", buf, d, iv.min, iv.max)
+            out += _range_checks("Output", buf, d, iv.min, iv.max, shadowed)
     return out
 
 
-def _input_checks(stmt: ir.Stmt) -> list[ir.Stmt]:
+def _input_checks(stmt: ir.Stmt, shadowed: set[str]) -> list[ir.Stmt]:
     images, _ = collect_inputs(stmt)
     out = []
     for name in sorted(images):
@@ -60,7 +64,7 @@ def _input_checks(stmt: ir.Stmt) -> list[ir.Stmt]:
                     f"Can't infer the region of input {name} the pipeline reads: dimension {d} is unbounded. "
                     f"Clamp the coordinates used to access {name} (or use a BoundaryConditions wrapper)."
                 )
-            out += _range_checks("Input", name, d, iv.min, iv.max)
+            out += _range_checks("Input", name, d, iv.min, iv.max, shadowed)
     return out
 
 
@@ -69,9 +73,10 @@ def buffer_checks(stmt: ir.Stmt, env) -> ir.Stmt:
     while isinstance(stmt, ir.LetStmt):
         lets.append((stmt.name, stmt.value))
         stmt = stmt.body
-    checks = _input_checks(stmt)
+    shadowed = shadows_of(lets)
+    checks = _input_checks(stmt, shadowed)
     for f in env.outputs:
-        checks.extend(_output_checks(stmt, f))
+        checks.extend(_output_checks(stmt, f, shadowed))
     body = ir.make_block([*checks, stmt])
     for name, value in reversed(lets):
         body = ir.LetStmt(name, value, body)
