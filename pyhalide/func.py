@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import ir
+from .deep_recursion import deep
 from .errors import HalideError
 from .expr import Expr, cast_ir, coerce_python, to_ir, wrap
 from .ir_mutator import IRVisitor
@@ -338,6 +339,7 @@ class Func(FuncScheduling):
             _call_arg(self._name, i, a)  # type errors surface where the call is written
         return FuncRef(self, args)
 
+    @deep
     def __setitem__(self, key, value):
         args = _key_to_args(self._name, key)
         if isinstance(value, _UpdateOp):

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from .buffer import MAX_ELEMENTS, Buffer
+from .deep_recursion import deep
 from .errors import HalideError
 from .func import Func
 from .ir_printer import stmt_to_string
@@ -97,6 +98,7 @@ class Pipeline:
         return apply_autoscheduler(self, target, autoscheduler_params)
 
     # ------------------------------------------------------------------ compiling
+    @deep
     def _lower(self):
         from .lower import lower
 
@@ -108,6 +110,7 @@ class Pipeline:
             self._compiled = {}
         return self._lowered
 
+    @deep
     def _compile(self, layouts):
         """Native code for one buffer layout: per buffer, its axis order and whether dimension 0 is
         dense (stride 1), which lets vector loads and stores be contiguous."""

@@ -320,3 +320,35 @@ def test_sizes_and_coordinates_past_32_bits_are_refused():
         g.realize([2**40, 2**40])
     with pytest.raises(hl.HalideError, match=r"cannot be allocated"):
         hl.Buffer(hl.UInt(8), [2**62, 2**62])
+
+
+def test_deep_expressions_compile_without_hitting_the_recursion_limit():
+    """A 20,000-deep expression is walked on a thread with a big stack; the limit is restored."""
+    import sys
+
+    limit = sys.getrecursionlimit()
+    e = x
+    for _ in range(20000):
+        e = e + 1
+    f = hl.Func("deep_chain")
+    f[x] = e
+    g = hl.Func("deep_update")
+    g[x] = x
+    g[x] = g[x] * 2 + e
+    assert np.asarray(f.realize([3])).tolist() == [20000, 20001, 20002]
+    assert np.asarray(g.realize([3])).tolist() == [20000, 20003, 20006]
+    assert sys.getrecursionlimit() == limit
+
+
+def test_exponential_inlining_is_refused_by_name_instead_of_hanging():
+    stages = [hl.Func("stencil0")]
+    stages[0][x] = x
+    for i in range(1, 15):  # 3^14 calls once every level is inlined
+        g = hl.Func(f"stencil{i}")
+        g[x] = stages[-1][x - 1] + stages[-1][x] + stages[-1][x + 1]
+        stages.append(g)
+    with pytest.raises(hl.HalideError, match=r"Func stencil14: inlining stencil13 into it makes an expression of "
+                                              r"\d+ nodes .*compute_root\(\) or compute_at\(\)"):
+        stages[-1].realize([4])
+    stages[7].compute_root()  # two shallow halves: 3^7 calls each
+    assert np.asarray(stages[-1].realize([2])).tolist() == [0, 3**14]
