@@ -48,6 +48,15 @@ class Buffer:
         self._mins = [0] * n
         self._name = name or unique_name("b")
 
+    @classmethod
+    def _output(cls, t: Type, sizes: list[int], name: str) -> Buffer:
+        """A zeroed buffer for realize's outputs, sizes already checked: the per-call path."""
+        b = cls.__new__(cls)
+        n = len(sizes)
+        b._type, b._array, b._reversed = t, np.zeros(sizes[::-1], dtype=t.to_numpy()), True
+        b._axis, b._mins, b._name = list(range(n - 1, -1, -1)), [0] * n, name
+        return b
+
     # --- identity and shape ---
     def same_view(self, other) -> bool:
         """Whether other sees exactly this memory with these axes and mins (two wrappers of one array)."""

@@ -525,10 +525,10 @@ class Func(FuncScheduling):
         self._pipeline().compile_jit(target)
 
     def _pipeline(self):
-        from .pipeline import Pipeline
-
-        cached = getattr(self, "_cached_pipeline", None)
+        cached = self.__dict__.get("_cached_pipeline")
         if cached is None:
+            from .pipeline import Pipeline
+
             cached = self._cached_pipeline = Pipeline(self)
         return cached
 

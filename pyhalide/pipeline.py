@@ -98,28 +98,40 @@ class Pipeline:
         return apply_autoscheduler(self, target, autoscheduler_params)
 
     # ------------------------------------------------------------------ compiling
-    @deep
     def _lower(self):
+        """The lowered pipeline, lowered again only when the target or a Func changed (the check
+        is the per-call cost of every realize, so it stays a few attribute reads)."""
+        lw = self._lowered
+        target = self._target
+        if lw is None or (lw.target is not target and lw.target != target) or any(
+            f._version != v for f, v in self._versions
+        ):
+            lw = self._lower_now()
+        return lw
+
+    @deep
+    def _lower_now(self):
         from .lower import lower
 
-        target = self._target
-        lw = self._lowered
-        if lw is None or lw.target != target or any(f._version != v for f, v in self._versions):
-            self._lowered = lower(self._outputs, target)
-            self._versions = [(f, f._version) for f in self._lowered.env.sources]
-            self._compiled = {}
+        self._lowered = lower(self._outputs, self._target)
+        self._versions = [(f, f._version) for f in self._lowered.env.sources]
+        self._compiled = {}
         return self._lowered
 
-    @deep
     def _compile(self, layouts):
         """Native code for one buffer layout: per buffer, its axis order and whether dimension 0 is
         dense (stride 1), which lets vector loads and stores be contiguous."""
-        from .codegen.runtime import CompiledPipeline
-
         lowered = self._lower()
         compiled = self._compiled.get(layouts)
         if compiled is None:
-            compiled = self._compiled[layouts] = CompiledPipeline(lowered, layouts, self._target)
+            compiled = self._compile_now(lowered, layouts)
+        return compiled
+
+    @deep
+    def _compile_now(self, lowered, layouts):
+        from .codegen.runtime import CompiledPipeline
+
+        compiled = self._compiled[layouts] = CompiledPipeline(lowered, layouts, self._target)
         return compiled
 
     def _default_layouts(self):
@@ -134,10 +146,10 @@ class Pipeline:
 
     def _set_target(self, target) -> None:
         """Use `target` from now on (None: keep the current one, at first the JIT target)."""
-        from .target import resolve_target
-
         if target is None and self._target is not None:
             return
+        from .target import resolve_target
+
         target = resolve_target(target)
         target.require_supported()
         self._target = target
@@ -168,7 +180,7 @@ class Pipeline:
             if len(outs) != len(out_specs):
                 raise HalideError(f"realize: {len(out_specs)} output buffers needed, {len(outs)} given")
             for spec, buf in zip(out_specs, outs):
-                if buf.type() != spec.type:
+                if buf._type is not spec.type and buf.type() != spec.type:
                     raise HalideError(
                         f"realize: output {spec.name} has type {spec.type} but the buffer has type {buf.type()}"
                     )
@@ -200,16 +212,17 @@ class Pipeline:
         if elements > MAX_ELEMENTS:
             raise HalideError(f"realize: sizes {sizes} make {elements} elements per output; at most 2^31-1 "
                               f"are supported (index arithmetic is 32-bit, as in Halide)")
-        outs = [Buffer(spec.type, sizes, name=spec.name) for spec in out_specs]
+        outs = [Buffer._output(spec.type, sizes, spec.name) for spec in out_specs]
         self._run(outs)
         return outs[0] if len(outs) == 1 else outs
 
     def _run(self, outs: list[Buffer]) -> None:
-        lowered = self._lower()
+        lowered = self._lowered  # realize has just brought it up to date
         buffers = list(outs)
         for b in lowered.buffers[len(outs):]:
             buffers.append(_input_buffer(b))
-        compiled = self._compile(tuple(_layout(b) for b in buffers))
+        layouts = tuple(_layout(b) for b in buffers)
+        compiled = self._compiled.get(layouts) or self._compile_now(lowered, layouts)
         params = [s.param.get() for s in lowered.scalars]
         compiled.run(buffers, params)
 
@@ -302,9 +315,11 @@ def _layout(buf: Buffer) -> tuple:
 
 
 def _input_buffer(spec) -> Buffer:
+    src = spec.source
+    if type(src) is Buffer:
+        return src
     from .param import ImageParam
 
-    src = spec.source
     return src.get() if isinstance(src, ImageParam) else src
 
 

@@ -352,3 +352,39 @@ def test_exponential_inlining_is_refused_by_name_instead_of_hanging():
         stages[-1].realize([4])
     stages[7].compute_root()  # two shallow halves: 3^7 calls each
     assert np.asarray(stages[-1].realize([2])).tolist() == [0, 3**14]
+
+
+_INTERRUPTED_REALIZE = """
+import os, signal, sys, threading, time
+import numpy as np
+import pyhalide as hl
+x, y = hl.Var("x"), hl.Var("y")
+r = hl.RDom([(0, 3000)])
+f = hl.Func("slow")
+f[x, y] = hl.sum(hl.sin(hl.f32(x + y + r.x)))
+if sys.argv[1] == "parallel":
+    f.parallel(y)
+f.compile_jit()
+threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+t0 = time.perf_counter()
+try:
+    f.realize([2000, 2000])  # minutes of work
+    print("finished")
+except KeyboardInterrupt:
+    print("interrupted", time.perf_counter() - t0)
+g = hl.Func("after")
+g[x] = x * 2
+print(np.asarray(g.realize([4])).tolist())
+"""
+
+
+@pytest.mark.parametrize("loops", ["serial", "parallel"])
+def test_ctrl_c_interrupts_a_long_realize_promptly_and_the_process_stays_usable(loops):
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _INTERRUPTED_REALIZE, loops], capture_output=True, text=True,
+                         timeout=120, check=True).stdout.split("\n")
+    assert out[0].startswith("interrupted"), out
+    assert float(out[0].split()[1]) < 3.0  # the signal came at 0.3 s; the realize would take far longer
+    assert out[1] == "[0, 2, 4, 6]"

@@ -5,9 +5,10 @@ ndarray object itself (passed as a ctypes.py_object): the function reads its dat
 dimensions and strides from numpy's stable C layout (PyArrayObject), because getting a data
 pointer in Python costs microseconds per array and reading it here costs nothing. `scalars` is an
 int64 ndarray holding, in order: each buffer's min per dimension, each Param (integers
-sign-extended, floats as the bits of a double), the thread count, then the error record: the
-failed check's code and up to ERROR_VALUES values for its message. The function returns 0, or
-that code (1 + the failed assert's id).
+sign-extended, floats as the bits of a double), the thread count, the address of the interrupt
+flag (interrupts.py), then the error record: the failed check's code and up to ERROR_VALUES
+values for its message. The function returns 0, that code (1 + the failed assert's id), or
+INTERRUPTED.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class ScalarLayout:
     min_slots: dict[str, list[int]] = field(default_factory=dict)
     param_slots: dict[str, int] = field(default_factory=dict)
     threads_slot: int = 0
+    interrupt_slot: int = 0
     error_slot: int = 0
     size: int = 0
 
@@ -77,8 +79,9 @@ def bind_arguments(cg: CodeGen, lowered, axis_maps: list[list[int]]) -> ScalarLa
         slot += 1
         cg.bind(s.name, _from_int64(b, raw, s.type))
     layout.threads_slot = slot
-    layout.error_slot = slot + 1
-    layout.size = slot + 2 + ERROR_VALUES
+    layout.interrupt_slot = slot + 1
+    layout.error_slot = slot + 2
+    layout.size = slot + 3 + ERROR_VALUES
     return layout
 
 

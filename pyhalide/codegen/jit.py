@@ -25,7 +25,9 @@ from ..errors import CompileError
 
 _lock = threading.Lock()
 _state: dict = {}
-_memory_cache: dict[str, bytes] = {}
+_memory_cache: dict[str, bytes] = {}  # insertion order is recency: oldest first
+_memory_cache_bytes = [0]
+_MEMORY_CACHE_BYTES = 16 << 20
 _library_counter = [0]
 
 
@@ -183,8 +185,18 @@ def _object_for(ir_text: str, fresh: bool = False) -> tuple[bytes, Path | None]:
             obj = _state["tm"].emit_object(mod)
         if path is not None:
             _write_cached(path, key, obj)
-    _memory_cache[key] = obj
+    _remember(key, obj)
     return obj, path
+
+
+def _remember(key: str, obj: bytes) -> None:
+    """Keep recent objects in memory (least recently used out past _MEMORY_CACHE_BYTES)."""
+    with _lock:
+        old = _memory_cache.pop(key, None)
+        _memory_cache_bytes[0] += len(obj) - (len(old) if old is not None else 0)
+        _memory_cache[key] = obj
+        while _memory_cache_bytes[0] > _MEMORY_CACHE_BYTES and len(_memory_cache) > 1:
+            _memory_cache_bytes[0] -= len(_memory_cache.pop(next(iter(_memory_cache))))
 
 
 def _link(obj: bytes, symbol: str):

@@ -18,10 +18,12 @@ from llvmlite import ir as ll
 
 from .. import ir
 from ..errors import CompileError, InternalError
+from ..ir_mutator import IRVisitor
 from ..lowering.lower_arithmetic import not_lowered
 from ..types import Type
 from . import calling_convention, parallel, x86
 from .calls import emit_call
+from .interrupts import INTERRUPTED
 from .llvm_types import I32, I64, PTR, VOID, llvm_type
 
 STACK_LIMIT = 16 * 1024  # constant-size allocations up to this many bytes go on the stack (MemoryType.Auto)
@@ -71,6 +73,23 @@ for _op in _PURE:
     setattr(_NumberingBuilder, _op, _numbered(_op))
 
 
+class _FindLoop(IRVisitor):
+    statements_only = True
+
+    def __init__(self):
+        super().__init__()
+        self.found = False
+
+    def visit_For(self, s):
+        self.found = True
+
+
+def _has_loop(s: ir.Stmt) -> bool:
+    finder = _FindLoop()
+    finder.visit(s)
+    return finder.found
+
+
 @dataclass
 class Function:
     """The function being emitted (the pipeline's entry, or a parallel task) and what its
@@ -101,6 +120,7 @@ class CodeGen:
         self._strings: dict[str, ll.GlobalVariable] = {}
         self._rules: dict[type, Callable] = {}
         self._constants: dict[tuple, ll.Constant] = {}
+        self.loop_depth = 0  # Fors around the statement being emitted, through parallel tasks
         self.f: Function
 
     def generate(self) -> str:
@@ -406,12 +426,28 @@ class CodeGen:
         self.f.leave_with_error(self.b, ll.Constant(I32, code))
 
     def s_For(self, s):
-        if s.for_type == ir.PARALLEL:
-            parallel.emit_parallel_for(self, s)
-        elif s.for_type in (ir.SERIAL, ir.UNROLLED, ir.VECTORIZED):
-            self._serial_for(s.name, self.expr(s.min), self.expr(s.extent), s.body)
-        else:  # lowering refuses GPU loops for a CPU target
-            raise InternalError(f"codegen: loop {s.name} of kind {s.for_type} reached the CPU code generator")
+        self.loop_depth += 1
+        try:
+            if s.for_type == ir.PARALLEL:
+                parallel.emit_parallel_for(self, s)
+            elif s.for_type in (ir.SERIAL, ir.UNROLLED, ir.VECTORIZED):
+                self._serial_for(s.name, self.expr(s.min), self.expr(s.extent), s.body)
+            else:  # lowering refuses GPU loops for a CPU target
+                raise InternalError(f"codegen: loop {s.name} of kind {s.for_type} reached the CPU code generator")
+        finally:
+            self.loop_depth -= 1
+
+    def interrupt_flag(self):
+        """The value of the interrupt flag now (an atomic read through the scalars' address)."""
+        b = self.b
+        address = b.load(calling_convention.scalar_ptr(b, self.f.scalars, self.layout.interrupt_slot), typ=I64)
+        return b.load_atomic(b.inttoptr(address, PTR), "monotonic", 4, typ=I32)
+
+    def poll_interrupt(self):
+        """Leave with INTERRUPTED if SIGINT arrived (each iteration of an outermost loop nest)."""
+        b = self.b
+        with b.if_then(b.icmp_signed("!=", self.interrupt_flag(), ll.Constant(I32, 0)), likely=False):
+            self._return_error(INTERRUPTED)
 
     def _serial_for(self, name: str, lo, extent, body_stmt):
         b = self.b
@@ -426,6 +462,8 @@ class CodeGen:
         i.add_incoming(lo, pre)
         b.cbranch(b.icmp_signed("<", i, end), body, done)
         b.position_at_end(body)
+        if self.loop_depth == 1 and _has_loop(body_stmt):
+            self.poll_interrupt()
         self.bind(name, i)
         self.stmt(body_stmt)
         self.unbind(name)

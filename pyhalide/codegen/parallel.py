@@ -4,8 +4,9 @@ A parallel For's body is outlined into a task `void task(ptr closure)` that
 `GOMP_parallel(task, closure, threads, 0)` runs on every thread of libgomp's pool: about 2 us per
 loop, with no Python and no GIL. The closure lives on the caller's stack and holds the loop
 bounds, a shared iteration counter, an error code, the scalars array, and every value and buffer
-the body uses. Each thread takes iterations from the counter until none are left or some task
-failed; a failing task stores its code in the closure, which the caller then returns.
+the body uses. Each thread takes iterations from the counter until none are left, some task
+failed or SIGINT arrived (interrupts.py); a failing task stores its code in the closure, which
+the caller then returns.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ..errors import InternalError
 from ..ir_mutator import IRVisitor
 from ..types import Type
 from .calling_convention import scalar_ptr
+from .interrupts import INTERRUPTED
 from .llvm_types import I32, I64, PTR, VOID, llvm_type
 
 if TYPE_CHECKING:
@@ -70,8 +72,14 @@ def emit_parallel_for(cg: CodeGen, s: ir.For) -> None:
         take = task.append_basic_block("take")
         work = task.append_basic_block("work")
         finish = task.append_basic_block("finish")
+        interrupted = task.append_basic_block("interrupted")
         tb.branch(take)
         tb.position_at_end(take)
+        resume = task.append_basic_block("resume")
+        tb.cbranch(tb.icmp_signed("!=", cg.interrupt_flag(), ll.Constant(I32, 0)), interrupted, resume)
+        tb.position_at_end(interrupted)
+        leave_with_error(tb, ll.Constant(I32, INTERRUPTED))
+        tb.position_at_end(resume)
         failed = tb.load_atomic(error, "monotonic", 4, typ=I32)
         i = tb.atomic_rmw("add", counter, ll.Constant(I32, 1), "monotonic")
         more = tb.and_(tb.icmp_signed("<", i, t_extent), tb.icmp_signed("==", failed, ll.Constant(I32, 0)))

@@ -11,6 +11,7 @@ from ..buffer import MAX_ELEMENTS
 from ..errors import HalideError, RuntimeCheckError
 from ..ir_mutator import cycle_collector_paused
 from ..lower import finish_lowering
+from . import interrupts
 from .jit import JITFunction
 from .llvm import CodeGen
 
@@ -66,11 +67,12 @@ class CompiledPipeline:
         for spec, (axes, dense) in zip(lowered.buffers, layouts):
             dtype = spec.type.to_numpy()
             slots = self.layout.min_slots[spec.name]
-            self._specs.append((spec, dtype, spec.dimensions, list(axes), axes[0] if axes else 0, dense,
-                                dtype.itemsize, slots))
+            self._specs.append((spec, spec.is_output, dtype, spec.dimensions, list(axes), axes[0] if axes else 0,
+                                dense, dtype.itemsize, slots))
         self._params = [(self.layout.param_slots[s.name], s.type.is_float()) for s in lowered.scalars]
         self._has_float_params = any(is_float for _, is_float in self._params)
         self._template = np.zeros(self.layout.size, dtype=np.int64)
+        self._template[self.layout.interrupt_slot] = interrupts.FLAG_ADDRESS
 
     def run(self, buffers: list, param_values: list) -> None:
         """Run on buffers (outputs first, then inputs, as in lowered.buffers) and Param values.
@@ -80,24 +82,25 @@ class CompiledPipeline:
         sc = self._template.copy()
         sc[self.layout.threads_slot] = num_threads()
         arrays = []
-        for (spec, dtype, ndim, axes, axis0, dense, itemsize, slots), buf in zip(self._specs, buffers):
+        for (spec, is_output, dtype, ndim, axes, axis0, dense, itemsize, slots), buf in zip(self._specs, buffers):
             if type(buf) is np.ndarray:
                 arr, mins, buf_axes = buf, None, None
             else:
                 arr, mins, buf_axes = buf._array, buf._mins, buf._axis
-            if arr.dtype != dtype or arr.ndim != ndim:
+            if (arr.dtype is not dtype and arr.dtype != dtype) or arr.ndim != ndim:
                 raise HalideError(f"Buffer {spec.name} is {arr.dtype} with {arr.ndim} dimensions, but the pipeline "
                                   f"needs {spec.type} with {ndim}")
             if buf_axes is not None and buf_axes != axes or buf_axes is None and ndim > 1 and axes[0] != ndim - 1:
                 raise HalideError(f"Buffer {spec.name}: axis order differs from the one compiled for")
+            flags = arr.flags
             if ndim:
                 if dense and arr.strides[axis0] != itemsize and arr.shape[axis0] > 1:
                     raise HalideError(f"Buffer {spec.name}: dimension 0 is not dense, unlike the one compiled for")
-                if not arr.flags.c_contiguous and any(st % itemsize for st in arr.strides):
+                if not flags.c_contiguous and any(st % itemsize for st in arr.strides):
                     raise HalideError(f"Buffer {spec.name} has strides not a multiple of its element size")
                 if arr.size > MAX_ELEMENTS:
                     raise HalideError(f"Buffer {spec.name} has {arr.size} elements; at most 2^31-1 are supported")
-            if spec.is_output and not arr.flags.writeable:
+            if is_output and not flags.writeable:
                 raise HalideError(f"Output buffer {spec.name} is read-only")
             if mins and any(mins):
                 for d, m in enumerate(mins):
@@ -110,8 +113,11 @@ class CompiledPipeline:
                     as_float[slot] = v
                 else:
                     sc[slot] = v
+        interrupts.arm()
         rc = self._fn(*arrays, sc)
         if rc != 0:
+            if rc == interrupts.INTERRUPTED:
+                interrupts.raise_interrupt()
             self._raise(rc, sc)
 
     def _raise(self, rc: int, sc: np.ndarray):
