@@ -213,6 +213,8 @@ def coerce_python(value, t: Type) -> ir.Expr:
         value = int(value)
     if isinstance(value, np.number):
         value = value.item()
+    if not isinstance(value, int | float):
+        raise HalideError(f"Can't combine {value!r} (a {type(value).__name__}) with an Expr of type {t}")
     if isinstance(value, float):
         if t.is_float():
             return ir.make_const(t, value)

@@ -159,6 +159,7 @@ class FuncSchedule:
     innermost_default: bool = False  # an inline reduction: by default computed in its consumer's innermost loop
     bounds: dict[str, tuple] = field(default_factory=dict)  # var -> (min or None, extent, modulus, remainder)
     storage_order: list[str] | None = None
+    folds: dict[str, tuple[int, bool]] = field(default_factory=dict)  # var -> fold_storage's (extent, forward)
     memory_type: str = MemoryType.Auto
     # f.in_() and f.in_(g): the Func standing between f and its consumers ("" for all of them,
     # else the consumer's name). Lowering redirects the consumers' calls on its copy of the graph.
@@ -179,7 +180,7 @@ class FuncSchedule:
     def copy(self) -> FuncSchedule:
         """An independent copy: later directives on either leave the other as it is. LoopLevels,
         IR, Definitions and the wrapper Funcs are never changed in place, so they are shared."""
-        return replace(self, bounds=dict(self.bounds),
+        return replace(self, bounds=dict(self.bounds), folds=dict(self.folds),
                        storage_order=None if self.storage_order is None else list(self.storage_order),
                        wrappers=dict(self.wrappers), rfactored=dict(self.rfactored),
                        stages=[st.copy() for st in self.stages], log=list(self.log))
@@ -245,6 +246,7 @@ DIRECTIVES = {
     "align_bounds": ("func", ("var", "factor", "int"), 3),
     "in_": ("func", ("funcs",), 0),
     "reorder_storage": ("func", ("var*",), 1),
+    "fold_storage": ("func", ("var", "factor", "bool"), 3),
     "store_in": ("func", ("memory",), 1),
 }
 MAX_RECORD_CHARS = 1 << 20  # a schedule is a few kB; anything this big is not one

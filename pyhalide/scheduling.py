@@ -518,11 +518,31 @@ class FuncScheduling(Schedulable):
 
     def store_in(self, memory_type):
         """Where this Func's storage lives (hl.MemoryType); the target must support it."""
-        if memory_type not in MemoryType.ALL:
+        if not isinstance(memory_type, str) or memory_type not in MemoryType.ALL:
             raise CompileError(f"Func {self.name()}.store_in: unknown memory type {memory_type!r} (one of "
                                f"{', '.join(MemoryType.ALL)})")
         self._schedule.memory_type = memory_type
         self._log("store_in", memory_type)
+        return self
+
+    def fold_storage(self, var, extent, fold_forward=True):
+        """Keep only `extent` coordinates of var's dimension, reused circularly, as Halide's
+        fold_storage. pyhalide folds where this Func slides along var (stored outside a loop that
+        walks var forward, computed inside it): there the extent must hold what one iteration
+        needs, or the schedule is refused. Elsewhere (and for fold_forward=False, a window
+        pyhalide never makes) the storage stays whole: the same results, more memory."""
+        self._require_defined()
+        name = _var_name(var)
+        if name not in self._pure_args:
+            raise CompileError(f"Func {self.name()}.fold_storage: {name} is not a pure Var of {self.name()}")
+        if not isinstance(extent, int) or isinstance(extent, bool) or not 1 <= extent <= INT32_MAX:
+            raise CompileError(f"Func {self.name()}.fold_storage({name}, ...): the extent must be an integer in "
+                               f"[1, {INT32_MAX}], got {extent!r}")
+        if not isinstance(fold_forward, bool):
+            raise CompileError(f"Func {self.name()}.fold_storage({name}, {extent}, ...): fold_forward must be True "
+                               f"or False, got {fold_forward!r}")
+        self._schedule.folds[name] = (extent, fold_forward)
+        self._log("fold_storage", _json_var(var), extent, fold_forward)
         return self
 
     def reorder_storage(self, *vars):

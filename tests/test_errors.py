@@ -388,3 +388,19 @@ def test_ctrl_c_interrupts_a_long_realize_promptly_and_the_process_stays_usable(
     assert out[0].startswith("interrupted"), out
     assert float(out[0].split()[1]) < 3.0  # the signal came at 0.3 s; the realize would take far longer
     assert out[1] == "[0, 2, 4, 6]"
+
+
+def test_random_misuse_gives_results_or_halide_errors_never_crashes_or_wrong_answers():
+    """tests/_misuse.py throws random directives, arguments and sizes at the API, in a subprocess
+    (a crash fails this test instead of ending the run)."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).with_name("_misuse.py")
+    run = subprocess.run([sys.executable, str(script), "60"], capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stderr[-3000:]
+    report = json.loads(run.stdout.strip().splitlines()[-1])
+    assert report["failures"] == [], "\n".join(report["failures"])
+    assert report["computed"] >= 10 and report["refused"] >= 10, report  # both kinds of outcome were drawn

@@ -100,6 +100,41 @@ def test_sliding_window_folds_storage(tmp_path):
     assert "select((slide_y.s0.y > slide_y.min.1)" in text  # later rows compute one new row
 
 
+def test_fold_storage_sets_the_fold_where_the_window_fits_and_refuses_one_too_small(tmp_path):
+    img = np.random.default_rng(3).integers(0, 1000, (40, 30)).astype(np.int32)
+
+    def build():
+        inp = hl.BoundaryConditions.repeat_edge(hl.Buffer(img, "fold_in"))
+        bx, by = hl.Func("fold_x"), hl.Func("fold_y")
+        bx[x, y] = inp[x - 1, y] + inp[x, y] + inp[x + 1, y]
+        by[x, y] = bx[x, y - 1] + bx[x, y] + bx[x, y + 1]
+        return bx, by
+
+    _, by = build()
+    want = np.asarray(by.realize([30, 40]))
+    for extent, rows in ((3, 3), (5, 5), (2, None)):
+        bx, by = build()
+        bx.store_root().compute_at(by, y).fold_storage(y, extent)
+        if rows is None:
+            with pytest.raises(hl.HalideError, match=r"fold_x.fold_storage\(y, 2\): each iteration of loop "
+                                                      r"fold_y.s0.y needs 3 coordinates of y"):
+                by.realize([30, 40])
+            continue
+        assert np.array_equal(np.asarray(by.realize([30, 40])), want)
+        stmt = tmp_path / f"fold{extent}.stmt"
+        by.compile_to_lowered_stmt(str(stmt))
+        assert f"allocate fold_x[int32 * fold_x.extent.0 * {rows}]" in stmt.read_text()
+        copy = build()[1]  # the directive survives the schedule's JSON round trip
+        hl.Pipeline(copy).apply_schedule_json(hl.Pipeline(by).schedule_to_json())
+        assert np.array_equal(np.asarray(copy.realize([30, 40])), want)
+    bx, by = build()  # not sliding (computed at root): stored whole, computed the same
+    bx.compute_root().fold_storage(y, 2)
+    assert np.array_equal(np.asarray(by.realize([30, 40])), want)
+    with pytest.raises(hl.HalideError, match=r"fold_storage\(y, \.\.\.\): the extent must be an integer in "
+                                              r"\[1, 2147483647\], got 0\.5"):
+        bx.fold_storage(y, 0.5)
+
+
 def test_bound_and_align_bounds():
     f = hl.Func("bounded_src")
     f[x] = x * 2

@@ -54,7 +54,7 @@ def _install() -> None:
         return  # SIG_DFL, SIG_IGN, or a three-argument handler not Python's
     if _keep and old.handler == _keep[-1].address:
         return
-    fn = JITFunction(_handler_ir(old.handler), "pyhalide_on_sigint")
+    fn = JITFunction(_handler_ir(old.handler), "pyhalide_on_sigint", disk_cache=False)
     new = _Sigaction()
     new.handler, new.mask, new.flags, new.restorer = fn.address, old.mask, old.flags, old.restorer
     if libc.sigaction(signal.SIGINT, ctypes.byref(new), None) == 0:

@@ -170,11 +170,11 @@ def _write_cached(path: Path, key: str, obj: bytes) -> None:
         _discard(tmp)
 
 
-def _object_for(ir_text: str, fresh: bool = False) -> tuple[bytes, Path | None]:
+def _object_for(ir_text: str, fresh: bool = False, disk: bool = True) -> tuple[bytes, Path | None]:
     """The object code of this IR (from memory, the disk cache, or compiled now; fresh: compiled
     now), and the cache entry it came from or went to."""
     key = _object_key(ir_text)
-    cache = _cache_dir()
+    cache = _cache_dir() if disk else None
     path = cache / f"{key}.o" if cache else None
     obj = None if fresh else _memory_cache.get(key)
     if obj is None and path is not None and not fresh:
@@ -187,6 +187,13 @@ def _object_for(ir_text: str, fresh: bool = False) -> tuple[bytes, Path | None]:
             _write_cached(path, key, obj)
     _remember(key, obj)
     return obj, path
+
+
+def clear_memory_cache() -> None:
+    """Forget the objects kept in memory (benchmarks timing real compiles)."""
+    with _lock:
+        _memory_cache.clear()
+        _memory_cache_bytes[0] = 0
 
 
 def _remember(key: str, obj: bytes) -> None:
@@ -210,12 +217,13 @@ def _link(obj: bytes, symbol: str):
 class JITFunction:
     """A loaded function: its address, kept valid while this object lives."""
 
-    def __init__(self, ir_text: str, symbol: str):
-        obj, path = _object_for(ir_text)
+    def __init__(self, ir_text: str, symbol: str, disk_cache: bool = True):
+        """disk_cache=False for code that holds this process's addresses: no other process can use it."""
+        obj, path = _object_for(ir_text, disk=disk_cache)
         try:
             self._tracker = _link(obj, symbol)
         except Exception:  # noqa: BLE001 - an object that passed its checksum but won't link: compile afresh
             _discard(path)
-            obj, _ = _object_for(ir_text, fresh=True)
+            obj, _ = _object_for(ir_text, fresh=True, disk=disk_cache)
             self._tracker = _link(obj, symbol)
         self.address = self._tracker[symbol]

@@ -3,13 +3,15 @@
 Assumes: the windows sliding_window found, and the Realize bounds from bounds inference.
 Guarantees: where f slides in dimension d along loop L needing at most w coordinates per
 iteration, and every use of f inside its Realize is in the consume body of its production, the
-Realize keeps only F coordinates of d (F the power of two >= w), at `coordinate mod F`. The
-window only moves forward, so a coordinate is overwritten only once no iteration needs it.
+Realize keeps only F coordinates of d (F the power of two >= w, or the extent fold_storage
+asked for, which must be >= w), at `coordinate mod F`. The window only moves forward, so a
+coordinate is overwritten only once no iteration needs it.
 """
 
 from __future__ import annotations
 
 from .. import ir
+from ..errors import CompileError
 from ..ir_mutator import IRMutator, IRVisitor, called_names
 
 
@@ -48,6 +50,17 @@ class _Fold(IRMutator):
         factor = 1
         while factor < self.window.width:
             factor *= 2
+        var = r.func._pure_args[d]
+        asked = r.func._schedule.folds.get(var)
+        if asked is not None:
+            extent, forward = asked
+            if not forward:
+                return r
+            if extent < self.window.width:
+                raise CompileError(f"Func {r.name}.fold_storage({var}, {extent}): each iteration of loop "
+                                   f"{self.window.loop} needs {self.window.width} coordinates of {var}, more than "
+                                   f"the fold holds")
+            factor = extent
         extent = ir.const_int(r.bounds[d][1])
         if extent is not None and extent <= factor:
             return r
