@@ -404,3 +404,14 @@ def test_random_misuse_gives_results_or_halide_errors_never_crashes_or_wrong_ans
     report = json.loads(run.stdout.strip().splitlines()[-1])
     assert report["failures"] == [], "\n".join(report["failures"])
     assert report["computed"] >= 10 and report["refused"] >= 10, report  # both kinds of outcome were drawn
+
+
+def test_an_output_overrun_names_the_split_that_rounds_up():
+    xo, xi = hl.Var("xo"), hl.Var("xi")
+    f = hl.Func("rounded")
+    f[x] = x
+    f.split(x, xo, xi, 8, hl.TailStrategy.RoundUp)
+    with pytest.raises(hl.HalideError, match=r"rounded is accessed at 15, which is beyond the max \(9\).*"
+                                              r"rounded's split\(x, xo, xi, 8, RoundUp\) rounds x up"):
+        f.realize(hl.Buffer(hl.Int(32), [10]))
+    assert np.asarray(f.realize([16])).tolist() == list(range(16))

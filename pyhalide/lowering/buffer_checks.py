@@ -16,6 +16,7 @@ from __future__ import annotations
 from .. import ir
 from ..bounds import box_touched
 from ..errors import CompileError
+from ..schedule import TailStrategy
 from .bounds_inference import buffer_field, buffer_names, require_bounded
 from .environment import collect_inputs
 from .wide_bounds import I64, shadows_of, widened
@@ -41,13 +42,35 @@ def _range_checks(kind: str, buffer: str, dim: int, lo: ir.Expr, hi: ir.Expr, sh
     ]
 
 
+def _splits_past_the_end(f, var: str) -> str:
+    """What in f's schedule can write past the region asked for in var: its RoundUp splits (and
+    the splits of the loops they make), named for the error message."""
+    found, names = [], {var}
+    for k, stage in enumerate(f._schedule.stages):
+        for sp in stage.splits:
+            if sp.kind == "split" and sp.old in names:
+                names |= {sp.outer, sp.inner}
+                if sp.tail in (TailStrategy.RoundUp, TailStrategy.Auto) and sp.factor > 1:
+                    old, outer, inner = (n.rsplit(".", 1)[-1] for n in (sp.old, sp.outer, sp.inner))
+                    found.append(f"{'stage ' + str(k) + ' ' if k else ''}split({old}, {outer}, {inner}, "
+                                 f"{sp.factor}, {sp.tail})")
+    if not found:
+        return ""
+    return (f" (Func {f.name()}'s {', '.join(found)} rounds {var} up to a multiple of the factor: realize a "
+            f"multiple of it, or split with TailStrategy.GuardWithIf)")
+
+
 def _output_checks(stmt, f, shadowed: set[str]) -> list[ir.Stmt]:
     box = box_touched(stmt, f.name(), include_provides=True, include_calls=False, for_checks=True)
     out = []
     for buf in buffer_names(f):
         for d, var in enumerate(f._pure_args):
             iv = require_bounded(f, var, box[d], "its own stages")
-            out += _range_checks("Output", buf, d, iv.min, iv.max, shadowed)
+            checks = _range_checks("Output", buf, d, iv.min, iv.max, shadowed)
+            hint = _splits_past_the_end(f, var)
+            if hint:
+                checks = [ir.AssertStmt(c.condition, c.message + hint, c.args) for c in checks]
+            out += checks
     return out
 
 
