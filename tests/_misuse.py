@@ -64,6 +64,12 @@ def _argument(draw, funcs, vars_):
     return draw(st.sampled_from(JUNK))
 
 
+def _trace(what: str) -> None:
+    """MISUSE_TRACE=1 prints each call before it is made: the last line names a crashing one."""
+    if os.environ.get("MISUSE_TRACE"):
+        print(what, file=sys.stderr, flush=True)
+
+
 def _call(what: str, fn, *args) -> object:
     """Call fn; record any outcome other than a result or HalideError (or, as for any Python
     function and in Halide's bindings, a TypeError for arguments the signature can't bind)."""
@@ -97,15 +103,12 @@ def misuse(data):
             if directive not in ("vectorise", "no_such_directive"):
                 failures.append(f"Func has no {directive}")
             continue
-        if os.environ.get("MISUSE_TRACE"):
-            print(f"{name}.{directive}{tuple(args)!r}", file=sys.stderr, flush=True)
+        _trace(f"{name}.{directive}{tuple(args)!r}")
         _call(f"{name}.{directive}{tuple(args)!r}", method, *args)
     sizes = data.draw(st.one_of(
         st.tuples(st.integers(0, 9), st.integers(0, 9)).map(list),
         st.lists(st.sampled_from(INTS + [2.5, "3"]), max_size=3)))
-    if os.environ.get("MISUSE_TRACE"):
-        print(hl.Pipeline(funcs["g"]).schedule_to_json() if False else [f.name() for f in funcs.values()], sizes,
-              file=sys.stderr, flush=True)
+    _trace(f"realize({sizes!r})")
     out = _call(f"realize({sizes!r})", funcs["g"].realize, sizes)
     outcomes["computed" if out is not None else "refused"] += 1
     if out is not None:

@@ -50,7 +50,7 @@ def _install() -> None:
     old = _Sigaction()
     if libc.sigaction(signal.SIGINT, None, ctypes.byref(old)) != 0:
         return
-    if not old.handler or old.handler in (1,) or old.flags & _SA_SIGINFO:
+    if old.handler in (None, 0, 1) or old.flags & _SA_SIGINFO:
         return  # SIG_DFL, SIG_IGN, or a three-argument handler not Python's
     if _keep and old.handler == _keep[-1].address:
         return
