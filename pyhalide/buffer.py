@@ -57,6 +57,15 @@ class Buffer:
         b._axis, b._mins, b._name = list(range(n - 1, -1, -1)), [0] * n, name
         return b
 
+    def _cropped(self, sizes: list[int]) -> Buffer:
+        """A view of the region [0, size) in each dimension (Halide's realize of a grown output)."""
+        n = len(sizes)
+        index = [slice(None)] * n
+        for d in range(n):
+            index[self._axis[d]] = slice(-self._mins[d], -self._mins[d] + sizes[d])
+        view = Buffer(self._array[tuple(index)], name=self._name, reverse_axes=self._reversed)
+        return view
+
     # --- identity and shape ---
     def same_view(self, other) -> bool:
         """Whether other sees exactly this memory with these axes and mins (two wrappers of one array)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import ir
 from .ir_mutator import cycle_collector_paused
@@ -57,6 +57,7 @@ class LoweredPipeline:
     buffers: list[BufferArg]
     scalars: list[ScalarArg]
     env: Environment
+    grown_regions: dict = field(default_factory=dict)  # realize's memo: (output, known values) -> region
 
     @property
     def target(self):

@@ -11,6 +11,7 @@ from .deep_recursion import deep
 from .errors import HalideError
 from .func import Func
 from .ir_printer import stmt_to_string
+from .types import Int
 
 
 class Pipeline:
@@ -213,8 +214,65 @@ class Pipeline:
             raise HalideError(f"realize: sizes {sizes} make {elements} elements per output; at most 2^31-1 "
                               f"are supported (index arithmetic is 32-bit, as in Halide)")
         outs = [Buffer._output(spec.type, sizes, spec.name) for spec in out_specs]
+        results = outs
+        if lowered.env.grown_outputs:  # the schedule writes beyond the sizes: allocate that, return a view
+            results = list(outs)
+            for k, spec in enumerate(out_specs):
+                grown = spec.name in lowered.env.grown_outputs
+                region = self._grown_region(lowered, spec.name, sizes) if grown else None
+                if region is not None:
+                    outs[k] = Buffer._output(spec.type, [extent for _, extent in region], spec.name)
+                    outs[k]._mins = [lo for lo, _ in region]
+                    results[k] = outs[k]._cropped(sizes)
         self._run(outs)
-        return outs[0] if len(outs) == 1 else outs
+        return results[0] if len(results) == 1 else results
+
+    def _grown_region(self, lowered, name: str, sizes: list[int]) -> list[tuple[int, int]] | None:
+        """The (min, extent) per dimension that output `name`'s stages write when realized at
+        sizes (as Halide's bounds query finds it), or None where that is just the sizes."""
+        from . import ir
+
+        lets, box = lowered.env.grown_outputs[name]
+        known = {}
+        for b in lowered.buffers:
+            buf = None if b.is_output else _input_buffer(b)
+            for d in range(b.dimensions):
+                if b.is_output:
+                    lo, extent, stride = 0, sizes[d], None
+                elif isinstance(buf, Buffer):
+                    lo, extent, stride = buf.dim(d).min(), buf.dim(d).extent(), buf.dim(d).stride()
+                else:
+                    continue
+                for field, v in (("min", lo), ("extent", extent), ("stride", stride)):
+                    if v is not None:
+                        known[f"{b.name}.{field}.{d}"] = ir.make_const(Int(32), v)
+        for s in lowered.scalars:
+            known[s.name] = ir.make_const(s.type, s.param.get())
+        key = (name, tuple((k, v.value) for k, v in known.items()))
+        memo = lowered.grown_regions
+        if key not in memo:
+            memo[key] = self._evaluate_region(lets, box, known, sizes)
+        return memo[key]
+
+    @staticmethod
+    def _evaluate_region(lets, box, known, sizes):
+        from . import ir
+        from .ir_mutator import substitute
+        from .simplify import simplify
+
+        for let_name, value in lets:
+            v = simplify(substitute(known, value))
+            if ir.const_int(v) is not None:
+                known[let_name] = v
+        region, grown = [], False
+        for d, (lo_e, hi_e) in enumerate(box):
+            lo, hi = (ir.const_int(simplify(substitute(known, e))) for e in (lo_e, hi_e))
+            if lo is None or hi is None:
+                return None  # not computable here: the entry check will say what is wrong
+            lo, hi = min(lo, 0), max(hi, sizes[d] - 1)
+            grown |= lo != 0 or hi != sizes[d] - 1
+            region.append((lo, hi - lo + 1))
+        return region if grown else None
 
     def _run(self, outs: list[Buffer]) -> None:
         lowered = self._lowered  # realize has just brought it up to date

@@ -410,3 +410,36 @@ def test_exact_splits_of_bounded_loops_need_no_clamp():
     found.visit(lower([f]).stmt)
     assert len(found.indices) == 2 and all(isinstance(i, ir.Ramp) for i in found.indices)
     assert found.selects == 0  # x % 2 is known in each phase
+
+
+def test_realize_grows_outputs_the_schedule_writes_past_and_returns_the_region_asked_for():
+    """As Halide: realize(sizes) allocates what the schedule writes (RoundUp splits, vectors
+    wider than the output, ShiftInwards past the start, an update's split) and returns a view of
+    the sizes; realize(buffer) into a buffer too small stays an error."""
+    xo, xi = hl.Var("xo"), hl.Var("xi")
+    rounded = hl.Func("grow_rounded")
+    rounded[x] = x * 3
+    rounded.split(x, xo, xi, 8, hl.TailStrategy.RoundUp)
+    assert np.asarray(rounded.realize([10])).tolist() == [3 * i for i in range(10)]
+    wide = hl.Func("grow_wide")
+    wide[x, y] = x + 10 * y
+    wide.vectorize(x, 16)
+    got = wide.realize([5, 3])
+    assert (got.width(), got.height()) == (5, 3)
+    assert np.array_equal(np.asarray(got), np.arange(5)[None, :] + 10 * np.arange(3)[:, None])
+    shifted = hl.Func("grow_shifted")
+    shifted[x] = x - 2
+    shifted.split(x, xo, xi, 8, hl.TailStrategy.ShiftInwards)
+    assert np.asarray(shifted.realize([5])).tolist() == [-2, -1, 0, 1, 2]
+    r = hl.RDom([(0, 5)])
+    upd = hl.Func("grow_update")
+    upd[x] = 0
+    upd[x] += x * r.x
+    upd.update().split(x, xo, xi, 4)
+    assert np.asarray(upd.realize([6])).tolist() == [10 * i for i in range(6)]
+    plain = hl.Func("grow_plain")
+    plain[x] = x + 1
+    a, b = hl.Pipeline([rounded, plain]).realize([10])
+    assert np.asarray(a).tolist() == [3 * i for i in range(10)] and np.asarray(b).tolist() == list(range(1, 11))
+    with pytest.raises(hl.HalideError, match=r"grow_rounded is accessed at 15, which is beyond the max \(9\)"):
+        rounded.realize(hl.Buffer(hl.Int(32), [10]))

@@ -16,7 +16,11 @@ from __future__ import annotations
 from .. import ir
 from ..bounds import box_touched
 from ..errors import CompileError
+from ..ir import is_const
+from ..ir_mutator import substitute
 from ..schedule import TailStrategy
+from ..simplify import simplify
+from ..types import Int
 from .bounds_inference import buffer_field, buffer_names, require_bounded
 from .environment import collect_inputs
 from .wide_bounds import I64, shadows_of, widened
@@ -60,10 +64,31 @@ def _splits_past_the_end(f, var: str) -> str:
             f"multiple of it, or split with TailStrategy.GuardWithIf)")
 
 
-def _output_checks(stmt, f, shadowed: set[str]) -> list[ir.Stmt]:
+def _resolved(e: ir.Expr, lets: list) -> ir.Expr:
+    for name, value in reversed(lets):  # a let's value may use the lets before it
+        e = substitute({name: value}, e)
+    return e
+
+
+def _writes_beyond(buf: str, box: list, lets: list) -> bool:
+    """Whether the written box may differ from the region asked for."""
+    for d, (lo, hi) in enumerate(box):
+        bmin = buffer_field(buf, "min", d)
+        bmax = ir.Sub(ir.Add(bmin, buffer_field(buf, "extent", d)), ir.make_const(Int(32), 1))
+        if not (is_const(simplify(ir.Sub(_resolved(lo, lets), bmin)), 0)
+                and is_const(simplify(ir.Sub(_resolved(hi, lets), bmax)), 0)):
+            return True
+    return False
+
+
+def _output_checks(stmt, f, shadowed: set[str], lets: list, env) -> list[ir.Stmt]:
     box = box_touched(stmt, f.name(), include_provides=True, include_calls=False, for_checks=True)
     out = []
     for buf in buffer_names(f):
+        written = [(iv.min, iv.max) for iv in
+                   (require_bounded(f, var, box[d], "its own stages") for d, var in enumerate(f._pure_args))]
+        if _writes_beyond(buf, written, lets):
+            env.grown_outputs[buf] = (lets, written)
         for d, var in enumerate(f._pure_args):
             iv = require_bounded(f, var, box[d], "its own stages")
             checks = _range_checks("Output", buf, d, iv.min, iv.max, shadowed)
@@ -99,7 +124,7 @@ def buffer_checks(stmt: ir.Stmt, env) -> ir.Stmt:
     shadowed = shadows_of(lets)
     checks = _input_checks(stmt, shadowed)
     for f in env.outputs:
-        checks.extend(_output_checks(stmt, f, shadowed))
+        checks.extend(_output_checks(stmt, f, shadowed, lets, env))
     body = ir.make_block([*checks, stmt])
     for name, value in reversed(lets):
         body = ir.LetStmt(name, value, body)

@@ -71,6 +71,9 @@ class Environment:
     levels: dict[str, LoopLevel] = field(default_factory=dict)  # default compute levels decided here
     target: object = None  # the Target lowered for
     sources: list = field(default_factory=list)  # the user's Funcs the copies were made from
+    # output buffer -> (lets, [(min, max) per dimension]) of the box its stages write, where a
+    # schedule writes beyond the region asked for (buffer checks); realize(sizes) grows into it
+    grown_outputs: dict[str, tuple] = field(default_factory=dict)
 
     def is_output(self, f) -> bool:
         return any(o is f for o in self.outputs)
