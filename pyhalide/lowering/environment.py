@@ -117,9 +117,10 @@ def build_environment(outputs, target=None) -> Environment:
         f = funcs[name]
         sched = f._schedule
         if env.is_output(f):
-            if sched.compute_level.kind == "at" or sched.explicit_inline:
-                raise CompileError(f"Func {name} is an output of the pipeline, so it is computed at root; it can't "
-                                   f"be scheduled {sched.compute_level}")
+            # An output is computed at root whatever its compute and store levels say (as in
+            # Halide: an intermediate scheduled inside its consumer can be realized on its own).
+            if sched.compute_level.kind == "at" or sched.explicit_inline or sched.store_level is not None:
+                sched.compute_level, sched.store_level, sched.explicit_inline = LoopLevel.root(), None, False
             env.order.append(f)
         elif sched.explicit_inline or (sched.is_default and not f.has_update_definition()):
             if f.has_update_definition():
