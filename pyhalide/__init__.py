@@ -12,6 +12,22 @@ from .errors import CompileError, HalideError, InternalError, RuntimeCheckError
 from .expr import Expr
 from .func import Func, FuncRef, Stage, Tuple
 from .inline_reductions import argmax, argmin, maximum, minimum, product, sum
+from .integer_ops import (
+    div_round_to_zero,
+    evaluate,
+    fract,
+    funcs,
+    halving_add,
+    halving_sub,
+    mod_round_to_zero,
+    rounding_halving_add,
+    saturating_add,
+    saturating_sub,
+    vars,
+    widening_add,
+    widening_mul,
+    widening_sub,
+)
 from .operators import (
     abs,
     absd,

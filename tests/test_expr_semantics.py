@@ -752,3 +752,78 @@ def test_float_min_max_of_nans_and_signed_zeros_are_halides(vector):
         rf.vectorize(rf.args()[0], 16)
     rlo, rhi = (np.asarray(r) for r in rf.realize([len(pairs)]))
     assert rlo.tobytes() == lo.tobytes() and rhi.tobytes() == hi.tobytes()
+
+
+def _exhaustive_pairs(dtype):
+    """Every pair of values of an 8-bit type, as two flat arrays."""
+    values = np.arange(np.iinfo(dtype).min, np.iinfo(dtype).max + 1)
+    a, b = np.meshgrid(values, values)
+    return a.ravel().astype(dtype), b.ravel().astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+def test_widening_saturating_and_halving_intrinsics_on_every_8_bit_pair(dtype):
+    """Halide's definitions, computed exactly in int64 by numpy: widening keeps every bit,
+    saturating clamps, halving floors (halving_sub wraps back to the type)."""
+    a, b = _exhaustive_pairs(dtype)
+    wa, wb = a.astype(np.int64), b.astype(np.int64)
+    info = np.iinfo(dtype)
+    wide = np.dtype(dtype).str.replace("1", "2")
+    signed_wide = np.int16
+    want = {
+        "widening_add": (wa + wb).astype(wide), "widening_sub": (wa - wb).astype(signed_wide),
+        "widening_mul": (wa * wb).astype(wide),
+        "saturating_add": np.clip(wa + wb, info.min, info.max).astype(dtype),
+        "saturating_sub": np.clip(wa - wb, info.min, info.max).astype(dtype),
+        "halving_add": ((wa + wb) >> 1).astype(dtype), "rounding_halving_add": ((wa + wb + 1) >> 1).astype(dtype),
+        "halving_sub": ((wa - wb) >> 1).astype(dtype),
+    }
+    ba, bb = hl.Buffer(a, "pair_a"), hl.Buffer(b, "pair_b")
+    for name, expected in want.items():
+        f = hl.Func(f"{name}_{np.dtype(dtype).name}")
+        f[x] = getattr(hl, name)(ba[x], bb[x])
+        f.vectorize(x, 16)
+        got = np.asarray(f.realize([a.size]))
+        assert got.dtype == expected.dtype and np.array_equal(got, expected), name
+
+
+def test_rounding_to_zero_division_fract_evaluate_vars_funcs():
+    a, b = _exhaustive_pairs(np.int8)
+    keep = b != 0
+    a, b = a[keep], b[keep]
+    q = hl.Func("div_rtz")
+    q[x] = hl.Tuple([hl.div_round_to_zero(hl.Buffer(a, "rtz_a")[x], hl.Buffer(b, "rtz_b")[x]),
+                     hl.mod_round_to_zero(hl.Buffer(a, "rtz_a")[x], hl.Buffer(b, "rtz_b")[x])])
+    got_q, got_r = (np.asarray(v) for v in q.realize([a.size]))
+    wa, wb = a.astype(np.int64), b.astype(np.int64)
+    want_q = np.trunc(wa / wb).astype(np.int64)
+    assert np.array_equal(got_q, want_q.astype(np.int8)) and np.array_equal(got_r, (wa - want_q * wb).astype(np.int8))
+    assert [hl.evaluate(hl.fract(hl.f32(v))) for v in (2.75, -2.75, 3.0)] == [0.75, -0.75, 0.0]
+    assert hl.evaluate(hl.Expr(3) * 4) == 12 and hl.evaluate(hl.f32(1.5) * 2) == 3.0
+    with pytest.raises(hl.HalideError, match=r"div_round_to_zero takes integers, got float32"):
+        hl.div_round_to_zero(hl.f32(7), hl.f32(2))
+    with pytest.raises(hl.HalideError, match=r"widening_add of int64: there is no integer type twice as wide"):
+        hl.widening_add(hl.i64(1), hl.i64(2))
+    u, v = hl.vars("u v")
+    f, g = hl.funcs("vf vg")
+    assert (u.name(), v.name(), f.name(), g.name()) == ("u", "v", "vf", "vg")
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.uint16, np.int32])
+def test_integer_intrinsics_match_the_real_halide(dtype):
+    real = pytest.importorskip("halide", reason="the real Halide (pip install halide) is the second oracle")
+    rng = np.random.default_rng(5)
+    info = np.iinfo(dtype)
+    a = rng.integers(info.min, info.max, 4096, endpoint=True).astype(dtype)
+    b = rng.integers(info.min, info.max, 4096, endpoint=True).astype(dtype)
+    b[b == 0] = 1
+    names = ["widening_add", "widening_sub", "widening_mul", "saturating_add", "saturating_sub", "halving_add",
+             "halving_sub", "rounding_halving_add", "div_round_to_zero", "mod_round_to_zero"]
+    for name in names:
+        results = []
+        for lib in (hl, real):
+            v = lib.Var("x")
+            f = lib.Func(f"{name}_{np.dtype(dtype).name}")
+            f[v] = getattr(lib, name)(lib.Buffer(a, "ia")[v], lib.Buffer(b, "ib")[v])
+            results.append(np.asarray(f.realize([a.size])))
+        assert results[0].dtype == results[1].dtype and np.array_equal(*results), name

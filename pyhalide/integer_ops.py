@@ -1,0 +1,149 @@
+"""Halide's integer intrinsics that avoid overflow, built from ordinary Exprs: widening and
+saturating arithmetic, halving adds, rounding-to-zero division, plus fract, evaluate, vars and
+funcs. Each widens both operands to twice their bits (the intrinsics exist for 8-, 16- and 32-bit
+integers), computes exactly there, and narrows as Halide defines: saturating, or wrapping for
+halving_sub."""
+
+from __future__ import annotations
+
+from . import ir
+from .errors import HalideError
+from .expr import Expr, cast_ir, match_types, to_ir, wrap
+from .types import Type
+
+
+def _same_integers(name: str, a, b) -> tuple[ir.Expr, ir.Expr]:
+    x, y = match_types(a, b)
+    t = x.type
+    if not (t.is_int() or t.is_uint()) or t.is_bool():
+        raise HalideError(f"{name} takes integers, got {t}")
+    return x, y
+
+
+def _wide(name: str, t: Type, signed: bool | None = None) -> Type:
+    if t.bits > 32:
+        raise HalideError(f"{name} of {t}: there is no integer type twice as wide")
+    code = t.code if signed is None else ("int" if signed else "uint")
+    return Type(code, t.bits * 2, t.lanes)
+
+
+def _clamped_to(t: Type, e: ir.Expr) -> ir.Expr:
+    lo, hi = ir.make_const(e.type, t.min_value()), ir.make_const(e.type, t.max_value())
+    return cast_ir(t, ir.Max(ir.Min(e, hi), lo))
+
+
+def widening_add(a, b) -> Expr:
+    """a + b in the type of twice the bits (same signedness): never overflows."""
+    x, y = _same_integers("widening_add", a, b)
+    w = _wide("widening_add", x.type)
+    return wrap(ir.Add(cast_ir(w, x), cast_ir(w, y)))
+
+
+def widening_sub(a, b) -> Expr:
+    """a - b in the signed type of twice the bits (unsigned inputs give a signed result)."""
+    x, y = _same_integers("widening_sub", a, b)
+    w = _wide("widening_sub", x.type, signed=True)
+    return wrap(ir.Sub(cast_ir(w, x), cast_ir(w, y)))
+
+
+def widening_mul(a, b) -> Expr:
+    """a * b in the type of twice the bits: never overflows."""
+    x, y = _same_integers("widening_mul", a, b)
+    w = _wide("widening_mul", x.type)
+    return wrap(ir.Mul(cast_ir(w, x), cast_ir(w, y)))
+
+
+def saturating_add(a, b) -> Expr:
+    """a + b clamped to the operands' type instead of wrapping."""
+    x, y = _same_integers("saturating_add", a, b)
+    w = _wide("saturating_add", x.type, signed=True)
+    return wrap(_clamped_to(x.type, ir.Add(cast_ir(w, x), cast_ir(w, y))))
+
+
+def saturating_sub(a, b) -> Expr:
+    """a - b clamped to the operands' type instead of wrapping."""
+    x, y = _same_integers("saturating_sub", a, b)
+    w = _wide("saturating_sub", x.type, signed=True)
+    return wrap(_clamped_to(x.type, ir.Sub(cast_ir(w, x), cast_ir(w, y))))
+
+
+def _halved(name: str, a, b, op, plus_one: bool) -> Expr:
+    x, y = _same_integers(name, a, b)
+    w = _wide(name, x.type, signed=True)
+    e = op(cast_ir(w, x), cast_ir(w, y))
+    if plus_one:
+        e = ir.Add(e, ir.make_const(w, 1))
+    return wrap(cast_ir(x.type, ir.Div(e, ir.make_const(w, 2))))  # Halide's division floors
+
+
+def halving_add(a, b) -> Expr:
+    """(a + b) / 2 rounded down, without overflow."""
+    return _halved("halving_add", a, b, ir.Add, False)
+
+
+def rounding_halving_add(a, b) -> Expr:
+    """(a + b + 1) / 2 rounded down, without overflow."""
+    return _halved("rounding_halving_add", a, b, ir.Add, True)
+
+
+def halving_sub(a, b) -> Expr:
+    """(a - b) / 2 rounded down, computed without overflow and wrapped to the operands' type."""
+    return _halved("halving_sub", a, b, ir.Sub, False)
+
+
+def div_round_to_zero(a, b) -> Expr:
+    """Integer division rounding toward zero (C's), where Halide's `/` rounds down."""
+    x, y = _same_integers("div_round_to_zero", a, b)
+    return wrap(_truncated_quotient(x, y))
+
+
+def mod_round_to_zero(a, b) -> Expr:
+    """The remainder of div_round_to_zero: it has the sign of a (C's %)."""
+    x, y = _same_integers("mod_round_to_zero", a, b)
+    return wrap(ir.Sub(x, ir.Mul(_truncated_quotient(x, y), y)))
+
+
+def _truncated_quotient(x: ir.Expr, y: ir.Expr) -> ir.Expr:
+    t = x.type
+    q = ir.Div(x, y)
+    if t.is_uint():
+        return q
+    zero = ir.make_const(t, 0)
+    # Halide's remainder is never negative: a negative a with a remainder rounded away from zero
+    step = ir.Select(ir.GT(y, zero), ir.make_const(t, 1), ir.make_const(t, -1))
+    inexact = ir.And(ir.LT(x, zero), ir.NE(ir.Mod(x, y), zero))
+    return ir.Select(inexact, ir.Add(q, step), q)
+
+
+def fract(e) -> Expr:
+    """x - trunc(x): the fractional part, with x's sign (non-floats are cast to Float(32) first)."""
+    from .operators import trunc
+
+    x = to_ir(e)
+    if not x.type.is_float():
+        x = cast_ir(Type("float", 32, x.type.lanes), x)
+    return wrap(ir.Sub(x, to_ir(trunc(wrap(x)))))
+
+
+def evaluate(e):
+    """The value of an expression that depends on no variable, as a Python number."""
+    from .func import Func
+
+    f = Func("evaluate")
+    f[()] = e
+    value = f.realize([])
+    return value[()] if not isinstance(value, list) else tuple(v[()] for v in value)
+
+
+def vars(names: str):
+    """hl.vars("x y z"): a tuple of Vars of those names."""
+    from .var import Var
+
+    return tuple(Var(n) for n in names.split())
+
+
+def funcs(names: str):
+    """hl.funcs("f g"): a tuple of Funcs of those names."""
+    from .func import Func
+
+    return tuple(Func(n) for n in names.split())
