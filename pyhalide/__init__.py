@@ -8,7 +8,7 @@ import sys as _sys
 from . import boundary_conditions as BoundaryConditions
 from .autoschedulers import AutoschedulerParams, AutoSchedulerResults, load_plugin
 from .buffer import Buffer
-from .errors import CompileError, HalideError, InternalError, RuntimeCheckError
+from .errors import BufferIndexError, CompileError, HalideError, InternalError, RuntimeCheckError
 from .expr import Expr
 from .func import Func, FuncRef, Stage, Tuple
 from .inline_reductions import argmax, argmin, maximum, minimum, product, sum
@@ -105,6 +105,8 @@ from .schedule import LoopLevel, MemoryType, TailStrategy
 from .target import Target, get_host_target, get_jit_target_from_environment, get_target_from_environment
 from .types import Bool, Float, Handle, Int, Type, UInt
 from .var import Range, RDom, RVar, Var, _
+
+_0, _1, _2, _3, _4, _5, _6, _7, _8, _9 = (Var.implicit(i) for i in range(10))  # Halide's implicit Vars
 
 # Deep pipelines make deep (but finite) IR; Python 3.11 frames are cheap.
 _sys.setrecursionlimit(20000)

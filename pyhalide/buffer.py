@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import HalideError
+from .errors import BufferIndexError, HalideError
 from .names import unique_name
 from .param import _DimView
 from .types import Type, from_numpy
@@ -171,7 +171,7 @@ class Buffer:
         for d, c in enumerate(coords):
             c = int(c) - self._mins[d]
             if not 0 <= c < self.dim(d).extent():
-                raise HalideError(
+                raise BufferIndexError(
                     f"Buffer {self._name}: coordinate {int(c) + self._mins[d]} is outside dimension {d} "
                     f"[{self._mins[d]}, {self._mins[d] + self.dim(d).extent() - 1}]"
                 )
@@ -190,8 +190,7 @@ class Buffer:
         coords = key if isinstance(key, tuple) else (key,)
         self._array[self._numpy_index(coords)] = value
 
-    def __repr__(self):
-        dims = ", ".join(
-            f"[{self._mins[d]}, {self._mins[d] + self.dim(d).extent()})" for d in range(self.dimensions())
-        )
-        return f"Buffer({self._name}: {self._type} {dims})"
+    def __repr__(self):  # as Halide's bindings print it: [min, extent, stride] per dimension
+        dims = ",".join(f"[{self._mins[d]},{self.dim(d).extent()},{self.dim(d).stride()}]"
+                        for d in range(self.dimensions()))
+        return f"<halide.Buffer of type {self._type} shape:[{dims}]>"

@@ -13,6 +13,11 @@ class RuntimeCheckError(HalideError):
     """A check at pipeline entry failed (buffer too small, bad stride, ...); nothing was computed."""
 
 
+class BufferIndexError(HalideError, IndexError):
+    """A Buffer element outside the buffer: an IndexError too, as in Halide, so iterating a
+    Buffer (`list(buf)`) stops at its end."""
+
+
 class InternalError(Exception):
     """A broken invariant inside pyhalide (malformed IR, a pass's assumption violated): a bug in
     pyhalide, never the user's fault. Deliberately not a HalideError, so that no code path that

@@ -40,12 +40,12 @@ class Expr:
     def __hash__(self):
         return id(self)
 
-    def __repr__(self):
+    def __repr__(self):  # as Halide's bindings print it (str too)
         from .ir_printer import expr_to_string
 
-        return expr_to_string(self.ir()) if self.defined() else "<undefined Expr>"
-
-    __str__ = __repr__
+        if not self.defined():
+            return "<halide.Expr undefined>"
+        return f"<halide.Expr of type {self.type()}: {expr_to_string(self.ir())}>"
 
     # arithmetic
     def __add__(self, o):

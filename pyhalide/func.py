@@ -327,7 +327,7 @@ class Func(FuncScheduling):
         return [self._estimates.get(n) for n in self._pure_args]
 
     def __repr__(self):
-        return f"Func({self._name!r})"
+        return f"<halide.Func '{self._name}'>"  # as Halide's bindings print it
 
     def __hash__(self):
         return id(self)

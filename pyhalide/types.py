@@ -121,14 +121,15 @@ class Type:
         except KeyError:
             raise HalideError(f"Type {self} has no numpy equivalent") from None
 
-    def __repr__(self) -> str:
+    def __str__(self) -> str:
         if self.is_bool():
             base = "bool"
         else:
             base = f"{self.code}{self.bits}"
         return base if self.lanes == 1 else f"{base}x{self.lanes}"
 
-    __str__ = __repr__
+    def __repr__(self) -> str:  # as Halide's bindings print it; str() is the bare name
+        return f"<halide.Type {self}>"
 
 
 _TO_NUMPY = {

@@ -21,8 +21,11 @@ class Var(Expr):
     def name(self) -> str:
         return self._name
 
-    def __repr__(self):
+    def __str__(self):
         return self._name
+
+    def __repr__(self):
+        return f"<halide.Var '{self._name}'>"  # as Halide's bindings print it
 
     @staticmethod
     def implicit(i: int) -> Var:
@@ -100,8 +103,11 @@ class RVar(Expr):
     def domain(self):
         return self._domain
 
-    def __repr__(self):
+    def __str__(self):
         return self.name()
+
+    def __repr__(self):
+        return f"<halide.RVar '{self.name()}'>"
 
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
