@@ -102,7 +102,16 @@ from .operators import (
 from .param import ImageParam, Param
 from .pipeline import Callable, Pipeline
 from .schedule import LoopLevel, MemoryType, TailStrategy
-from .target import Target, get_host_target, get_jit_target_from_environment, get_target_from_environment
+from .target import (
+    Target,
+    TargetArch,
+    TargetFeature,
+    TargetOS,
+    get_host_target,
+    get_jit_target_from_environment,
+    get_target_from_environment,
+    host_supports_target_device,
+)
 from .types import Bool, Float, Handle, Int, Type, UInt
 from .var import Range, RDom, RVar, Var, _
 

@@ -36,3 +36,28 @@ def test_implicit_vars_are_vars_named_as_halides():
     f = hl.Func("implicit_named")
     f[hl._0] = hl._0 * 3
     assert np.asarray(f.realize([3])).tolist() == [0, 3, 6]
+
+
+def test_the_typed_target_api():
+    t = hl.Target(hl.TargetOS.Linux, hl.TargetArch.X86, 64, [hl.TargetFeature.AVX2, hl.TargetFeature.SSE41])
+    assert str(t) == "x86-64-linux-avx2-sse41" and repr(t) == "<halide.Target x86-64-linux-avx2-sse41>"
+    assert (t.os, t.arch, t.bits) == (hl.TargetOS.Linux, hl.TargetArch.X86, 64)
+    assert t.has_feature(hl.TargetFeature.AVX2) and not t.has_feature(hl.TargetFeature.FMA)
+    assert str(t.with_feature(hl.TargetFeature.FMA)) == "x86-64-linux-avx2-fma-sse41"
+    assert (t.natural_vector_size(hl.Float(32)), t.natural_vector_size(hl.UInt(8))) == (8, 32)
+    assert hl.Target("x86-64-linux-avx512").natural_vector_size(hl.Float(32)) == 16
+    assert t.supported() and not hl.Target("host-cuda").supported()
+    assert hl.host_supports_target_device(t) and not hl.host_supports_target_device(hl.Target("host-cuda"))
+    assert hl.TargetFeature.CUDACapability86.value == "cuda_capability_86"
+    with pytest.raises(hl.HalideError, match=r"takes a TargetOS, a TargetArch and 32 or 64"):
+        hl.Target(hl.TargetOS.Linux, "x86", 64)
+
+
+def test_every_target_feature_of_the_real_halide_has_the_same_name():
+    real = pytest.importorskip("halide", reason="the real Halide (pip install halide) is the second oracle")
+    base = real.Target("x86-64-linux")
+    for name, feature in real.TargetFeature.__members__.items():
+        if name in ("FeatureEnd", "HVX_128"):  # HVX_128 is HVX's old name
+            continue
+        spelled = str(base.with_feature(feature)).split("-")[3]
+        assert getattr(hl.TargetFeature, name).value == spelled, name
