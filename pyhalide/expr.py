@@ -40,12 +40,13 @@ class Expr:
     def __hash__(self):
         return id(self)
 
-    def __repr__(self):  # as Halide's bindings print it (str too)
+    def __str__(self):  # the expression alone, as error messages quote it (Halide's str is its repr)
         from .ir_printer import expr_to_string
 
-        if not self.defined():
-            return "<halide.Expr undefined>"
-        return f"<halide.Expr of type {self.type()}: {expr_to_string(self.ir())}>"
+        return expr_to_string(self.ir()) if self.defined() else "<undefined Expr>"
+
+    def __repr__(self):  # as Halide's bindings print it
+        return f"<halide.Expr of type {self.type()}: {self}>" if self.defined() else "<halide.Expr undefined>"
 
     # arithmetic
     def __add__(self, o):
