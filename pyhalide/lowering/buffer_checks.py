@@ -54,7 +54,7 @@ def _splits_past_the_end(f, var: str) -> str:
         for sp in stage.splits:
             if sp.kind == "split" and sp.old in names:
                 names |= {sp.outer, sp.inner}
-                if sp.tail in (TailStrategy.RoundUp, TailStrategy.Auto) and sp.factor > 1:
+                if sp.tail == TailStrategy.RoundUp and sp.factor > 1:
                     old, outer, inner = (n.rsplit(".", 1)[-1] for n in (sp.old, sp.outer, sp.inner))
                     found.append(f"{'stage ' + str(k) + ' ' if k else ''}split({old}, {outer}, {inner}, "
                                  f"{sp.factor}, {sp.tail})")
