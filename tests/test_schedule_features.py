@@ -443,3 +443,16 @@ def test_realize_grows_outputs_the_schedule_writes_past_and_returns_the_region_a
     assert np.asarray(a).tolist() == [3 * i for i in range(10)] and np.asarray(b).tolist() == list(range(1, 11))
     with pytest.raises(hl.HalideError, match=r"grow_rounded is accessed at 15, which is beyond the max \(9\)"):
         rounded.realize(hl.Buffer(hl.Int(32), [10]))
+
+
+def test_an_update_fused_across_a_bounded_dimension_keeps_the_pure_stage_vectorizable():
+    """The fused loop's parts span exactly their own loops' ranges (promised to bounds
+    inference), so the pure stage's y stays the constant 19 that bound() gave and vectorizes."""
+    r = hl.RDom([(0, 3)])
+    f = hl.Func("fused_update")
+    f[x, y] = x * 3 - 7
+    f[x, y] += (x + r.x) * y
+    f.bound(y, 0, 19).vectorize(y)
+    f.update(0).fuse(x, y, hl.Var("xy"))
+    xs, ys = np.arange(6)[None, :], np.arange(19)[:, None]
+    assert np.array_equal(np.asarray(f.realize([6, 19])), xs * 3 - 7 + (3 * xs + 3) * ys)

@@ -159,8 +159,18 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
             fixed.add(sp.inner)
             is_rvar[sp.inner] = is_rvar[sp.old] or is_rvar[sp.outer]
             divisor = ir.Max(in_ext, _c(1))
-            items.append(("let", sp.old, ir.Add(ir.Mod(var(sp.inner), divisor), in_min)))
-            items.append(("let", sp.outer, ir.Add(ir.Div(var(sp.inner), divisor), out_min)))
+            inner_value = ir.Add(ir.Mod(var(sp.inner), divisor), in_min)
+            outer_value = ir.Add(ir.Div(var(sp.inner), divisor), out_min)
+            if sp.inner not in consumed_after[i]:
+                # Over the fused loop the two span their own loops' ranges exactly; saying so keeps
+                # their bounds those ranges (interval arithmetic on fused / extent cannot see it)
+                last = _c(1)
+                inner_value = ir.Call(_I32, "promise_clamped", (inner_value, in_min,
+                                      ir.Sub(ir.Add(in_min, in_ext), last), var(sp.inner)), ir.INTRINSIC)
+                outer_value = ir.Call(_I32, "promise_clamped", (outer_value, out_min,
+                                      ir.Sub(ir.Add(out_min, out_ext), last), var(sp.inner)), ir.INTRINSIC)
+            items.append(("let", sp.old, inner_value))
+            items.append(("let", sp.outer, outer_value))
         else:  # rename
             if sp.old in fixed:
                 fixed.add(sp.outer)
