@@ -63,8 +63,7 @@ class Buffer:
         index = [slice(None)] * n
         for d in range(n):
             index[self._axis[d]] = slice(-self._mins[d], -self._mins[d] + sizes[d])
-        view = Buffer(self._array[tuple(index)], name=self._name, reverse_axes=self._reversed)
-        return view
+        return Buffer(self._array[tuple(index)], name=self._name, reverse_axes=self._reversed)
 
     # --- identity and shape ---
     def same_view(self, other) -> bool:

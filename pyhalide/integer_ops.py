@@ -32,48 +32,43 @@ def _clamped_to(t: Type, e: ir.Expr) -> ir.Expr:
     return cast_ir(t, ir.Max(ir.Min(e, hi), lo))
 
 
+def _in_wide(name: str, a, b, op, signed: bool | None = None) -> tuple[Type, ir.Expr]:
+    """The operands' type, and op of them computed exactly in the type of twice the bits."""
+    x, y = _same_integers(name, a, b)
+    w = _wide(name, x.type, signed)
+    return x.type, op(cast_ir(w, x), cast_ir(w, y))
+
+
 def widening_add(a, b) -> Expr:
     """a + b in the type of twice the bits (same signedness): never overflows."""
-    x, y = _same_integers("widening_add", a, b)
-    w = _wide("widening_add", x.type)
-    return wrap(ir.Add(cast_ir(w, x), cast_ir(w, y)))
+    return wrap(_in_wide("widening_add", a, b, ir.Add)[1])
 
 
 def widening_sub(a, b) -> Expr:
     """a - b in the signed type of twice the bits (unsigned inputs give a signed result)."""
-    x, y = _same_integers("widening_sub", a, b)
-    w = _wide("widening_sub", x.type, signed=True)
-    return wrap(ir.Sub(cast_ir(w, x), cast_ir(w, y)))
+    return wrap(_in_wide("widening_sub", a, b, ir.Sub, signed=True)[1])
 
 
 def widening_mul(a, b) -> Expr:
     """a * b in the type of twice the bits: never overflows."""
-    x, y = _same_integers("widening_mul", a, b)
-    w = _wide("widening_mul", x.type)
-    return wrap(ir.Mul(cast_ir(w, x), cast_ir(w, y)))
+    return wrap(_in_wide("widening_mul", a, b, ir.Mul)[1])
 
 
 def saturating_add(a, b) -> Expr:
     """a + b clamped to the operands' type instead of wrapping."""
-    x, y = _same_integers("saturating_add", a, b)
-    w = _wide("saturating_add", x.type, signed=True)
-    return wrap(_clamped_to(x.type, ir.Add(cast_ir(w, x), cast_ir(w, y))))
+    return wrap(_clamped_to(*_in_wide("saturating_add", a, b, ir.Add, signed=True)))
 
 
 def saturating_sub(a, b) -> Expr:
     """a - b clamped to the operands' type instead of wrapping."""
-    x, y = _same_integers("saturating_sub", a, b)
-    w = _wide("saturating_sub", x.type, signed=True)
-    return wrap(_clamped_to(x.type, ir.Sub(cast_ir(w, x), cast_ir(w, y))))
+    return wrap(_clamped_to(*_in_wide("saturating_sub", a, b, ir.Sub, signed=True)))
 
 
 def _halved(name: str, a, b, op, plus_one: bool) -> Expr:
-    x, y = _same_integers(name, a, b)
-    w = _wide(name, x.type, signed=True)
-    e = op(cast_ir(w, x), cast_ir(w, y))
+    t, e = _in_wide(name, a, b, op, signed=True)
     if plus_one:
-        e = ir.Add(e, ir.make_const(w, 1))
-    return wrap(cast_ir(x.type, ir.Div(e, ir.make_const(w, 2))))  # Halide's division floors
+        e = ir.Add(e, ir.make_const(e.type, 1))
+    return wrap(cast_ir(t, ir.Div(e, ir.make_const(e.type, 2))))  # Halide's division floors
 
 
 def halving_add(a, b) -> Expr:

@@ -3,9 +3,10 @@
 Assumes: every stage's loop bounds are final (bounds inference, then sliding window, which moves
 where each iteration starts). Guarantees: every Provide to f lies inside f's Realize, over all
 iterations of the loops between its store and compute levels, including iterations a split runs
-past its guard. Each Realize is preceded by a check, in 64 bits, that its box holds at most 2^31-1
-elements (indices into it are 32-bit); a constant box too large is refused when compiling. Every
-Int(32) let gets its 64-bit shadow here (wide_bounds), for this check and the buffer checks.
+past its guard. Each Realize outside the loops is preceded by a check, in 64 bits, that its box
+holds at most 2^31-1 elements (indices into it are 32-bit); a constant box too large is refused
+when compiling. Every Int(32) let outside the loops gets its 64-bit shadow here (wide_bounds),
+for this check and the buffer checks.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from .. import ir
 from ..bounds import box_touched
 from ..buffer import MAX_ELEMENTS
 from ..errors import CompileError
-from ..ir_mutator import IRMutator
+from ..ir_mutator import IRMutator, free_variables
 from ..simplify import simplify
 from ..types import Int
 from .bounds_inference import require_bounded
@@ -24,22 +25,37 @@ _ONE = ir.make_const(Int(32), 1)
 _ONE64, _CAP = ir.make_const(I64, 1), ir.make_const(I64, MAX_ELEMENTS + 1)
 
 
+def _extent64(lo: ir.Expr, hi: ir.Expr, extent: ir.Expr, shadowed: set[str]) -> ir.Expr:
+    """One dimension's extent in 64 bits. A constant box is worked out exactly from its ends
+    (constant folding in 32 bits would wrap); otherwise the simplified 32-bit extent is computed
+    in 64 bits, which is as exact (the simplifier's rules hold in exact arithmetic) and far
+    shorter than the box's own ends."""
+    if not free_variables(lo) and not free_variables(hi):
+        return simplify(ir.Add(ir.Sub(widened(hi, shadowed), widened(lo, shadowed)), _ONE64))
+    return widened(extent, shadowed)
+
+
 def _size_check(name: str, box, shadowed: set[str]) -> ir.Stmt | None:
-    """Assert that the box's element count, saturated at 2^31 so that it cannot wrap, fits 32-bit indices."""
-    count = _ONE64
-    for lo, hi in box:
-        extent = ir.Max(ir.Add(ir.Sub(widened(hi, shadowed), widened(lo, shadowed)), _ONE64), ir.make_const(I64, 0))
-        count = ir.Min(ir.Mul(count, ir.Min(extent, _CAP)), _CAP)
-    count = simplify(count)
-    n = ir.const_int(count)
-    if n is not None:
+    """Assert that the box's element count, saturated at 2^31 so that it cannot wrap, fits 32-bit
+    indices. box: (min, max, simplified extent) per dimension."""
+    extents = [_extent64(lo, hi, extent, shadowed) for lo, hi, extent in box]
+    constants = [ir.const_int(e) for e in extents]
+    if None not in constants:  # known now: refuse or pass when compiling
+        n = 1
+        for c in constants:
+            n *= max(c, 0)
         if n > MAX_ELEMENTS:
             raise CompileError(f"Total allocation for buffer {name} is at least {n} elements, which exceeds the "
                                f"maximum of {MAX_ELEMENTS} (index arithmetic is 32-bit)")
         return None
-    return ir.AssertStmt(ir.LE(count, ir.make_const(I64, MAX_ELEMENTS)),
-                         f"Total allocation for buffer {name} is at least {{}} elements, which exceeds the maximum "
-                         f"of {MAX_ELEMENTS} (index arithmetic is 32-bit)", (count,))
+    count = _ONE64
+    for extent in extents:  # saturated, so the product cannot wrap 64 bits either
+        count = ir.Min(ir.Mul(count, ir.Min(ir.Max(extent, ir.make_const(I64, 0)), _CAP)), _CAP)
+    elements = ir.Variable(f"{name}.elements$i64", I64)  # named once: the condition and the message use it
+    check = ir.AssertStmt(ir.LE(elements, ir.make_const(I64, MAX_ELEMENTS)),
+                          f"Total allocation for buffer {name} is at least {{}} elements, which exceeds the maximum "
+                          f"of {MAX_ELEMENTS} (index arithmetic is 32-bit)", (elements,))
+    return ir.LetStmt(elements.name, count, check)
 
 
 class _SizeRealizes(IRMutator):
@@ -48,28 +64,38 @@ class _SizeRealizes(IRMutator):
     def __init__(self):
         super().__init__()
         self.shadowed: set[str] = set()  # the lets in scope that have 64-bit shadows
+        self.loops = 0  # Fors around the statement being visited
+
+    def visit_For(self, s):
+        self.loops += 1
+        result = self.default(s)
+        self.loops -= 1
+        return result
 
     def visit_LetStmt(self, s):
-        outer = set(self.shadowed)
-        if s.value.type == Int(32):
-            self.shadowed.add(s.name)
-        else:
-            self.shadowed.discard(s.name)
+        if self.loops:  # checks are made outside loops only, so only the lets there need shadows
+            return self.default(s)
+        was_shadowed = s.name in self.shadowed
+        (self.shadowed.add if s.value.type == Int(32) else self.shadowed.discard)(s.name)
         body = self.mutate(s.body)
-        self.shadowed = outer
-        return with_shadow(s, body, outer)
+        (self.shadowed.add if was_shadowed else self.shadowed.discard)(s.name)
+        return with_shadow(s, body, self.shadowed)
 
     def visit_Realize(self, r):
         body = self.mutate(r.body)
         f = r.func
         box = box_touched(body, r.name, include_provides=True, include_calls=False)
-        bounds, extremes = [], []
+        bounds, sized = [], []
         for d, var in enumerate(f._pure_args):
             iv = require_bounded(f, var, box[d] if box else None, "the storage of its own stages")
-            bounds.append((iv.min, simplify(ir.Add(ir.Sub(iv.max, iv.min), _ONE))))
-            extremes.append((iv.min, iv.max))
+            extent = simplify(ir.Add(ir.Sub(iv.max, iv.min), _ONE))
+            bounds.append((iv.min, extent))
+            sized.append((iv.min, iv.max, extent))
         realize = ir.Realize(r.name, r.types, tuple(bounds), body, r.func, r.folds)
-        check = _size_check(r.name, extremes, self.shadowed)
+        # Outside loops only: there a region is a function of the pipeline's inputs and sizes
+        # (where `x * p` wraps); inside, the boxes are long expressions of the loop variables and
+        # checking each in 64 bits doubled the lowering time of the deepest apps.
+        check = None if self.loops else _size_check(r.name, sized, self.shadowed)
         return realize if check is None else ir.make_block([check, realize])
 
 

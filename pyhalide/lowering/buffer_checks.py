@@ -17,7 +17,7 @@ from .. import ir
 from ..bounds import box_touched
 from ..errors import CompileError
 from ..ir import is_const
-from ..ir_mutator import substitute
+from ..ir_mutator import free_variables, substitute
 from ..schedule import TailStrategy
 from ..simplify import simplify
 from ..types import Int
@@ -64,14 +64,16 @@ def _splits_past_the_end(f, var: str) -> str:
             f"multiple of it, or split with TailStrategy.GuardWithIf)")
 
 
-def _resolved(e: ir.Expr, lets: list) -> ir.Expr:
-    for name, value in reversed(lets):  # a let's value may use the lets before it
-        e = substitute({name: value}, e)
+def _resolved(e: ir.Expr, lets: dict) -> ir.Expr:
+    """e with the lets it uses (and those they use) substituted."""
+    while used := free_variables(e) & lets.keys():
+        e = substitute({name: lets[name] for name in used}, e)
     return e
 
 
 def _writes_beyond(buf: str, box: list, lets: list) -> bool:
     """Whether the written box may differ from the region asked for."""
+    lets = dict(lets)
     for d, (lo, hi) in enumerate(box):
         bmin = buffer_field(buf, "min", d)
         bmax = ir.Sub(ir.Add(bmin, buffer_field(buf, "extent", d)), ir.make_const(Int(32), 1))
@@ -84,17 +86,16 @@ def _writes_beyond(buf: str, box: list, lets: list) -> bool:
 def _output_checks(stmt, f, shadowed: set[str], lets: list, env) -> list[ir.Stmt]:
     box = box_touched(stmt, f.name(), include_provides=True, include_calls=False, for_checks=True)
     out = []
+    written = [(iv.min, iv.max) for iv in
+               (require_bounded(f, var, box[d], "its own stages") for d, var in enumerate(f._pure_args))]
+    hints = [_splits_past_the_end(f, var) for var in f._pure_args]
     for buf in buffer_names(f):
-        written = [(iv.min, iv.max) for iv in
-                   (require_bounded(f, var, box[d], "its own stages") for d, var in enumerate(f._pure_args))]
         if _writes_beyond(buf, written, lets):
             env.grown_outputs[buf] = (lets, written)
-        for d, var in enumerate(f._pure_args):
-            iv = require_bounded(f, var, box[d], "its own stages")
-            checks = _range_checks("Output", buf, d, iv.min, iv.max, shadowed)
-            hint = _splits_past_the_end(f, var)
-            if hint:
-                checks = [ir.AssertStmt(c.condition, c.message + hint, c.args) for c in checks]
+        for d, (lo, hi) in enumerate(written):
+            checks = _range_checks("Output", buf, d, lo, hi, shadowed)
+            if hints[d]:
+                checks = [ir.AssertStmt(c.condition, c.message + hints[d], c.args) for c in checks]
             out += checks
     return out
 
