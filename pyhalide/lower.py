@@ -18,6 +18,9 @@ from .lowering.allocation_bounds import allocation_bounds
 from .lowering.bounds_inference import bounds_inference, buffer_names
 from .lowering.buffer_checks import buffer_checks
 from .lowering.environment import Environment, build_environment, pipeline_inputs
+from .lowering.gpu_host_copies import gpu_host_copies
+from .lowering.gpu_kernels import Kernel, gpu_kernels
+from .lowering.gpu_vector_loops import gpu_vector_loops
 from .lowering.inline import inline_functions
 from .lowering.lower_arithmetic import lower_arithmetic
 from .lowering.partition_loops import partition_loops
@@ -71,6 +74,8 @@ def _slide_and_fold(stmt, env):
 
 def lowering_passes(env):
     """(name, function) in the order they run. Each takes and returns a Stmt."""
+    # A GPU thread is scalar: vectorized loops inside kernels are unrolled instead.
+    gpu = [("gpu vector loops", gpu_vector_loops)] if env.target.has_feature("cuda") else []
     return [
         # Inlining must see the whole nest, so it runs after the loops exist; bounds inference
         # must run after it, so that calls made through inlined Funcs count.
@@ -88,6 +93,7 @@ def lowering_passes(env):
         ("simplify", simplify),
         # Unrolling and vectorizing need constant extents, which simplification exposes;
         # unrolled copies of a vectorized loop are then each vectorized.
+        *gpu,
         ("unroll loops", unroll_loops),
         ("vectorize loops", vectorize_loops),
         ("simplify", simplify),
@@ -96,14 +102,28 @@ def lowering_passes(env):
     ]
 
 
-def layout_passes(dense_buffers: list[str]):
-    """(name, function) of the passes that finish a lowered Stmt for one buffer layout, in order."""
+def layout_passes(dense_buffers: list[str], kernels: list[Kernel] | None = None):
+    """(name, function) of the passes that finish a lowered Stmt for one buffer layout, in order.
+    With a `kernels` list (GPU targets), the GPU loop nests are moved into it as Kernels."""
+
+    def extract_kernels(stmt):
+        host, found = gpu_kernels(stmt)
+        kernels.extend(found)
+        return host
+
+    gpu = [] if kernels is None else [
+        # Each GPU block nest becomes a kernel and a launch; the host side then copies what the
+        # host touches between kernels.
+        ("gpu kernels", extract_kernels),
+        ("gpu host copies", gpu_host_copies),
+    ]
     return [
         # Knowing which strides are 1 turns unit-stride accesses into dense vector loads and stores.
         ("unit strides", lambda s: specialize_unit_strides(s, dense_buffers)),
         # Halide's arithmetic rules as C-like operations, for every backend. Last: the simplifier
         # must not run after it (it does not know the intrinsics, and could break their guarantees).
         ("arithmetic rules", lower_arithmetic),
+        *gpu,
     ]
 
 
@@ -120,9 +140,10 @@ def _run(passes, stmt, hook):
 
 
 @cycle_collector_paused()
-def finish_lowering(stmt: ir.Stmt, dense_buffers: list[str], hook=None) -> ir.Stmt:
-    """The Stmt a code generator compiles, for buffers whose dimension 0 is dense as listed."""
-    return _run(layout_passes(dense_buffers), stmt, hook)
+def finish_lowering(stmt: ir.Stmt, dense_buffers: list[str], hook=None, kernels: list | None = None) -> ir.Stmt:
+    """The Stmt a code generator compiles, for buffers whose dimension 0 is dense as listed (and,
+    given a `kernels` list, the GPU kernels it launches, appended to it)."""
+    return _run(layout_passes(dense_buffers, kernels), stmt, hook)
 
 
 @cycle_collector_paused()

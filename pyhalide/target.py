@@ -23,10 +23,13 @@ _ISA = {
 _NEUTRAL = {"jit", "strict_float", "no_runtime", "user_context", "c_plus_plus_name_mangling", "embed_bitcode"}
 # pyhalide's own: allow fused multiply-adds (Halide contracts unless strict_float; pyhalide doesn't unless asked).
 _PYHALIDE = {"fp_contract"}
-SUPPORTED_FEATURES = _ISA | _NEUTRAL | _PYHALIDE
-
 GPU_FEATURES = {"cuda", "opencl", "metal", "vulkan", "d3d12compute", "webgpu", "openglcompute"}
 _CUDA_CAPABILITIES = {f"cuda_capability_{c}" for c in (30, 32, 35, 50, 61, 70, 75, 80, 86, 89)}
+# The CUDA backend (codegen/cuda.py) compiles for compute capability 7.0 and up (atomicCAS on
+# 16-bit words, independent thread scheduling); older capabilities are known names, refused.
+_CUDA_SUPPORTED = {"cuda"} | {f"cuda_capability_{c}" for c in (70, 75, 80, 86, 89)}
+SUPPORTED_FEATURES = _ISA | _NEUTRAL | _PYHALIDE | _CUDA_SUPPORTED
+DEFAULT_CUDA_CAPABILITY = 70
 # Halide 21's other features: known names, but no pyhalide backend implements them yet.
 _OTHER = {
     "debug", "no_asserts", "no_bounds_query", "armv7s", "no_neon", "vsx", "power_arch_2_07", "cl_doubles",
@@ -160,6 +163,12 @@ class Target:
     def has_gpu_feature(self) -> bool:
         return any(f in GPU_FEATURES for f in self.features)
 
+    def cuda_capability(self) -> int:
+        """The highest cuda_capability_NN feature (70 without one): kernels are compiled to PTX
+        for it, which the driver compiles for newer GPUs too."""
+        caps = [int(f.rsplit("_", 1)[1]) for f in self.features if f.startswith("cuda_capability_")]
+        return max(caps, default=DEFAULT_CUDA_CAPABILITY)
+
     def with_feature(self, name) -> Target:
         return Target(str(self) + "-" + _feature_name(name))
 
@@ -170,7 +179,8 @@ class Target:
 
     def require_supported(self) -> None:
         """Refuse, naming it, what no pyhalide backend compiles for: another CPU than this host's
-        kind, or a feature (GPU APIs included, until a GPU backend exists) it can't honour."""
+        kind, or a feature (a GPU API other than CUDA included) it can't honour. Whether this
+        machine can *run* CUDA code is host_supports_target_device's question."""
         if self.arch != "x86" or self.bits != 64 or self.os != "linux":
             raise HalideError(f"Target {self}: pyhalide compiles only for the host, an x86-64 Linux CPU "
                               f"(not {self.arch.value}-{self.bits}-{self.os.value})")
@@ -178,6 +188,8 @@ class Target:
             if f not in SUPPORTED_FEATURES:
                 kind = "GPU API" if f in GPU_FEATURES | _CUDA_CAPABILITIES else "feature"
                 raise HalideError(f"Target {self}: no pyhalide backend supports the {kind} {f!r}")
+        if any(f.startswith("cuda_capability_") for f in self.features) and "cuda" not in self.features:
+            raise HalideError(f"Target {self}: a cuda_capability feature needs the cuda feature too")
 
     def __str__(self):
         return "-".join([self.arch.value, str(self.bits), self.os.value, *self.features])
@@ -199,8 +211,16 @@ def _feature_name(feature) -> str:
 
 
 def host_supports_target_device(target) -> bool:
-    """Whether this machine can run target's device code: the CPU always; no GPU API until a GPU backend runs."""
-    return not resolve_target(target).has_gpu_feature()
+    """Whether this machine can run target's device code: the CPU always; CUDA where a launcher
+    finds a driver and a GPU (codegen/gpu_runtime.py says which is missing)."""
+    target = resolve_target(target)
+    if not target.has_gpu_feature():
+        return True
+    if "cuda" not in target.features:
+        return False
+    from .codegen.gpu_runtime import cuda_unavailable_reason
+
+    return cuda_unavailable_reason() is None
 
 
 def resolve_target(target) -> Target:

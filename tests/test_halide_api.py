@@ -46,8 +46,8 @@ def test_the_typed_target_api():
     assert str(t.with_feature(hl.TargetFeature.FMA)) == "x86-64-linux-avx2-fma-sse41"
     assert (t.natural_vector_size(hl.Float(32)), t.natural_vector_size(hl.UInt(8))) == (8, 32)
     assert hl.Target("x86-64-linux-avx512").natural_vector_size(hl.Float(32)) == 16
-    assert t.supported() and not hl.Target("host-cuda").supported()
-    assert hl.host_supports_target_device(t) and not hl.host_supports_target_device(hl.Target("host-cuda"))
+    assert t.supported() and hl.Target("host-cuda").supported() and not hl.Target("host-opencl").supported()
+    assert hl.host_supports_target_device(t) and not hl.host_supports_target_device(hl.Target("host-opencl"))
     assert hl.TargetFeature.CUDACapability86.value == "cuda_capability_86"
     with pytest.raises(hl.HalideError, match=r"takes a TargetOS, a TargetArch and 32 or 64"):
         hl.Target(hl.TargetOS.Linux, "x86", 64)

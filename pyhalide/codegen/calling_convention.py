@@ -6,7 +6,8 @@ dimensions and strides from numpy's stable C layout (PyArrayObject), because get
 pointer in Python costs microseconds per array and reading it here costs nothing. `scalars` is an
 int64 ndarray holding, in order: each buffer's min per dimension, each Param (integers
 sign-extended, floats as the bits of a double), the thread count, the address of the interrupt
-flag (interrupts.py), then the error record: the failed check's code and up to ERROR_VALUES
+flag (interrupts.py), the address of the GPU runtime's callback (gpu_runtime.py; 0 without
+kernels), then the error record: the failed check's code and up to ERROR_VALUES
 values for its message. The function returns 0, that code (1 + the failed assert's id), or
 INTERRUPTED.
 """
@@ -38,6 +39,7 @@ class ScalarLayout:
     param_slots: dict[str, int] = field(default_factory=dict)
     threads_slot: int = 0
     interrupt_slot: int = 0
+    gpu_slot: int = 0
     error_slot: int = 0
     size: int = 0
 
@@ -80,8 +82,9 @@ def bind_arguments(cg: CodeGen, lowered, axis_maps: list[list[int]]) -> ScalarLa
         cg.bind(s.name, _from_int64(b, raw, s.type))
     layout.threads_slot = slot
     layout.interrupt_slot = slot + 1
-    layout.error_slot = slot + 2
-    layout.size = slot + 3 + ERROR_VALUES
+    layout.gpu_slot = slot + 2
+    layout.error_slot = slot + 3
+    layout.size = slot + 4 + ERROR_VALUES
     return layout
 
 

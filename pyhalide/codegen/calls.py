@@ -11,7 +11,9 @@ from .. import ir
 from ..errors import InternalError
 from ..lowering.lower_arithmetic import not_lowered
 from ..types import Type
-from .llvm_types import F64, I1, I32, PTR, llvm_type, type_suffix
+from . import calling_convention, gpu_runtime
+from .gpu_runtime import GPU_FAILED
+from .llvm_types import F64, I1, I32, I64, PTR, llvm_type, type_suffix
 
 if TYPE_CHECKING:
     from .llvm import CodeGen
@@ -144,6 +146,35 @@ def _print(cg, e):
     return result
 
 
+def _gpu_runtime(op: int):
+    """A call of the GPU runtime (gpu_runtime.GpuRun.callback): its arguments as int64s (a
+    buffer name as its host address, floats as the bits of a double); leave with GPU_FAILED if it
+    fails."""
+
+    def emit(cg, e):
+        b = cg.b
+        values = []
+        for a in e.args:
+            if isinstance(a, ir.StringImm):
+                values.append(b.ptrtoint(cg.f.hosts[a.value], I64))
+            elif a.type.is_float():
+                values.append(b.bitcast(cg.cast(cg.expr(a), a.type, Type("float", 64)), I64))
+            else:
+                values.append(cg.cast(cg.expr(a), a.type, Type("int", 64)) if a.type.bits < 64 else cg.expr(a))
+        array = cg.alloca_in_entry(I64, "gpu_args", ll.Constant(I64, max(len(values), 1)))
+        for i, v in enumerate(values):
+            b.store(v, b.gep(array, [ll.Constant(I64, i)], source_etype=I64))
+        slot = calling_convention.scalar_ptr(b, cg.f.scalars, cg.layout.gpu_slot)
+        fn_type = ll.FunctionType(I32, [I32, PTR, I32])
+        callee = b.inttoptr(b.load(slot, typ=I64), fn_type.as_pointer())
+        rc = b.call(callee, [ll.Constant(I32, op), array, ll.Constant(I32, len(values))])
+        with b.if_then(b.icmp_signed("!=", rc, ll.Constant(I32, 0)), likely=False):
+            cg.return_error(GPU_FAILED)
+        return rc
+
+    return emit
+
+
 def _binary(op: str):
     return lambda cg, e: getattr(cg.b, op)(*_args(cg, e))
 
@@ -156,6 +187,7 @@ def _refused(what: str):
 
 
 _INTRINSICS = {
+    **{name: _gpu_runtime(op) for name, op in gpu_runtime.OPS.items()},
     "all_true": _all_true,
     "likely": lambda cg, e: cg.expr(e.args[0]),
     "abs": _abs,

@@ -416,10 +416,10 @@ class CodeGen:
         self.b.cbranch(cond, ok, fail)
         self.b.position_at_end(fail)
         calling_convention.store_error_values(self, s.args)
-        self._return_error(assert_id + 1)
+        self.return_error(assert_id + 1)
         self.b.position_at_end(ok)
 
-    def _return_error(self, code: int):
+    def return_error(self, code: int):
         """Leave the current function with an error, freeing what it allocated on the heap."""
         calling_convention.store_error_code(self, code)
         self.free_heap_allocations()
@@ -447,7 +447,7 @@ class CodeGen:
         """Leave with INTERRUPTED if SIGINT arrived (each iteration of an outermost loop nest)."""
         b = self.b
         with b.if_then(b.icmp_signed("!=", self.interrupt_flag(), ll.Constant(I32, 0)), likely=False):
-            self._return_error(INTERRUPTED)
+            self.return_error(INTERRUPTED)
 
     def _serial_for(self, name: str, lo, extent, body_stmt):
         b = self.b
@@ -537,7 +537,7 @@ class CodeGen:
         b.position_at_end(failed)
         assert_id = len(self.asserts)
         self.asserts.append((f"Out of memory allocating {s.name}", 0))
-        self._return_error(assert_id + 1)
+        self.return_error(assert_id + 1)
         b.position_at_end(ok)
         self.f.hosts[s.name] = ptr
         self.f.heap_allocs.append(ptr)

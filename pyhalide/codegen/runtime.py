@@ -12,6 +12,8 @@ from ..errors import HalideError, RuntimeCheckError
 from ..ir_mutator import cycle_collector_paused
 from ..lower import finish_lowering
 from . import interrupts
+from .cuda import cuda_source
+from .gpu_runtime import GPU_FAILED, GpuRun, cuda_device
 from .jit import JITFunction
 from .llvm import CodeGen
 
@@ -53,10 +55,13 @@ class CompiledPipeline:
         self.layouts = layouts
         dense = [b.name for b, (_, is_dense) in zip(lowered.buffers, layouts) if is_dense and b.dimensions]
         contract = target is not None and target.has_feature("fp_contract")
+        self.target = target
+        self.kernels = [] if target is not None and target.has_feature("cuda") else None
         with cycle_collector_paused():
-            stmt = finish_lowering(lowered.stmt, dense)
+            stmt = finish_lowering(lowered.stmt, dense, kernels=self.kernels)
             cg = CodeGen(lowered, stmt, SYMBOL, self.axis_maps, fp_contract=contract)
             self.llvm_ir = cg.generate()
+        self.cuda_source = cuda_source(self.kernels) if self.kernels else None
         self.layout = cg.layout
         self.asserts = cg.asserts
         self._jit = JITFunction(self.llvm_ir, SYMBOL)
@@ -73,6 +78,10 @@ class CompiledPipeline:
         self._has_float_params = any(is_float for _, is_float in self._params)
         self._template = np.zeros(self.layout.size, dtype=np.int64)
         self._template[self.layout.interrupt_slot] = interrupts.FLAG_ADDRESS
+        self._modules = {}  # per device kind, the loaded kernels
+        if self.cuda_source is not None:
+            self._gpu_callback = GpuRun.make_callback()
+            self._template[self.layout.gpu_slot] = ctypes.cast(self._gpu_callback, ctypes.c_void_p).value
 
     def run(self, buffers: list, param_values: list) -> None:
         """Run on buffers (outputs first, then inputs, as in lowered.buffers) and Param values.
@@ -114,11 +123,36 @@ class CompiledPipeline:
                 else:
                     sc[slot] = v
         interrupts.arm()
-        rc = self._fn(*arrays, sc)
+        if self.cuda_source is not None:
+            rc = self._run_with_gpu(arrays, buffers, sc)
+        else:
+            rc = self._fn(*arrays, sc)
         if rc != 0:
             if rc == interrupts.INTERRUPTED:
                 interrupts.raise_interrupt()
             self._raise(rc, sc)
+
+    def _run_with_gpu(self, arrays: list, buffers: list, sc) -> int:
+        device = cuda_device()
+        module = self._modules.get(device.name)
+        if module is None:
+            module = self._modules[device.name] = device.load(self.cuda_source, self.kernels, self.target)
+        run = GpuRun(device, module, self.kernels)
+        for arr, buf in zip(arrays, buffers):
+            run.register(arr, getattr(buf, "_device_copy", None))
+        outer = getattr(GpuRun._local, "run", None)
+        GpuRun._local.run = run
+        try:
+            rc = self._fn(*arrays, sc)
+        finally:
+            GpuRun._local.run = outer
+            if run.error is None:
+                run.finish([a for a, spec in zip(arrays, self._specs) if spec[1]])
+            else:
+                run.finish([])
+        if rc == GPU_FAILED:
+            raise run.error
+        return rc
 
     def _raise(self, rc: int, sc: np.ndarray):
         message, nargs = self.asserts[rc - 1]

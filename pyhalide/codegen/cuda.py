@@ -1,0 +1,469 @@
+"""CUDA C from the kernels gpu_kernels extracted: one `extern "C" __global__` function each.
+
+The kernel bodies have been through the arithmetic rules, so every operation has C's meaning;
+what C would leave undefined is avoided here: 8 and 16-bit multiplies and left shifts are done in
+uint32_t (C's promotion to int could overflow) and narrowed again; 32 and 64-bit signed overflow is
+undefined in Halide too (the CPU backend marks it `nsw`).
+Lets become const locals under fresh names; shared allocations `__shared__` arrays declared where
+they are, local ones plain arrays; atomic updates compare-and-swap loops.
+
+The same source also compiles as C++ for the CPU (`#ifndef __CUDACC__`: a small emulation layer
+runs each block's threads as std::threads meeting at std::barrier), which is how the generated
+code itself is tested on machines without a GPU (gpu_runtime.EmulatedDevice).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from .. import ir
+from ..errors import CompileError, InternalError
+from ..lowering.gpu_kernels import BARRIER, BLOCK_IDS, LOCAL, SHARED, THREAD_IDS, Kernel
+from ..types import Type
+
+_C_IDS = {**{n: f"((int32_t)blockIdx.{'xyz'[i]})" for i, n in enumerate(BLOCK_IDS)},
+          **{n: f"((int32_t)threadIdx.{'xyz'[i]})" for i, n in enumerate(THREAD_IDS)}}
+
+_MATH32 = {"sqrt": "sqrtf", "exp": "expf", "log": "logf", "sin": "sinf", "cos": "cosf", "tan": "tanf",
+           "floor": "floorf", "ceil": "ceilf", "trunc": "truncf", "round": "rintf", "pow": "powf", "asin": "asinf",
+           "acos": "acosf", "atan": "atanf", "sinh": "sinhf", "cosh": "coshf", "tanh": "tanhf", "asinh": "asinhf",
+           "acosh": "acoshf", "atanh": "atanhf", "erf": "erff", "atan2": "atan2f", "hypot": "hypotf", "abs": "fabsf"}
+_MATH64 = {k: ("fabs" if k == "abs" else "rint" if k == "round" else k) for k in _MATH32}
+
+PRELUDE = r"""
+#ifdef __CUDACC__
+#ifdef __CUDACC_RTC__
+typedef signed char int8_t; typedef short int16_t; typedef int int32_t; typedef long long int64_t;
+typedef unsigned char uint8_t; typedef unsigned short uint16_t; typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+#else
+#include <cstdint>
+#endif
+#define HL_DEVICE __device__ __forceinline__
+#else
+// Emulation on the CPU: each block's threads are std::threads that meet at a std::barrier.
+#include <barrier>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <thread>
+#include <vector>
+struct hl_dim3 { unsigned int x, y, z; };
+static thread_local hl_dim3 threadIdx, blockIdx;
+static thread_local std::barrier<> *hl_block_barrier;
+#define HL_DEVICE static inline
+#define __global__
+#define __shared__ static
+#define __restrict__ __restrict
+#define __launch_bounds__(n)
+static inline void __syncthreads() { hl_block_barrier->arrive_and_wait(); }
+template <typename T> static inline T atomicCAS(T *p, T expected, T desired) {
+    __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    return expected;
+}
+static inline int __popc(unsigned int x) { return __builtin_popcount(x); }
+static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+static inline int __clz(unsigned int x) { return x ? __builtin_clz(x) : 32; }
+static inline int __clzll(unsigned long long x) { return x ? __builtin_clzll(x) : 64; }
+static inline int __ffs(unsigned int x) { return __builtin_ffs(x); }
+static inline int __ffsll(unsigned long long x) { return __builtin_ffsll(x); }
+using std::isnan; using std::isinf; using std::isfinite;
+template <typename F> static void hl_emulate(const int64_t *grid, const int *block, F body) {
+    const int threads = block[0] * block[1] * block[2];
+    for (int64_t bz = 0; bz < grid[2]; bz++)
+    for (int64_t by = 0; by < grid[1]; by++)
+    for (int64_t bx = 0; bx < grid[0]; bx++) {
+        std::barrier<> sync(threads);
+        std::vector<std::thread> team;
+        for (int t = 0; t < threads; t++) {
+            team.emplace_back([&, t] {
+                blockIdx = {(unsigned)bx, (unsigned)by, (unsigned)bz};
+                threadIdx = {(unsigned)(t % block[0]), (unsigned)(t / block[0] % block[1]),
+                             (unsigned)(t / (block[0] * block[1]))};
+                hl_block_barrier = &sync;
+                body();
+            });
+        }
+        for (auto &th : team) th.join();
+    }
+}
+template <typename T> static inline T hl_arg(int64_t bits) { return (T)bits; }
+template <> inline float hl_arg<float>(int64_t bits) { double d; memcpy(&d, &bits, 8); return (float)d; }
+template <> inline double hl_arg<double>(int64_t bits) { double d; memcpy(&d, &bits, 8); return d; }
+#endif
+template <typename T> HL_DEVICE T hl_min(T a, T b) { return b < a ? b : a; }
+template <typename T> HL_DEVICE T hl_max(T a, T b) { return a < b ? b : a; }
+template <typename T, typename S> HL_DEVICE T hl_reinterpret(S s) {
+    static_assert(sizeof(T) == sizeof(S), "reinterpret between sizes");
+    union { S s; T t; } u;
+    u.s = s;
+    return u.t;
+}
+"""
+
+
+def c_type(t: Type, memory: bool = False) -> str:
+    if t.lanes != 1:
+        raise InternalError(f"cuda: a vector of {t} reached the CUDA code generator")
+    if t.is_bool():
+        return "uint8_t" if memory else "bool"
+    if t.is_float():
+        if t.bits == 32:
+            return "float"
+        if t.bits == 64:
+            return "double"
+        raise CompileError(f"The CUDA backend does not support {t} yet")
+    return f"{'' if t.is_int() else 'u'}int{t.bits}_t"
+
+
+def c_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+def _literal(e: ir.Expr) -> str:
+    t = e.type
+    if isinstance(e, ir.IntImm):
+        v = e.value
+        if t.is_bool():
+            return "true" if v else "false"
+        if t.is_int() and t.bits == 32:
+            return "(-2147483647 - 1)" if v == -(2**31) else str(v)
+        if t.is_int() and t.bits == 64:
+            return "(-9223372036854775807LL - 1)" if v == -(2**63) else f"{v}LL"
+        if t.is_uint() and t.bits == 32:
+            return f"{v}u"
+        if t.is_uint() and t.bits == 64:
+            return f"{v}ull"
+        return f"(({c_type(t)}){v})"
+    v = e.value
+    if v != v or v in (float("inf"), float("-inf")):  # from the bits: no portable literal
+        import struct
+
+        if t.bits == 32:
+            return f"hl_reinterpret<float>({struct.unpack('<I', struct.pack('<f', v))[0]}u)"
+        return f"hl_reinterpret<double>({struct.unpack('<Q', struct.pack('<d', v))[0]}ull)"
+    text = str(np.float32(v)) if t.bits == 32 else repr(float(v))  # shortest that reads back exactly
+    if not any(c in text for c in ".en"):
+        text += ".0"
+    return text + ("f" if t.bits == 32 else "")
+
+
+class CudaPrinter:
+    """Prints one kernel."""
+
+    def __init__(self, kernel: Kernel):
+        self.kernel = kernel
+        self.lines: list[str] = []
+        self.indent = 1
+        self.names: dict[str, list[str]] = {}  # IR name -> C names in scope (innermost last)
+        self.used: set[str] = set()
+
+    # -- names
+    def fresh(self, name: str) -> str:
+        base = "v_" + c_name(name)
+        c, k = base, 1
+        while c in self.used:
+            k += 1
+            c = f"{base}_{k}"
+        self.used.add(c)
+        return c
+
+    def bind(self, name: str) -> str:
+        c = self.fresh(name)
+        self.names.setdefault(name, []).append(c)
+        return c
+
+    def unbind(self, name: str) -> None:
+        self.names[name].pop()
+
+    def ref(self, name: str) -> str:
+        if name in _C_IDS:
+            return _C_IDS[name]
+        scope = self.names.get(name)
+        if not scope:
+            raise InternalError(f"cuda: {name} is not bound in kernel {self.kernel.name}")
+        return scope[-1]
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.indent + line)
+
+    # -- the kernel
+    def kernel_text(self) -> str:
+        k = self.kernel
+        params = []
+        for b in k.buffers:
+            const = "" if b.written else "const "
+            params.append(f"{const}{c_type(b.type, memory=True)} *__restrict__ {self.bind(b.name)}")
+        for name, t in k.scalars:
+            params.append(f"{c_type(t)} {self.bind(name)}")
+        threads = k.threads[0] * k.threads[1] * k.threads[2]
+        self.stmt(k.body)
+        head = f'extern "C" __global__ void __launch_bounds__({threads}) {k.name}({", ".join(params)}) {{'
+        return "\n".join([head, *self.lines, "}", self._emulation_entry(params)])
+
+    def _emulation_entry(self, params: list[str]) -> str:
+        """`NAME_emulated(grid, block, args)`: the kernel run on the CPU, its arguments as int64s
+        (device pointers, integers, floats as the bits of a double)."""
+        k = self.kernel
+        args = []
+        for i, b in enumerate(k.buffers):
+            const = "" if b.written else "const "
+            args.append(f"({const}{c_type(b.type, memory=True)} *)(intptr_t)args[{i}]")
+        for j, (_, t) in enumerate(k.scalars):
+            args.append(f"hl_arg<{c_type(t)}>(args[{len(k.buffers) + j}])")
+        return (f'#ifndef __CUDACC__\nextern "C" void {k.name}_emulated(const int64_t *grid, const int *block, '
+                f"const int64_t *args) {{\n    hl_emulate(grid, block, [&] {{ {k.name}({', '.join(args)}); }});\n}}\n"
+                "#endif")
+
+    # -- statements
+    def stmt(self, s: ir.Stmt) -> None:
+        method = getattr(self, "s_" + type(s).__name__, None)
+        if method is None:
+            raise InternalError(f"cuda: no rule for {type(s).__name__}")
+        method(s)
+
+    def s_Block(self, s):
+        for sub in s.stmts:
+            self.stmt(sub)
+
+    def s_LetStmt(self, s):
+        value = self.expr(s.value)
+        c = self.bind(s.name)
+        self.emit(f"const {c_type(s.value.type)} {c} = {value};")
+        self.stmt(s.body)
+        self.unbind(s.name)
+
+    def s_ProducerConsumer(self, s):
+        self.emit(f"// {'produce' if s.is_producer else 'consume'} {s.name}")
+        self.stmt(s.body)
+
+    def s_For(self, s):
+        if s.for_type not in (ir.SERIAL, ir.UNROLLED):
+            raise InternalError(f"cuda: a {s.for_type} loop {s.name} inside kernel {self.kernel.name}")
+        lo, ext = self.expr(s.min), self.expr(s.extent)
+        end = self.fresh(s.name + ".end")
+        self.emit(f"const int32_t {end} = {lo} + {ext};")
+        lo_name = self.fresh(s.name + ".min")
+        self.emit(f"const int32_t {lo_name} = {lo};")
+        c = self.bind(s.name)
+        self.emit(f"for (int32_t {c} = {lo_name}; {c} < {end}; {c}++) {{")
+        self.indent += 1
+        self.stmt(s.body)
+        self.indent -= 1
+        self.emit("}")
+        self.unbind(s.name)
+
+    def s_IfThenElse(self, s):
+        self.emit(f"if ({self.expr(s.condition)}) {{")
+        self._nested(s.then_case)
+        if s.else_case is not None:
+            self.emit("} else {")
+            self._nested(s.else_case)
+        self.emit("}")
+
+    def _nested(self, s):
+        self.indent += 1
+        self.stmt(s)
+        self.indent -= 1
+
+    def s_Store(self, s):
+        value = self.expr(s.value)
+        index = self.expr(s.index)
+        if s.predicate is not None:
+            raise InternalError("cuda: a predicated store")
+        if s.value.type.is_bool():
+            value = f"(uint8_t)({value})"
+        self.emit(f"{self.ref(s.name)}[{index}] = {value};")
+
+    def s_Evaluate(self, s):
+        if isinstance(s.value, ir.Call) and s.value.name == BARRIER:
+            self.emit("__syncthreads();")
+        elif not isinstance(s.value, ir.IntImm):
+            self.emit(f"(void)({self.expr(s.value)});")
+
+    def s_Allocate(self, s):
+        n = 1
+        for e in s.extents:
+            n *= max(ir.const_int(e), 0)
+        c = self.bind(s.name)
+        t = c_type(s.type, memory=True)
+        if s.memory_type == SHARED:
+            self.emit(f"__shared__ {t} {c}[{max(n, 1)}];")
+        elif s.memory_type == LOCAL:
+            self.emit(f"{t} {c}[{max(n, 1)}];")
+        else:
+            raise InternalError(f"cuda: allocation {s.name} in {s.memory_type} memory inside a kernel")
+        self.stmt(s.body)
+        self.unbind(s.name)
+
+    def s_Atomic(self, s):
+        st = s.body
+        t = st.value.type
+        if t.bits not in (16, 32, 64) or t.is_bool():
+            raise CompileError(f"Func {st.name}: an atomic update of {t} on the GPU is not supported (16, 32 and "
+                               "64-bit types are)")
+        word = {16: "unsigned short", 32: "unsigned int", 64: "unsigned long long"}[t.bits]
+        ptr = self.fresh(st.name + ".address")
+        seen = self.fresh(st.name + ".seen")
+        self.emit(f"{word} *{ptr} = ({word} *)&{self.ref(st.name)}[{self.expr(st.index)}];")
+        self.emit(f"{word} {seen} = *(volatile {word} *){ptr};")
+        self.emit("for (;;) {")
+        self.indent += 1
+        old = self.bind(s.old)
+        self.emit(f"const {c_type(t)} {old} = hl_reinterpret<{c_type(t)}>({seen});")
+        value = self.expr(st.value)
+        self.unbind(s.old)
+        prev = self.fresh(st.name + ".previous")
+        self.emit(f"const {word} {prev} = atomicCAS({ptr}, {seen}, hl_reinterpret<{word}>(({c_type(t)})({value})));")
+        self.emit(f"if ({prev} == {seen}) break;")
+        self.emit(f"{seen} = {prev};")
+        self.indent -= 1
+        self.emit("}")
+
+    def s_AssertStmt(self, s):
+        raise InternalError("cuda: an assert inside a kernel (gpu_kernels refuses them)")
+
+    # -- expressions
+    def expr(self, e: ir.Expr) -> str:
+        method = getattr(self, "e_" + type(e).__name__, None)
+        if method is None:
+            raise InternalError(f"cuda: no rule for {type(e).__name__}")
+        return method(e)
+
+    def e_IntImm(self, e):
+        return _literal(e)
+
+    e_FloatImm = e_IntImm
+
+    def e_Variable(self, e):
+        return self.ref(e.name)
+
+    def e_Cast(self, e):
+        return f"(({c_type(e.type)})({self.expr(e.value)}))"
+
+    def e_Reinterpret(self, e):
+        return f"hl_reinterpret<{c_type(e.type)}>({self.expr(e.value)})"
+
+    def _wrapping(self, e, op: str):
+        t = e.type
+        a, b = self.expr(e.a), self.expr(e.b)
+        if t.is_float() or t.bits >= 32:
+            return f"({a} {op} {b})"
+        if op == "*":
+            return f"(({c_type(t)})((uint32_t)({a}) * (uint32_t)({b})))"
+        return f"(({c_type(t)})({a} {op} {b}))"
+
+    def e_Add(self, e):
+        return self._wrapping(e, "+")
+
+    def e_Sub(self, e):
+        return self._wrapping(e, "-")
+
+    def e_Mul(self, e):
+        return self._wrapping(e, "*")
+
+    def e_Div(self, e):
+        if not e.type.is_float():
+            raise InternalError("cuda: integer division survived the arithmetic rules")
+        return f"({self.expr(e.a)} / {self.expr(e.b)})"
+
+    def _minmax(self, e, fn: str):
+        if e.type.is_float():
+            raise InternalError("cuda: float min/max survived the arithmetic rules")
+        return f"{fn}<{c_type(e.type)}>({self.expr(e.a)}, {self.expr(e.b)})"
+
+    def e_Min(self, e):
+        return self._minmax(e, "hl_min")
+
+    def e_Max(self, e):
+        return self._minmax(e, "hl_max")
+
+    def _binary(self, e):
+        return f"({self.expr(e.a)} {e.symbol} {self.expr(e.b)})"
+
+    e_EQ = e_NE = e_LT = e_LE = e_GT = e_GE = _binary
+
+    def e_And(self, e):
+        return f"({self.expr(e.a)} && {self.expr(e.b)})"
+
+    def e_Or(self, e):
+        return f"({self.expr(e.a)} || {self.expr(e.b)})"
+
+    def e_Not(self, e):
+        return f"(!{self.expr(e.a)})"
+
+    def e_Select(self, e):
+        c, a, b = self.expr(e.condition), self.expr(e.true_value), self.expr(e.false_value)
+        return f"(({c_type(e.type)})({c} ? {a} : {b}))"
+
+    def e_Load(self, e):
+        if e.predicate is not None or e.type.lanes != 1:
+            raise InternalError("cuda: a vector or predicated load")
+        text = f"{self.ref(e.name)}[{self.expr(e.index)}]"
+        return f"({text} != 0)" if e.type.is_bool() else text
+
+    def e_Let(self, e):
+        value = self.expr(e.value)
+        c = self.bind(e.name)
+        self.emit(f"const {c_type(e.value.type)} {c} = {value};")
+        body = self.expr(e.body)
+        self.unbind(e.name)
+        return body
+
+    def e_Call(self, e):
+        args = [self.expr(a) for a in e.args]
+        t = e.type
+        if e.call_type == ir.EXTERN or e.name == "abs":
+            table = _MATH32 if t.bits == 32 else _MATH64
+            if not t.is_float() or e.name not in table:
+                raise InternalError(f"cuda: math function {e.name} of {t}")
+            return f"{table[e.name]}({', '.join(args)})"
+        if e.call_type != ir.INTRINSIC:
+            raise InternalError(f"cuda: a {e.call_type} call to {e.name} survived lowering")
+        ct = c_type(t)
+        a0 = e.args[0].type if e.args else None
+        if e.name == "likely":
+            return args[0]
+        if e.name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+            op = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}[e.name]
+            return f"(({ct})({args[0]} {op} {args[1]}))"
+        if e.name == "bitwise_not":
+            return f"(({ct})(~{args[0]}))" if not t.is_bool() else f"(!{args[0]})"
+        if e.name == "shift_left_in_range":
+            wide = "uint64_t" if t.bits == 64 else "uint32_t"
+            return f"(({ct})(({wide})({c_type(t.with_code('uint'))})({args[0]}) << {args[1]}))"
+        if e.name == "shift_right_in_range":
+            return f"(({ct})({args[0]} >> {args[1]}))"
+        if e.name == "div_round_to_zero":
+            return f"(({ct})({args[0]} / {args[1]}))"
+        if e.name == "mod_round_to_zero":
+            return f"(({ct})({args[0]} % {args[1]}))"
+        if e.name in ("popcount", "count_leading_zeros", "count_trailing_zeros"):
+            return self._bit_count(e.name, a0, args[0], ct)
+        if e.name in ("is_nan", "is_inf", "is_finite"):
+            return f"{e.name.replace('is_', 'is')}({args[0]})"
+        if e.name == "print":
+            raise CompileError("print() inside a GPU kernel is not supported")
+        raise InternalError(f"cuda: no rule for intrinsic {e.name}")
+
+    @staticmethod
+    def _bit_count(name: str, t: Type, a: str, ct: str) -> str:
+        wide = t.bits == 64
+        u = f"({'unsigned long long' if wide else 'unsigned int'})({c_type(t.with_code('uint'))})({a})"
+        width = 64 if wide else 32
+        if name == "popcount":
+            return f"(({ct}){'__popcll' if wide else '__popc'}({u}))"
+        if name == "count_leading_zeros":
+            return f"(({ct})({'__clzll' if wide else '__clz'}({u}) - {width - t.bits}))"
+        ffs = f"{'__ffsll' if wide else '__ffs'}({u})"
+        return f"(({ct})({ffs} == 0 ? {t.bits} : {ffs} - 1))"
+
+
+def cuda_source(kernels: list[Kernel]) -> str:
+    """The translation unit of every kernel of a pipeline, for nvcc/NVRTC or the CPU emulation."""
+    parts = ["// Generated by pyhalide: one kernel per GPU loop nest.", PRELUDE.strip()]
+    for k in kernels:
+        parts.append(CudaPrinter(k).kernel_text())
+    return "\n\n".join(parts) + "\n"

@@ -1,0 +1,528 @@
+"""Running CUDA kernels: compiling their source, device memory with Halide's dirty bits, launching.
+
+A `Device` is the thin launcher interface: compile a translation unit, allocate, copy, launch,
+synchronize. Three implement it: `PyCudaDevice` (pycuda, the `cuda` extra), `CudaBindingsDevice`
+(NVIDIA's cuda-bindings, where pycuda is missing) and `EmulatedDevice`, which compiles the same
+CUDA C as C++ for the CPU and runs each block's threads as std::threads with a real barrier and
+separate "device" memory: the generated code and the copy protocol are tested without a GPU.
+$PYHALIDE_CUDA_DEVICE (pycuda, cuda-bindings, emulated) picks one; by default the first of
+pycuda and cuda-bindings that finds a GPU.
+
+The host code calls `GpuRun.callback(op, args, n)` (an address in the scalars array) to launch a
+kernel or copy a buffer; a GpuRun lives for one call of the pipeline and tracks every buffer the
+kernels touch by its host address: its device copy and which copy is newer (Halide's host and
+device dirty bits). Buffers the user keeps on the device (`Buffer.copy_to_device()`) carry that
+state across calls; the rest is copied back and freed when the call ends.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import HalideError
+from ..lowering.gpu_kernels import MAX_GRID_DIMS, Kernel
+from .jit import cache_root
+
+LAUNCH, COPY_TO_HOST, HOST_WRITTEN, FREE = 0, 1, 2, 3
+OPS = {"gpu_launch": LAUNCH, "gpu_copy_to_host": COPY_TO_HOST, "gpu_host_written": HOST_WRITTEN, "gpu_free": FREE}
+GPU_FAILED = -2  # what the pipeline returns when a runtime call failed (the error is kept in the GpuRun)
+CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(ctypes.c_int64), ctypes.c_int32)
+
+
+class DeviceUnavailable(HalideError):
+    """A CUDA target was asked to run where a part it needs (package, driver, GPU) is missing."""
+
+
+# ---------------------------------------------------------------------------- compiling
+def _cache_path(kind: str, key_text: str, suffix: str) -> Path:
+    key = hashlib.sha256(key_text.encode()).hexdigest()[:32]
+    root = cache_root() / "cuda"
+    root.mkdir(parents=True, exist_ok=True)
+    return root / f"{kind}-{key}{suffix}"
+
+
+def nvcc_path() -> str | None:
+    found = shutil.which("nvcc")
+    if found is None and os.path.exists("/usr/local/cuda/bin/nvcc"):
+        found = "/usr/local/cuda/bin/nvcc"
+    return found
+
+
+def _nvrtc():
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError:
+        return None
+    return nvrtc
+
+
+def compile_ptx(source: str, capability: int, fp_contract: bool = False) -> str:
+    """PTX for compute capability `capability` (NVRTC where installed, else nvcc), cached on disk
+    by source, architecture and options. Floats are not contracted into FMAs unless asked, so GPU
+    results match the CPU's bit for bit (transcendental functions aside)."""
+    arch = f"compute_{capability}"
+    options = [f"--gpu-architecture={arch}", f"--fmad={'true' if fp_contract else 'false'}", "-std=c++17"]
+    nvrtc = _nvrtc()
+    tool = "nvrtc" if nvrtc is not None else nvcc_path()
+    if tool is None:
+        raise DeviceUnavailable("Compiling CUDA kernels needs NVRTC (pip install 'pyhalide[cuda]') or nvcc on PATH; "
+                                "neither was found")
+    path = _cache_path("ptx", "\0".join([tool, *options, source]), ".ptx")
+    if path.exists():
+        return path.read_text()
+    ptx = _nvrtc_compile(nvrtc, source, options) if nvrtc is not None else _nvcc_compile(tool, source, options)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(ptx)
+    os.replace(tmp, path)
+    return ptx
+
+
+def _nvrtc_compile(nvrtc, source: str, options: list[str]) -> str:
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), b"pyhalide.cu", 0, [], [])
+    opts = [o.encode() for o in options]
+    (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+        log = b" " * size
+        nvrtc.nvrtcGetProgramLog(prog, log)
+        raise HalideError(f"NVRTC failed to compile the generated CUDA code:\n{log.decode(errors='replace')}")
+    _, size = nvrtc.nvrtcGetPTXSize(prog)
+    ptx = b" " * size
+    nvrtc.nvrtcGetPTX(prog, ptx)
+    nvrtc.nvrtcDestroyProgram(prog)
+    return ptx.rstrip(b"\0 ").decode()
+
+
+def _nvcc_compile(nvcc: str, source: str, options: list[str]) -> str:
+    arch = options[0].split("=")[1]
+    with tempfile.TemporaryDirectory() as d:
+        src, out = Path(d, "k.cu"), Path(d, "k.ptx")
+        src.write_text(source)
+        r = subprocess.run([nvcc, "-ptx", f"-arch={arch}", options[1], options[2], str(src), "-o", str(out)],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise HalideError(f"nvcc failed to compile the generated CUDA code:\n{r.stderr}")
+        return out.read_text()
+
+
+@dataclass(frozen=True)
+class KernelResources:
+    """What ptxas reports for one kernel."""
+
+    name: str
+    registers: int
+    spill_stores: int
+    spill_loads: int
+    shared_bytes: int
+    stack_bytes: int
+
+
+def ptxas_report(ptx: str, capability: int) -> dict[str, KernelResources]:
+    """Registers, spills, shared memory and stack per kernel, from `ptxas -v` (which also proves the
+    PTX assembles for sm_<capability>)."""
+    ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+    with tempfile.TemporaryDirectory() as d:
+        src = Path(d, "k.ptx")
+        src.write_text(ptx)
+        r = subprocess.run([ptxas, f"-arch=sm_{capability}", "-v", str(src), "-o", os.devnull],
+                           capture_output=True, text=True)
+    if r.returncode != 0:
+        raise HalideError(f"ptxas rejected the PTX for sm_{capability}:\n{r.stderr}")
+    report, name, stack, spills = {}, None, 0, (0, 0)
+    for line in r.stderr.splitlines():
+        if m := re.search(r"Compiling entry function '(\w+)'", line):
+            name = m.group(1)
+        elif m := re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line):
+            stack, spills = int(m.group(1)), (int(m.group(2)), int(m.group(3)))
+        elif (m := re.search(r"Used (\d+) registers", line)) and name is not None:
+            smem = re.search(r"(\d+) bytes smem", line)
+            report[name] = KernelResources(name, int(m.group(1)), spills[0], spills[1],
+                                           int(smem.group(1)) if smem else 0, stack)
+    return report
+
+
+# ---------------------------------------------------------------------------- devices
+class Device:
+    """The launcher interface. Device addresses are ints; arguments of a launch are (value, Type)
+    pairs, the Type None for a device pointer."""
+
+    name = "device"
+
+    def load(self, source: str, kernels: list[Kernel], target):
+        raise NotImplementedError
+
+    def malloc(self, nbytes: int) -> int:
+        raise NotImplementedError
+
+    def free(self, address: int) -> None:
+        raise NotImplementedError
+
+    def to_device(self, address: int, host: int, nbytes: int) -> None:
+        raise NotImplementedError
+
+    def to_host(self, host: int, address: int, nbytes: int) -> None:
+        raise NotImplementedError
+
+    def launch(self, module, kernel: Kernel, grid: tuple, args: list) -> None:
+        raise NotImplementedError
+
+    def synchronize(self) -> None:
+        pass
+
+
+class EmulatedDevice(Device):
+    """The CPU as a pretend GPU: kernels are the generated CUDA C compiled with g++ (threads of a
+    block run as std::threads, __syncthreads is a std::barrier), device memory is separate host
+    memory, so a missing copy shows up as a wrong result."""
+
+    name = "emulated"
+
+    def __init__(self):
+        self._blocks: dict[int, ctypes.Array] = {}
+
+    def load(self, source, kernels, target):
+        cxx = shutil.which("g++")
+        if cxx is None:
+            raise DeviceUnavailable("The emulated CUDA device compiles kernels with g++, which is not installed")
+        path = _cache_path("emulated", source, ".so")
+        if not path.exists():
+            with tempfile.TemporaryDirectory() as d:
+                src = Path(d, "k.cpp")
+                src.write_text(source)
+                out = Path(d, "k.so")
+                r = subprocess.run([cxx, "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w", str(src), "-o",
+                                    str(out)], capture_output=True, text=True)
+                if r.returncode != 0:
+                    raise HalideError(f"g++ failed to compile the generated CUDA code for emulation:\n{r.stderr}")
+                os.replace(out, path)
+        lib = ctypes.CDLL(str(path))
+        entries = {}
+        for k in kernels:
+            fn = getattr(lib, k.name + "_emulated")
+            fn.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int64)]
+            fn.restype = None
+            entries[k.name] = fn
+        return lib, entries
+
+    def malloc(self, nbytes):
+        block = (ctypes.c_uint8 * max(nbytes, 1))()
+        address = ctypes.addressof(block)
+        self._blocks[address] = block
+        return address
+
+    def free(self, address):
+        self._blocks.pop(address, None)
+
+    def to_device(self, address, host, nbytes):
+        ctypes.memmove(address, host, nbytes)
+
+    def to_host(self, host, address, nbytes):
+        ctypes.memmove(host, address, nbytes)
+
+    def launch(self, module, kernel, grid, args):
+        packed = (ctypes.c_int64 * max(len(args), 1))()
+        for i, (v, t) in enumerate(args):
+            packed[i] = int(np.float64(v).view(np.int64)) if t is not None and t.is_float() else int(v)
+        fn = module[1][kernel.name]
+        fn((ctypes.c_int64 * 3)(*grid), (ctypes.c_int * 3)(*kernel.threads), packed)
+
+
+def _numpy_arg(value, t):
+    return np.intp(value) if t is None else np.dtype(t.to_numpy()).type(value)
+
+
+class PyCudaDevice(Device):
+    name = "pycuda"
+
+    def __init__(self):
+        import pycuda.driver as drv  # ImportError without pycuda or libcuda
+
+        drv.init()
+        if drv.Device.count() == 0:
+            raise DeviceUnavailable("pycuda found no CUDA GPU")
+        self.drv = drv
+        self.context = drv.Device(int(os.environ.get("HL_GPU_DEVICE", "0"))).retain_primary_context()
+        self.context.push()
+        self._allocations = {}
+        cap = drv.Context.get_device().compute_capability()
+        self.capability = cap[0] * 10 + cap[1]
+
+    def load(self, source, kernels, target):
+        ptx = compile_ptx(source, min(target.cuda_capability(), self.capability), target.has_feature("fp_contract"))
+        module = self.drv.module_from_buffer(ptx.encode())
+        return {k.name: module.get_function(k.name) for k in kernels}
+
+    def malloc(self, nbytes):
+        a = self.drv.mem_alloc(max(nbytes, 1))
+        self._allocations[int(a)] = a
+        return int(a)
+
+    def free(self, address):
+        a = self._allocations.pop(address, None)
+        if a is not None:
+            a.free()
+
+    def to_device(self, address, host, nbytes):
+        self.drv.memcpy_htod(address, (ctypes.c_uint8 * nbytes).from_address(host))
+
+    def to_host(self, host, address, nbytes):
+        self.drv.memcpy_dtoh((ctypes.c_uint8 * nbytes).from_address(host), address)
+
+    def launch(self, module, kernel, grid, args):
+        module[kernel.name](*[_numpy_arg(v, t) for v, t in args], grid=tuple(int(g) for g in grid),
+                            block=kernel.threads)
+
+    def synchronize(self):
+        self.drv.Context.synchronize()
+
+
+class CudaBindingsDevice(Device):
+    name = "cuda-bindings"
+
+    def __init__(self):
+        from cuda.bindings import driver  # ImportError without cuda-bindings
+
+        self.cu = driver
+        self._check(driver.cuInit(0)[0], "cuInit")
+        err, count = driver.cuDeviceGetCount()
+        if err != driver.CUresult.CUDA_SUCCESS or count == 0:
+            raise DeviceUnavailable("cuda-bindings found no CUDA GPU")
+        err, dev = driver.cuDeviceGet(int(os.environ.get("HL_GPU_DEVICE", "0")))
+        err, self.context = driver.cuDevicePrimaryCtxRetain(dev)
+        self._check(driver.cuCtxSetCurrent(self.context)[0], "cuCtxSetCurrent")
+        major = driver.cuDeviceGetAttribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                            dev)[1]
+        minor = driver.cuDeviceGetAttribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                            dev)[1]
+        self.capability = major * 10 + minor
+
+    def _check(self, err, what: str) -> None:
+        if err != self.cu.CUresult.CUDA_SUCCESS:
+            raise HalideError(f"CUDA driver call {what} failed: {err}")
+
+    def _ctx(self):
+        self._check(self.cu.cuCtxSetCurrent(self.context)[0], "cuCtxSetCurrent")
+
+    def load(self, source, kernels, target):
+        self._ctx()
+        ptx = compile_ptx(source, min(target.cuda_capability(), self.capability), target.has_feature("fp_contract"))
+        err, module = self.cu.cuModuleLoadData(ptx.encode() + b"\0")
+        self._check(err, "cuModuleLoadData")
+        functions = {}
+        for k in kernels:
+            err, fn = self.cu.cuModuleGetFunction(module, k.name.encode())
+            self._check(err, "cuModuleGetFunction")
+            functions[k.name] = fn
+        return module, functions
+
+    def malloc(self, nbytes):
+        self._ctx()
+        err, ptr = self.cu.cuMemAlloc(max(nbytes, 1))
+        self._check(err, "cuMemAlloc")
+        return int(ptr)
+
+    def free(self, address):
+        self._check(self.cu.cuMemFree(address)[0], "cuMemFree")
+
+    def to_device(self, address, host, nbytes):
+        self._check(self.cu.cuMemcpyHtoD(address, host, nbytes)[0], "cuMemcpyHtoD")
+
+    def to_host(self, host, address, nbytes):
+        self._check(self.cu.cuMemcpyDtoH(host, address, nbytes)[0], "cuMemcpyDtoH")
+
+    def launch(self, module, kernel, grid, args):
+        values = [ctypes.c_void_p(v) if t is None else np.ctypeslib.as_ctypes_type(t.to_numpy())(v) for v, t in args]
+        types = [type(v) for v in values]
+        bx, by, bz = kernel.threads
+        err = self.cu.cuLaunchKernel(module[1][kernel.name], *(int(g) for g in grid), bx, by, bz, 0, 0,
+                                     (tuple(v.value for v in values), tuple(types)), 0)[0]
+        self._check(err, f"cuLaunchKernel({kernel.name})")
+
+    def synchronize(self):
+        self._check(self.cu.cuCtxSynchronize()[0], "cuCtxSynchronize")
+
+
+_devices: dict[str, Device] = {}
+_IMPLEMENTATIONS = {"pycuda": PyCudaDevice, "cuda-bindings": CudaBindingsDevice, "emulated": EmulatedDevice}
+
+
+def _open(kind: str) -> Device:
+    device = _devices.get(kind)
+    if device is None:
+        device = _devices[kind] = _IMPLEMENTATIONS[kind]()
+    return device
+
+
+def cuda_device() -> Device:
+    """The device CUDA pipelines run on ($PYHALIDE_CUDA_DEVICE, else the first launcher with a GPU);
+    DeviceUnavailable says what is missing."""
+    wanted = os.environ.get("PYHALIDE_CUDA_DEVICE")
+    if wanted:
+        if wanted not in _IMPLEMENTATIONS:
+            raise HalideError(f"PYHALIDE_CUDA_DEVICE must be one of {', '.join(_IMPLEMENTATIONS)}, got {wanted!r}")
+        return _open(wanted)
+    reasons = []
+    for kind, missing in (("pycuda", "pycuda is not installed (pip install 'pyhalide[cuda]')"),
+                          ("cuda-bindings", "cuda-bindings is not installed")):
+        try:
+            return _open(kind)
+        except ImportError as e:
+            reasons.append(missing if "libcuda" not in str(e) else f"{kind}: no CUDA driver (libcuda.so.1)")
+        except DeviceUnavailable as e:
+            reasons.append(str(e))
+        except Exception as e:  # the driver's own error (no device, driver too old, ...)
+            reasons.append(f"{kind}: {e}")
+    raise DeviceUnavailable("No CUDA GPU can run this pipeline: " + "; ".join(reasons) +
+                            ". (PYHALIDE_CUDA_DEVICE=emulated runs the kernels on the CPU, for testing.)")
+
+
+def cuda_unavailable_reason() -> str | None:
+    try:
+        cuda_device()
+    except HalideError as e:
+        return str(e)
+    return None
+
+
+# ---------------------------------------------------------------------------- one call
+@dataclass
+class DeviceCopy:
+    """A buffer's device copy and Halide's dirty bits: which of host and device is newer."""
+
+    device: Device
+    address: int
+    nbytes: int
+    offset: int  # bytes from the start of the device copy to the host pointer's element
+    host_dirty: bool = True
+    device_dirty: bool = False
+    owner: object = None  # the hl.Buffer keeping it across calls, or None (freed at the end of the call)
+
+
+def span(arr: np.ndarray) -> tuple[int, int]:
+    """(bytes before the data pointer, total bytes) that an array's elements occupy."""
+    lo = sum(min(0, (n - 1) * s) for n, s in zip(arr.shape, arr.strides) if n > 0)
+    hi = sum(max(0, (n - 1) * s) for n, s in zip(arr.shape, arr.strides) if n > 0)
+    return -lo, (hi - lo + arr.itemsize) if arr.size else 0
+
+
+class GpuRun:
+    """The device side of one call of a pipeline with kernels."""
+
+    _local = threading.local()
+
+    def __init__(self, device: Device, module, kernels: list[Kernel]):
+        self.device, self.module, self.kernels = device, module, kernels
+        self.copies: dict[int, DeviceCopy] = {}
+        self.error: BaseException | None = None
+
+    def register(self, arr: np.ndarray, kept: DeviceCopy | None) -> None:
+        """A pipeline buffer: its device copy is `kept` (a Buffer on the device), else made when a
+        kernel first uses it."""
+        host = arr.__array_interface__["data"][0]
+        if kept is not None:
+            self.copies[host] = kept
+        elif host not in self.copies:
+            offset, nbytes = span(arr)
+            self.copies[host] = DeviceCopy(self.device, 0, nbytes, offset)
+
+    def _copy_for(self, host: int, nbytes: int) -> DeviceCopy:
+        c = self.copies.get(host)
+        if c is None:  # an allocation of the host code: its host memory holds nothing yet
+            c = self.copies[host] = DeviceCopy(self.device, 0, nbytes, 0, host_dirty=False)
+        if c.address == 0:
+            c.address = self.device.malloc(c.nbytes)
+        if c.host_dirty:
+            self.device.to_device(c.address, host - c.offset, c.nbytes)
+            c.host_dirty = False
+        return c
+
+    def _launch(self, args) -> None:
+        kernel = self.kernels[args[0]]
+        grid = tuple(args[1:4])
+        for d, (g, most) in enumerate(zip(grid, MAX_GRID_DIMS)):
+            if g > most:
+                raise HalideError(f"Kernel {kernel.name} needs {g} GPU blocks in dimension {'xyz'[d]}; at most "
+                                  f"{most} fit")
+        if min(grid) <= 0:
+            return
+        launch_args, written, k = [], [], 4
+        for b in kernel.buffers:
+            c = self._copy_for(args[k], args[k + 1])
+            launch_args.append((c.address + c.offset, None))
+            if b.written:
+                written.append(c)
+            k += 2
+        for (_, t), bits in zip(kernel.scalars, args[k:]):
+            launch_args.append((np.int64(bits).view(np.float64) if t.is_float() else bits, t))
+        self.device.launch(self.module, kernel, grid, launch_args)
+        for c in written:
+            c.device_dirty = True
+
+    def copy_to_host(self, host: int) -> None:
+        c = self.copies.get(host)
+        if c is not None and c.device_dirty:
+            self.device.synchronize()
+            self.device.to_host(host - c.offset, c.address, c.nbytes)
+            c.device_dirty = False
+
+    def _dispatch(self, op: int, args: list[int]) -> None:
+        if op == LAUNCH:
+            self._launch(args)
+        elif op == COPY_TO_HOST:
+            self.copy_to_host(args[0])
+        elif op == HOST_WRITTEN:
+            c = self.copies.get(args[0])
+            if c is None:
+                return  # no device copy yet: the first launch copies it
+            c.host_dirty, c.device_dirty = True, False
+        elif op == FREE:
+            c = self.copies.pop(args[0], None)
+            if c is not None and c.address:
+                self.device.free(c.address)
+
+    def finish(self, outputs: list[np.ndarray]) -> None:
+        """After the call: outputs back to the host unless a Buffer keeps them on the device; the
+        call's own device copies freed."""
+        try:
+            self.device.synchronize()
+            for arr in outputs:
+                c = self.copies.get(arr.__array_interface__["data"][0])
+                if c is not None and c.owner is None:
+                    self.copy_to_host(arr.__array_interface__["data"][0])
+        finally:
+            for c in self.copies.values():
+                if c.owner is None and c.address:
+                    self.device.free(c.address)
+            self.copies.clear()
+
+    @classmethod
+    def current(cls) -> GpuRun:
+        return cls._local.run
+
+    @classmethod
+    def make_callback(cls):
+        """The C function the host code calls; it finds the calling thread's GpuRun."""
+
+        def callback(op, args_ptr, n):
+            run = getattr(cls._local, "run", None)
+            if run is None:
+                return GPU_FAILED
+            try:
+                run._dispatch(op, [args_ptr[i] for i in range(n)])
+            except BaseException as e:  # noqa: BLE001 -- re-raised by the caller after the native code returns
+                run.error = e
+                return GPU_FAILED
+            return 0
+
+        return CALLBACK(callback)

@@ -1,0 +1,100 @@
+"""Copies between host and device memory around the host statements that touch GPU data.
+
+Assumes: gpu_kernels has run (kernels are `gpu_launch` intrinsics naming the buffers they use).
+
+Guarantees: the buffers the kernels use follow Halide's model of a host and a device copy, each
+possibly dirty. The runtime copies a buffer to the device at a launch when its host copy is newer
+(and marks what a kernel writes device-dirty); this pass makes the host side explicit: a host
+statement that reads or writes such a buffer is preceded by `gpu_copy_to_host(name)` (nothing
+happens unless the device copy is newer) and, if it writes it, followed by
+`gpu_host_written(name)`; a host allocation a kernel uses ends with `gpu_free(name)`, releasing
+its device copy. Statements are wrapped at the outermost level that launches no kernel.
+"""
+
+from __future__ import annotations
+
+from .. import ir
+from ..ir_mutator import IRVisitor
+from ..types import Int
+from .gpu_kernels import LAUNCH
+
+COPY_TO_HOST, HOST_WRITTEN, FREE = "gpu_copy_to_host", "gpu_host_written", "gpu_free"
+
+
+def runtime_call(op: str, name: str) -> ir.Stmt:
+    return ir.Evaluate(ir.Call(Int(32), op, (ir.StringImm(name),), ir.INTRINSIC))
+
+
+class _Touched(IRVisitor):
+    """Buffers a statement reads and writes, and whether it launches a kernel."""
+
+    def __init__(self):
+        super().__init__()
+        self.reads: set[str] = set()
+        self.writes: set[str] = set()
+        self.launches: set[str] = set()
+
+    def visit_Load(self, e):
+        self.reads.add(e.name)
+        self.visit_children(e)
+
+    def visit_Store(self, s):
+        self.writes.add(s.name)
+        self.visit_children(s)
+
+    def visit_Atomic(self, s):
+        self.reads.add(s.body.name)
+        self.visit_children(s)
+
+    def visit_Call(self, e):
+        if e.name == LAUNCH:
+            self.launches.update(a.value for a in e.args if isinstance(a, ir.StringImm))
+        self.visit_children(e)
+
+
+def _touched(s: ir.Stmt) -> _Touched:
+    t = _Touched()
+    t.visit(s)
+    return t
+
+
+class _Inserter:
+    def __init__(self, device: set[str]):
+        self.device = device
+
+    def stmt(self, s: ir.Stmt) -> ir.Stmt:
+        t = _touched(s)
+        if not t.launches:
+            return self._wrap(s, t)
+        if isinstance(s, ir.Block):
+            return ir.make_block([self.stmt(sub) for sub in s.stmts])
+        if isinstance(s, ir.For):
+            return ir.For(s.name, s.min, s.extent, s.for_type, self.stmt(s.body))
+        if isinstance(s, ir.LetStmt):
+            return ir.LetStmt(s.name, s.value, self.stmt(s.body))
+        if isinstance(s, ir.ProducerConsumer):
+            return ir.ProducerConsumer(s.name, s.is_producer, self.stmt(s.body))
+        if isinstance(s, ir.IfThenElse):
+            other = None if s.else_case is None else self.stmt(s.else_case)
+            return ir.IfThenElse(s.condition, self.stmt(s.then_case), other)
+        if isinstance(s, ir.Allocate):
+            body = self.stmt(s.body)
+            if s.name in self.device:
+                body = ir.make_block([body, runtime_call(FREE, s.name)])
+            return ir.Allocate(s.name, s.type, s.extents, body, s.memory_type)
+        return s  # a launch itself
+
+    def _wrap(self, s: ir.Stmt, t: _Touched) -> ir.Stmt:
+        used = sorted((t.reads | t.writes) & self.device)
+        if not used:
+            return s
+        before = [runtime_call(COPY_TO_HOST, n) for n in used]
+        after = [runtime_call(HOST_WRITTEN, n) for n in sorted(t.writes & self.device)]
+        return ir.make_block([*before, s, *after])
+
+
+def gpu_host_copies(stmt: ir.Stmt) -> ir.Stmt:
+    device = _touched(stmt).launches
+    if not device:
+        return stmt
+    return _Inserter(device).stmt(stmt)

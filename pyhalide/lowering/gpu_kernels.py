@@ -1,0 +1,438 @@
+"""GPU kernels: each outermost nest of gpu_block loops becomes a kernel the host launches.
+
+Assumes: the Stmt is the one to be compiled for a CUDA target (after the arithmetic rules), with
+GPU loops marked by the schedule and no vector code inside them (gpu_vector_loops unrolls it).
+
+Guarantees: the host Stmt keeps every statement outside GPU loops and, in place of each kernel's
+loop nest, a `gpu_launch` intrinsic (Evaluate) whose arguments are the kernel's index, the grid
+extents (x, y, z), then per buffer the kernel uses its name (a StringImm) and its size in bytes
+(an Int(64) for a host allocation, -1 for a pipeline buffer the runtime already knows), then the
+value of each scalar the kernel reads. Each Kernel's body binds every loop variable from
+`__block_id_*` and `__thread_id_*`:
+- block loops (innermost is x) become the grid; their extents may not depend on each other;
+- thread loops become the block: a loop at thread depth d (1 = innermost) is dimension d-1, and
+  its iterations past its extent, or threads of dimensions it doesn't use, skip it. Extents must
+  have a constant upper bound: the block's size is the largest over the kernel's thread loops.
+- code at block level outside thread loops runs on thread (0, 0, 0) alone;
+- a barrier follows each thread nest and each single-thread statement, except at the kernel's end,
+  so the serial meaning of the loop nest (producer before consumer) holds: the same as running
+  block and thread loops as serial loops on the CPU;
+- allocations at block level are shared memory, those inside thread loops per-thread local
+  arrays; both need constant sizes, within the target's limits (CompileError otherwise).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .. import ir
+from ..errors import CompileError
+from ..ir_mutator import IRMutator, IRVisitor, free_variables
+from ..types import Int, Type
+
+BLOCK_IDS = ("__block_id_x", "__block_id_y", "__block_id_z")
+THREAD_IDS = ("__thread_id_x", "__thread_id_y", "__thread_id_z")
+LAUNCH = "gpu_launch"
+BARRIER = "gpu_thread_barrier"
+SHARED, LOCAL = "GPUShared", "Register"
+
+MAX_THREADS_PER_BLOCK = 1024
+MAX_BLOCK_DIMS = (1024, 1024, 64)
+MAX_GRID_DIMS = (2**31 - 1, 65535, 65535)
+MAX_SHARED_BYTES = 48 * 1024  # static shared memory per block on every CUDA GPU
+MAX_LOCAL_BYTES = 64 * 1024  # per-thread arrays: beyond this, a schedule is surely wrong
+
+_THREAD_KINDS = (ir.GPU_THREAD, ir.GPU_LANE)
+
+
+@dataclass(frozen=True)
+class KernelBuffer:
+    name: str
+    type: Type  # element type
+    read: bool
+    written: bool
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    body: ir.Stmt
+    threads: tuple[int, int, int]  # the block's size
+    grid_dims: int  # how many block loops (1 to 3)
+    buffers: tuple[KernelBuffer, ...]
+    scalars: tuple[tuple[str, Type], ...]
+    shared_bytes: int
+
+
+def barrier() -> ir.Stmt:
+    return ir.Evaluate(ir.Call(Int(32), BARRIER, (), ir.INTRINSIC))
+
+
+def is_barrier(s: ir.Stmt) -> bool:
+    return isinstance(s, ir.Evaluate) and isinstance(s.value, ir.Call) and s.value.name == BARRIER
+
+
+def launch_kernel_index(s: ir.Stmt) -> int | None:
+    """The kernel index of a `gpu_launch` statement, else None."""
+    if isinstance(s, ir.Evaluate) and isinstance(s.value, ir.Call) and s.value.name == LAUNCH:
+        return s.value.args[0].value
+    return None
+
+
+def _upper_bound(e: ir.Expr, lets: dict) -> int | None:
+    """A constant upper bound of an Int(32) extent, or None."""
+    c = ir.const_int(e)
+    if c is not None:
+        return c
+    if isinstance(e, ir.Variable) and e.name in lets:
+        return _upper_bound(lets[e.name], lets)
+    if isinstance(e, ir.Min):
+        bounds = [b for b in (_upper_bound(e.a, lets), _upper_bound(e.b, lets)) if b is not None]
+        return min(bounds) if bounds else None
+    if isinstance(e, ir.Max | ir.Add):
+        a, b = _upper_bound(e.a, lets), _upper_bound(e.b, lets)
+        if a is None or b is None:
+            return None
+        return max(a, b) if isinstance(e, ir.Max) else a + b
+    if isinstance(e, ir.Sub) and ir.const_int(e.b) is not None:
+        a = _upper_bound(e.a, lets)
+        return None if a is None else a - ir.const_int(e.b)
+    if isinstance(e, ir.Select):
+        a, b = _upper_bound(e.true_value, lets), _upper_bound(e.false_value, lets)
+        return None if a is None or b is None else max(a, b)
+    return None
+
+
+def _plus(lo: ir.Expr, index: ir.Variable) -> ir.Expr:
+    return index if ir.is_const(lo, 0) else ir.Add(lo, index)
+
+
+def _thread_depth(s: ir.Stmt) -> int:
+    """The most thread loops nested in s, s included."""
+    if isinstance(s, ir.For):
+        inner = _thread_depth(s.body)
+        return inner + 1 if s.for_type in _THREAD_KINDS else inner
+    depth = 0
+    for name in s._children:
+        value = getattr(s, name)
+        if isinstance(value, ir.Stmt):
+            depth = max(depth, _thread_depth(value))
+        elif isinstance(value, tuple):
+            depth = max([depth, *(_thread_depth(v) for v in value if isinstance(v, ir.Stmt))])
+    return depth
+
+
+def _constant_elements(s: ir.Allocate, where: str) -> int:
+    n = 1
+    for e in s.extents:
+        c = ir.const_int(e)
+        if c is None:
+            raise CompileError(f"Func {s.name} is stored in {where}, which needs a size known when compiling; its "
+                               f"extents ({', '.join(map(str, s.extents))}) depend on the inputs: split the loops "
+                               "it is computed in by constant factors, or bound() its dimensions")
+        n *= max(c, 0)
+    return n
+
+
+class _Uses(IRVisitor):
+    """The buffers a kernel body reads and writes, the variables it reads and those it binds."""
+
+    def __init__(self):
+        super().__init__()
+        self.reads: dict[str, Type] = {}
+        self.writes: dict[str, Type] = {}
+        self.variables: dict[str, Type] = {}
+        self.bound: set[str] = set()
+
+    def visit_Variable(self, e):
+        self.variables.setdefault(e.name, e.type)
+
+    def visit_Load(self, e):
+        self.reads.setdefault(e.name, e.type.element_of())
+        self.visit_children(e)
+
+    def visit_Store(self, s):
+        self.writes.setdefault(s.name, s.value.type.element_of())
+        self.visit_children(s)
+
+    def visit_Atomic(self, s):
+        self.bound.add(s.old)
+        self.reads.setdefault(s.body.name, s.body.value.type.element_of())
+        self.visit_children(s)
+
+    def _binds(self, node):
+        self.bound.add(node.name)
+        self.visit_children(node)
+
+    visit_LetStmt = visit_Let = visit_For = visit_Allocate = _binds
+
+
+class _BlockLevel:
+    """Rewrites one kernel's body below its block loops (see the module docstring)."""
+
+    def __init__(self, kernel_name: str):
+        self.kernel_name = kernel_name
+        self.threads = [1, 1, 1]
+        self.lets: dict[str, ir.Expr] = {}
+        self.shared_bytes = 0
+        self.local: list[ir.Allocate] = []
+
+    # -- first walk: the block's size
+    def measure(self, s: ir.Stmt, in_threads: int = 0) -> None:
+        if isinstance(s, ir.LetStmt):
+            self.lets[s.name] = s.value
+        if isinstance(s, ir.For):
+            if s.for_type == ir.GPU_BLOCK:
+                raise CompileError(f"Loop {s.name} is a gpu_block loop inside kernel {self.kernel_name}'s block loops "
+                                   "but not directly nested in them: a kernel's block loops must be its outermost")
+            if s.for_type in _THREAD_KINDS:
+                dim = _thread_depth(s) - 1
+                if dim > 2:
+                    raise CompileError(f"Loop {s.name} is the fourth nested GPU thread loop of kernel "
+                                       f"{self.kernel_name}; a GPU block has at most 3 dimensions")
+                bound = _upper_bound(s.extent, self.lets)
+                if bound is None:
+                    raise CompileError(f"GPU thread loop {s.name} has extent {s.extent}, which has no constant upper "
+                                       "bound: split it by a constant factor (gpu_tile does)")
+                self.threads[dim] = max(self.threads[dim], bound)
+        for name in s._children:
+            value = getattr(s, name)
+            if isinstance(value, ir.Stmt):
+                self.measure(value)
+            elif isinstance(value, tuple):
+                for v in value:
+                    if isinstance(v, ir.Stmt):
+                        self.measure(v)
+
+    # -- second walk: the rewrite
+    def block_level(self, s: ir.Stmt) -> ir.Stmt:
+        """s runs with every thread of the block; returns it with thread loops mapped to threads."""
+        if _thread_depth(s) == 0:
+            return self._single_thread(s)
+        if isinstance(s, ir.Block):
+            return ir.make_block([self.block_level(sub) for sub in s.stmts])
+        if isinstance(s, ir.For) and s.for_type in _THREAD_KINDS:
+            self._check_thread_level(s, "inside thread loops ")
+            return ir.make_block([self._guard_unused_dims(self._thread_nest(s), _thread_depth(s)), barrier()])
+        if isinstance(s, ir.For):
+            return ir.For(s.name, s.min, s.extent, s.for_type, self.block_level(s.body))
+        if isinstance(s, ir.LetStmt):
+            return ir.LetStmt(s.name, s.value, self.block_level(s.body))
+        if isinstance(s, ir.IfThenElse):
+            other = None if s.else_case is None else self.block_level(s.else_case)
+            return ir.IfThenElse(s.condition, self.block_level(s.then_case), other)
+        if isinstance(s, ir.ProducerConsumer):
+            return ir.ProducerConsumer(s.name, s.is_producer, self.block_level(s.body))
+        if isinstance(s, ir.Allocate):
+            return self._shared(s, self.block_level(s.body))
+        raise CompileError(f"kernel {self.kernel_name}: a {type(s).__name__} around GPU thread loops is not supported")
+
+    def _single_thread(self, s: ir.Stmt) -> ir.Stmt:
+        if isinstance(s, ir.LetStmt):
+            return ir.LetStmt(s.name, s.value, self._single_thread(s.body))
+        if isinstance(s, ir.Allocate):
+            return self._shared(s, self._single_thread(s.body))
+        if isinstance(s, ir.Evaluate) and isinstance(s.value, ir.IntImm):
+            return s
+        self._check_thread_level(s, "")
+        return ir.make_block([self._guard_unused_dims(s, 0), barrier()])
+
+    def _guard_unused_dims(self, s: ir.Stmt, used: int) -> ir.Stmt:
+        """s runs only on threads whose ids are 0 in the dimensions past `used`."""
+        for d in range(2, used - 1, -1):
+            if self.threads[d] > 1:
+                s = ir.IfThenElse(ir.EQ(ir.Variable(THREAD_IDS[d]), ir.IntImm(Int(32), 0)), s)
+        return s
+
+    def _shared(self, s: ir.Allocate, body: ir.Stmt) -> ir.Stmt:
+        if s.memory_type not in ("Auto", SHARED):
+            raise CompileError(f"Func {s.name} is computed at the block level of kernel {self.kernel_name}, where it "
+                               f"lives in GPU shared memory; store_in({s.memory_type}) is not possible there")
+        self.shared_bytes += _constant_elements(s, "GPU shared memory") * s.type.bytes()
+        if self.shared_bytes > MAX_SHARED_BYTES:
+            raise CompileError(f"Kernel {self.kernel_name} needs {self.shared_bytes} bytes of shared memory (Func "
+                               f"{s.name} takes {_constant_elements(s, '') * s.type.bytes()}); a block has at most "
+                               f"{MAX_SHARED_BYTES}: use smaller tiles")
+        return ir.Allocate(s.name, s.type, s.extents, body, SHARED)
+
+    def _thread_nest(self, s: ir.Stmt) -> ir.Stmt:
+        """Inside a thread nest: thread loops become lets of thread ids, allocations local arrays."""
+        if isinstance(s, ir.For) and s.for_type in _THREAD_KINDS:
+            dim = _thread_depth(s) - 1
+            tid = ir.Variable(THREAD_IDS[dim])
+            body = self._thread_nest(s.body)
+            bound = ir.const_int(s.extent)
+            if bound is None or bound < self.threads[dim]:
+                body = ir.IfThenElse(ir.LT(tid, s.extent), body)
+            return ir.LetStmt(s.name, _plus(s.min, tid), body)
+        if isinstance(s, ir.Allocate):
+            if s.memory_type not in ("Auto", "Register", "Stack"):
+                raise CompileError(f"Func {s.name} is computed inside the GPU thread loops of kernel "
+                                   f"{self.kernel_name}, where each thread holds its own copy; store_in("
+                                   f"{s.memory_type}) is not possible there (compute it at the block loop for "
+                                   "shared memory)")
+            size = _constant_elements(s, "a GPU thread's local memory") * s.type.bytes()
+            if size > MAX_LOCAL_BYTES:
+                raise CompileError(f"Func {s.name} needs {size} bytes per GPU thread in kernel {self.kernel_name}; at "
+                                   f"most {MAX_LOCAL_BYTES} are allowed: compute it at a more inner loop")
+            return ir.Allocate(s.name, s.type, s.extents, self._thread_nest(s.body), LOCAL)
+        if isinstance(s, ir.For) and s.for_type == ir.GPU_BLOCK:
+            raise CompileError(f"Loop {s.name} is a gpu_block loop inside the GPU thread loops of kernel "
+                               f"{self.kernel_name}: block loops must be outside thread loops")
+        return _map_stmts(s, self._thread_nest)
+
+    def _check_thread_level(self, s: ir.Stmt, where: str) -> None:
+        for sub in _statements(s):
+            if isinstance(sub, ir.For) and sub.for_type in (ir.PARALLEL, ir.VECTORIZED):
+                raise CompileError(f"Loop {sub.name} is a {sub.for_type} loop {where}in kernel {self.kernel_name}: "
+                                   "a GPU kernel's loops are block, thread, serial or unrolled loops")
+            if isinstance(sub, ir.AssertStmt):
+                raise CompileError(f"kernel {self.kernel_name}: a run-time check inside a GPU kernel "
+                                   f"({sub.message.split(',')[0]}) is not supported")
+
+
+def _map_stmts(s: ir.Stmt, fn) -> ir.Stmt:
+    """s with fn applied to each direct sub-statement (expressions unchanged)."""
+    changed = {}
+    for name in s._children:
+        value = getattr(s, name)
+        if isinstance(value, ir.Stmt):
+            new = fn(value)
+            if new is not value:
+                changed[name] = new
+        elif isinstance(value, tuple) and any(isinstance(v, ir.Stmt) for v in value):
+            changed[name] = tuple(fn(v) if isinstance(v, ir.Stmt) else v for v in value)
+    if not changed:
+        return s
+    return type(s)(*[changed.get(f, getattr(s, f)) for f in s.__dataclass_fields__])
+
+
+def _statements(s: ir.Stmt):
+    yield s
+    for name in s._children:
+        value = getattr(s, name)
+        if isinstance(value, ir.Stmt):
+            yield from _statements(value)
+        elif isinstance(value, tuple):
+            for v in value:
+                if isinstance(v, ir.Stmt):
+                    yield from _statements(v)
+
+
+def _drop_final_barriers(s: ir.Stmt) -> ir.Stmt:
+    """No barrier is needed where nothing follows it in the kernel."""
+    if isinstance(s, ir.Block):
+        stmts = list(s.stmts)
+        while stmts and is_barrier(stmts[-1]):
+            stmts.pop()
+        if stmts:
+            stmts[-1] = _drop_final_barriers(stmts[-1])
+        return ir.make_block(stmts)
+    if isinstance(s, ir.LetStmt | ir.ProducerConsumer | ir.Allocate):
+        return _map_stmts(s, _drop_final_barriers)
+    if isinstance(s, ir.IfThenElse):  # uniform across the block: both branches end the kernel
+        return _map_stmts(s, _drop_final_barriers)
+    return s
+
+
+class _ExtractKernels(IRMutator):
+    statements_only = True
+
+    def __init__(self):
+        super().__init__()
+        self.kernels: list[Kernel] = []
+        self.host_allocations: dict[str, ir.Allocate] = {}
+
+    def visit_Allocate(self, s):
+        if s.memory_type == SHARED:
+            raise CompileError(f"Func {s.name} is stored in GPU shared memory but is computed outside any GPU block "
+                               "loop: compute it at a gpu_blocks loop of its consumer")
+        outer = self.host_allocations.get(s.name)
+        self.host_allocations[s.name] = s
+        body = self.mutate(s.body)
+        if outer is None:
+            del self.host_allocations[s.name]
+        else:
+            self.host_allocations[s.name] = outer
+        return s if body is s.body else ir.Allocate(s.name, s.type, s.extents, body, s.memory_type)
+
+    def visit_For(self, s):
+        if s.for_type == ir.GPU_BLOCK:
+            return self._kernel(s)
+        if s.for_type in _THREAD_KINDS:  # thread loops without block loops: a grid of one block
+            return self._kernel(ir.For(s.name + ".block", ir.IntImm(Int(32), 0), ir.IntImm(Int(32), 1),
+                                       ir.GPU_BLOCK, s))
+        return self.default(s)
+
+    def _kernel(self, s: ir.For) -> ir.Stmt:
+        name = f"kernel_{len(self.kernels)}_" + re.sub(r"[^A-Za-z0-9_]", "_", s.name)  # a C identifier
+        blocks = []  # (loop, lets between it and the next block loop)
+        inner_names: set[str] = set()
+        body = s
+        while True:
+            loop, lets = body, []
+            for e in (loop.min, loop.extent):
+                clash = free_variables(e) & inner_names
+                if clash:
+                    raise CompileError(f"GPU block loop {loop.name} of kernel {name} has bounds that depend on "
+                                       f"{sorted(clash)[0]}, bound in an outer block loop: a grid is rectangular")
+            inner_names.add(loop.name)
+            body = loop.body
+            while isinstance(body, ir.LetStmt):
+                lets.append((body.name, body.value))
+                inner_names.add(body.name)
+                body = body.body
+            blocks.append((loop, lets))
+            if not (isinstance(body, ir.For) and body.for_type == ir.GPU_BLOCK):
+                break
+        if len(blocks) > 3:
+            raise CompileError(f"Kernel {name} has {len(blocks)} nested gpu_block loops ({blocks[3][0].name} ...); "
+                               "a GPU grid has at most 3 dimensions")
+        level = _BlockLevel(name)
+        level.measure(body)
+        inner = _drop_final_barriers(level.block_level(body))
+        threads = tuple(level.threads)
+        total = threads[0] * threads[1] * threads[2]
+        for d, (n, most) in enumerate(zip(threads, MAX_BLOCK_DIMS)):
+            if n > most:
+                raise CompileError(f"Kernel {name} has {n} GPU threads in dimension {'xyz'[d]}; at most {most} fit")
+        if total > MAX_THREADS_PER_BLOCK:
+            raise CompileError(f"Kernel {name} has {threads[0]}x{threads[1]}x{threads[2]} = {total} GPU threads per "
+                               f"block; at most {MAX_THREADS_PER_BLOCK} fit: use smaller thread tiles")
+        for dim, (loop, lets) in enumerate(reversed(blocks)):  # innermost block loop is x
+            for let_name, value in reversed(lets):
+                inner = ir.LetStmt(let_name, value, inner)
+            inner = ir.LetStmt(loop.name, _plus(loop.min, ir.Variable(BLOCK_IDS[dim])), inner)
+        uses = _Uses()
+        uses.visit(inner)
+        private = {a.name for a in _statements(inner) if isinstance(a, ir.Allocate)}
+        buffers = tuple(KernelBuffer(n, uses.reads.get(n) or uses.writes[n], n in uses.reads, n in uses.writes)
+                        for n in sorted((uses.reads.keys() | uses.writes.keys()) - private))
+        ids = set(BLOCK_IDS) | set(THREAD_IDS)
+        scalars = tuple(sorted((n, t) for n, t in uses.variables.items() if n not in uses.bound and n not in ids))
+        kernel = Kernel(name, inner, threads, len(blocks), buffers, scalars, level.shared_bytes)
+        args = [ir.IntImm(Int(32), len(self.kernels))]
+        grid = [loop.extent for loop, _ in reversed(blocks)]
+        args += grid + [ir.IntImm(Int(32), 1)] * (3 - len(grid))
+        for b in buffers:
+            args += [ir.StringImm(b.name), self._byte_size(b.name)]
+        args += [ir.Variable(n, t) for n, t in scalars]
+        self.kernels.append(kernel)
+        return ir.Evaluate(ir.Call(Int(32), LAUNCH, tuple(args), ir.INTRINSIC))
+
+    def _byte_size(self, name: str) -> ir.Expr:
+        alloc = self.host_allocations.get(name)
+        if alloc is None:
+            return ir.IntImm(Int(64), -1)
+        size: ir.Expr = ir.IntImm(Int(64), alloc.type.bytes())
+        for e in alloc.extents:
+            size = ir.Mul(size, ir.Max(ir.Cast(Int(64), e), ir.IntImm(Int(64), 0)))
+        return size
+
+
+def gpu_kernels(stmt: ir.Stmt) -> tuple[ir.Stmt, list[Kernel]]:
+    """The host Stmt and the kernels it launches (see the module docstring)."""
+    extract = _ExtractKernels()
+    host = extract.mutate(stmt)
+    return host, extract.kernels
