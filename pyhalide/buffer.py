@@ -17,6 +17,8 @@ MAX_ELEMENTS = 2**31 - 1  # index arithmetic is 32-bit, as in Halide
 
 
 class Buffer:
+    _device_copy = None  # a gpu_runtime.DeviceCopy once the buffer lives on a GPU too
+
     def __init__(self, data=None, sizes=None, name: str | None = None, reverse_axes: bool = True):
         """Buffer(ndarray), Buffer(type, [sizes]), Buffer(type, [sizes], name) or Buffer(ndarray, name)."""
         if isinstance(sizes, str):
@@ -139,27 +141,99 @@ class Buffer:
     def _rdom_ranges(self):
         return [(self._mins[i], self.dim(i).extent()) for i in range(self.dimensions())]
 
+    # --- device memory, as Halide's: a host and a device copy, each possibly the newer one ---
+    def device_malloc(self, device_api=None) -> int:
+        """Give the buffer a device copy (its contents undefined until copied or computed)."""
+        from .codegen.gpu_runtime import DeviceCopy, cuda_device, span
+
+        if self._device_copy is None:
+            device = cuda_device()
+            offset, nbytes = span(self._array)
+            self._device_copy = DeviceCopy(device, device.malloc(nbytes), nbytes, offset, owner=self)
+        return 0
+
+    def copy_to_device(self, device_api=None) -> int:
+        """Copy the host contents to the device if they are newer (or there is no device copy yet);
+        realizations then read and write the device copy, and copy nothing back until the host
+        needs it (copy_to_host, element access, numpy)."""
+        fresh = self._device_copy is None
+        self.device_malloc(device_api)
+        c = self._device_copy
+        if fresh or c.host_dirty:
+            c.device.to_device(c.address, self._host_address() - c.offset, c.nbytes)
+            c.host_dirty = False
+        return 0
+
+    def copy_to_host(self) -> int:
+        c = self._device_copy
+        if c is not None and c.device_dirty:
+            c.device.synchronize()
+            c.device.to_host(self._host_address() - c.offset, c.address, c.nbytes)
+            c.device_dirty = False
+        return 0
+
+    def device_free(self) -> int:
+        """Drop the device copy (without copying it back)."""
+        c, self._device_copy = self._device_copy, None
+        if c is not None:
+            c.device.free(c.address)
+        return 0
+
+    def device_sync(self, target=None) -> int:
+        if self._device_copy is not None:
+            self._device_copy.device.synchronize()
+        return 0
+
+    def has_device_allocation(self) -> bool:
+        return self._device_copy is not None
+
+    def host_dirty(self) -> bool:
+        return self._device_copy is not None and self._device_copy.host_dirty
+
+    def device_dirty(self) -> bool:
+        return self._device_copy is not None and self._device_copy.device_dirty
+
+    def set_host_dirty(self, dirty: bool = True) -> None:
+        if self._device_copy is not None:
+            self._device_copy.host_dirty = bool(dirty)
+
+    def set_device_dirty(self, dirty: bool = True) -> None:
+        if self._device_copy is not None:
+            self._device_copy.device_dirty = bool(dirty)
+
+    def _host_address(self) -> int:
+        return self._array.__array_interface__["data"][0]
+
+    def _host_view(self) -> np.ndarray:
+        """The host array, brought up to date first if the device copy is newer."""
+        if self._device_copy is not None and self._device_copy.device_dirty:
+            self.copy_to_host()
+        return self._array
+
     # --- numpy interop ---
     def __array__(self, dtype=None, copy=None):
-        a = self._array
+        a = self._host_view()
         if dtype is not None and np.dtype(dtype) != a.dtype:
             return a.astype(dtype)
         return a.copy() if copy else a
 
     @property
     def __array_interface__(self):
-        return self._array.__array_interface__
+        return self._host_view().__array_interface__
 
     def to_numpy(self) -> np.ndarray:
-        return self._array
+        return self._host_view()
 
     def copy(self) -> Buffer:
-        b = Buffer(self._array.copy(), reverse_axes=self._reversed)
+        b = Buffer(self._host_view().copy(), reverse_axes=self._reversed)
         b._mins = list(self._mins)
         return b
 
     def fill(self, value) -> Buffer:
         self._array[...] = value
+        self.set_host_dirty()
+        if self._device_copy is not None:
+            self._device_copy.device_dirty = False
         return self
 
     # --- element access: ints read/write values, Exprs make an Expr for the algorithm ---
@@ -180,14 +254,15 @@ class Buffer:
     def __getitem__(self, key):
         coords = key if isinstance(key, tuple) else (key,)
         if all(isinstance(c, int | np.integer) for c in coords):
-            return self._array[self._numpy_index(coords)].item()
+            return self._host_view()[self._numpy_index(coords)].item()
         from .func import image_call
 
         return image_call(self, key)
 
     def __setitem__(self, key, value):
         coords = key if isinstance(key, tuple) else (key,)
-        self._array[self._numpy_index(coords)] = value
+        self._host_view()[self._numpy_index(coords)] = value
+        self.set_host_dirty()
 
     def __repr__(self):  # as Halide's bindings print it: [min, extent, stride] per dimension
         dims = ",".join(f"[{self._mins[d]},{self.dim(d).extent()},{self.dim(d).stride()}]"

@@ -544,6 +544,9 @@ class Func(FuncScheduling):
     def compile_to_assembly(self, filename: str, arguments=None, fn_name=None, target=None):
         self._pipeline().compile_to_assembly(filename, arguments, fn_name, target)
 
+    def compile_to_cuda(self, filename: str, arguments=None, fn_name=None, target=None):
+        self._pipeline().compile_to_cuda(filename, arguments, fn_name, target)
+
 
 class Stage(Schedulable):
     """One definition of a Func, for scheduling its loops (`f.update(0).vectorize(x)`)."""

@@ -310,6 +310,26 @@ class Pipeline:
         with open(filename, "w") as f:
             f.write(emit_assembly(compiled.llvm_ir))
 
+    def compile_to_cuda(self, filename: str, arguments=None, fn_name=None, target=None) -> None:
+        """Write the CUDA C of every kernel (the target gains the cuda feature if it lacks it):
+        for reading, and for compile checks with nvcc or NVRTC; no GPU is needed."""
+        with open(filename, "w") as f:
+            f.write(self.cuda_source(target))
+
+    def cuda_source(self, target=None) -> str:
+        """The CUDA C translation unit of this pipeline's kernels (see compile_to_cuda)."""
+        from .codegen.cuda import cuda_source
+        from .codegen.runtime import dense_buffers
+        from .lower import finish_lowering
+        from .target import resolve_target
+
+        target = resolve_target(target)
+        self._set_target(target if target.has_feature("cuda") else target.with_feature("cuda"))
+        lowered = self._lower()
+        kernels = []
+        finish_lowering(lowered.stmt, dense_buffers(lowered, self._default_layouts()), kernels=kernels)
+        return cuda_source(kernels)
+
 
 class PipelineSchedule:
     """What Pipeline.copy_schedule returns: each Func of the pipeline with a snapshot of its schedule."""

@@ -131,6 +131,7 @@ class StageSchedule:
     allow_race_conditions: bool = False
     initialized: bool = False
     specializations: list = field(default_factory=list)  # (condition IR, StageSchedule), first wins
+    gpu_single_thread: bool = False  # the whole stage is one GPU block of one thread
 
     def find(self, name: str) -> Dim | None:
         for d in self.dims:
@@ -148,7 +149,8 @@ class StageSchedule:
         """An independent copy (the IR of specialization conditions is immutable, so shared)."""
         return StageSchedule(list(self.splits), [replace(d) for d in self.dims], self.atomic,
                              self.allow_race_conditions, self.initialized,
-                             [(cond, special.copy()) for cond, special in self.specializations])
+                             [(cond, special.copy()) for cond, special in self.specializations],
+                             self.gpu_single_thread)
 
 
 @dataclass
@@ -236,6 +238,7 @@ DIRECTIVES = {
     "gpu_blocks": ("any", ("var*",), 1),
     "gpu_threads": ("any", ("var*",), 1),
     "gpu_lanes": ("any", ("var",), 1),
+    "gpu_single_thread": ("any", (), 0),
     "atomic": ("any", ("bool",), 0),
     "allow_race_conditions": ("any", (), 0),
     "rfactor": ("update", ("pairs",), 1),

@@ -360,6 +360,25 @@ class Schedulable:
     def gpu_lanes(self, v, device_api=None):
         return self._gpu_loops("gpu_lanes", GPU_LANE, (v,), 1)
 
+    def gpu(self, *vars, device_api=None):
+        """gpu(bx, tx), gpu(bx, by, tx, ty) or gpu(bx, by, bz, tx, ty, tz): blocks, then threads."""
+        if len(vars) not in (2, 4, 6):
+            raise CompileError(f"{self._where()}: gpu takes 2, 4 or 6 loops (block loops, then thread loops), "
+                               f"got {len(vars)}")
+        n = len(vars) // 2
+        with self._all_or_nothing():
+            self.gpu_blocks(*vars[:n])
+            self.gpu_threads(*vars[n:])
+        return self
+
+    def gpu_single_thread(self, device_api=None):
+        """Run the whole stage as one GPU thread: slow, but it keeps a small update on the device
+        instead of copying its Func back to the host."""
+        self._target_func()._require_defined()
+        self._stage().gpu_single_thread = True
+        self._log("gpu_single_thread")
+        return self
+
     def serial(self, v):
         self._dim(v, "serial").for_type = SERIAL
         self._log("serial", _json_var(v))

@@ -243,12 +243,17 @@ class CudaPrinter:
         if s.for_type not in (ir.SERIAL, ir.UNROLLED):
             raise InternalError(f"cuda: a {s.for_type} loop {s.name} inside kernel {self.kernel.name}")
         lo, ext = self.expr(s.min), self.expr(s.extent)
-        end = self.fresh(s.name + ".end")
-        self.emit(f"const int32_t {end} = {lo} + {ext};")
-        lo_name = self.fresh(s.name + ".min")
-        self.emit(f"const int32_t {lo_name} = {lo};")
+        if not ir.is_const(s.min):
+            lo_name = self.fresh(s.name + ".min")
+            self.emit(f"const int32_t {lo_name} = {lo};")
+            lo = lo_name
+        end = ext if ir.is_const(s.min, 0) else f"{lo} + {ext}"
+        if not ir.is_const(s.extent):
+            end_name = self.fresh(s.name + ".end")
+            self.emit(f"const int32_t {end_name} = {end};")
+            end = end_name
         c = self.bind(s.name)
-        self.emit(f"for (int32_t {c} = {lo_name}; {c} < {end}; {c}++) {{")
+        self.emit(f"for (int32_t {c} = {lo}; {c} < {end}; {c}++) {{")
         self.indent += 1
         self.stmt(s.body)
         self.indent -= 1

@@ -6,7 +6,9 @@ synchronize. Three implement it: `PyCudaDevice` (pycuda, the `cuda` extra), `Cud
 CUDA C as C++ for the CPU and runs each block's threads as std::threads with a real barrier and
 separate "device" memory: the generated code and the copy protocol are tested without a GPU.
 $PYHALIDE_CUDA_DEVICE (pycuda, cuda-bindings, emulated) picks one; by default the first of
-pycuda and cuda-bindings that finds a GPU.
+pycuda and cuda-bindings that finds a GPU. PYHALIDE_CUDA_DEVICE=serial, read when a pipeline is
+compiled, makes no kernels at all: the CPU backend runs the GPU loop nest with its block and
+thread loops as serial loops, the cheapest check that a GPU schedule keeps the meaning.
 
 The host code calls `GpuRun.callback(op, args, n)` (an address in the scalars array) to launch a
 kernel or copy a buffer; a GpuRun lives for one call of the pipeline and tracks every buffer the
@@ -357,32 +359,47 @@ _devices: dict[str, Device] = {}
 _IMPLEMENTATIONS = {"pycuda": PyCudaDevice, "cuda-bindings": CudaBindingsDevice, "emulated": EmulatedDevice}
 
 
+_MISSING = {"pycuda": "pycuda is not installed (pip install 'pyhalide[cuda]')",
+            "cuda-bindings": "cuda-bindings is not installed (pip install cuda-bindings)"}
+
+
 def _open(kind: str) -> Device:
+    """The device of that kind, opened once; DeviceUnavailable says what it lacks."""
     device = _devices.get(kind)
     if device is None:
-        device = _devices[kind] = _IMPLEMENTATIONS[kind]()
+        try:
+            device = _devices[kind] = _IMPLEMENTATIONS[kind]()
+        except ImportError as e:
+            missing = f"{kind}: no CUDA driver (libcuda.so.1)" if "libcuda" in str(e) else _MISSING.get(kind, str(e))
+            raise DeviceUnavailable(missing) from None
+        except DeviceUnavailable:
+            raise
+        except Exception as e:  # the driver's own error (no device, driver too old, ...)
+            raise DeviceUnavailable(f"{kind}: {e}") from None
     return device
+
+
+def gpu_loops_run_serially() -> bool:
+    return os.environ.get("PYHALIDE_CUDA_DEVICE") == "serial"
 
 
 def cuda_device() -> Device:
     """The device CUDA pipelines run on ($PYHALIDE_CUDA_DEVICE, else the first launcher with a GPU);
     DeviceUnavailable says what is missing."""
     wanted = os.environ.get("PYHALIDE_CUDA_DEVICE")
+    if wanted == "serial":  # no kernels run; Buffers' device copies are the emulated device's memory
+        return _open("emulated")
     if wanted:
         if wanted not in _IMPLEMENTATIONS:
-            raise HalideError(f"PYHALIDE_CUDA_DEVICE must be one of {', '.join(_IMPLEMENTATIONS)}, got {wanted!r}")
+            raise HalideError(f"PYHALIDE_CUDA_DEVICE must be one of {', '.join(_IMPLEMENTATIONS)} or serial, got "
+                              f"{wanted!r}")
         return _open(wanted)
     reasons = []
-    for kind, missing in (("pycuda", "pycuda is not installed (pip install 'pyhalide[cuda]')"),
-                          ("cuda-bindings", "cuda-bindings is not installed")):
+    for kind in ("pycuda", "cuda-bindings"):
         try:
             return _open(kind)
-        except ImportError as e:
-            reasons.append(missing if "libcuda" not in str(e) else f"{kind}: no CUDA driver (libcuda.so.1)")
         except DeviceUnavailable as e:
             reasons.append(str(e))
-        except Exception as e:  # the driver's own error (no device, driver too old, ...)
-            reasons.append(f"{kind}: {e}")
     raise DeviceUnavailable("No CUDA GPU can run this pipeline: " + "; ".join(reasons) +
                             ". (PYHALIDE_CUDA_DEVICE=emulated runs the kernels on the CPU, for testing.)")
 
@@ -431,6 +448,9 @@ class GpuRun:
         kernel first uses it."""
         host = arr.__array_interface__["data"][0]
         if kept is not None:
+            if kept.device is not self.device:
+                raise HalideError(f"A buffer lives on the {kept.device.name} device, but this pipeline runs on "
+                                  f"{self.device.name}: copy_to_host() and device_free() it first")
             self.copies[host] = kept
         elif host not in self.copies:
             offset, nbytes = span(arr)
@@ -438,8 +458,10 @@ class GpuRun:
 
     def _copy_for(self, host: int, nbytes: int) -> DeviceCopy:
         c = self.copies.get(host)
-        if c is None:  # an allocation of the host code: its host memory holds nothing yet
+        if c is None:  # an allocation of the host code, not written by the host: nothing to copy
             c = self.copies[host] = DeviceCopy(self.device, 0, nbytes, 0, host_dirty=False)
+        if c.nbytes < 0:  # the host wrote it before any kernel used it
+            c.nbytes = nbytes
         if c.address == 0:
             c.address = self.device.malloc(c.nbytes)
         if c.host_dirty:
@@ -483,9 +505,10 @@ class GpuRun:
             self.copy_to_host(args[0])
         elif op == HOST_WRITTEN:
             c = self.copies.get(args[0])
-            if c is None:
-                return  # no device copy yet: the first launch copies it
-            c.host_dirty, c.device_dirty = True, False
+            if c is None:  # no device copy yet: the first launch that uses it makes one (and knows its size)
+                self.copies[args[0]] = DeviceCopy(self.device, 0, -1, 0)
+            else:
+                c.host_dirty, c.device_dirty = True, False
         elif op == FREE:
             c = self.copies.pop(args[0], None)
             if c is not None and c.address:

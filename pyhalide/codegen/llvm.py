@@ -107,9 +107,12 @@ class Function:
 
 
 class CodeGen:
-    def __init__(self, lowered, stmt, fn_name: str, axis_maps: list[list[int]], fp_contract: bool = False):
+    def __init__(self, lowered, stmt, fn_name: str, axis_maps: list[list[int]], fp_contract: bool = False,
+                 gpu_loops_serial: bool = False):
         self.lowered = lowered
         self.body = stmt
+        # GPU block and thread loops as serial loops: the meaning of a GPU schedule, on the CPU.
+        self.gpu_loops_serial = gpu_loops_serial
         # Exact IEEE results unless the target asks for fused multiply-adds ("fp_contract").
         self.float_flags = ["contract"] if fp_contract else []
         self.fn_name = fn_name
@@ -430,9 +433,9 @@ class CodeGen:
         try:
             if s.for_type == ir.PARALLEL:
                 parallel.emit_parallel_for(self, s)
-            elif s.for_type in (ir.SERIAL, ir.UNROLLED, ir.VECTORIZED):
+            elif s.for_type in (ir.SERIAL, ir.UNROLLED, ir.VECTORIZED) or self.gpu_loops_serial:
                 self._serial_for(s.name, self.expr(s.min), self.expr(s.extent), s.body)
-            else:  # lowering refuses GPU loops for a CPU target
+            else:  # lowering refuses GPU loops for a CPU target; gpu_kernels takes them out for CUDA
                 raise InternalError(f"codegen: loop {s.name} of kind {s.for_type} reached the CPU code generator")
         finally:
             self.loop_depth -= 1

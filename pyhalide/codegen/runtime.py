@@ -13,7 +13,7 @@ from ..ir_mutator import cycle_collector_paused
 from ..lower import finish_lowering
 from . import interrupts
 from .cuda import cuda_source
-from .gpu_runtime import GPU_FAILED, GpuRun, cuda_device
+from .gpu_runtime import GPU_FAILED, GpuRun, cuda_device, gpu_loops_run_serially
 from .jit import JITFunction
 from .llvm import CodeGen
 
@@ -46,6 +46,11 @@ def num_threads() -> int:
     return n
 
 
+def dense_buffers(lowered, layouts: tuple) -> list[str]:
+    """The buffers whose dimension 0 the layouts say is dense (stride 1)."""
+    return [b.name for b, (_, is_dense) in zip(lowered.buffers, layouts) if is_dense and b.dimensions]
+
+
 class CompiledPipeline:
     """Native code for one lowered pipeline and one choice of buffer axis orders."""
 
@@ -53,13 +58,16 @@ class CompiledPipeline:
         self.lowered = lowered
         self.axis_maps = [list(axes) for axes, _ in layouts]
         self.layouts = layouts
-        dense = [b.name for b, (_, is_dense) in zip(lowered.buffers, layouts) if is_dense and b.dimensions]
+        dense = dense_buffers(lowered, layouts)
         contract = target is not None and target.has_feature("fp_contract")
         self.target = target
-        self.kernels = [] if target is not None and target.has_feature("cuda") else None
+        cuda = target is not None and target.has_feature("cuda")
+        serial = cuda and gpu_loops_run_serially()
+        self.kernels = [] if cuda and not serial else None
+        self._host_only_gpu = serial
         with cycle_collector_paused():
             stmt = finish_lowering(lowered.stmt, dense, kernels=self.kernels)
-            cg = CodeGen(lowered, stmt, SYMBOL, self.axis_maps, fp_contract=contract)
+            cg = CodeGen(lowered, stmt, SYMBOL, self.axis_maps, fp_contract=contract, gpu_loops_serial=serial)
             self.llvm_ir = cg.generate()
         self.cuda_source = cuda_source(self.kernels) if self.kernels else None
         self.layout = cg.layout
@@ -125,12 +133,25 @@ class CompiledPipeline:
         interrupts.arm()
         if self.cuda_source is not None:
             rc = self._run_with_gpu(arrays, buffers, sc)
+        elif self._host_only_gpu:
+            rc = self._run_serially(arrays, buffers, sc)
         else:
             rc = self._fn(*arrays, sc)
         if rc != 0:
             if rc == interrupts.INTERRUPTED:
                 interrupts.raise_interrupt()
             self._raise(rc, sc)
+
+    def _run_serially(self, arrays: list, buffers: list, sc) -> int:
+        """GPU loops run as serial loops on the host: Buffers kept on a device are read on the host."""
+        for buf in buffers:
+            if getattr(buf, "_device_copy", None) is not None:
+                buf.copy_to_host()
+        rc = self._fn(*arrays, sc)
+        for buf, spec in zip(buffers, self._specs):
+            if spec[1] and getattr(buf, "_device_copy", None) is not None:
+                buf.set_host_dirty()
+        return rc
 
     def _run_with_gpu(self, arrays: list, buffers: list, sc) -> int:
         device = cuda_device()

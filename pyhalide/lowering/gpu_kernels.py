@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 from .. import ir
 from ..errors import CompileError
-from ..ir_mutator import IRMutator, IRVisitor, free_variables
+from ..ir_mutator import IRMutator, IRVisitor, free_variables, substitute
+from ..simplify import simplify
 from ..types import Int, Type
 
 BLOCK_IDS = ("__block_id_x", "__block_id_y", "__block_id_z")
@@ -80,26 +81,24 @@ def launch_kernel_index(s: ir.Stmt) -> int | None:
     return None
 
 
-def _upper_bound(e: ir.Expr, lets: dict) -> int | None:
+def _upper_bound(e: ir.Expr) -> int | None:
     """A constant upper bound of an Int(32) extent, or None."""
     c = ir.const_int(e)
     if c is not None:
         return c
-    if isinstance(e, ir.Variable) and e.name in lets:
-        return _upper_bound(lets[e.name], lets)
     if isinstance(e, ir.Min):
-        bounds = [b for b in (_upper_bound(e.a, lets), _upper_bound(e.b, lets)) if b is not None]
+        bounds = [b for b in (_upper_bound(e.a), _upper_bound(e.b)) if b is not None]
         return min(bounds) if bounds else None
     if isinstance(e, ir.Max | ir.Add):
-        a, b = _upper_bound(e.a, lets), _upper_bound(e.b, lets)
+        a, b = _upper_bound(e.a), _upper_bound(e.b)
         if a is None or b is None:
             return None
         return max(a, b) if isinstance(e, ir.Max) else a + b
     if isinstance(e, ir.Sub) and ir.const_int(e.b) is not None:
-        a = _upper_bound(e.a, lets)
+        a = _upper_bound(e.a)
         return None if a is None else a - ir.const_int(e.b)
     if isinstance(e, ir.Select):
-        a, b = _upper_bound(e.true_value, lets), _upper_bound(e.false_value, lets)
+        a, b = _upper_bound(e.true_value), _upper_bound(e.false_value)
         return None if a is None or b is None else max(a, b)
     return None
 
@@ -121,18 +120,6 @@ def _thread_depth(s: ir.Stmt) -> int:
         elif isinstance(value, tuple):
             depth = max([depth, *(_thread_depth(v) for v in value if isinstance(v, ir.Stmt))])
     return depth
-
-
-def _constant_elements(s: ir.Allocate, where: str) -> int:
-    n = 1
-    for e in s.extents:
-        c = ir.const_int(e)
-        if c is None:
-            raise CompileError(f"Func {s.name} is stored in {where}, which needs a size known when compiling; its "
-                               f"extents ({', '.join(map(str, s.extents))}) depend on the inputs: split the loops "
-                               "it is computed in by constant factors, or bound() its dimensions")
-        n *= max(c, 0)
-    return n
 
 
 class _Uses(IRVisitor):
@@ -171,10 +158,10 @@ class _Uses(IRVisitor):
 class _BlockLevel:
     """Rewrites one kernel's body below its block loops (see the module docstring)."""
 
-    def __init__(self, kernel_name: str):
+    def __init__(self, kernel_name: str, lets: dict[str, ir.Expr]):
         self.kernel_name = kernel_name
         self.threads = [1, 1, 1]
-        self.lets: dict[str, ir.Expr] = {}
+        self.lets = dict(lets)  # the values of the lets around (host and block level), for bounds
         self.shared_bytes = 0
         self.local: list[ir.Allocate] = []
 
@@ -191,7 +178,7 @@ class _BlockLevel:
                 if dim > 2:
                     raise CompileError(f"Loop {s.name} is the fourth nested GPU thread loop of kernel "
                                        f"{self.kernel_name}; a GPU block has at most 3 dimensions")
-                bound = _upper_bound(s.extent, self.lets)
+                bound = _upper_bound(self._resolved(s.extent))
                 if bound is None:
                     raise CompileError(f"GPU thread loop {s.name} has extent {s.extent}, which has no constant upper "
                                        "bound: split it by a constant factor (gpu_tile does)")
@@ -204,6 +191,35 @@ class _BlockLevel:
                 for v in value:
                     if isinstance(v, ir.Stmt):
                         self.measure(v)
+
+    def _resolved(self, e: ir.Expr) -> ir.Expr:
+        """e with the kernel's lets substituted, simplified: a tile's `max - min + 1` becomes its
+        constant size. (Only for measuring: the Stmt keeps e as it is.)"""
+        for _ in range(64):
+            used = free_variables(e) & self.lets.keys()
+            if not used:
+                break
+            e = substitute({n: self.lets[n] for n in used}, e)
+        return simplify(e)
+
+    def _constant_extents(self, s: ir.Allocate, where: str) -> tuple[ir.Expr, ...]:
+        """Constant upper bounds of an allocation's extents (CompileError if one has none)."""
+        extents = []
+        for e in s.extents:
+            c = _upper_bound(self._resolved(e))
+            if c is None:
+                raise CompileError(f"Func {s.name} is stored in {where}, which needs a size known when compiling; its "
+                                   f"extent {e} depends on the inputs: split the loops it is computed in by constant "
+                                   "factors, or bound() its dimensions")
+            extents.append(ir.IntImm(Int(32), max(c, 0)))
+        return tuple(extents)
+
+    @staticmethod
+    def _elements(extents) -> int:
+        n = 1
+        for e in extents:
+            n *= e.value
+        return n
 
     # -- second walk: the rewrite
     def block_level(self, s: ir.Stmt) -> ir.Stmt:
@@ -249,12 +265,13 @@ class _BlockLevel:
         if s.memory_type not in ("Auto", SHARED):
             raise CompileError(f"Func {s.name} is computed at the block level of kernel {self.kernel_name}, where it "
                                f"lives in GPU shared memory; store_in({s.memory_type}) is not possible there")
-        self.shared_bytes += _constant_elements(s, "GPU shared memory") * s.type.bytes()
+        extents = self._constant_extents(s, "GPU shared memory")
+        size = self._elements(extents) * s.type.bytes()
+        self.shared_bytes += size
         if self.shared_bytes > MAX_SHARED_BYTES:
             raise CompileError(f"Kernel {self.kernel_name} needs {self.shared_bytes} bytes of shared memory (Func "
-                               f"{s.name} takes {_constant_elements(s, '') * s.type.bytes()}); a block has at most "
-                               f"{MAX_SHARED_BYTES}: use smaller tiles")
-        return ir.Allocate(s.name, s.type, s.extents, body, SHARED)
+                               f"{s.name} takes {size}); a block has at most {MAX_SHARED_BYTES}: use smaller tiles")
+        return ir.Allocate(s.name, s.type, extents, body, SHARED)
 
     def _thread_nest(self, s: ir.Stmt) -> ir.Stmt:
         """Inside a thread nest: thread loops become lets of thread ids, allocations local arrays."""
@@ -272,11 +289,12 @@ class _BlockLevel:
                                    f"{self.kernel_name}, where each thread holds its own copy; store_in("
                                    f"{s.memory_type}) is not possible there (compute it at the block loop for "
                                    "shared memory)")
-            size = _constant_elements(s, "a GPU thread's local memory") * s.type.bytes()
+            extents = self._constant_extents(s, "a GPU thread's local memory")
+            size = self._elements(extents) * s.type.bytes()
             if size > MAX_LOCAL_BYTES:
                 raise CompileError(f"Func {s.name} needs {size} bytes per GPU thread in kernel {self.kernel_name}; at "
                                    f"most {MAX_LOCAL_BYTES} are allowed: compute it at a more inner loop")
-            return ir.Allocate(s.name, s.type, s.extents, self._thread_nest(s.body), LOCAL)
+            return ir.Allocate(s.name, s.type, extents, self._thread_nest(s.body), LOCAL)
         if isinstance(s, ir.For) and s.for_type == ir.GPU_BLOCK:
             raise CompileError(f"Loop {s.name} is a gpu_block loop inside the GPU thread loops of kernel "
                                f"{self.kernel_name}: block loops must be outside thread loops")
@@ -343,6 +361,18 @@ class _ExtractKernels(IRMutator):
         super().__init__()
         self.kernels: list[Kernel] = []
         self.host_allocations: dict[str, ir.Allocate] = {}
+        self.lets: dict[str, ir.Expr] = {}
+        self.in_parallel = False
+
+    def visit_LetStmt(self, s):
+        outer = self.lets.get(s.name)
+        self.lets[s.name] = s.value
+        body = self.mutate(s.body)
+        if outer is None:
+            del self.lets[s.name]
+        else:
+            self.lets[s.name] = outer
+        return s if body is s.body else ir.LetStmt(s.name, s.value, body)
 
     def visit_Allocate(self, s):
         if s.memory_type == SHARED:
@@ -358,6 +388,14 @@ class _ExtractKernels(IRMutator):
         return s if body is s.body else ir.Allocate(s.name, s.type, s.extents, body, s.memory_type)
 
     def visit_For(self, s):
+        if s.for_type in (ir.GPU_BLOCK, *_THREAD_KINDS) and self.in_parallel:
+            raise CompileError(f"GPU loop {s.name} is inside a parallel CPU loop: launch kernels from serial host code")
+        if s.for_type == ir.PARALLEL:
+            outer, self.in_parallel = self.in_parallel, True
+            try:
+                return self.default(s)
+            finally:
+                self.in_parallel = outer
         if s.for_type == ir.GPU_BLOCK:
             return self._kernel(s)
         if s.for_type in _THREAD_KINDS:  # thread loops without block loops: a grid of one block
@@ -389,7 +427,10 @@ class _ExtractKernels(IRMutator):
         if len(blocks) > 3:
             raise CompileError(f"Kernel {name} has {len(blocks)} nested gpu_block loops ({blocks[3][0].name} ...); "
                                "a GPU grid has at most 3 dimensions")
-        level = _BlockLevel(name)
+        lets = dict(self.lets)
+        for _, between in blocks:
+            lets.update(between)
+        level = _BlockLevel(name, lets)
         level.measure(body)
         inner = _drop_final_barriers(level.block_level(body))
         threads = tuple(level.threads)

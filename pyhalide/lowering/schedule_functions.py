@@ -95,6 +95,8 @@ def build_stage(f, stage: int) -> ir.Stmt:
     result = _build_stage_nest(f, stage, sched)
     for cond, special in reversed(sched.specializations):
         result = ir.IfThenElse(cond, _build_stage_nest(f, stage, special), result)
+    if sched.gpu_single_thread:  # a kernel of one block; with no thread loops, one thread runs it
+        result = ir.For(stage_prefix(f, stage) + "__single_thread", _c(0), _c(1), ir.GPU_BLOCK, result)
     return result
 
 
@@ -222,6 +224,9 @@ def check_target(f, target) -> None:
     for s in range(len(f.definitions())):
         sched = stage_schedule(f, s)
         for special in [sched, *(sp for _, sp in sched.specializations)]:
+            if special.gpu_single_thread:
+                raise CompileError(f"Stage {f.name()}.s{s} is scheduled gpu_single_thread, but the target {target} is "
+                                   "the host CPU, which has no GPU: add the cuda feature to the target")
             for dim in special.dims:
                 if dim.for_type in GPU_LOOP_KINDS:
                     raise CompileError(f"Loop {loop_name(f, s, dim.internal)} is a {dim.for_type} loop, but the "

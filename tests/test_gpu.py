@@ -1,0 +1,213 @@
+"""The CUDA backend. Without a GPU: GPU schedules keep the meaning when their loops run serially
+on the CPU; the generated CUDA C itself runs on the emulated device (compiled as C++, threads
+and barriers real, device memory separate); it compiles with nvcc or NVRTC for sm_80 and sm_90,
+within the limits ptxas reports; golden sources stay readable. Tests marked `gpu` run the kernels
+on a real GPU and are skipped, with the reason, where none is found."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import gpu_pipelines as gp
+import numpy as np
+import pytest
+
+import pyhalide as hl
+from pyhalide.codegen import gpu_runtime
+
+CUDA = hl.Target("host-cuda")
+GOLDEN = Path(__file__).parent / "golden"
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="the emulated CUDA device needs g++")
+needs_cuda_compiler = pytest.mark.skipif(gpu_runtime.nvcc_path() is None and gpu_runtime._nvrtc() is None,
+                                         reason="neither nvcc nor NVRTC is installed")
+
+
+def _gpu_reason():
+    if os.environ.get("PYHALIDE_CUDA_DEVICE") in ("emulated", "serial"):
+        return "PYHALIDE_CUDA_DEVICE asks for an emulation"
+    return gpu_runtime.cuda_unavailable_reason()
+
+
+@pytest.fixture(params=["serial", "emulated"])
+def device(request, monkeypatch):
+    """The two ways to run a CUDA pipeline without a GPU."""
+    if request.param == "emulated" and shutil.which("g++") is None:
+        pytest.skip("the emulated CUDA device needs g++")
+    monkeypatch.setenv("PYHALIDE_CUDA_DEVICE", request.param)
+    return request.param
+
+
+@pytest.fixture
+def emulated(monkeypatch):
+    if shutil.which("g++") is None:
+        pytest.skip("the emulated CUDA device needs g++")
+    monkeypatch.setenv("PYHALIDE_CUDA_DEVICE", "emulated")
+
+
+def _run(name: str):
+    out, sizes = gp.BUILDERS[name]()
+    got = hl.Pipeline([out]).realize(sizes, CUDA)
+    return np.asarray(got)
+
+
+@pytest.mark.parametrize("name", sorted(gp.BUILDERS))
+def test_gpu_schedules_compute_what_the_algorithm_means(name, device):
+    np.testing.assert_array_equal(_run(name), gp.expected(name)[0])
+
+
+def test_kernels_have_the_grid_block_and_memory_the_schedule_asks_for(emulated):
+    from pyhalide.ir_printer import stmt_to_string
+    from pyhalide.lower import finish_lowering, lower
+
+    out, _ = gp.gemm()
+    lowered = lower([out], CUDA)
+    kernels = []
+    host = stmt_to_string(finish_lowering(lowered.stmt, ["ggemm_a", "ggemm_b", "ggemm"], kernels=kernels))
+    assert len(kernels) == 1
+    k = kernels[0]
+    assert k.threads == (16, 16, 1) and k.grid_dims == 2
+    assert k.shared_bytes == 3 * 16 * 16 * 4  # the two tiles and the accumulator
+    assert {b.name for b in k.buffers} == {"ggemm_a", "ggemm_b", "ggemm"}
+    assert [b.name for b in k.buffers if b.written] == ["ggemm"]
+    text = hl.Pipeline([out]).cuda_source(CUDA)
+    assert text.count("__syncthreads();") >= 3  # after each tile load and after the accumulation
+    assert "__shared__ float v_ga_tile[256];" in text
+    assert host.count("gpu_launch(0, ") == 1 and "for<" not in host  # the host code only launches
+
+
+def test_device_buffers_copy_nothing_back_until_the_host_reads(emulated):
+    out, sizes = gp.mixed()
+    want = gp.expected("mixed")[0]
+    buf = hl.Buffer(hl.Int(32), sizes)
+    buf.copy_to_device()
+    assert buf.has_device_allocation() and not buf.host_dirty()
+    hl.Pipeline([out]).realize(buf, CUDA)
+    assert buf.device_dirty()
+    assert not buf._array.any()  # the result is on the device only
+    np.testing.assert_array_equal(np.asarray(buf), want)  # reading it copies it back
+    assert not buf.device_dirty()
+    # a device-resident input: the second pipeline reads the first's output on the device
+    x, y, xo, yo, xi, yi = (hl.Var(n) for n in "x y xo yo xi yi".split())
+    twice = hl.Func("gmix_twice")
+    twice[x, y] = buf[x, y] * 2
+    twice.gpu_tile(x, y, xo, yo, xi, yi, 8, 8, hl.TailStrategy.GuardWithIf)
+    buf.fill(5)
+    buf.copy_to_device()
+    buf._array[...] = 0  # stale host data must not be read: the device copy is the current one
+    buf.set_host_dirty(False)
+    np.testing.assert_array_equal(np.asarray(twice.realize(sizes, CUDA)), np.full(sizes[::-1], 10))
+    buf.device_free()
+    assert not buf.has_device_allocation()
+
+
+def test_no_gpu_is_a_clear_error(monkeypatch):
+    monkeypatch.delenv("PYHALIDE_CUDA_DEVICE", raising=False)
+    reason = gpu_runtime.cuda_unavailable_reason()
+    if reason is None:
+        pytest.skip("this machine has a CUDA GPU")
+    assert not hl.host_supports_target_device(CUDA)
+    out, sizes = gp.blur()
+    with pytest.raises(gpu_runtime.DeviceUnavailable, match="No CUDA GPU can run this pipeline: .*pycuda"):
+        hl.Pipeline([out]).realize(sizes, CUDA)
+    # the CUDA source is still there to read
+    assert 'extern "C" __global__' in hl.Pipeline([out]).cuda_source(CUDA)
+
+
+def test_gpu_schedule_errors_name_the_loop_and_the_numbers(emulated):
+    x, y, xo, yo, xi, yi = (hl.Var(n) for n in "x y xo yo xi yi".split())
+    big = hl.Func("gerr_big")
+    big[x, y] = x + y
+    big.gpu_tile(x, y, xo, yo, xi, yi, 64, 32)
+    with pytest.raises(hl.CompileError, match=r"64x32x1 = 2048 GPU threads per block; at most 1024"):
+        big.realize([128, 64], CUDA)
+    free = hl.Func("gerr_free")
+    free[x] = x
+    free.gpu_threads(x)
+    with pytest.raises(hl.CompileError, match=r"GPU thread loop gerr_free.s0.x has extent .* no constant upper bound"):
+        free.realize([100], CUDA)
+    p2, c2 = hl.Func("gerr_p2"), hl.Func("gerr_c2")
+    p2[x, y] = x * y
+    c2[x, y] = p2[x, y] + p2[x, y + 1]
+    c2.tile(x, y, xo, yo, xi, yi, 32, 512).gpu_blocks(xo, yo).gpu_threads(xi)
+    p2.compute_at(c2, xo)
+    with pytest.raises(hl.CompileError, match=r"needs \d+ bytes of shared memory .* at most 49152"):
+        c2.realize([64, 1024], CUDA)
+    root = hl.Func("gerr_root")
+    root[x] = x
+    use = hl.Func("gerr_use")
+    use[x] = root[x] * 2
+    root.compute_root().store_in(hl.MemoryType.GPUShared)
+    use.gpu_tile(x, xo, xi, 16)
+    with pytest.raises(hl.CompileError, match="gerr_root is stored in GPU shared memory but is computed outside"):
+        use.realize([32], CUDA)
+    cpu = hl.Func("gerr_cpu")
+    cpu[x] = x
+    cpu.gpu_tile(x, xo, xi, 16)
+    with pytest.raises(hl.CompileError, match="no GPU"):
+        cpu.realize([32], hl.Target("host"))
+
+
+def test_gpu_directives_replay_from_their_schedule_record():
+    out, _ = gp.registers()
+    p = hl.Pipeline([out])
+    text = p.schedule_to_json()
+    assert "gpu_single_thread" in text and "gpu_blocks" in text
+    fresh, _ = gp.registers(schedule=False)
+    q = hl.Pipeline([fresh])
+    q.apply_schedule_json(text)
+    assert q.cuda_source(CUDA) == p.cuda_source(CUDA)
+
+
+def test_compile_to_cuda_writes_every_kernel(tmp_path):
+    out, _ = gp.mixed()
+    path = tmp_path / "mixed.cu"
+    out.compile_to_cuda(str(path), [], "mixed", CUDA)
+    text = path.read_text()
+    assert text.count('extern "C" __global__') == 2
+
+
+# ------------------------------------------------------------------------- compile checks
+@needs_cuda_compiler
+@pytest.mark.parametrize("capability", [80, 90])
+@pytest.mark.parametrize("name", sorted(gp.BUILDERS))
+def test_every_kernel_compiles_within_the_limits(name, capability):
+    out, _ = gp.BUILDERS[name]()
+    source = hl.Pipeline([out]).cuda_source(CUDA)
+    ptx = gpu_runtime.compile_ptx(source, capability)
+    report = gpu_runtime.ptxas_report(ptx, capability)
+    assert report and set(report) == set(_kernel_names(source))
+    for r in report.values():
+        assert r.registers <= 255 and r.spill_stores == 0 and r.shared_bytes <= 48 * 1024, r
+
+
+def _kernel_names(source: str) -> list[str]:
+    import re
+
+    return re.findall(r'extern "C" __global__ void __launch_bounds__\(\d+\) (\w+)\(', source)
+
+
+@pytest.mark.parametrize("name", ["blur", "gemm", "histogram"])
+def test_golden_cuda_source(name):
+    """The generated source of three schedules, read by a person once; regenerate with
+    PYHALIDE_UPDATE_GOLDEN=1 and read the diff."""
+    out, _ = gp.BUILDERS[name]()
+    text = hl.Pipeline([out]).cuda_source(CUDA)
+    body = text[text.index("// Generated"):]
+    body = body[: body.index("#ifdef")] + body[body.index('extern "C" __global__'):]
+    path = GOLDEN / f"gpu_{name}.cu"
+    if os.environ.get("PYHALIDE_UPDATE_GOLDEN") == "1":
+        GOLDEN.mkdir(exist_ok=True)
+        path.write_text(body)
+    assert body == path.read_text()
+
+
+# ------------------------------------------------------------------------- on a real GPU
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(gp.BUILDERS))
+def test_on_the_gpu(name):
+    reason = _gpu_reason()
+    if reason:
+        pytest.skip(reason)
+    np.testing.assert_array_equal(_run(name), gp.expected(name)[0])
