@@ -53,6 +53,10 @@ class App:
         """The hand schedule an expert would write for this CPU (2 cores, AVX-512)."""
         raise NotImplementedError
 
+    # A hand schedule for an NVIDIA GPU (target host-cuda), on apps where one makes sense:
+    # `gpu_schedule(self, hl, built)`, written against `hl` like `schedule`. None: no GPU schedule.
+    gpu_schedule = None
+
     def reference(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
         """The same computation in numpy/scipy, written independently of the algorithm."""
         raise NotImplementedError

@@ -211,3 +211,49 @@ def test_on_the_gpu(name):
     if reason:
         pytest.skip(reason)
     np.testing.assert_array_equal(_run(name), gp.expected(name)[0])
+
+
+# ------------------------------------------------------------------------- the gallery
+GPU_APPS = ["blur", "gemm", "conv_layer", "bilateral_grid", "harris"]
+
+
+def _gallery(name: str, size: str):
+    import apps
+
+    app = apps.load(name)
+    inputs = app.inputs(size)
+    built = app.build(hl, inputs)
+    app.gpu_schedule(hl, built)
+    return app, inputs, built
+
+
+@pytest.mark.parametrize("name", GPU_APPS)
+def test_gallery_gpu_schedules_compute_the_reference(name, device):
+    app, inputs, built = _gallery(name, "small")
+    built.output.compile_jit(CUDA)
+    got, want = app.realize(hl, built), app.reference(inputs)
+    if app.exact:
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=app.rtol, atol=app.atol)
+
+
+@needs_cuda_compiler
+@pytest.mark.parametrize("name", GPU_APPS)
+def test_gallery_gpu_kernels_stay_within_the_recorded_resources(name):
+    """The benchmark-size kernels assemble for sm_80 and sm_90 without spills, within the
+    hardware's limits, using what benchmarks/results/gpu_ptxas.json records (regenerate with
+    python -m benchmarks.gpu --ptxas benchmarks/results/gpu_ptxas.json)."""
+    import json
+
+    recorded = json.loads((Path(__file__).parents[1] / "benchmarks/results/gpu_ptxas.json").read_text())
+    _, _, built = _gallery(name, "gpu")
+    source = hl.Pipeline([built.output]).cuda_source(CUDA)
+    for cap in (80, 90):
+        report = gpu_runtime.ptxas_report(gpu_runtime.compile_ptx(source, cap), cap)
+        want = recorded[f"{name} sm_{cap}"]
+        assert sorted(report) == sorted(want)
+        for kname, r in report.items():
+            assert r.spill_stores == 0 and r.stack_bytes == 0 and r.shared_bytes <= 48 * 1024, r
+            assert r.registers <= max(64, want[kname]["registers"]), (r, want[kname])
+            assert r.shared_bytes == want[kname]["shared_bytes"], (r, want[kname])

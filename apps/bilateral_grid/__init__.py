@@ -101,6 +101,21 @@ class BilateralGrid(App):
         f["blury"].compute_root().reorder(c, x, y, z).parallel(z).vectorize(x, 16).unroll(c)
         f["output"].parallel(y).vectorize(x, 16)
 
+    def gpu_schedule(self, hl, built):
+        """Halide's GPU schedule: the histogram a root stage, a thread per grid cell (each
+        cell's pixels accumulated serially by its thread, both channels unrolled); each blur a
+        root stage with a thread per cell; the slicing a thread per output pixel."""
+        x, y, z, c, r = (built.vars[v] for v in ("x", "y", "z", "c", "r"))
+        f = built.funcs
+        xo, yo, zo, xi, yi, zi = (hl.Var(n) for n in ("xo", "yo", "zo", "xi", "yi", "zi"))
+        guard = hl.TailStrategy.GuardWithIf
+        f["histogram"].compute_root().reorder(c, z, x, y).gpu_tile(x, y, xo, yo, xi, yi, 8, 8, guard)
+        f["histogram"].update(0).reorder(c, r.x, r.y, x, y).gpu_tile(x, y, xo, yo, xi, yi, 8, 8, guard).unroll(c)
+        for name, tz in (("blurz", 4), ("blurx", 1), ("blury", 1)):
+            f[name].compute_root().reorder(c, x, y, z).gpu_tile(x, y, z, xo, yo, zo, xi, yi, zi, 16, 8, tz, guard)
+            f[name].unroll(c)
+        f["output"].gpu_tile(x, y, xo, yo, xi, yi, 32, 8, guard)
+
     def reference(self, inputs):
         """numpy: the histogram by bincount over all pixels of all cells, blurs by shifted
         sums, slicing by explicit trilinear weights. Bin indices are computed in float32, as

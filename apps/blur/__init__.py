@@ -38,6 +38,15 @@ class Blur(App):
         blur_y.split(y, y, yi, 32).parallel(y).vectorize(x, 16)
         blur_x.store_at(blur_y, y).compute_at(blur_y, x).vectorize(x, 16)
 
+    def gpu_schedule(self, hl, built):
+        """Halide's GPU blur: 32x8 output tiles, one thread per pixel; blur_x computed per tile
+        in shared memory (34 rows of 8+2), by the same block's threads, before a barrier."""
+        x, y = built.vars["x"], built.vars["y"]
+        xo, yo, xi, yi = hl.Var("xo"), hl.Var("yo"), hl.Var("xi"), hl.Var("yi")
+        blur_x, blur_y = built.funcs["blur_x"], built.funcs["blur_y"]
+        blur_y.gpu_tile(x, y, xo, yo, xi, yi, 32, 8, hl.TailStrategy.GuardWithIf)
+        blur_x.compute_at(blur_y, xo).gpu_threads(x, y)
+
     def reference(self, inputs):
         img = inputs["input"]
         bx = ((img[:, :-2] + img[:, 1:-1] + img[:, 2:]) // 3).astype(np.uint16)  # uint16 wraps

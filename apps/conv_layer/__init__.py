@@ -83,6 +83,19 @@ class ConvLayer(App):
             conv.vectorize(c, vec).unroll(c)
             conv.update(0).vectorize(c, vec).unroll(c)
 
+    def gpu_schedule(self, hl, built):
+        """One thread per output value: blocks of 32 output channels by 8 pixels of a row (a
+        warp spans the channels, so filter loads are coalesced and input loads broadcast); the
+        grid's third dimension runs over rows of every image. Each thread accumulates its
+        3x3xCin reduction in a register (conv computed per thread), then applies the ReLU."""
+        c, x, y, b = (built.vars[v] for v in ("c", "x", "y", "n"))
+        conv, relu = built.funcs["conv"], built.funcs["relu"]
+        n_c, w = built.output_sizes[0], built.output_sizes[1]
+        co, xo, ci, xi, yn = hl.Var("co"), hl.Var("xo"), hl.Var("ci"), hl.Var("xi"), hl.Var("yn")
+        relu.gpu_tile(c, x, co, xo, ci, xi, min(32, n_c), min(8, w), hl.TailStrategy.GuardWithIf)
+        relu.fuse(y, b, yn).gpu_blocks(yn)
+        conv.compute_at(relu, ci)
+
     def torch_runner(self, torch, inputs, threads: int = 2):
         """PyTorch CPU on the same data: conv2d + bias + ReLU in its native NCHW layout (the
         layout changes happen once, outside the timed call; the result is a view in ours)."""

@@ -19,7 +19,8 @@ class Gemm(App):
 
     def inputs(self, size="default"):
         # small is non-square and its sizes are not multiples of the 48x8 tile
-        m, n, k = {"small": (50, 70, 30), "large": (2048, 2048, 2048)}.get(size, (1024, 1024, 1024))
+        sizes = {"small": (50, 70, 30), "large": (2048, 2048, 2048), "gpu": (4096, 4096, 4096)}
+        m, n, k = sizes.get(size, (1024, 1024, 1024))
         rng = np.random.default_rng(1)
         return {"A": rng.random((m, k), dtype=np.float32), "B": rng.random((k, n), dtype=np.float32)}
 
@@ -34,12 +35,14 @@ class Gemm(App):
         x, y = hl.Var("x"), hl.Var("y")
         A, B = hl.Buffer(a, "A"), hl.Buffer(b, "B")
         k = hl.RDom([hl.Range(0, kk)], name="k")
-        b_panel, prod, out = hl.Func("b_panel"), hl.Func("prod"), hl.Func("out")
-        b_panel[x, y] = B[x, y]  # B as a Func, so that a schedule can copy (pack) parts of it
+        a_panel, b_panel, prod, out = hl.Func("a_panel"), hl.Func("b_panel"), hl.Func("prod"), hl.Func("out")
+        # A and B as Funcs, so that a schedule can copy (pack) parts of them; inlined unless scheduled
+        a_panel[x, y] = A[x, y]
+        b_panel[x, y] = B[x, y]
         prod[x, y] = hl.f32(0)
-        prod[x, y] += A[k, y] * b_panel[x, k]
+        prod[x, y] += a_panel[k, y] * b_panel[x, k]
         out[x, y] = prod[x, y]
-        return Built(out, [n, m], hl.Float(32), {"b_panel": b_panel, "prod": prod, "out": out},
+        return Built(out, [n, m], hl.Float(32), {"a_panel": a_panel, "b_panel": b_panel, "prod": prod, "out": out},
                      {"x": x, "y": y, "k": k})
 
     def schedule(self, hl, built):
@@ -69,6 +72,30 @@ class Gemm(App):
             out.vectorize(xi, vec).unroll(xi)
             prod.vectorize(x, vec).unroll(x)
             prod.update(0).vectorize(x, vec).unroll(x)
+
+    def gpu_schedule(self, hl, built):
+        """64x64 tiles of C per block of 16x16 threads, each thread 4x4 outputs 16 apart (so a
+        warp's loads from shared memory hit distinct banks), unrolled. The tile's partial sums
+        live in shared memory; k advances 16 at a time: the threads copy the matching 16x64
+        panels of A and B into shared memory (consecutive threads, consecutive addresses), meet
+        at a barrier, and each adds its 16 outputs' products."""
+        x, y, k = built.vars["x"], built.vars["y"], built.vars["k"]
+        a_panel, b_panel = built.funcs["a_panel"], built.funcs["b_panel"]
+        prod, out = built.funcs["prod"], built.funcs["out"]
+        xo, yo, xi, yi, tx, ty, xt, yt = (hl.Var(n) for n in ("xo", "yo", "xi", "yi", "tx", "ty", "xt", "yt"))
+        ko, ki = hl.RVar("ko"), hl.RVar("ki")
+        w, h = built.output_sizes
+        tile = 64 if min(w, h) >= 64 else 16  # the last tiles shift inwards: every tile is whole
+        out.tile(x, y, xo, yo, xi, yi, tile, tile, hl.TailStrategy.ShiftInwards)
+        out.tile(xi, yi, xt, yt, tx, ty, 16, 16).reorder(xt, yt, tx, ty, xo, yo)
+        out.gpu_blocks(xo, yo).gpu_threads(tx, ty).unroll(xt).unroll(yt)
+        prod.compute_at(out, xo).tile(x, y, xt, yt, tx, ty, 16, 16).reorder(xt, yt, tx, ty)
+        prod.gpu_threads(tx, ty).unroll(xt).unroll(yt)
+        upd = prod.update(0)
+        upd.split(k, ko, ki, 16).tile(x, y, xt, yt, tx, ty, 16, 16).reorder(xt, yt, ki, tx, ty, ko)
+        upd.gpu_threads(tx, ty).unroll(xt).unroll(yt)
+        a_panel.compute_at(prod, ko).split(y, yt, ty, 16).reorder(yt, x, ty).gpu_threads(x, ty).unroll(yt)
+        b_panel.compute_at(prod, ko).split(x, xt, tx, 16).reorder(xt, tx, y).gpu_threads(tx, y).unroll(xt)
 
     def reference(self, inputs):
         """numpy's matmul (OpenBLAS)."""

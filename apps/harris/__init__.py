@@ -96,6 +96,17 @@ class Harris(App):
         for name in ("gray", "Ix", "Iy"):
             f[name].compute_at(f["output"], x).vectorize(x, vec)
 
+    def gpu_schedule(self, hl, built):
+        """32x8 output tiles, a thread per pixel; the grey image (36x12) and both gradients
+        (34x10) computed per tile in shared memory by the block's threads, each stage before a
+        barrier; products and box sums inlined."""
+        x, y = built.vars["x"], built.vars["y"]
+        f = built.funcs
+        xo, yo, xi, yi = hl.Var("xo"), hl.Var("yo"), hl.Var("xi"), hl.Var("yi")
+        f["output"].gpu_tile(x, y, xo, yo, xi, yi, 32, 8, hl.TailStrategy.GuardWithIf)
+        for name in ("gray", "Ix", "Iy"):
+            f[name].compute_at(f["output"], xo).gpu_threads(x, y)
+
     def reference(self, inputs):
         """numpy in float32 on an edge-padded copy: shifted slices for the stencils."""
         img = inputs["input"]

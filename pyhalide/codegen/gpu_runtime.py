@@ -182,6 +182,30 @@ class Device:
     def synchronize(self) -> None:
         pass
 
+    # Kernel timing for benchmarks: with `profiling` on, every launch adds its kernel's time on
+    # the device (CUDA events) to kernel_ms[kernel name]; the launch then waits for the kernel.
+    profiling = False
+
+    def timed_launch(self, module, kernel: Kernel, grid: tuple, args: list) -> None:
+        if not self.profiling:
+            self.launch(module, kernel, grid, args)
+            return
+        start, stop = self.event(), self.event()
+        self.record(start)
+        self.launch(module, kernel, grid, args)
+        self.record(stop)
+        ms = self.elapsed_ms(start, stop)
+        self.kernel_ms[kernel.name] = self.kernel_ms.get(kernel.name, 0.0) + ms
+
+    def event(self):
+        return None
+
+    def record(self, event) -> None:
+        pass
+
+    def elapsed_ms(self, start, stop) -> float:
+        return 0.0
+
 
 class EmulatedDevice(Device):
     """The CPU as a pretend GPU: kernels are the generated CUDA C compiled with g++ (threads of a
@@ -192,6 +216,18 @@ class EmulatedDevice(Device):
 
     def __init__(self):
         self._blocks: dict[int, ctypes.Array] = {}
+        self.kernel_ms: dict[str, float] = {}
+
+    def event(self):
+        return [0.0]
+
+    def record(self, event) -> None:
+        import time
+
+        event[0] = time.perf_counter()
+
+    def elapsed_ms(self, start, stop) -> float:
+        return (stop[0] - start[0]) * 1e3
 
     def load(self, source, kernels, target):
         cxx = shutil.which("g++")
@@ -257,6 +293,7 @@ class PyCudaDevice(Device):
         self.context = drv.Device(int(os.environ.get("HL_GPU_DEVICE", "0"))).retain_primary_context()
         self.context.push()
         self._allocations = {}
+        self.kernel_ms: dict[str, float] = {}
         cap = drv.Context.get_device().compute_capability()
         self.capability = cap[0] * 10 + cap[1]
 
@@ -288,6 +325,16 @@ class PyCudaDevice(Device):
     def synchronize(self):
         self.drv.Context.synchronize()
 
+    def event(self):
+        return self.drv.Event()
+
+    def record(self, event) -> None:
+        event.record()
+
+    def elapsed_ms(self, start, stop) -> float:
+        stop.synchronize()
+        return stop.time_since(start)
+
 
 class CudaBindingsDevice(Device):
     name = "cuda-bindings"
@@ -308,6 +355,7 @@ class CudaBindingsDevice(Device):
         minor = driver.cuDeviceGetAttribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
                                             dev)[1]
         self.capability = major * 10 + minor
+        self.kernel_ms: dict[str, float] = {}
 
     def _check(self, err, what: str) -> None:
         if err != self.cu.CUresult.CUDA_SUCCESS:
@@ -353,6 +401,22 @@ class CudaBindingsDevice(Device):
 
     def synchronize(self):
         self._check(self.cu.cuCtxSynchronize()[0], "cuCtxSynchronize")
+
+    def event(self):
+        err, ev = self.cu.cuEventCreate(0)
+        self._check(err, "cuEventCreate")
+        return ev
+
+    def record(self, event) -> None:
+        self._check(self.cu.cuEventRecord(event, 0)[0], "cuEventRecord")
+
+    def elapsed_ms(self, start, stop) -> float:
+        self._check(self.cu.cuEventSynchronize(stop)[0], "cuEventSynchronize")
+        err, ms = self.cu.cuEventElapsedTime(start, stop)
+        self._check(err, "cuEventElapsedTime")
+        for ev in (start, stop):
+            self.cu.cuEventDestroy(ev)
+        return float(ms)
 
 
 _devices: dict[str, Device] = {}
@@ -487,7 +551,7 @@ class GpuRun:
             k += 2
         for (_, t), bits in zip(kernel.scalars, args[k:]):
             launch_args.append((np.int64(bits).view(np.float64) if t.is_float() else bits, t))
-        self.device.launch(self.module, kernel, grid, launch_args)
+        self.device.timed_launch(self.module, kernel, grid, launch_args)
         for c in written:
             c.device_dirty = True
 
