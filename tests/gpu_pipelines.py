@@ -122,7 +122,27 @@ def threads_only(schedule: bool = True):
     return g, [50]
 
 
-BUILDERS = {"blur": blur, "gemm": gemm, "histogram": histogram, "mixed": mixed, "registers": registers,
+def curve(schedule: bool = True):
+    """The shape of Halide's GPU tutorial (lesson 12): a lookup table computed by its own kernel,
+    a clamped and sharpened uint8 image, unrolled colour channels, the padded input per tile."""
+    x, y, c, i, xo, yo, xi, yi = _v("x", "y", "c", "i", "xo", "yo", "xi", "yi")
+    rng = np.random.default_rng(5)
+    img = hl.Buffer(rng.integers(0, 256, (3, 21, 30), dtype=np.uint8), name="gcurve_in")
+    lut, padded, sharpen, curved = hl.Func("glut"), hl.Func("gpadded"), hl.Func("gsharpen"), hl.Func("gcurved")
+    lut[i] = hl.u8(hl.clamp(hl.sqrt(i / 255.0) * 255.0, 0, 255))
+    padded[x, y, c] = hl.u16(img[hl.clamp(x, 0, 29), hl.clamp(y, 0, 20), c])
+    sharpen[x, y, c] = padded[x, y, c] * 2 - (padded[x - 1, y, c] + padded[x, y - 1, c] + padded[x + 1, y, c]
+                                             + padded[x, y + 1, c]) / 4
+    curved[x, y, c] = lut[hl.clamp(sharpen[x, y, c], 0, 255)]
+    if schedule:
+        block, thread = hl.Var("block"), hl.Var("thread")
+        lut.compute_root().split(i, block, thread, 16).gpu_blocks(block).gpu_threads(thread)
+        curved.reorder(c, x, y).bound(c, 0, 3).unroll(c).gpu_tile(x, y, xo, yo, xi, yi, 8, 8)
+        padded.compute_at(curved, xo).gpu_threads(x, y)
+    return curved, [30, 21, 3]
+
+
+BUILDERS = {"curve": curve, "blur": blur, "gemm": gemm, "histogram": histogram, "mixed": mixed, "registers": registers,
             "threads_only": threads_only}
 
 

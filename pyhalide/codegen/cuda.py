@@ -8,7 +8,7 @@ Lets become const locals under fresh names; shared allocations `__shared__` arra
 they are, local ones plain arrays; atomic updates compare-and-swap loops.
 
 The same source also compiles as C++ for the CPU (`#ifndef __CUDACC__`: a small emulation layer
-runs each block's threads as std::threads meeting at std::barrier), which is how the generated
+runs a block's threads as std::threads meeting at std::barrier, block after block), which is how the generated
 code itself is tested on machines without a GPU (gpu_runtime.EmulatedDevice).
 """
 
@@ -71,23 +71,26 @@ static inline int __ffs(unsigned int x) { return __builtin_ffs(x); }
 static inline int __ffsll(unsigned long long x) { return __builtin_ffsll(x); }
 using std::isnan; using std::isinf; using std::isfinite;
 template <typename F> static void hl_emulate(const int64_t *grid, const int *block, F body) {
+    // One std::thread per GPU thread of a block, for the whole launch: they run the blocks one
+    // after another, meeting at a barrier after each (its shared memory is then reused).
     const int threads = block[0] * block[1] * block[2];
-    for (int64_t bz = 0; bz < grid[2]; bz++)
-    for (int64_t by = 0; by < grid[1]; by++)
-    for (int64_t bx = 0; bx < grid[0]; bx++) {
-        std::barrier<> sync(threads);
-        std::vector<std::thread> team;
-        for (int t = 0; t < threads; t++) {
-            team.emplace_back([&, t] {
+    std::barrier<> sync(threads);
+    std::vector<std::thread> team;
+    for (int t = 0; t < threads; t++) {
+        team.emplace_back([&, t] {
+            threadIdx = {(unsigned)(t % block[0]), (unsigned)(t / block[0] % block[1]),
+                         (unsigned)(t / (block[0] * block[1]))};
+            hl_block_barrier = &sync;
+            for (int64_t bz = 0; bz < grid[2]; bz++)
+            for (int64_t by = 0; by < grid[1]; by++)
+            for (int64_t bx = 0; bx < grid[0]; bx++) {
                 blockIdx = {(unsigned)bx, (unsigned)by, (unsigned)bz};
-                threadIdx = {(unsigned)(t % block[0]), (unsigned)(t / block[0] % block[1]),
-                             (unsigned)(t / (block[0] * block[1]))};
-                hl_block_barrier = &sync;
                 body();
-            });
-        }
-        for (auto &th : team) th.join();
+                sync.arrive_and_wait();
+            }
+        });
     }
+    for (auto &th : team) th.join();
 }
 template <typename T> static inline T hl_arg(int64_t bits) { return (T)bits; }
 template <> inline float hl_arg<float>(int64_t bits) { double d; memcpy(&d, &bits, 8); return (float)d; }
