@@ -285,7 +285,14 @@ def main(argv=None) -> None:
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--tune-budget", type=float, default=120.0,
                         help="seconds of measured autotuning per app for pyhalide-tuned (default 120)")
+    parser.add_argument("--target", default="host",
+                        help="host (the CPU variants) or host-cuda: the apps' GPU hand schedules (benchmarks.gpu)")
     args = parser.parse_args(argv)
+    if "cuda" in args.target.split("-"):
+        from benchmarks import gpu
+
+        gpu.main([*args.apps, *(["--json", args.json] if args.json else [])])
+        return
     names = args.apps or NAMES
     which = set(args.variants.split(","))
     from autoscheduler.peaks import measure_peaks

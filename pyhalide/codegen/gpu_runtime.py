@@ -61,12 +61,20 @@ def nvcc_path() -> str | None:
     return found
 
 
+_NVRTC = []
+
+
 def _nvrtc():
-    try:
-        from cuda.bindings import nvrtc
-    except ImportError:
-        return None
-    return nvrtc
+    """cuda-bindings' NVRTC module if it imports and finds libnvrtc, else None (nvcc then)."""
+    if not _NVRTC:
+        try:
+            from cuda.bindings import nvrtc
+
+            err, *_ = nvrtc.nvrtcVersion()
+            _NVRTC.append(nvrtc if err == nvrtc.nvrtcResult.NVRTC_SUCCESS else None)
+        except Exception:  # noqa: BLE001 - not installed, or its library not found
+            _NVRTC.append(None)
+    return _NVRTC[0]
 
 
 def compile_ptx(source: str, capability: int, fp_contract: bool = False) -> str:
