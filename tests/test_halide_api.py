@@ -61,3 +61,16 @@ def test_every_target_feature_of_the_real_halide_has_the_same_name():
             continue
         spelled = str(base.with_feature(feature)).split("-")[3]
         assert getattr(hl.TargetFeature, name).value == spelled, name
+
+
+def test_imageio_reads_and_writes_planar_images_as_halide_does(tmp_path):
+    from pyhalide import imageio as hio
+
+    rgb = np.arange(4 * 5 * 3, dtype=np.uint8).reshape(4, 5, 3)  # (y, x, c), as image files hold it
+    planar = hio.copy_to_planar(rgb)
+    assert planar.shape == (3, 4, 5) and planar.flags.c_contiguous and planar[1, 2, 3] == rgb[2, 3, 1]
+    assert np.array_equal(hio.copy_to_interleaved(planar), rgb)
+    assert hl.Buffer(planar).dim(2).extent() == 3  # [x, y, c]
+    pytest.importorskip("imageio")
+    hio.imwrite(str(tmp_path / "t.png"), planar)
+    assert np.array_equal(hio.imread(str(tmp_path / "t.png")), planar)
