@@ -122,3 +122,23 @@ def test_partitioned_loop_bounds_are_in_the_ir():
         assert [ifs for _, ifs in names] == expected, names
         p.set(200)
         assert np.asarray(f.realize([1]))[0] == sum(v for v in range(100) if v * 3 < 200)
+
+
+def test_sliding_window_steady_state_computes_one_row_without_a_loop():
+    """Halide's blur schedule (blur_x slides down strips of blur_y): after the strip's first
+    row, each step computes exactly the one new row of blur_x, with no loop or select around it."""
+    yi = hl.Var("yi")
+    inp = hl.Buffer(np.arange(40 * 70, dtype=np.uint16).reshape(40, 70), name="sw_in")
+    bx, by = hl.Func("sw_bx"), hl.Func("sw_by")
+    bx[x, y] = (inp[x, y] + inp[x + 1, y] + inp[x + 2, y]) / 3
+    by[x, y] = (bx[x, y] + bx[x, y + 1] + bx[x, y + 2]) / 3
+    by.split(y, y, yi, 8).vectorize(x, 16)
+    bx.store_at(by, y).compute_at(by, x).vectorize(x, 16)
+    names = [name for name, _ in _loops(_final_stmt(by))]
+    # the strip's first row (three rows of sw_bx), then the steady state: no sw_bx row loop in it
+    assert names.count("sw_by.s0.y.yi") == 1 and names.count("sw_bx.s0.y") == 1, names
+    assert names.index("sw_bx.s0.y") < names.index("sw_by.s0.y.yi"), names
+    a = np.asarray(inp).astype(np.int64)
+    rows = (a[:, :-2] + a[:, 1:-1] + a[:, 2:]) // 3
+    want = (rows[:-2] + rows[1:-1] + rows[2:]) // 3
+    np.testing.assert_array_equal(np.asarray(by.realize([68, 38])), want[:38, :68])

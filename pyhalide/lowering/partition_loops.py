@@ -4,7 +4,9 @@ state runs without the test (as Halide's partition_loops does for its `likely` c
 
 What it finds are the guards of GuardWithIf tails, `if (x_o * 6 + k < extent)`, inside every
 loop of a register tile's reduction: with the test in the way the accumulators live in memory;
-without it, in registers. A condition counts for a loop when it is a comparison (or a
+without it, in registers; and the sliding window's `select(y > y_min, new rows, all rows)` in the
+let of a producer's first row: in the steady state it computes exactly the one new row, with no
+loop around it. A condition counts for a loop when it is a comparison (or a
 conjunction of comparisons) affine in the loop's variable with a constant coefficient, and
 depends on nothing else that changes inside the loop. The prologue and epilogue keep the
 original body, so the result computes exactly what the loop did.
@@ -91,6 +93,23 @@ def _solve(cond: ir.Expr, v: str):
     return "lo", ir.Add(ir.Div(r, ir.IntImm(_I32, -a)), ir.IntImm(_I32, 1))
 
 
+def _size(e: ir.Expr) -> int:
+    return 1 + sum(_size(c) for c in children(e))
+
+
+class _Abbreviate(IRMutator):
+    """Replaces every occurrence of one expression by a variable that holds it."""
+
+    def __init__(self, long: ir.Expr, short: ir.Variable):
+        super().__init__()
+        self.long, self.short = long, short
+
+    def mutate(self, node):
+        if node == self.long:
+            return self.short
+        return super().mutate(node)
+
+
 class _Conditions(IRMutator):
     """Collects, or (steady=True) removes, the conjuncts of the body's ifs that _solve can solve
     for loop variable v. Lets inside the loop are seen through; a conjunct that depends on a
@@ -126,8 +145,42 @@ class _Conditions(IRMutator):
             (self.inner.add if inner else self.inner.discard)(name)
 
     def visit_LetStmt(self, s):
-        body = self._scoped(s.name, s.value, s.body)
-        return s if body is s.body else ir.LetStmt(s.name, s.value, body)
+        value = self._selects(s.value)
+        body = self._scoped(s.name, value, s.body)
+        return s if body is s.body and value is s.value else ir.LetStmt(s.name, value, body)
+
+    def _settled(self, e: ir.Expr) -> ir.Expr:
+        """A select's value in the steady state, simplified with the loop's lets seen through and
+        then written in terms of them again: `max(y - 1, (y0 + yi) + 1)` under `let y = y0 + yi`
+        becomes `y + 1`, which the loop bounds it feeds then simplify against."""
+        full = self._expanded(e)
+        if full is None:
+            return e
+        short = simplify(full)
+        for name, value in sorted(self.lets.items(), key=lambda kv: -_size(kv[1])):
+            value_full = self._expanded(value)
+            if value_full is not None and not isinstance(value_full, ir.Variable | ir.IntImm):
+                short = _Abbreviate(simplify(value_full), ir.Variable(name, value.type)).mutate(short)
+        return short if _size(short) <= _size(e) else e
+
+    def _selects(self, e: ir.Expr) -> ir.Expr:
+        """A let's value with the Selects whose conditions solve for v recorded (steady: replaced
+        by their true values)."""
+        if isinstance(e, ir.Select):
+            answers = []
+            for c in _conjuncts(e.condition):
+                full = self._expanded(c)
+                answers.append(None if full is None else _solve(full, self.v))
+            if answers and None not in answers:
+                self.bounds.extend(answers)
+                if self.steady:
+                    return self._settled(self._selects(e.true_value))
+            t, f = self._selects(e.true_value), self._selects(e.false_value)
+            return e if t is e.true_value and f is e.false_value else ir.Select(e.condition, t, f)
+        if isinstance(e, ir.Min | ir.Max | ir.Add | ir.Sub):
+            a, b = self._selects(e.a), self._selects(e.b)
+            return e if a is e.a and b is e.b else type(e)(a, b)
+        return e
 
     def visit_For(self, s):
         body = self._scoped(s.name, None, s.body)
