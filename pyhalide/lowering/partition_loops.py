@@ -124,6 +124,7 @@ class _Conditions(IRMutator):
         self.lets: dict[str, ir.Expr] = {}  # lets inside v's loop, as written
         self.inner: set[str] = set()  # loops inside v's loop, and the lets that depend on them
         self.bounds: list[tuple[str, ir.Expr]] = []
+        self.from_selects = 0  # how many of the bounds came from selects (not ifs)
 
     def _scoped(self, name: str, value, body: ir.Stmt) -> ir.Stmt:
         """The body, visited with `name` bound to a let value (or, value None, a loop)."""
@@ -167,12 +168,14 @@ class _Conditions(IRMutator):
         """A let's value with the Selects whose conditions solve for v recorded (steady: replaced
         by their true values)."""
         if isinstance(e, ir.Select):
-            answers = []
-            for c in _conjuncts(e.condition):
-                full = self._expanded(c)
-                answers.append(None if full is None else _solve(full, self.v))
+            # only the sliding window's `select(v > v.min, ...)`: other selects of lets (lanes of
+            # a boundary, say) would copy bodies for little gain, at compile time's cost
+            c = e.condition
+            later = isinstance(c, ir.GT) and isinstance(c.a, ir.Variable) and c.a.name == self.v
+            answers = [_solve(c, self.v)] if later and self._expanded(c) is not None else []
             if answers and None not in answers:
                 self.bounds.extend(answers)
+                self.from_selects += len(answers)
                 if self.steady:
                     return self._settled(self._selects(e.true_value))
             t, f = self._selects(e.true_value), self._selects(e.false_value)
@@ -226,6 +229,10 @@ class PartitionLoops(IRMutator):
 
     statements_only = True
     MAX_NESTED = 3
+    # A loop partitioned for selects alone (a sliding window's first iteration) is copied only if
+    # its body is at most this many IR nodes: blur's is 220, camera_pipe's 5900, where the copy
+    # cost a third more LLVM time for no measurable speed.
+    MAX_SELECT_BODY = 2000
 
     def __init__(self):
         super().__init__()
@@ -246,6 +253,8 @@ class PartitionLoops(IRMutator):
         finder = _Conditions(s.name, steady=False)
         finder.mutate(body)
         if not finder.bounds:
+            return None
+        if finder.from_selects == len(finder.bounds) and _size(body) > self.MAX_SELECT_BODY:
             return None
         steady_body = _Conditions(s.name, steady=True).mutate(body)
         end = ir.Add(s.min, s.extent)
