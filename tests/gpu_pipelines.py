@@ -77,6 +77,22 @@ def histogram(schedule: bool = True):
     return hist, [32]
 
 
+def scatter_max(schedule: bool = True):
+    """An atomic update that is not an add: a compare-and-swap loop per element (float32 max)."""
+    x = hl.Var("x")
+    rng = np.random.default_rng(6)
+    inp = hl.Buffer(rng.standard_normal((17, 23), dtype=np.float32), name="gsmax_in")
+    r = hl.RDom([(0, 23), (0, 17)], name="gsr")
+    m = hl.Func("gsmax")
+    m[x] = hl.f32(-1e30)
+    key = hl.i32(hl.abs(inp[r.x, r.y]) * 100) % 8
+    m[key] = hl.max(m[key], inp[r.x, r.y])
+    if schedule:
+        m.gpu_tile(x, hl.Var("mxo"), hl.Var("mxi"), 8)
+        m.update().atomic().gpu_tile(r.x, hl.RVar("gsro"), hl.RVar("gsri"), 16, TS.GuardWithIf)
+    return m, [8]
+
+
 def mixed(schedule: bool = True):
     """A GPU stage, a CPU stage reading it, a GPU stage reading both: copies both ways."""
     x, y, xo, yo, xi, yi = _v("x", "y", "xo", "yo", "xi", "yi")
@@ -142,8 +158,8 @@ def curve(schedule: bool = True):
     return curved, [30, 21, 3]
 
 
-BUILDERS = {"curve": curve, "blur": blur, "gemm": gemm, "histogram": histogram, "mixed": mixed, "registers": registers,
-            "threads_only": threads_only}
+BUILDERS = {"curve": curve, "blur": blur, "gemm": gemm, "histogram": histogram, "mixed": mixed,
+            "scatter_max": scatter_max, "registers": registers, "threads_only": threads_only}
 
 
 def expected(name: str) -> list[np.ndarray]:

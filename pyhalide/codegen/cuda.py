@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import ir
 from ..errors import CompileError, InternalError
+from ..ir_mutator import free_variables
 from ..lowering.gpu_kernels import BARRIER, BLOCK_IDS, LOCAL, SHARED, THREAD_IDS, Kernel
 from ..types import Type
 
@@ -62,6 +63,14 @@ static inline void __syncthreads() { hl_block_barrier->arrive_and_wait(); }
 template <typename T> static inline T atomicCAS(T *p, T expected, T desired) {
     __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
     return expected;
+}
+template <typename T> static inline T atomicAdd(T *p, T v) {
+    T seen, want;
+    __atomic_load(p, &seen, __ATOMIC_SEQ_CST);
+    do {
+        want = seen + v;
+    } while (!__atomic_compare_exchange(p, &seen, &want, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
+    return seen;
 }
 static inline int __popc(unsigned int x) { return __builtin_popcount(x); }
 static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
@@ -309,6 +318,13 @@ class CudaPrinter:
     def s_Atomic(self, s):
         st = s.body
         t = st.value.type
+        added = _added_to(st.value, s.old)
+        if added is not None and (t.is_float() or t.bits in (32, 64)) and not t.is_bool():
+            # f(i) += v: one atomicAdd (an unsigned one for signed integers: the same bits)
+            word = {32: "unsigned int", 64: "unsigned long long"}[t.bits] if t.is_int() else c_type(t)
+            value = self.expr(added)
+            self.emit(f"atomicAdd(({word} *)&{self.ref(st.name)}[{self.expr(st.index)}], ({word})({value}));")
+            return
         if t.bits not in (16, 32, 64) or t.is_bool():
             raise CompileError(f"Func {st.name}: an atomic update of {t} on the GPU is not supported (16, 32 and "
                                "64-bit types are)")
@@ -467,6 +483,16 @@ class CudaPrinter:
             return f"(({ct})({'__clzll' if wide else '__clz'}({u}) - {width - t.bits}))"
         ffs = f"{'__ffsll' if wide else '__ffs'}({u})"
         return f"(({ct})({ffs} == 0 ? {t.bits} : {ffs} - 1))"
+
+
+def _added_to(value: ir.Expr, old: str) -> ir.Expr | None:
+    """v if value is `old + v` (or `v + old`) with v free of old, else None."""
+    if not isinstance(value, ir.Add):
+        return None
+    for mine, other in ((value.a, value.b), (value.b, value.a)):
+        if isinstance(mine, ir.Variable) and mine.name == old and old not in free_variables(other):
+            return other
+    return None
 
 
 def cuda_source(kernels: list[Kernel]) -> str:

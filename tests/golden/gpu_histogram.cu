@@ -22,14 +22,7 @@ extern "C" __global__ void __launch_bounds__(32) kernel_1_ghist_s1_ghr_y_gryo(in
         const int32_t v_ghist_s1_ghr_x = ((v_ghist_s1_ghr_x_grxo * 8) + v_ghist_s1_ghr_x_grxi);
         if ((v_ghist_s1_ghr_x < 41)) {
             const int32_t v_remainder_2 = ((int32_t)(((int32_t)(v_ghist_in[((v_ghist_s1_ghr_x - v_ghist_in_min_0) + ((v_ghist_s1_ghr_y - v_ghist_in_min_1) * v_ghist_in_stride_1))])) % 32));
-            unsigned int *v_ghist_address = (unsigned int *)&v_ghist[(((int32_t)((((uint32_t)(v_remainder_2)) + ((uint32_t)((v_remainder_2 < 0) ? 32u : 0u))))) - v_ghist_min_0)];
-            unsigned int v_ghist_seen = *(volatile unsigned int *)v_ghist_address;
-            for (;;) {
-                const int32_t v_ghist_s1_old = hl_reinterpret<int32_t>(v_ghist_seen);
-                const unsigned int v_ghist_previous = atomicCAS(v_ghist_address, v_ghist_seen, hl_reinterpret<unsigned int>((int32_t)((v_ghist_s1_old + 1))));
-                if (v_ghist_previous == v_ghist_seen) break;
-                v_ghist_seen = v_ghist_previous;
-            }
+            atomicAdd((unsigned int *)&v_ghist[(((int32_t)((((uint32_t)(v_remainder_2)) + ((uint32_t)((v_remainder_2 < 0) ? 32u : 0u))))) - v_ghist_min_0)], (unsigned int)(1));
         }
     }
 }
