@@ -505,7 +505,28 @@ class Func(FuncScheduling):
         c._name, c._pure_args, c._declared_types = name, self._pure_args, self._declared_types
         c._init, c._updates, c._schedule, c._version = None, [], schedule, 0
         c._estimates = {}  # estimates are not carried: lowering never reads them
+        c._trace = self._trace
         return c
+
+    # --- tracing (Halide's trace_stores/loads/realizations): events printed as the pipeline runs ---
+    _trace = frozenset()
+
+    def _traced(self, what: str) -> Func:
+        self._trace = self._trace | {what}
+        self._version += 1
+        return self
+
+    def trace_stores(self) -> Func:
+        """Print every value stored into this Func: `Store f.0(x, y) = v`, as Halide does."""
+        return self._traced("stores")
+
+    def trace_loads(self) -> Func:
+        """Print every value read from this Func by its consumers: `Load f.0(x, y) = v`."""
+        return self._traced("loads")
+
+    def trace_realizations(self) -> Func:
+        """Print where this Func is realized and produced: `Begin realization f.0(min, extent, ...)`."""
+        return self._traced("realizations")
 
     # --- stages, schedules and running (the schedule methods live in scheduling.py) ---
     def update(self, i: int = 0) -> Stage:

@@ -29,6 +29,7 @@ from .lowering.sliding_window import sliding_window
 from .lowering.storage_flattening import storage_flattening
 from .lowering.storage_folding import storage_folding
 from .lowering.strip_promises import strip_promises
+from .lowering.tracing import tracing
 from .lowering.unit_strides import specialize_unit_strides
 from .lowering.unroll_loops import unroll_loops
 from .lowering.vectorize_loops import vectorize_loops
@@ -81,6 +82,8 @@ def lowering_passes(env):
         # must run after it, so that calls made through inlined Funcs count.
         ("inline functions", lambda s: inline_functions(s, env)),
         ("bounds inference", lambda s: bounds_inference(s, env)),
+        # Tracing prints what the Provides and calls do, so it goes in before sliding window moves them.
+        ("tracing", lambda s: tracing(s, env)),
         # Sliding window rewrites the pure-stage bounds lets, before simplification inlines them;
         # it moves what each iteration computes, so allocations are sized and buffers checked
         # after it; folding then shrinks the storage of what slides.

@@ -74,3 +74,35 @@ def test_imageio_reads_and_writes_planar_images_as_halide_does(tmp_path):
     pytest.importorskip("imageio")
     hio.imwrite(str(tmp_path / "t.png"), planar)
     assert np.array_equal(hio.imread(str(tmp_path / "t.png")), planar)
+
+
+def test_tracing_prints_halides_events(capsys):
+    """The events Halide 21 prints for this pipeline (read off its run; its `Tag` lines, which
+    pyhalide does not print yet, left out)."""
+    gx, gy, gxo, gxi = hl.Var("x"), hl.Var("y"), hl.Var("xo"), hl.Var("xi")
+    g = hl.Func("tr_gradient")
+    g[gx, gy] = gx + gy
+    g.trace_stores().trace_loads()
+    h = hl.Func("tr_h")
+    h[gx, gy] = g[gx, gy] * 2.5
+    h.trace_stores().trace_realizations()
+    g.compute_root()
+    h.split(gx, gxo, gxi, 2).vectorize(gxi)
+    h.realize([4, 2])
+    t = hl.Func("tr_tup")
+    t[gx] = (gx, hl.f32(gx) / 3)
+    t.trace_stores()
+    t.realize([2])
+    stores = [f"Store tr_gradient.0({i}, {j}) = {i + j}" for j in range(2) for i in range(4)]
+    steps = []
+    for j in range(2):
+        for i in (0, 2):
+            a, b = i + j, i + 1 + j
+            steps += [f"Load tr_gradient.0(<{i}, {i + 1}>, <{j}, {j}>) = <{a}, {b}>",
+                      f"Store tr_h.0(<{i}, {i + 1}>, <{j}, {j}>) = <{a * 2.5:f}, {b * 2.5:f}>"]
+    want = ["Begin pipeline tr_h.0()", "Begin realization tr_h.0(0, 4, 0, 2)", *stores,
+            "Produce tr_h.0(0, 4, 0, 2)", *steps, "End produce tr_h.0(0, 4, 0, 2)",
+            "End realization tr_h.0(0, 4, 0, 2)", "End pipeline tr_h.0()",
+            "Begin pipeline tr_tup.0()", "Store tr_tup.0(0) = 0", "Store tr_tup.1(0) = 0.000000",
+            "Store tr_tup.0(1) = 1", "Store tr_tup.1(1) = 0.333333", "End pipeline tr_tup.0()"]
+    assert capsys.readouterr().out.splitlines() == want

@@ -7,7 +7,8 @@ pointer in Python costs microseconds per array and reading it here costs nothing
 int64 ndarray holding, in order: each buffer's min per dimension, each Param (integers
 sign-extended, floats as the bits of a double), the thread count, the address of the interrupt
 flag (interrupts.py), the address of the GPU runtime's callback (gpu_runtime.py; 0 without
-kernels), then the error record: the failed check's code and up to ERROR_VALUES
+kernels), the address of the text callback that print and tracing write through (runtime.py),
+then the error record: the failed check's code and up to ERROR_VALUES
 values for its message. The function returns 0, that code (1 + the failed assert's id), or
 INTERRUPTED.
 """
@@ -40,6 +41,7 @@ class ScalarLayout:
     threads_slot: int = 0
     interrupt_slot: int = 0
     gpu_slot: int = 0
+    print_slot: int = 0
     error_slot: int = 0
     size: int = 0
 
@@ -83,8 +85,9 @@ def bind_arguments(cg: CodeGen, lowered, axis_maps: list[list[int]]) -> ScalarLa
     layout.threads_slot = slot
     layout.interrupt_slot = slot + 1
     layout.gpu_slot = slot + 2
-    layout.error_slot = slot + 3
-    layout.size = slot + 4 + ERROR_VALUES
+    layout.print_slot = slot + 3
+    layout.error_slot = slot + 4
+    layout.size = slot + 5 + ERROR_VALUES
     return layout
 
 

@@ -13,7 +13,7 @@ from ..lowering.lower_arithmetic import not_lowered
 from ..types import Type
 from . import calling_convention, gpu_runtime
 from .gpu_runtime import GPU_FAILED
-from .llvm_types import F64, I1, I32, I64, PTR, llvm_type, type_suffix
+from .llvm_types import F64, I1, I8, I32, I64, PTR, VOID, llvm_type, type_suffix
 
 if TYPE_CHECKING:
     from .llvm import CodeGen
@@ -118,32 +118,53 @@ def _compare_magnitude_with_infinity(op: str):
     return emit
 
 
-def _print(cg, e):
-    """print_when(condition, values...): one dprintf to stderr; the value is the first argument."""
+def _text(cg, e, parts_from: int, separator: str, condition=None):
+    """One line of text from a print or trace call, written (if condition) through the text
+    callback (Python's sys.stdout, as Halide's bindings print); returns the values printed."""
     b = cg.b
-    cond = cg.expr(e.args[0])
-    parts, values, result = [], [], None
-    for a in e.args[1:]:
+    parts, values, raw = [], [], []
+    for a in e.args[parts_from:]:
         if isinstance(a, ir.StringImm):
             parts.append(a.value.replace("%", "%%"))
             continue
         v = cg.expr(a)
-        if result is None:
-            result = v
+        raw.append(v)
         t = a.type
-        if t.lanes != 1:
-            raise InternalError("codegen: print of a vector (the vectorizer keeps print serial)")
-        if t.is_float():
-            parts.append("%f")
-            values.append(b.fpext(v, F64) if t.bits == 32 else v)
-        else:
-            parts.append("%lld" if t.is_int() else "%llu")
-            values.append(cg.cast(v, t, Type("int" if t.is_int() else "uint", 64)))
-    fmt = cg.string_constant(" ".join(parts) + "\n")
-    dprintf = cg.declare("dprintf", I32, [I32, PTR], var_arg=True)
-    with b.if_then(cond):
-        b.call(dprintf, [ll.Constant(I32, 2), fmt, *values])
-    return result
+        if t.lanes != 1 and e.name != "trace":
+            raise InternalError(f"codegen: {e.name} of a vector (the vectorizer keeps it serial)")
+        lanes = [v] if t.lanes == 1 else [b.extract_element(v, ll.Constant(I32, i)) for i in range(t.lanes)]
+        scalar = t.element_of()
+        formats = []
+        for lane in lanes:
+            if scalar.is_float():
+                formats.append("%f")
+                values.append(b.fpext(lane, F64) if scalar.bits == 32 else lane)
+            else:
+                formats.append("%lld" if scalar.is_int() else "%llu")
+                values.append(cg.cast(lane, scalar, Type("int" if scalar.is_int() else "uint", 64)))
+        parts.append(formats[0] if t.lanes == 1 else "<" + ", ".join(formats) + ">")
+    fmt = cg.string_constant(separator.join(parts) + "\n")
+    size = 1024  # longer lines are cut
+    buffer = cg.alloca_in_entry(I8, "text", ll.Constant(I64, size))
+    with b.if_then(condition if condition is not None else ll.Constant(I1, 1)):
+        snprintf = cg.declare("snprintf", I32, [PTR, I64, PTR], var_arg=True)
+        b.call(snprintf, [buffer, ll.Constant(I64, size), fmt, *values])
+        slot = calling_convention.scalar_ptr(b, cg.f.scalars, cg.layout.print_slot)
+        callee = b.inttoptr(b.load(slot, typ=I64), ll.FunctionType(VOID, [PTR]).as_pointer())
+        b.call(callee, [buffer])
+    return raw
+
+
+def _print(cg, e):
+    """print_when(condition, values...): the values separated by spaces; the value is the first."""
+    return _text(cg, e, 1, " ", cg.expr(e.args[0]))[0]
+
+
+def _trace(cg, e):
+    """trace(parts...): one event of Func tracing, the parts joined as they are; the value is the
+    last (the value stored or loaded)."""
+    values = _text(cg, e, 0, "")
+    return values[-1] if values else ll.Constant(I32, 0)
 
 
 def _gpu_runtime(op: int):
@@ -206,6 +227,7 @@ _INTRINSICS = {
     "is_inf": _compare_magnitude_with_infinity("=="),
     "is_finite": _compare_magnitude_with_infinity("<"),
     "print": _print,
+    "trace": _trace,
     "shift_left": _refused("shift_left"),
     "shift_right": _refused("shift_right"),
     "absd": _refused("absd"),

@@ -468,8 +468,8 @@ class CudaPrinter:
             return self._bit_count(e.name, a0, args[0], ct)
         if e.name in ("is_nan", "is_inf", "is_finite"):
             return f"{e.name.replace('is_', 'is')}({args[0]})"
-        if e.name == "print":
-            raise CompileError("print() inside a GPU kernel is not supported")
+        if e.name in ("print", "trace"):
+            raise CompileError(f"{e.name}() inside a GPU kernel is not supported (print or trace on the CPU)")
         raise InternalError(f"cuda: no rule for intrinsic {e.name}")
 
     @staticmethod

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 
 import numpy as np
 
@@ -46,6 +47,16 @@ def num_threads() -> int:
     return n
 
 
+@ctypes.CFUNCTYPE(None, ctypes.c_char_p)
+def _write_text(text: bytes) -> None:
+    """Where print() and tracing write: Python's sys.stdout, as in Halide's bindings (so output
+    interleaves with the program's own prints and can be captured)."""
+    sys.stdout.write(text.decode(errors="replace"))
+
+
+_TEXT_ADDRESS = ctypes.cast(_write_text, ctypes.c_void_p).value
+
+
 def dense_buffers(lowered, layouts: tuple) -> list[str]:
     """The buffers whose dimension 0 the layouts say is dense (stride 1)."""
     return [b.name for b, (_, is_dense) in zip(lowered.buffers, layouts) if is_dense and b.dimensions]
@@ -86,6 +97,7 @@ class CompiledPipeline:
         self._has_float_params = any(is_float for _, is_float in self._params)
         self._template = np.zeros(self.layout.size, dtype=np.int64)
         self._template[self.layout.interrupt_slot] = interrupts.FLAG_ADDRESS
+        self._template[self.layout.print_slot] = _TEXT_ADDRESS
         self._modules = {}  # per device kind, the loaded kernels
         if self.cuda_source is not None:
             self._gpu_callback = GpuRun.make_callback()

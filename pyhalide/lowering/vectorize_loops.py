@@ -118,9 +118,16 @@ class _Widen(IRMutator):
         return ir.Load(e.type.with_lanes(index.type.lanes), e.name, index)
 
     def visit_Call(self, e):
+        if e.call_type == ir.INTRINSIC and e.name == "trace":
+            # one event of vectors, as Halide prints a vector store: f.0(<0, 1>, <0, 0>) = <a, b>
+            args = tuple(self.mutate(a) for a in e.args)
+            if all(a is b for a, b in zip(args, e.args)):
+                return e
+            args = tuple(a if isinstance(a, ir.StringImm) else _broadcast(a, self.lanes) for a in args)
+            return ir.Call(e.type.with_lanes(self.lanes), e.name, args, e.call_type)
         if e.call_type == ir.INTRINSIC and e.name == "print":
             if any(a is not self.mutate(a) for a in e.args):
-                raise _CannotVectorize("print")
+                raise _CannotVectorize(e.name)
             return e
         args = tuple(self.mutate(a) for a in e.args)
         if all(a is b for a, b in zip(args, e.args)):

@@ -1,0 +1,122 @@
+"""Tracing: the events Halide's trace_stores / trace_loads / trace_realizations print.
+
+Assumes: bounds inference has run (Realize nodes have their bounds, outputs their `NAME.min.D`
+and `NAME.extent.D`); Provides and Func calls are not yet flattened.
+
+Guarantees: for each traced Func f (value k of a Tuple as f.k), a `trace` intrinsic prints, in
+Halide's text format,
+- `Store f.k(x, y) = v` after each Provide (the value computed again for printing);
+- `Load f.k(x, y) = v` where a consumer reads f (the call is wrapped: the trace's value is the
+  load's);
+- `Begin realization f.0(min, extent, ...)` / `End realization ...` around f's Realize (for an
+  output, around the whole pipeline), and `Produce f.0(...)` / `End produce f.0(...)` around its
+  production;
+- and, when any Func is traced, `Begin pipeline out.0()` / `End pipeline out.0()` around it all.
+Values print as C's %lld and %f. Not (yet) as Halide: the `Tag` lines of each Func's type and
+bounds, and vectorized stores, which print one event per lane (a traced loop stays scalar).
+"""
+
+from __future__ import annotations
+
+from .. import ir
+from ..ir_mutator import IRMutator, IRVisitor
+from ..types import Int
+
+_I32 = Int(32)
+
+
+def _trace(*parts) -> ir.Expr:
+    """A trace event; its value (and type) is its last Expr part's (Int(32) 0 if it has none)."""
+    values = [p for p in parts if not isinstance(p, ir.StringImm)]
+    return ir.Call(values[-1].type if values else _I32, "trace", tuple(parts), ir.INTRINSIC)
+
+
+def _coordinates(head: str, coords) -> list:
+    parts = [ir.StringImm(head + "(")]
+    for i, c in enumerate(coords):
+        if i:
+            parts.append(ir.StringImm(", "))
+        parts.append(c)
+    parts.append(ir.StringImm(")"))
+    return parts
+
+
+def _event(what: str, coords) -> ir.Stmt:
+    """A statement printing `what(c0, c1, ...)`."""
+    return ir.Evaluate(_trace(*_coordinates(what, coords)))
+
+
+class _Tracing(IRMutator):
+    def __init__(self, traced: dict, boxes: dict):
+        super().__init__()
+        self.traced = traced  # name -> set of "stores", "loads", "realizations"
+        self.boxes = boxes  # name -> [min, extent, ...] of its realization
+
+    def _has(self, name: str, what: str) -> bool:
+        return what in self.traced.get(name, ())
+
+    def visit_Provide(self, s):
+        traced = self.default(s)
+        if not self._has(s.name, "stores"):
+            return traced
+        # the values printed are computed again, from the untraced ones (no second Load event)
+        events = [ir.Evaluate(_trace(ir.StringImm("Store "), *_coordinates(f"{s.name}.{k}", s.args),
+                                     ir.StringImm(" = "), v)) for k, v in enumerate(s.values)]
+        return ir.make_block([traced, *events])
+
+    def visit_Call(self, e):
+        e = self.default(e)
+        if e.call_type != ir.HALIDE or not self._has(e.name, "loads"):
+            return e
+        return _trace(ir.StringImm("Load "), *_coordinates(f"{e.name}.{e.value_index}", e.args),
+                      ir.StringImm(" = "), e)
+
+    def visit_Realize(self, s):
+        body = self.mutate(s.body)
+        if not self._has(s.name, "realizations"):
+            return s if body is s.body else ir.Realize(s.name, s.types, s.bounds, body, s.func, s.folds)
+        box = [x for lo, ext in s.bounds for x in (lo, ext)]
+        return ir.Realize(s.name, s.types, s.bounds, ir.make_block([
+            _event(f"Begin realization {s.name}.0", box), body, _event(f"End realization {s.name}.0", box)]),
+            s.func, s.folds)
+
+    def visit_ProducerConsumer(self, s):
+        body = self.mutate(s.body)
+        if not (s.is_producer and self._has(s.name, "realizations")):
+            return s if body is s.body else ir.ProducerConsumer(s.name, s.is_producer, body)
+        box = self.boxes.get(s.name, [])
+        return ir.ProducerConsumer(s.name, True, ir.make_block([
+            _event(f"Produce {s.name}.0", box), body, _event(f"End produce {s.name}.0", box)]))
+
+
+def tracing(stmt: ir.Stmt, env) -> ir.Stmt:
+    traced = {name: f._trace for name, f in env.funcs.items() if f._trace}
+    if not traced:
+        return stmt
+    boxes = _realized_boxes(stmt)
+    for f in env.outputs:
+        boxes[f.name()] = [x for d in range(f.dimensions()) for x in
+                           (ir.Variable(f"{f.name()}.min.{d}", _I32), ir.Variable(f"{f.name()}.extent.{d}", _I32))]
+    t = _Tracing(traced, boxes)
+    stmt = t.mutate(stmt)
+    for f in env.outputs:
+        if "realizations" in f._trace:
+            box = t.boxes[f.name()]
+            stmt = ir.make_block([_event(f"Begin realization {f.name()}.0", box), stmt,
+                                  _event(f"End realization {f.name()}.0", box)])
+    name = env.outputs[0].name()
+    return ir.make_block([_event(f"Begin pipeline {name}.0", []), stmt, _event(f"End pipeline {name}.0", [])])
+
+
+def _realized_boxes(stmt: ir.Stmt) -> dict:
+    boxes = {}
+
+    class Find(IRVisitor):
+        statements_only = True
+
+        def visit_Realize(self, s):
+            boxes[s.name] = [x for lo, ext in s.bounds for x in (lo, ext)]
+            self.visit_children(s)
+
+    Find().visit(stmt)
+    return boxes
