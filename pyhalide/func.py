@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 from . import ir
@@ -72,6 +73,9 @@ def image_call(image, key) -> Expr:
         )
     ir_args = tuple(_call_arg(image.name(), i, a) for i, a in enumerate(args))
     return wrap(ir.Call(image.type(), image.name(), ir_args, ir.IMAGE, image=image))
+
+
+_PYTHON_OPS = {ir.Add: operator.add, ir.Sub: operator.sub, ir.Mul: operator.mul, ir.Div: operator.truediv}
 
 
 class _UpdateOp:
@@ -489,13 +493,15 @@ class Func(FuncScheduling):
         if len(t) != 1:
             raise HalideError(f"Func {self._name}: += and friends need a single-valued Func")
         current = self[args]
-        rhs_ir = coerce_python(rhs, t[0]) if not isinstance(rhs, Expr) and not hasattr(rhs, "_as_expr") else to_ir(rhs)
-        if rhs_ir.type != t[0]:
+        # As Halide: f(x) op e with the usual type rules (int32 += uint8 is int32), then the
+        # result must have the Func's type (uint8 += int32 is an error, not a silent narrowing).
+        value = to_ir(_PYTHON_OPS[op.op](wrap(current.ir()), rhs))
+        if value.type != t[0]:
             raise HalideError(
-                f"In update definition {len(self._updates)} of Func {self._name}: value has type "
-                f"{rhs_ir.type} but the pure definition has type {t[0]}"
+                f"In update definition {len(self._updates)} of Func {self._name}: Tuple element 0 of update "
+                f"definition has type {value.type}, but pure definition has type {t[0]}"
             )
-        self._define_update(args, (wrap(op.op(current.ir(), rhs_ir)),))
+        self._define_update(args, (wrap(value),))
         self._version += 1
 
     def _lowering_copy(self, name: str, schedule: FuncSchedule) -> Func:

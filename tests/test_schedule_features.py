@@ -456,3 +456,30 @@ def test_an_update_fused_across_a_bounded_dimension_keeps_the_pure_stage_vectori
     f.update(0).fuse(x, y, hl.Var("xy"))
     xs, ys = np.arange(6)[None, :], np.arange(19)[:, None]
     assert np.array_equal(np.asarray(f.realize([6, 19])), xs * 3 - 7 + (3 * xs + 3) * ys)
+
+
+def test_compute_at_without_a_stage_follows_the_stages_that_use_the_producer():
+    """As Halide (its lesson 9): `producer.compute_at(consumer, x)` places the producer in the x
+    loop of the one stage that uses it, or gives each stage that uses it its own realization."""
+    px = hl.Var("x")
+    for uses in ("pure", "update", "both"):
+        producer, consumer = hl.Func(f"sa_producer_{uses}"), hl.Func(f"sa_consumer_{uses}")
+        producer[px] = px * 17
+        consumer[px] = 2 * producer[px] if uses in ("pure", "both") else px
+        consumer[px] += producer[px] if uses in ("update", "both") else 1
+        producer.compute_at(consumer, px)
+        want = np.arange(10) * 17 * (2 if uses != "update" else 0) + (np.arange(10) if uses == "update" else 0)
+        want = want + (np.arange(10) * 17 if uses != "pure" else 1)
+        np.testing.assert_array_equal(np.asarray(consumer.realize([10])), want)
+
+
+def test_update_values_follow_halides_type_rules():
+    ux = hl.Var("x")
+    widened = hl.Func("ut_widened")
+    widened[ux] = 0
+    widened[ux] += hl.u8(ux + 250)  # int32 + uint8 is int32
+    assert list(np.asarray(widened.realize([3]))) == [250, 251, 252]
+    narrow = hl.Func("ut_narrow")
+    narrow[ux] = hl.u8(1)
+    with pytest.raises(hl.HalideError, match="has type int32, but pure definition has type uint8"):
+        narrow[ux] += hl.i32(ux) * 3

@@ -263,7 +263,7 @@ def _level_loop(env, f, level, what: str) -> str:
         raise CompileError(f"Func {f.name()} is {what} {g.name()}.{level.var_name}, but {g.name()} is inlined, so "
                            "it has no loops. Schedule it with compute_root or compute_at.")
     n_stages = len(g.definitions())
-    stage = level.stage_index if level.stage_index >= 0 else n_stages - 1
+    stage = level.stage_index if level.stage_index >= 0 else _using_stage(env, f, g, n_stages)
     if stage >= n_stages:
         raise CompileError(f"Func {f.name()} is {what} stage {stage} of {g.name()}, which has {n_stages} stages")
     sched = stage_schedule(g, stage)
@@ -273,6 +273,47 @@ def _level_loop(env, f, level, what: str) -> str:
         raise CompileError(f"Func {f.name()} is {what} {g.name()}.s{stage}.{level.var_name}, but stage {stage} of "
                            f"{g.name()} has no loop {level.var_name} (its loops, outermost first, are: {loops})")
     return loop_name(g, stage, dim.internal)
+
+
+def _stage_sites(env, f, level) -> list[str]:
+    """For a LoopLevel without a stage whose Func g uses f in several stages that all have the
+    loop: that loop of each of them."""
+    g = env.funcs.get(level.func_name)
+    if level.stage_index >= 0 or g is None or g.name() in env.inlined:
+        return []
+    sites = []
+    for stage in _using_stages(env, f, g):
+        dim = stage_schedule(g, stage).find(level.var_name)
+        if dim is None:
+            return []
+        sites.append(loop_name(g, stage, dim.internal))
+    return sites
+
+
+def _using_stage(env, f, g, n_stages: int) -> int:
+    """The stage a LoopLevel without one means: as in Halide, the stage of g whose loops use f
+    when only one does (a producer read by g's pure step only); else the last."""
+    users = _using_stages(env, f, g)
+    return users[0] if len(users) == 1 else n_stages - 1
+
+
+def _using_stages(env, f, g) -> list[int]:
+    """The stages of g whose loops use f (directly or through inlined Funcs)."""
+    from ..call_graph import called_funcs, loop_exprs
+
+    users = []
+    for s, d in enumerate(g.definitions()):
+        pending, seen = list(called_funcs(loop_exprs(d)).values()), set()
+        while pending:  # through inlined Funcs
+            h = pending.pop()
+            if h.name() == f.name():
+                users.append(s)
+                break
+            if h.name() in env.inlined and h.name() not in seen:
+                seen.add(h.name())
+                for hd in h.definitions():
+                    pending.extend(called_funcs(loop_exprs(hd)).values())
+    return users
 
 
 def schedule_functions(env) -> ir.Stmt:
@@ -294,6 +335,11 @@ def schedule_functions(env) -> ir.Stmt:
             continue
         if clevel.is_root():
             stmt = realized(computed(stmt))
+            continue
+        sites = _stage_sites(env, f, clevel) if slevel == clevel else []
+        if len(sites) > 1:  # as Halide: a separate realization in each stage of g that uses f
+            for loop in sites:
+                stmt = _inject(stmt, loop, lambda b, c=computed, r=realized: r(c(b)), f, "computed at")
             continue
         compute_loop = _level_loop(env, f, clevel, "computed at")
         if slevel == clevel:
