@@ -10,7 +10,7 @@ from .autoschedulers import AutoschedulerParams, AutoSchedulerResults, load_plug
 from .buffer import Buffer
 from .errors import BufferIndexError, CompileError, HalideError, InternalError, RuntimeCheckError
 from .expr import Expr
-from .func import Func, FuncRef, Stage, Tuple
+from .func import Func, FuncRef, FuncTupleElementRef, Stage, Tuple
 from .inline_reductions import argmax, argmin, maximum, minimum, product, sum
 from .integer_ops import (
     div_round_to_zero,

@@ -78,6 +78,16 @@ def image_call(image, key) -> Expr:
 _PYTHON_OPS = {ir.Add: operator.add, ir.Sub: operator.sub, ir.Mul: operator.mul, ir.Div: operator.truediv}
 
 
+def _is_sequence(value) -> bool:
+    """A list, tuple, or any object with __len__ and __getitem__ that is not an Expr or Buffer."""
+    if isinstance(value, list | tuple):
+        return True
+    from .buffer import Buffer
+
+    return (not isinstance(value, Expr | Buffer | int | float | bool) and hasattr(value, "__len__")
+            and hasattr(value, "__getitem__") and not hasattr(value, "_as_expr"))
+
+
 class _UpdateOp:
     """What `f[x] += e` hands to Func.__setitem__: the operator and right-hand side."""
 
@@ -122,7 +132,7 @@ class FuncRef(Expr):
     def __getitem__(self, i: int) -> FuncRef:
         if not isinstance(i, int):
             raise HalideError("A Func reference can only be indexed by an int (to pick a Tuple element)")
-        return FuncRef(self._func, self._args, i)
+        return FuncTupleElementRef(self._func, self._args, i)
 
     def function(self) -> Func:
         return self._func
@@ -139,6 +149,12 @@ class FuncRef(Expr):
     def __itruediv__(self, rhs):
         return _UpdateOp(self, ir.Div, 1, rhs)
 
+
+
+class FuncTupleElementRef(FuncRef):
+    """`f[x, y][i]`: one element of a Tuple-valued Func's call (Halide's FuncTupleElementRef)."""
+
+    __slots__ = ()
 
 class _FindVariables(IRVisitor):
     """Collect the Variables of an expression, split by what they stand for."""
@@ -349,8 +365,8 @@ class Func(FuncScheduling):
         if isinstance(value, _UpdateOp):
             self._define_reduction_op(args, value)
             return
-        if isinstance(value, list | tuple) and not isinstance(value, Expr):
-            values = tuple(value)
+        if _is_sequence(value):  # a Tuple: any Python sequence, as in Halide's bindings
+            values = tuple(value[i] for i in range(len(value)))
             if not values:
                 raise HalideError(f"Func {self._name}: empty Tuple")
         else:

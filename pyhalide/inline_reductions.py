@@ -80,13 +80,14 @@ def _arg_reduce(e, name: str, better):
     f[args] = Tuple(
         [select(cond, r, current[i]) for i, r in enumerate(rvars)] + [select(cond, wrap(value), best)]
     )
-    return f[args]
+    ref = f[args]
+    return tuple(ref[i] for i in range(len(rvars) + 1))  # a Python tuple, as Halide's bindings return
 
 
-def argmax(e, name: str | None = None) -> Expr:
-    """A Tuple (coordinates of the first maximum..., the maximum); index it with [i]."""
+def argmax(e, name: str | None = None) -> tuple:
+    """(coordinates of the first maximum..., the maximum), a Python tuple of Exprs."""
     return _arg_reduce(e, name or unique_name("argmax"), "gt")
 
 
-def argmin(e, name: str | None = None) -> Expr:
+def argmin(e, name: str | None = None) -> tuple:
     return _arg_reduce(e, name or unique_name("argmin"), "lt")

@@ -11,16 +11,31 @@ from .errors import HalideError
 INT, UINT, FLOAT, HANDLE = "int", "uint", "float", "handle"
 
 
+class _Count(int):
+    """An int that can also be called, so `t.bits` (pyhalide) and `t.bits()` (Halide's
+    bindings) both read a Type's width."""
+
+    __slots__ = ()
+
+    def __call__(self) -> int:
+        return int(self)
+
+
 @dataclass(frozen=True, slots=True)
 class Type:
     """A Halide type: a code (int, uint, float, handle), a bit width and a lane count.
 
-    Bool is UInt(1), as in Halide.
+    Bool is UInt(1), as in Halide. `bits` and `lanes` read as attributes or, as in Halide's
+    bindings, as methods: `t.bits()`.
     """
 
     code: str
     bits: int
     lanes: int = 1
+
+    def __post_init__(self):
+        object.__setattr__(self, "bits", _Count(self.bits))
+        object.__setattr__(self, "lanes", _Count(self.lanes))
 
     # --- queries, named as in Halide's Python bindings ---
     def is_int(self) -> bool:

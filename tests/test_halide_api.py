@@ -106,3 +106,29 @@ def test_tracing_prints_halides_events(capsys):
             "Begin pipeline tr_tup.0()", "Store tr_tup.0(0) = 0", "Store tr_tup.1(0) = 0.000000",
             "Store tr_tup.0(1) = 1", "Store tr_tup.1(1) = 0.333333", "End pipeline tr_tup.0()"]
     assert capsys.readouterr().out.splitlines() == want
+
+
+def test_tuple_and_type_forms_of_halides_bindings():
+    tx = hl.Var("x")
+    pair = hl.Func("tf_pair")
+    pair[tx] = (tx, hl.f32(tx) / 2)
+    assert type(pair[tx][0]) is hl.FuncTupleElementRef
+
+    class Complex:  # any sequence is a Tuple
+        def __init__(self, re, im):
+            self.re, self.im = re, im
+
+        def __len__(self):
+            return 2
+
+        def __getitem__(self, i):
+            return (self.re, self.im)[i]
+
+    c = hl.Func("tf_complex")
+    c[tx] = Complex(tx * 2, hl.f32(tx))
+    re, im = c.realize([3])
+    assert list(np.asarray(re)) == [0, 2, 4] and list(np.asarray(im)) == [0.0, 1.0, 2.0]
+    r = hl.RDom([(0, 5)])
+    best = hl.argmin((r.x - 3) * (r.x - 3))
+    assert type(best) is tuple and len(best) == 2
+    assert hl.UInt(8).bits() == 8 == hl.UInt(8).bits and hl.Float(32, 4).lanes() == 4
