@@ -168,6 +168,29 @@ class Pipeline:
         self._set_target(target)
         return Callable(self, list(arguments))
 
+    def infer_arguments(self) -> list:
+        """The ImageParams and Params the pipeline reads, as compile_to_callable takes them:
+        the ImageParams by name, then the Params by name (Halide's order)."""
+        from .lowering.environment import pipeline_inputs
+
+        images, params = pipeline_inputs(self._lower().env)
+        image_params = [img for _, img in sorted(images.items()) if not isinstance(img, Buffer)]
+        return image_params + [p for _, p in sorted(params.items())]
+
+    def compile_to_module(self, arguments, fn_name: str, target=None) -> Module:
+        """The pipeline lowered (fresh, for `target`) into a Module: Halide's unit of compiled
+        code before any backend runs. pyhalide's Module holds the lowered Stmt and the arguments."""
+        from .lower import lower
+        from .target import resolve_target
+
+        target = resolve_target(target)
+        target.require_supported()
+        return Module(fn_name, target, lower(self._outputs, target), list(arguments))
+
+    def invalidate_cache(self) -> None:
+        """Forget the compiled code: the next realize lowers and compiles again."""
+        self._lowered, self._compiled = None, {}
+
     # ------------------------------------------------------------------ running
     def realize(self, sizes=None, target=None):
         """realize([w, h, ...]) allocates outputs; realize(buffer) / realize([buffers]) fills them."""
@@ -329,6 +352,25 @@ class Pipeline:
         kernels = []
         finish_lowering(lowered.stmt, dense_buffers(lowered, self._default_layouts()), kernels=kernels)
         return cuda_source(kernels)
+
+
+class Module:
+    """What compile_to_module returns: a named, lowered pipeline for one target."""
+
+    def __init__(self, name: str, target, lowered, arguments: list):
+        self._name, self._target, self.lowered, self.arguments = name, target, lowered, arguments
+
+    def name(self) -> str:
+        return self._name
+
+    def target(self):
+        return self._target
+
+    def __repr__(self):
+        return f"<halide.Module '{self._name}' for {self._target}>"
+
+    def __str__(self):
+        return stmt_to_string(self.lowered.stmt)
 
 
 class PipelineSchedule:

@@ -507,7 +507,7 @@ class FuncScheduling(Schedulable):
         given), so the wrapper can be scheduled on its own: `f.in_(g).compute_at(g, x)`. Recorded
         as schedule data: the consumers' definitions are not changed, lowering redirects the calls
         on its own copy of the graph."""
-        from .call_graph import called_funcs, loop_exprs
+        from .call_graph import called_funcs, loop_exprs, scheduled_callees
 
         self._require_defined()
         wrappers = self._schedule.wrappers
@@ -523,7 +523,8 @@ class FuncScheduling(Schedulable):
                 raise CompileError(f"Func {self.name()}.in_: consumers must be other Funcs, got {g!r}")
             g._require_defined()
             calls = called_funcs(e for d in g.scheduled_definitions() for e in loop_exprs(d))
-            if calls.get(self.name()) is not self:
+            reached = scheduled_callees(g)  # through wrappers: a wrapper can be wrapped in turn
+            if calls.get(self.name()) is not self and reached.get(self.name()) is not self:
                 raise CompileError(f"Func {self.name()}.in_({g.name()}): {g.name()} does not call {self.name()}")
         existing = {id(wrappers.get(g.name())) for g in consumers}
         if len(existing) == 1 and wrappers.get(consumers[0].name()) is not None:

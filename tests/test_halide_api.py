@@ -132,3 +132,29 @@ def test_tuple_and_type_forms_of_halides_bindings():
     best = hl.argmin((r.x - 3) * (r.x - 3))
     assert type(best) is tuple and len(best) == 2
     assert hl.UInt(8).bits() == 8 == hl.UInt(8).bits and hl.Float(32, 4).lanes() == 4
+
+
+def test_infer_arguments_compile_to_module_and_wrappers_of_wrappers():
+    ax, ay = hl.Var("x"), hl.Var("y")
+    img = hl.ImageParam(hl.UInt(16), 2, "ia_img")
+    gain = hl.Param(hl.UInt(16), "ia_gain", 2)
+    src = hl.Func("ia_src")
+    src[ax, ay] = img[ax, ay] * gain
+    out = hl.Func("ia_out")
+    out[ax, ay] = src[ay, ax]
+    first = src.in_(out).compute_at(out, ax)
+    second = first.in_(out).compute_at(out, ax)  # a wrapper of the wrapper, as Halide allows
+    assert second is not first
+    p = hl.Pipeline(out)
+    args = p.infer_arguments()
+    assert [a.name() for a in args] == ["ia_img", "ia_gain"]
+    data = np.arange(12, dtype=np.uint16).reshape(3, 4)
+    run = p.compile_to_callable(args)
+    result = hl.Buffer(hl.UInt(16), [3, 4])
+    run(hl.Buffer(data), 3, result)
+    np.testing.assert_array_equal(np.asarray(result), (data * 3).T)
+    module = p.compile_to_module(args, "ia_transpose")
+    assert module.name() == "ia_transpose" and "produce ia_out" in str(module)
+    p.invalidate_cache()
+    run(hl.Buffer(data), 1, result)
+    np.testing.assert_array_equal(np.asarray(result), data.T)
