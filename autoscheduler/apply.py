@@ -108,7 +108,7 @@ def _rfactor_directives(name, info, st, sm, d, extents) -> list[tuple]:
         out.append((partial, 0, "vectorize", (x, vector)))
     out.append((partial, 1, "parallel", (band_var,)))
     if vector:  # the combining loop over the bands outside the vectorized one
-        out += [(name, s, "reorder", (x, f"{name}_s{s}${bands.name}")), (name, s, "vectorize", (x, vector))]
+        out += [(name, s, "reorder", (x, bands.name)), (name, s, "vectorize", (x, vector))]
     return out
 
 

@@ -668,11 +668,12 @@ def rfactor(stage: Schedulable, pairs):
 
     rdims = [dim for dim in sched.dims if dim.is_rvar]
     kept = [dim for dim in rdims if dim.internal not in preserved]
-    kept_dom = ReductionDomain([ReductionVariable(f"{f.name()}_intm_s{s}${dim.name}", *bounds[dim.internal])
+    # The RVars keep their names in the intermediate and in the merged stage, as in Halide, so
+    # `intm.update().reorder(rx_inner, u)` refers to the loops the split made.
+    kept_dom = ReductionDomain([ReductionVariable(dim.name, *bounds[dim.internal])
                                 for dim in kept]) if kept else None
     pres_dims = [dim for dim in rdims if dim.internal in preserved]
-    pres_dom = ReductionDomain([ReductionVariable(f"{f.name()}_s{s}${dim.name}", *bounds[dim.internal])
-                                for dim in pres_dims])
+    pres_dom = ReductionDomain([ReductionVariable(dim.name, *bounds[dim.internal]) for dim in pres_dims])
     to_kept = {dim.internal: ir.Variable(rv.name, ir.Int(32), ref=kept_dom)
                for dim, rv in zip(kept, kept_dom.rvars if kept_dom else [])}
     to_pure = {dim.internal: ir.Variable(preserved[dim.internal]) for dim in pres_dims}

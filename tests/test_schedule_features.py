@@ -483,3 +483,20 @@ def test_update_values_follow_halides_type_rules():
     narrow[ux] = hl.u8(1)
     with pytest.raises(hl.HalideError, match="has type int32, but pure definition has type uint8"):
         narrow[ux] += hl.i32(ux) * 3
+
+
+def test_rfactor_keeps_the_rvar_names_of_the_split():
+    """As Halide (its lesson 18): after rfactor the intermediate's loops keep the RVars' names."""
+    hx, u, v = hl.Var("x"), hl.Var("u"), hl.Var("v")
+    img = np.random.default_rng(7).integers(0, 256, (16, 20), dtype=np.uint8)
+    inp = hl.Buffer(img, name="rn_in")
+    hist = hl.Func("rn_hist")
+    hist[hx] = 0
+    r = hl.RDom([(0, 20), (0, 16)])
+    hist[hl.i32(inp[r.x, r.y]) // 32] += 1
+    rxo, rxi, ryo, ryi = hl.RVar("rxo"), hl.RVar("rxi"), hl.RVar("ryo"), hl.RVar("ryi")
+    hist.update().split(r.x, rxo, rxi, 4).split(r.y, ryo, ryi, 4)
+    intm = hist.update().rfactor([(rxo, u), (ryo, v)])
+    intm.compute_root().update().parallel(u).parallel(v)
+    intm.update().reorder(rxi, ryi, u, v)
+    np.testing.assert_array_equal(np.asarray(hist.realize([8])), np.bincount(img.ravel() // 32, minlength=8))

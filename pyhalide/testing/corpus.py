@@ -328,7 +328,7 @@ def inline_reductions() -> Case:
     blur, out = hl.Func("ir_blur"), hl.Func("ir_out")
     blur[x, y] = s / 9
     out[x, y] = blur[x, y] + hl.i32(mx) * 2 - hl.i32(mn) + am[0] * 100
-    funcs = [clamped, s.function(), mx.function(), mn.function(), am.function(), blur, out]
+    funcs = [clamped, s.function(), mx.function(), mn.function(), am[0].function(), blur, out]
     return Case("inline_reductions", [out], [23, 18], funcs)
 
 
