@@ -248,6 +248,7 @@ DIRECTIVES = {
     "bound_extent": ("func", ("var", "int"), 2),
     "align_bounds": ("func", ("var", "factor", "int"), 3),
     "in_": ("func", ("funcs",), 0),
+    "clone_in": ("func", ("funcs",), 1),
     "reorder_storage": ("func", ("var*",), 1),
     "fold_storage": ("func", ("var", "factor", "bool"), 3),
     "store_in": ("func", ("memory",), 1),
@@ -378,7 +379,7 @@ def apply_schedule_json(funcs, text: str, rename: dict | None = None) -> None:
         for stage, method, args in entries:
             target = f if stage == 0 else f.update(stage - 1)
             result = getattr(target, method)(*[_decode_arg(a, by_name) for a in args])
-            if method in ("rfactor", "in_"):  # later entries may schedule the Func it made
+            if method in ("rfactor", "in_", "clone_in"):  # later entries may schedule the Func it made
                 by_name[result.name()] = result
 
     todo = dict(data)

@@ -536,6 +536,32 @@ class FuncScheduling(Schedulable):
         self._log("in_", [{"func": g.name()} for g in consumers])
         return wrapper
 
+    def clone_in(self, consumers):
+        """A copy of this Func (its definitions, a schedule of its own) that the given consumers
+        call instead of it, so it can be scheduled for them alone: `f.clone_in(g).compute_root()`.
+        Asked again for the same consumers, the same clone, as in Halide."""
+        from .call_graph import called_funcs, loop_exprs, scheduled_callees
+
+        self._require_defined()
+        if not isinstance(consumers, list | tuple):
+            consumers = [consumers]
+        wrappers = self._schedule.wrappers
+        for g in consumers:
+            if not hasattr(g, "_schedule") or g is self:
+                raise CompileError(f"Func {self.name()}.clone_in: consumers must be other Funcs, got {g!r}")
+            calls = called_funcs(e for d in g.scheduled_definitions() for e in loop_exprs(d))
+            if calls.get(self.name()) is not self and scheduled_callees(g).get(self.name()) is not self:
+                raise CompileError(f"Func {self.name()}.clone_in({g.name()}): {g.name()} does not call {self.name()}")
+        existing = {id(wrappers.get(g.name())) for g in consumers}
+        if len(existing) == 1 and wrappers.get(consumers[0].name()) is not None:
+            clone = wrappers[consumers[0].name()]
+        else:
+            clone = _make_clone(self, f"{self.name()}_clone_in_{'_'.join(g.name() for g in consumers)}")
+            for g in consumers:
+                wrappers[g.name()] = clone
+        self._log("clone_in", [{"func": g.name()} for g in consumers])
+        return clone
+
     def store_in(self, memory_type):
         """Where this Func's storage lives (hl.MemoryType); the target must support it."""
         if not isinstance(memory_type, str) or memory_type not in MemoryType.ALL:
@@ -590,6 +616,33 @@ def _make_wrapper(f, name: str):
     values = [f[args] if len(f.types()) == 1 else f[args][k] for k in range(len(f.types()))]
     wrapper[args] = values[0] if len(values) == 1 else tuple(values)
     return wrapper
+
+
+def _make_clone(f, name: str):
+    """A Func with f's definitions, its calls to itself made calls to the clone."""
+    from .func import Definition, Func
+    from .ir_mutator import IRMutator
+
+    clone = Func(name)
+    clone._pure_args, clone._declared_types = f._pure_args, f._declared_types
+
+    class _ToClone(IRMutator):
+        def visit_Call(self, c):
+            c2 = self.default(c)
+            if c.call_type == ir.HALIDE and c.func is f:
+                return ir.Call(c2.type, name, c2.args, c2.call_type, c2.value_index, clone, c2.image)
+            return c2
+
+    to_clone = _ToClone()
+
+    def copied(d: Definition) -> Definition:
+        return Definition(tuple(to_clone.mutate(a) for a in d.args), tuple(to_clone.mutate(v) for v in d.values),
+                          d.rvars, None if d.predicate is None else to_clone.mutate(d.predicate))
+
+    clone._init = copied(f._init)
+    clone._updates = [copied(d) for d in f._updates]
+    clone._schedule.reset_stages(1 + len(clone._updates))
+    return clone
 
 
 def _const_arg(v):

@@ -500,3 +500,24 @@ def test_rfactor_keeps_the_rvar_names_of_the_split():
     intm.compute_root().update().parallel(u).parallel(v)
     intm.update().reorder(rxi, ryi, u, v)
     np.testing.assert_array_equal(np.asarray(hist.realize([8])), np.bincount(img.ravel() // 32, minlength=8))
+
+
+def test_clone_in_gives_consumers_their_own_copy():
+    cx, cy = hl.Var("x"), hl.Var("y")
+    f, g, h = hl.Func("cl_f"), hl.Func("cl_g"), hl.Func("cl_h")
+    f[cx, cy] = cx + cy
+    f[cx, cy] += 1  # the clone's update reads the clone
+    g[cx, cy] = 2 * f[cx, cy] + 3
+    h[cx, cy] = f[cx, cy] - 1
+    out = hl.Func("cl_out")
+    out[cx, cy] = g[cx, cy] + h[cx, cy]
+    clone = f.clone_in(g)
+    assert f.clone_in(g) is clone and clone.name() == "cl_f_clone_in_cl_g"
+    clone.compute_root()
+    h.compute_root()
+    f.compute_at(h, cx)
+    xs, ys = np.meshgrid(np.arange(5), np.arange(4))
+    np.testing.assert_array_equal(np.asarray(out.realize([5, 4])), 2 * (xs + ys + 1) + 3 + xs + ys)
+    p = hl.Pipeline(out)
+    text = p.schedule_to_json()
+    assert "clone_in" in text
