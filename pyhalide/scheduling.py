@@ -591,6 +591,40 @@ class FuncScheduling(Schedulable):
         self._log("fold_storage", _json_var(var), extent, fold_forward)
         return self
 
+    def async_(self):
+        """Halide's async_(): compute this Func in a task of its own, overlapping its consumer.
+        pyhalide computes it synchronously where it is scheduled: the same values."""
+        self._require_defined()
+        self._schedule.is_async = True
+        self._log("async_")
+        return self
+
+    def ring_buffer(self, extent):
+        """Halide's ring_buffer(n) for an async producer; pyhalide, computing synchronously,
+        keeps one buffer (the same values)."""
+        self._require_defined()
+        n = _const_arg(extent)
+        if n < 1:
+            raise CompileError(f"Func {self.name()}.ring_buffer: the extent must be at least 1, got {n}")
+        self._schedule.ring_buffer = n
+        self._log("ring_buffer", n)
+        return self
+
+    def hoist_storage(self, *args):
+        """Halide's hoist_storage(f, var): allocate this Func's storage once, at that level, and
+        reuse it. pyhalide allocates it where store_at puts it (the same values, more allocations)."""
+        self._require_defined()
+        if len(args) == 2 and _var_name(args[1]) == "__outermost":
+            level = LoopLevel(args[0], "__outermost")
+        else:
+            level = self._loop_level(args, "hoist_storage")
+        self._schedule.hoist_level = level
+        self._log("hoist_storage", {"loop_level": level.to_json()})
+        return self
+
+    def hoist_storage_root(self):
+        return self.hoist_storage(LoopLevel.root())
+
     def reorder_storage(self, *vars):
         if len(vars) == 1 and isinstance(vars[0], list | tuple):
             vars = tuple(vars[0])

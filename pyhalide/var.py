@@ -28,6 +28,11 @@ class Var(Expr):
         return f"<halide.Var '{self._name}'>"  # as Halide's bindings print it
 
     @staticmethod
+    def outermost() -> Var:
+        """Halide's Var.outermost(): a level outside every loop of a Func (used by hoist_storage)."""
+        return Var("__outermost")
+
+    @staticmethod
     def implicit(i: int) -> Var:
         return Var(f"_{i}")
 

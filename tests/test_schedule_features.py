@@ -521,3 +521,25 @@ def test_clone_in_gives_consumers_their_own_copy():
     p = hl.Pipeline(out)
     text = p.schedule_to_json()
     assert "clone_in" in text
+
+
+def test_async_ring_buffer_hoist_storage_and_outermost_keep_the_values():
+    """Halide's async_, ring_buffer and hoist_storage are recorded and run synchronously (the same
+    values); Var.outermost() is the level around a stage's whole loop nest (Halide's lesson 24)."""
+    ox, oy, oc = hl.Var("x"), hl.Var("y"), hl.Var("c")
+    producer, consumer = hl.Func("as_producer"), hl.Func("as_consumer")
+    producer[ox, oy, oc] = ox * 10 + oy + oc * 100
+    consumer[ox, oy, oc] = producer[ox, oy, oc] * 2
+    producer.async_().compute_at(consumer, oc).store_at(consumer, hl.Var.outermost()).fold_storage(oc, 2)
+    want = (np.arange(4)[None, None, :] * 10 + np.arange(3)[None, :, None] + np.arange(2)[:, None, None] * 100) * 2
+    np.testing.assert_array_equal(np.asarray(consumer.realize([4, 3, 2])), want)
+    p2, c2 = hl.Func("as_p2"), hl.Func("as_c2")
+    p2[ox, oy] = ox + oy
+    c2[ox, oy] = p2[ox, oy] - 1
+    yo, yi = hl.Var("yo"), hl.Var("yi")
+    c2.split(oy, yo, yi, 2)
+    p2.compute_at(c2, yo).async_().hoist_storage(c2, hl.Var.outermost()).ring_buffer(2)
+    text = hl.Pipeline(c2).schedule_to_json()
+    assert all(d in text for d in ("async_", "hoist_storage", "ring_buffer"))
+    xs, ys = np.meshgrid(np.arange(5), np.arange(6))
+    np.testing.assert_array_equal(np.asarray(c2.realize([5, 6])), xs + ys - 1)

@@ -211,8 +211,15 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
     return body
 
 
-def build_produce(f) -> ir.Stmt:
+OUTERMOST = "__outermost"  # Var.outermost(): a loop of one iteration around a stage's whole nest
+
+
+def build_produce(f, outermost: bool = False) -> ir.Stmt:
+    """f's production; with `outermost`, each stage inside a one-iteration loop `__outermost`
+    (only when some Func is computed or stored at f's Var.outermost())."""
     stages = [build_stage(f, s) for s in range(len(f.definitions()))]
+    if outermost:
+        stages = [ir.For(stage_prefix(f, s) + OUTERMOST, _c(0), _c(1), ir.SERIAL, st) for s, st in enumerate(stages)]
     return ir.ProducerConsumer(f.name(), True, ir.make_block(stages))
 
 
@@ -266,6 +273,8 @@ def _level_loop(env, f, level, what: str) -> str:
     stage = level.stage_index if level.stage_index >= 0 else _using_stage(env, f, g, n_stages)
     if stage >= n_stages:
         raise CompileError(f"Func {f.name()} is {what} stage {stage} of {g.name()}, which has {n_stages} stages")
+    if level.var_name == OUTERMOST:
+        return stage_prefix(g, stage) + OUTERMOST
     sched = stage_schedule(g, stage)
     dim = sched.find(level.var_name)
     if dim is None:
@@ -319,9 +328,11 @@ def _using_stages(env, f, g) -> list[int]:
 def schedule_functions(env) -> ir.Stmt:
     """Place each computed Func's production at its compute level, consumers first."""
     stmt: ir.Stmt = ir.make_block([])
+    at_outermost = {level.func_name for g in env.order for level in (compute_level(g, env), store_level(g, env))
+                    if level is not None and level.kind == "at" and level.var_name == OUTERMOST}
     for f in reversed(env.order):
         check_target(f, env.target)
-        produce = build_produce(f)
+        produce = build_produce(f, f.name() in at_outermost)
 
         def computed(body, f=f, produce=produce):
             return ir.make_block([produce, ir.ProducerConsumer(f.name(), False, body)])
