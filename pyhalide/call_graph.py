@@ -66,10 +66,39 @@ def wrapper_for(callee, consumer):
     return callee
 
 
+class _CalledImages(IRVisitor):
+    visit_once = True
+
+    def __init__(self):
+        super().__init__()
+        self.images: list = []
+
+    def visit_Call(self, c):
+        if c.call_type == ir.IMAGE and c.image is not None and all(c.image is not i for i in self.images):
+            self.images.append(c.image)
+        self.visit_children(c)
+
+
+def image_wrapper_for(image, consumer):
+    """The wrapper Func (ImageParam.in_) that consumer's reads of image reach, or None."""
+    wrappers = getattr(image, "_wrappers", None)
+    if not wrappers or any(w is consumer for w in wrappers.values()):
+        return None
+    return wrappers.get(consumer.name(), wrappers.get(""))
+
+
 def scheduled_callees(f) -> dict[str, object]:
-    """The Funcs f's scheduled definitions call, after wrappers, by name (first use first)."""
+    """The Funcs f's scheduled definitions call, after wrappers (of Funcs and of images), by name
+    (first use first)."""
     out: dict[str, object] = {}
     exprs = [e for d in f.scheduled_definitions() for e in (*loop_exprs(d), *bound_exprs(d))]
+    images = _CalledImages()
+    for e in exprs:
+        images.visit(e)
+    for img in images.images:
+        w = image_wrapper_for(img, f)
+        if w is not None and out.setdefault(w.name(), w) is not w:
+            raise CompileError(f"Two different Funcs are both named {w.name()}; give them distinct names")
     for g in called_funcs(exprs).values():
         if g is f:
             continue

@@ -253,5 +253,35 @@ class ImageParam:
 
         return image_call(self, key)
 
+    _wrappers: dict | None = None  # in_(): consumer name ("" for all) -> wrapper Func
+
+    def in_(self, consumers=None):
+        """A Func standing between this image and its consumers (all, or those given), to be
+        scheduled on its own: `img.in_(blur).compute_at(blur, xo)`, as in Halide. Its arguments
+        are the implicit Vars `_0`, `_1`, ...; asked again, the same wrapper."""
+        from .func import Func
+        from .var import Var
+
+        if self._wrappers is None:
+            self._wrappers = {}
+        if consumers is None:
+            keys, name = [""], f"{self._name}_im_global_wrapper"
+        else:
+            consumers = list(consumers) if isinstance(consumers, list | tuple) else [consumers]
+            for g in consumers:
+                if not hasattr(g, "_schedule"):
+                    raise HalideError(f"ImageParam {self._name}.in_: consumers must be Funcs, got {g!r}")
+            keys = [g.name() for g in consumers]
+            name = f"{self._name}_im_in_{'_'.join(keys)}"
+        found = {id(self._wrappers.get(k)) for k in keys}
+        if len(found) == 1 and self._wrappers.get(keys[0]) is not None:
+            return self._wrappers[keys[0]]
+        wrapper = Func(name)
+        args = tuple(Var.implicit(i) for i in range(self._dims))
+        wrapper[args] = self[args]
+        for k in keys:
+            self._wrappers[k] = wrapper
+        return wrapper
+
     def __repr__(self):
         return f"ImageParam({self._type}, {self._dims}, {self._name!r})"

@@ -543,3 +543,24 @@ def test_async_ring_buffer_hoist_storage_and_outermost_keep_the_values():
     assert all(d in text for d in ("async_", "hoist_storage", "ring_buffer"))
     xs, ys = np.meshgrid(np.arange(5), np.arange(6))
     np.testing.assert_array_equal(np.asarray(c2.realize([5, 6])), xs + ys - 1)
+
+
+def test_image_param_wrappers_are_scheduled_on_their_own():
+    """ImageParam.in_(f), as in Halide's lesson 19: f reads the image through a wrapper Func
+    (arguments _0, _1) that can be computed per tile."""
+    wx, wy = hl.Var("x"), hl.Var("y")
+    img = hl.ImageParam(hl.Int(32), 2, "iw_img")
+    blur = hl.Func("iw_blur")
+    blur[wx, wy] = img[wx, wy] + img[wx + 1, wy + 1]
+    other = hl.Func("iw_other")
+    other[wx, wy] = blur[wx, wy] * img[wx, wy]
+    xo, yo, xi, yi = (hl.Var(n) for n in ("xo", "yo", "xi", "yi"))
+    blur.compute_root().tile(wx, wy, xo, yo, xi, yi, 4, 4)
+    tile = img.in_(blur)
+    assert img.in_(blur) is tile
+    tile.compute_at(blur, xo).vectorize(hl._0, 4)
+    a = np.arange(70, dtype=np.int32).reshape(7, 10)
+    img.set(hl.Buffer(a))
+    got = np.asarray(other.realize([8, 4]))
+    np.testing.assert_array_equal(got, (a[:4, :8] + a[1:5, 1:9]) * a[:4, :8])
+    assert "iw_img_im_in_iw_blur" in hl.Pipeline(other).schedule_to_json()  # the wrapper's own schedule

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from .. import ir
-from ..call_graph import reachable_funcs, wrapper_for
+from ..call_graph import image_wrapper_for, reachable_funcs, wrapper_for
 from ..func import Definition
 from ..ir_mutator import IRMutator, IRVisitor
 from ..names import generated_prefix, is_generated
@@ -154,6 +154,9 @@ class _Rebuild(IRMutator):
             target = self.copies[id(callee)]
             if target is not c2.func or target.name() != c2.name:
                 return ir.Call(c2.type, target.name(), c2.args, c2.call_type, c2.value_index, target, c2.image)
+        elif c.call_type == ir.IMAGE and (w := image_wrapper_for(c.image, self.consumer)) is not None:
+            target = self.copies[id(w)]
+            return ir.Call(c2.type, target.name(), c2.args, ir.HALIDE, 0, target)
         elif c.call_type == ir.IMAGE and self.rename(c.name) != c.name:
             return ir.Call(c2.type, self.rename(c.name), c2.args, c2.call_type, c2.value_index, c2.func, c2.image)
         return c2
