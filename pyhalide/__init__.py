@@ -100,7 +100,7 @@ from .operators import (
     u64_sat,
 )
 from .param import ImageParam, Param
-from .pipeline import Callable, Pipeline
+from .pipeline import Callable, Module, Pipeline, StmtOutputFormat
 from .schedule import LoopLevel, MemoryType, TailStrategy
 from .target import (
     Target,

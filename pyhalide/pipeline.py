@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import enum
+import html
 import math
 
 import numpy as np
@@ -313,9 +315,12 @@ class Pipeline:
         print(loop_nest_text(self._lower().stmt), end="")
 
     def compile_to_lowered_stmt(self, filename: str, arguments=None, fmt=None, target=None) -> None:
+        """The lowered Stmt as text, or (fmt=hl.StmtOutputFormat.HTML) as an HTML page of it,
+        each `produce` block collapsible."""
         self._set_target(target)
+        text = stmt_to_string(self._lower().stmt)
         with open(filename, "w") as f:
-            f.write(stmt_to_string(self._lower().stmt))
+            f.write(_stmt_html(text, self._outputs[0].name()) if fmt == StmtOutputFormat.HTML else text)
 
     def compile_to_llvm_assembly(self, filename: str, arguments=None, fn_name=None, target=None) -> None:
         from .codegen.jit import optimize
@@ -352,6 +357,33 @@ class Pipeline:
         kernels = []
         finish_lowering(lowered.stmt, dense_buffers(lowered, self._default_layouts()), kernels=kernels)
         return cuda_source(kernels)
+
+
+class StmtOutputFormat(enum.Enum):
+    """Halide's hl.StmtOutputFormat: what compile_to_lowered_stmt writes."""
+
+    Text = 0
+    HTML = 1
+
+
+def _stmt_html(text: str, title: str) -> str:
+    """A page of the lowered Stmt: escaped, with every `produce` block a <details> to fold."""
+    out = [f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+           "<style>body{font-family:monospace;white-space:pre} details{margin-left:2ch}</style></head><body>"]
+    depth = []  # the indentation of each open produce block
+    for line in text.splitlines():
+        stripped = line.strip()
+        indent = len(line) - len(stripped)
+        if depth and stripped == "}" and indent == depth[-1]:
+            depth.pop()
+            out.append(html.escape(line) + "</details>")
+        elif stripped.startswith("produce ") and stripped.endswith("{"):
+            depth.append(indent)
+            out.append(f"<details open><summary>{html.escape(line)}</summary>")
+        else:
+            out.append(html.escape(line))
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
 
 
 class Module:

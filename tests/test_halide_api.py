@@ -158,3 +158,16 @@ def test_infer_arguments_compile_to_module_and_wrappers_of_wrappers():
     p.invalidate_cache()
     run(hl.Buffer(data), 1, result)
     np.testing.assert_array_equal(np.asarray(result), data.T)
+
+
+def test_lowered_stmt_as_html(tmp_path):
+    sx, sy = hl.Var("x"), hl.Var("y")
+    g = hl.Func("html_g")
+    g[sx, sy] = sx + sy
+    path = tmp_path / "g.stmt.html"
+    g.compile_to_lowered_stmt(str(path), [], hl.StmtOutputFormat.HTML)
+    page = path.read_text()
+    assert page.startswith("<!DOCTYPE html>") and "<details open><summary>produce html_g {" in page
+    assert page.count("<details") == page.count("</details>") and "&gt;=" in page  # escaped
+    g.compile_to_lowered_stmt(str(tmp_path / "g.stmt"), [], hl.StmtOutputFormat.Text)
+    assert (tmp_path / "g.stmt").read_text().lstrip().startswith("let ")
