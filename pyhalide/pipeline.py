@@ -311,8 +311,14 @@ class Pipeline:
 
     # ------------------------------------------------------------------ looking inside
     def print_loop_nest(self) -> None:
+        """The loop nest as Halide prints it: after bounds inference and the first simplification,
+        before loops are unrolled or vectorized (so they show as loops, with their ranges)."""
+        from .lower import lower
+
         self._set_target(None)
-        print(loop_nest_text(self._lower().stmt), end="")
+        seen = []
+        lower(self._outputs, self._target, hook=lambda name, stmt: seen.append((name, stmt)))
+        print(loop_nest_text(next(stmt for name, stmt in seen if name == "simplify")), end="")
 
     def compile_to_lowered_stmt(self, filename: str, arguments=None, fmt=None, target=None) -> None:
         """The lowered Stmt as text, or (fmt=hl.StmtOutputFormat.HTML) as an HTML page of it,
@@ -476,7 +482,9 @@ def _input_buffer(spec) -> Buffer:
 
 
 def loop_nest_text(stmt) -> str:
-    """The loops, productions and allocations of a lowered Stmt, as print_loop_nest shows them."""
+    """The loops, productions and storage of a Stmt, in print_loop_nest's format (Halide's):
+    `produce f:` / `consume f:` blocks, `store f:` where storage is hoisted above the compute
+    level, loops as `for x:`, `parallel y:`, `vectorized x.xi in [0, 7]:` (constant ranges shown)."""
     from . import ir
 
     lines: list[str] = []
@@ -489,24 +497,30 @@ def loop_nest_text(stmt) -> str:
         elif isinstance(s, ir.LetStmt):
             walk(s.body, depth)
         elif isinstance(s, ir.ProducerConsumer):
-            if s.is_producer:
-                lines.append(f"{pad}produce {s.name}:")
-                walk(s.body, depth + 1)
-            else:
-                walk(s.body, depth)
-        elif isinstance(s, ir.For):
-            kind = "" if s.for_type == ir.SERIAL else f"{s.for_type} "
-            var = s.name.split(".", 2)[-1]  # drop the "func.s<stage>." prefix
-            lines.append(f"{pad}{kind}for {var}:")
+            if isinstance(s.body, ir.Evaluate) and isinstance(s.body.value, ir.IntImm):
+                return  # an output's empty consume
+            lines.append(f"{pad}{'produce' if s.is_producer else 'consume'} {s.name}:")
             walk(s.body, depth + 1)
+        elif isinstance(s, ir.For):
+            kind = "for" if s.for_type == ir.SERIAL else s.for_type
+            var = s.name.split(".", 2)[-1]  # drop the "func.s<stage>." prefix
+            lo, ext = ir.const_int(s.min), ir.const_int(s.extent)
+            span = f" in [{lo}, {lo + ext - 1}]" if lo is not None and ext is not None else ""
+            lines.append(f"{pad}{kind} {var}{span}:")
+            walk(s.body, depth + 1)
+        elif isinstance(s, ir.Realize):
+            sched = getattr(s.func, "_schedule", None)
+            hoisted = sched is not None and sched.store_level is not None and sched.store_level != sched.compute_level
+            if hoisted:
+                lines.append(f"{pad}store {s.name}:")
+            walk(s.body, depth + 1 if hoisted else depth)
         elif isinstance(s, ir.Allocate):
-            lines.append(f"{pad}allocate {s.name}")
             walk(s.body, depth)
         elif isinstance(s, ir.IfThenElse):
             walk(s.then_case, depth)
             if s.else_case is not None:
                 walk(s.else_case, depth)
-        elif isinstance(s, ir.Store):
+        elif isinstance(s, ir.Provide | ir.Store):
             lines.append(f"{pad}{s.name}(...) = ...")
 
     walk(stmt, 0)
