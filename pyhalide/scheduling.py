@@ -181,7 +181,7 @@ class Schedulable:
         if name not in (di.name, do.name):
             self._require_unique(name, "fuse")
         # as in Halide, the fused loop takes the inner loop's place
-        fused_dim = Dim(name, f"{do.internal}.{name}.fused", SERIAL, di.is_rvar or do.is_rvar)
+        fused_dim = Dim(name, f"{di.internal}.{name}", SERIAL, di.is_rvar or do.is_rvar)  # Halide's name
         sched.dims.remove(do)
         sched.dims[sched.dims.index(di)] = fused_dim
         sched.splits.append(Split("fuse", di.internal, do.internal, fused_dim.internal))
