@@ -52,21 +52,44 @@ def _call_arg(owner: str, i: int, a) -> ir.Expr:
     return cast_ir(Int(32), e)
 
 
-def _key_to_args(owner: str, key) -> tuple:
-    from .var import _ImplicitMarker
+def _key_to_args(owner: str, key, implicit: int | None = None) -> tuple:
+    """The arguments of `f[key]`. `hl._` stands for `implicit` implicit Vars _0, _1, ... (the
+    callee's remaining dimensions, or for a definition's left-hand side those its value uses)."""
+    from .var import Var, _ImplicitMarker
 
     if isinstance(key, list):  # f[[x, y]] is f[x, y], as in Halide's bindings
         key = tuple(key)
     if not isinstance(key, tuple):
         key = (key,)
-    if any(isinstance(k, _ImplicitMarker) for k in key):
-        raise HalideError(f"Implicit arguments (hl._) are not supported (in a reference to {owner})")
-    return tuple(key)
+    marks = [i for i, k in enumerate(key) if isinstance(k, _ImplicitMarker)]
+    if not marks:
+        return tuple(key)
+    if len(marks) > 1:
+        raise HalideError(f"In a reference to {owner}: hl._ may appear only once among the arguments")
+    if implicit is None or implicit < 0:
+        raise HalideError(f"In a reference to {owner}: hl._ needs {owner} to be defined first (it stands for its "
+                          "remaining dimensions)")
+    i = marks[0]
+    return (*key[:i], *(Var.implicit(k) for k in range(implicit)), *key[i + 1:])
+
+
+def _implicit_count(owner_dims: int, key) -> int:
+    """How many implicit Vars `hl._` stands for in a call with this key to a Func or image."""
+    n = len(key) if isinstance(key, tuple | list) else 1
+    return owner_dims - (n - 1)
+
+
+def _implicit_vars_used(values) -> int:
+    """1 + the largest k of the implicit Vars _k the values use (0 if none)."""
+    from .ir_mutator import free_variables
+
+    used = [int(n[1:]) for v in values for n in free_variables(to_ir(v)) if n[:1] == "_" and n[1:].isdigit()]
+    return max(used) + 1 if used else 0
 
 
 def image_call(image, key) -> Expr:
     """`buffer[x, y]` or `image_param[x, y]`: a read of an input image."""
-    args = _key_to_args(image.name(), key)
+    args = _key_to_args(image.name(), key, _implicit_count(image.dimensions(), key))
     if len(args) != image.dimensions():
         raise HalideError(
             f"Image {image.name()} has {image.dimensions()} dimensions but was accessed with {len(args)} arguments"
@@ -354,14 +377,20 @@ class Func(FuncScheduling):
 
     # --- definitions ---
     def __getitem__(self, key) -> FuncRef:
-        args = _key_to_args(self._name, key)
+        dims = self.dimensions() if self.defined() or self._declared_types is not None else -1
+        args = _key_to_args(self._name, key, _implicit_count(dims, key) if dims >= 0 else None)
         for i, a in enumerate(args):
             _call_arg(self._name, i, a)  # type errors surface where the call is written
         return FuncRef(self, args)
 
     @deep
     def __setitem__(self, key, value):
-        args = _key_to_args(self._name, key)
+        values = value if _is_sequence(value) else [value]
+        used = 0 if isinstance(value, _UpdateOp) else _implicit_vars_used(
+            v for v in values if isinstance(v, Expr) or hasattr(v, "_as_expr"))
+        args = _key_to_args(self._name, key, used)
+        if used and not any(isinstance(a, Var) and a.is_implicit() for a in args):
+            args = (*args, *(Var.implicit(k) for k in range(used)))  # no hl._ written: at the end, as Halide
         if isinstance(value, _UpdateOp):
             self._define_reduction_op(args, value)
             return

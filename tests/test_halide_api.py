@@ -171,3 +171,28 @@ def test_lowered_stmt_as_html(tmp_path):
     assert page.count("<details") == page.count("</details>") and "&gt;=" in page  # escaped
     g.compile_to_lowered_stmt(str(tmp_path / "g.stmt"), [], hl.StmtOutputFormat.Text)
     assert (tmp_path / "g.stmt").read_text().lstrip().startswith("let ")
+
+
+def test_implicit_arguments_stand_for_the_remaining_dimensions():
+    """hl._ as in Halide (results checked against Halide 21): in a call, the callee's remaining
+    dimensions; on the left, the implicit Vars the value uses (appended if hl._ is not written)."""
+    ix, iy = hl.Var("x"), hl.Var("y")
+    f = hl.Func("im_f")
+    f[ix, iy] = ix + iy * 10
+    g = hl.Func("im_g")
+    g[hl._] = f[hl._] * 2
+    h = hl.Func("im_h")
+    h[ix, hl._] = f[ix, hl._] + ix
+    m = hl.Func("im_m")
+    m[ix] = f[ix, hl._]
+    b = hl.Buffer(np.arange(6, dtype=np.int32).reshape(2, 3))
+    k = hl.Func("im_k")
+    k[hl._] = b[hl._] + 1
+    base = np.array([[0, 1, 2], [10, 11, 12]])
+    np.testing.assert_array_equal(np.asarray(g.realize([3, 2])), base * 2)
+    np.testing.assert_array_equal(np.asarray(h.realize([3, 2])), base + np.arange(3))
+    assert m.dimensions() == 2
+    np.testing.assert_array_equal(np.asarray(m.realize([3, 2])), base)
+    np.testing.assert_array_equal(np.asarray(k.realize([3, 2])), np.arange(1, 7).reshape(2, 3))
+    with pytest.raises(hl.HalideError, match="defined first"):
+        hl.Func("im_undefined")[hl._]
