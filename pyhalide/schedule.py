@@ -163,12 +163,6 @@ class FuncSchedule:
     storage_order: list[str] | None = None
     folds: dict[str, tuple[int, bool]] = field(default_factory=dict)  # var -> fold_storage's (extent, forward)
     memory_type: str = MemoryType.Auto
-    # Recorded, with no effect on the code yet (the results are the same): async_() (the Func is
-    # computed synchronously), ring_buffer(n) and hoist_storage(level) (the storage stays where
-    # store_at puts it)
-    is_async: bool = False
-    ring_buffer: int = 0
-    hoist_level: LoopLevel | None = None
     # f.in_() and f.in_(g): the Func standing between f and its consumers ("" for all of them,
     # else the consumer's name). Lowering redirects the consumers' calls on its copy of the graph.
     wrappers: dict[str, object] = field(default_factory=dict)

@@ -507,8 +507,6 @@ class FuncScheduling(Schedulable):
         given), so the wrapper can be scheduled on its own: `f.in_(g).compute_at(g, x)`. Recorded
         as schedule data: the consumers' definitions are not changed, lowering redirects the calls
         on its own copy of the graph."""
-        from .call_graph import called_funcs, loop_exprs, scheduled_callees
-
         self._require_defined()
         wrappers = self._schedule.wrappers
         if consumers is None:
@@ -516,51 +514,39 @@ class FuncScheduling(Schedulable):
                 wrappers[""] = _make_wrapper(self, f"{self.name()}_global_wrapper")
             self._log("in_")
             return wrappers[""]
+        return self._stand_in("in_", consumers, lambda name: _make_wrapper(self, name), "in")
+
+    def clone_in(self, consumers):
+        """A copy of this Func (its definitions, a schedule of its own) that the given consumers
+        call instead of it, so it can be scheduled for them alone: `f.clone_in(g).compute_root()`."""
+        self._require_defined()
+        return self._stand_in("clone_in", consumers, lambda name: _make_clone(self, name), "clone_in")
+
+    def _stand_in(self, method: str, consumers, make, infix: str):
+        """The Func (made by `make(name)`) that the given consumers call instead of this one, for
+        in_ and clone_in; asked again for the same consumers, the same Func, as in Halide."""
+        from .call_graph import called_funcs, loop_exprs, scheduled_callees
+
         if not isinstance(consumers, list | tuple):
             consumers = [consumers]
         for g in consumers:
             if not hasattr(g, "_schedule") or g is self:
-                raise CompileError(f"Func {self.name()}.in_: consumers must be other Funcs, got {g!r}")
+                raise CompileError(f"Func {self.name()}.{method}: consumers must be other Funcs, got {g!r}")
             g._require_defined()
             calls = called_funcs(e for d in g.scheduled_definitions() for e in loop_exprs(d))
             reached = scheduled_callees(g)  # through wrappers: a wrapper can be wrapped in turn
             if calls.get(self.name()) is not self and reached.get(self.name()) is not self:
-                raise CompileError(f"Func {self.name()}.in_({g.name()}): {g.name()} does not call {self.name()}")
-        existing = {id(wrappers.get(g.name())) for g in consumers}
-        if len(existing) == 1 and wrappers.get(consumers[0].name()) is not None:
-            wrapper = wrappers[consumers[0].name()]  # asked again: the same wrapper, as in Halide
-        else:
-            wrapper = _make_wrapper(self, f"{self.name()}_in_{'_'.join(g.name() for g in consumers)}")
-            for g in consumers:
-                wrappers[g.name()] = wrapper
-        self._log("in_", [{"func": g.name()} for g in consumers])
-        return wrapper
-
-    def clone_in(self, consumers):
-        """A copy of this Func (its definitions, a schedule of its own) that the given consumers
-        call instead of it, so it can be scheduled for them alone: `f.clone_in(g).compute_root()`.
-        Asked again for the same consumers, the same clone, as in Halide."""
-        from .call_graph import called_funcs, loop_exprs, scheduled_callees
-
-        self._require_defined()
-        if not isinstance(consumers, list | tuple):
-            consumers = [consumers]
+                raise CompileError(f"Func {self.name()}.{method}({g.name()}): {g.name()} does not call {self.name()}")
         wrappers = self._schedule.wrappers
-        for g in consumers:
-            if not hasattr(g, "_schedule") or g is self:
-                raise CompileError(f"Func {self.name()}.clone_in: consumers must be other Funcs, got {g!r}")
-            calls = called_funcs(e for d in g.scheduled_definitions() for e in loop_exprs(d))
-            if calls.get(self.name()) is not self and scheduled_callees(g).get(self.name()) is not self:
-                raise CompileError(f"Func {self.name()}.clone_in({g.name()}): {g.name()} does not call {self.name()}")
         existing = {id(wrappers.get(g.name())) for g in consumers}
         if len(existing) == 1 and wrappers.get(consumers[0].name()) is not None:
-            clone = wrappers[consumers[0].name()]
+            stand_in = wrappers[consumers[0].name()]
         else:
-            clone = _make_clone(self, f"{self.name()}_clone_in_{'_'.join(g.name() for g in consumers)}")
+            stand_in = make(f"{self.name()}_{infix}_{'_'.join(g.name() for g in consumers)}")
             for g in consumers:
-                wrappers[g.name()] = clone
-        self._log("clone_in", [{"func": g.name()} for g in consumers])
-        return clone
+                wrappers[g.name()] = stand_in
+        self._log(method, [{"func": g.name()} for g in consumers])
+        return stand_in
 
     def store_in(self, memory_type):
         """Where this Func's storage lives (hl.MemoryType); the target must support it."""
@@ -595,7 +581,6 @@ class FuncScheduling(Schedulable):
         """Halide's async_(): compute this Func in a task of its own, overlapping its consumer.
         pyhalide computes it synchronously where it is scheduled: the same values."""
         self._require_defined()
-        self._schedule.is_async = True
         self._log("async_")
         return self
 
@@ -606,7 +591,6 @@ class FuncScheduling(Schedulable):
         n = _const_arg(extent)
         if n < 1:
             raise CompileError(f"Func {self.name()}.ring_buffer: the extent must be at least 1, got {n}")
-        self._schedule.ring_buffer = n
         self._log("ring_buffer", n)
         return self
 
@@ -614,11 +598,7 @@ class FuncScheduling(Schedulable):
         """Halide's hoist_storage(f, var): allocate this Func's storage once, at that level, and
         reuse it. pyhalide allocates it where store_at puts it (the same values, more allocations)."""
         self._require_defined()
-        if len(args) == 2 and _var_name(args[1]) == "__outermost":
-            level = LoopLevel(args[0], "__outermost")
-        else:
-            level = self._loop_level(args, "hoist_storage")
-        self._schedule.hoist_level = level
+        level = self._loop_level(args, "hoist_storage")
         self._log("hoist_storage", {"loop_level": level.to_json()})
         return self
 

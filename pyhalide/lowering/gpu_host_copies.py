@@ -16,7 +16,7 @@ from __future__ import annotations
 from .. import ir
 from ..ir_mutator import IRVisitor
 from ..types import Int
-from .gpu_kernels import LAUNCH
+from .gpu_kernels import LAUNCH, map_statements
 
 COPY_TO_HOST, HOST_WRITTEN, FREE = "gpu_copy_to_host", "gpu_host_written", "gpu_free"
 
@@ -66,23 +66,10 @@ class _Inserter:
         t = _touched(s)
         if not t.launches:
             return self._wrap(s, t)
-        if isinstance(s, ir.Block):
-            return ir.make_block([self.stmt(sub) for sub in s.stmts])
-        if isinstance(s, ir.For):
-            return ir.For(s.name, s.min, s.extent, s.for_type, self.stmt(s.body))
-        if isinstance(s, ir.LetStmt):
-            return ir.LetStmt(s.name, s.value, self.stmt(s.body))
-        if isinstance(s, ir.ProducerConsumer):
-            return ir.ProducerConsumer(s.name, s.is_producer, self.stmt(s.body))
-        if isinstance(s, ir.IfThenElse):
-            other = None if s.else_case is None else self.stmt(s.else_case)
-            return ir.IfThenElse(s.condition, self.stmt(s.then_case), other)
-        if isinstance(s, ir.Allocate):
-            body = self.stmt(s.body)
-            if s.name in self.device:
-                body = ir.make_block([body, runtime_call(FREE, s.name)])
+        if isinstance(s, ir.Allocate) and s.name in self.device:
+            body = ir.make_block([self.stmt(s.body), runtime_call(FREE, s.name)])
             return ir.Allocate(s.name, s.type, s.extents, body, s.memory_type)
-        return s  # a launch itself
+        return map_statements(s, self.stmt)  # into Blocks, loops, lets, ifs (a launch has none)
 
     def _wrap(self, s: ir.Stmt, t: _Touched) -> ir.Stmt:
         used = sorted((t.reads | t.writes) & self.device)

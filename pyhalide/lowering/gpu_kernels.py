@@ -226,22 +226,13 @@ class _BlockLevel:
         """s runs with every thread of the block; returns it with thread loops mapped to threads."""
         if _thread_depth(s) == 0:
             return self._single_thread(s)
-        if isinstance(s, ir.Block):
-            return ir.make_block([self.block_level(sub) for sub in s.stmts])
         if isinstance(s, ir.For) and s.for_type in _THREAD_KINDS:
             self._check_thread_level(s, "inside thread loops ")
             return ir.make_block([self._guard_unused_dims(self._thread_nest(s), _thread_depth(s)), barrier()])
-        if isinstance(s, ir.For):
-            return ir.For(s.name, s.min, s.extent, s.for_type, self.block_level(s.body))
-        if isinstance(s, ir.LetStmt):
-            return ir.LetStmt(s.name, s.value, self.block_level(s.body))
-        if isinstance(s, ir.IfThenElse):
-            other = None if s.else_case is None else self.block_level(s.else_case)
-            return ir.IfThenElse(s.condition, self.block_level(s.then_case), other)
-        if isinstance(s, ir.ProducerConsumer):
-            return ir.ProducerConsumer(s.name, s.is_producer, self.block_level(s.body))
         if isinstance(s, ir.Allocate):
             return self._shared(s, self.block_level(s.body))
+        if isinstance(s, ir.Block | ir.For | ir.LetStmt | ir.IfThenElse | ir.ProducerConsumer):
+            return map_statements(s, self.block_level)
         raise CompileError(f"kernel {self.kernel_name}: a {type(s).__name__} around GPU thread loops is not supported")
 
     def _single_thread(self, s: ir.Stmt) -> ir.Stmt:
@@ -298,7 +289,7 @@ class _BlockLevel:
         if isinstance(s, ir.For) and s.for_type == ir.GPU_BLOCK:
             raise CompileError(f"Loop {s.name} is a gpu_block loop inside the GPU thread loops of kernel "
                                f"{self.kernel_name}: block loops must be outside thread loops")
-        return _map_stmts(s, self._thread_nest)
+        return map_statements(s, self._thread_nest)
 
     def _check_thread_level(self, s: ir.Stmt, where: str) -> None:
         for sub in _statements(s):
@@ -310,7 +301,7 @@ class _BlockLevel:
                                    f"({sub.message.split(',')[0]}) is not supported")
 
 
-def _map_stmts(s: ir.Stmt, fn) -> ir.Stmt:
+def map_statements(s: ir.Stmt, fn) -> ir.Stmt:
     """s with fn applied to each direct sub-statement (expressions unchanged)."""
     changed = {}
     for name in s._children:
@@ -348,9 +339,9 @@ def _drop_final_barriers(s: ir.Stmt) -> ir.Stmt:
             stmts[-1] = _drop_final_barriers(stmts[-1])
         return ir.make_block(stmts)
     if isinstance(s, ir.LetStmt | ir.ProducerConsumer | ir.Allocate):
-        return _map_stmts(s, _drop_final_barriers)
+        return map_statements(s, _drop_final_barriers)
     if isinstance(s, ir.IfThenElse):  # uniform across the block: both branches end the kernel
-        return _map_stmts(s, _drop_final_barriers)
+        return map_statements(s, _drop_final_barriers)
     return s
 
 
