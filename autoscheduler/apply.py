@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .analysis import Analysis
-from .loop_nest import FuncModel, stage_loops
+from .loop_nest import FuncModel, rfactor_names, stage_loops
 
 ALLOWED = {"compute_root", "compute_at", "store_at", "split", "reorder", "vectorize", "unroll", "fuse", "parallel",
            "rfactor"}
@@ -96,7 +96,9 @@ def _rfactor_directives(name, info, st, sm, d, extents) -> list[tuple]:
     (computed at root, its bands in parallel), then the partials combined; initialising and
     combining are vectorized along dimension 0 where it is wide enough."""
     s = st.index
-    bands, within = sm.loops[0], sm.loops[1]
+    bands = sm.loops[0]
+    within_name = rfactor_names(st.rvars[-1][0])[1]
+    within = next(lp for lp in sm.loops if lp.name == within_name)
     band_var = "band" if "band" not in info.dims else f"band_{name}"
     partial = f"{name}_s{s}_intm"
     out = [(name, s, "split", (st.rvars[-1][0], bands.name, within.name, within.trip)),

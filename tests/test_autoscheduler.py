@@ -313,6 +313,39 @@ def test_a_histogram_is_rfactored_into_parallel_bands():
     assert np.array_equal(np.asarray(out2.realize([256])), want)
 
 
+def test_every_rfactor_option_of_a_row_sum_applies_and_computes_it():
+    """A row sum with two pure dimensions, rfactored: the reduction's loop sits inside the pure
+    loops, and the band split must name it wherever it sits (it once took the stage's second
+    loop, a pure one, and the split failed)."""
+    from autoscheduler.api import make_problem
+    from autoscheduler.apply import apply_directives, directives
+    from autoscheduler.search import State
+
+    img = np.random.default_rng(3).integers(0, 100, (3, 5, 2000)).astype(np.int32)
+
+    def build():
+        y, c = hl.Var("y"), hl.Var("c")
+        inp = hl.Buffer(img, "rows_in")
+        r = hl.RDom([hl.Range(0, img.shape[2])], name="r")
+        rows, out = hl.Func("rows"), hl.Func("rows_out")
+        rows[y, c] = 0
+        rows[y, c] += inp[r.x, y, c]
+        out[y, c] = rows[y, c] + 1
+        return out
+
+    want = img.sum(axis=2) + 1
+    problem = make_problem([build()], estimates={"rows_out": [(0, 5), (0, 3)]}, params={"parallelism": 2})
+    first = problem.extend(State({}, 0.0), "rows_out", problem.space.options("rows_out", {})[0])
+    options = [o for o in problem.space.options("rows", first.models) if o.rfactor]
+    assert options
+    for o in options:
+        state = problem.extend(first, "rows", o)
+        out = build()
+        funcs = {f.name(): f for f in hl.Pipeline(out).funcs()}
+        apply_directives(funcs, directives(problem.model.a, state.models, set(), problem.model.output_regions))
+        assert np.array_equal(np.asarray(out.realize([5, 3])), want), o.describe()
+
+
 def test_rfactor_is_offered_only_where_it_changes_no_result():
     """Reassociating a float sum changes its last bits, so a float histogram is never rfactored;
     an integer one is."""

@@ -502,6 +502,23 @@ def test_rfactor_keeps_the_rvar_names_of_the_split():
     np.testing.assert_array_equal(np.asarray(hist.realize([8])), np.bincount(img.ravel() // 32, minlength=8))
 
 
+def test_rfactor_of_a_split_that_does_not_divide_reads_only_the_rdom():
+    """As in Halide: 2000 rows in bands of 63 leave the last band 47 short. Its guarded-off
+    iterations must not ask for input past the RDom (the bounds check once refused the input as
+    too small: accessed at 2015)."""
+    y, u = hl.Var("y"), hl.Var("u")
+    img = np.random.default_rng(3).integers(0, 100, (5, 2000)).astype(np.int32)
+    inp = hl.Buffer(img, name="rf_tail_in")
+    r = hl.RDom([(0, 2000)], name="r")
+    rows = hl.Func("rf_tail")
+    rows[y] = 0
+    rows[y] += inp[r.x, y]
+    ro, ri = hl.RVar("ro"), hl.RVar("ri")
+    intm = rows.update().split(r.x, ro, ri, 63).rfactor(ro, u)
+    intm.compute_root().update().parallel(u)
+    np.testing.assert_array_equal(np.asarray(rows.realize([5])), img.sum(axis=1))
+
+
 def test_clone_in_gives_consumers_their_own_copy():
     cx, cy = hl.Var("x"), hl.Var("y")
     f, g, h = hl.Func("cl_f"), hl.Func("cl_g"), hl.Func("cl_h")
