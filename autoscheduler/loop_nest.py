@@ -38,7 +38,7 @@ FEATURES = (
     "par_tasks",  # parallel tasks run
     "stages",  # loop nests emitted
 )
-FEATURE_VERSION = 6
+FEATURE_VERSION = 7
 
 
 @dataclass(frozen=True)
@@ -486,13 +486,16 @@ class Model:
                 feats["loads"] += work * st.self_loads / lanes / sp
             self._input_loads(info, st, work, lanes, sp, feats, 1.0, fm, reader=(fm, st.index, None))
             # a loop's overhead is paid per entry into the innermost real loop: loops of one
-            # iteration and unrolled loops are no loops
-            trip = 1
+            # iteration and unrolled loops are no loops (a stage with no real loop is straight-line
+            # code, entered nowhere)
+            trip, real = 1, False
             for lp in reversed(loops):
                 trip *= lp.trip
                 if lp.trip > 1 and not lp.unrolled:
+                    real = True
                     break
-            feats["loop_entries"] += work / lanes / max(1, trip) / sp
+            if real:
+                feats["loop_entries"] += work / lanes / trip / sp
             feats["stages"] += realizations / fm.inherited if d.placement == "at" else 1
             if loops and loops[0].kind == "band":
                 self._partial_results(info, loops[0].trip, extents, realizations, feats)

@@ -383,17 +383,24 @@ def _slowed(run, delay_s: float):
     return slow
 
 
+MIN_TIMED_S = 0.02  # timed runs go on past `repeats` until they add up to this much
+MAX_REPEATS = 2000
+
+
 def _time_one(built: _Built, repeats: int, warmup: int, cutoff_s: float | None = None) -> Measurement:
-    """`warmup` runs, then the median of `repeats` timed runs; only one timed run for a candidate
-    slower than cutoff_s (one sample ranks a candidate far behind the best well enough), and
-    none for one whose first run was already twice as slow (its first run is its sample)."""
+    """`warmup` runs, then the median of at least `repeats` timed runs, and of as many more as
+    fill MIN_TIMED_S (as TVM's min_repeat_ms: five runs of a 0.1 ms pipeline are a median of
+    thread-pool wake-ups, and mislabel the cost model's training data by up to 5x); only one
+    timed run for a candidate slower than cutoff_s (one sample ranks a candidate far behind the
+    best well enough), and none for one whose first run was already twice as slow (its first
+    run is its sample)."""
     if cutoff_s is not None and built.first_s > 2 * cutoff_s:
         return Measurement("ok", built.first_s, [built.first_s], built.compile_s, None, built.text)
     times: list[float] = []
     try:
         for _ in range(warmup):
             built.run(*built.buffers)
-        for _ in range(max(1, repeats)):
+        while len(times) < max(1, repeats) or (sum(times) < MIN_TIMED_S and len(times) < MAX_REPEATS):
             t = time.perf_counter()
             built.run(*built.buffers)
             times.append(time.perf_counter() - t)

@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import pickle
+import statistics
 import subprocess
 import sys
 import time
@@ -17,7 +18,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import pyhalide as hl
-from autoscheduler.measure import Measurement, MeasurePool, PipelineSpec, measure
+from autoscheduler.measure import MAX_REPEATS, MIN_TIMED_S, Measurement, MeasurePool, PipelineSpec, measure
 from autoscheduler.random_pipelines import KINDS, SCALES, random_pipeline, reference_schedule
 from pyhalide import reference as numpy_reference
 from pyhalide.testing.corpus import Case
@@ -183,7 +184,9 @@ def test_measure_survives_failing_candidates():
         [(m.status, m.error) for m in results]
     assert all(m.schedule == s for m, s in zip(results, schedules))
     first = results[0]
-    assert first.time_s is not None and len(first.times) == 3 and first.time_s == sorted(first.times)[1]
+    # at least `repeats` runs, and as many more as fill MIN_TIMED_S: the median of all of them
+    assert first.time_s is not None and len(first.times) >= 3 and first.time_s == statistics.median(first.times)
+    assert sum(first.times) >= MIN_TIMED_S or len(first.times) == MAX_REPEATS
     assert first.compile_s is not None and first.error is None
     assert "frobnicate" in results[1].error and results[1].time_s is None
     assert "status 3" in results[2].error
@@ -245,7 +248,7 @@ def test_slow_candidates_are_timed_once_and_too_slow_ones_killed():
     spec = PipelineSpec("test", "tiny", "")
     with MeasurePool(spec, workers=1, timeout_s=30) as pool:  # one worker: it keeps both built
         fast, once = pool.measure([ok, slow], repeats=5, warmup=0, cutoff_s=0.1)
-        assert fast.status == once.status == "ok" and len(fast.times) == 5 and len(once.times) == 1
+        assert fast.status == once.status == "ok" and len(fast.times) >= 5 and len(once.times) == 1
         assert once.time_s >= 0.3
         (timed,) = pool.measure([slow], repeats=5, warmup=0, cutoff_s=0.2)  # not twice the cut-off: timed once
         assert timed.status == "ok" and len(timed.times) == 1 and timed.times[0] != once.times[0]
