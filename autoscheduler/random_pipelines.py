@@ -23,7 +23,8 @@ INT32_BOUND is clamped to it (to MUL_INT_BOUND where two values are multiplied);
 the same way (FLOAT_BOUND), so no stage produces inf or nan. Float-to-int casts clamp first.
 
 Scales: "train" sizes the outputs (64..1024 per dimension) so that a run of the compute_root
-reference schedule takes about 0.2-20 ms; "test" draws tiny outputs (8..40 per dimension).
+reference schedule takes about 0.2-20 ms; "large" (512..4096) about 8-60 ms, with working sets
+past the caches; "test" draws tiny outputs (8..40 per dimension).
 """
 
 from __future__ import annotations
@@ -57,6 +58,9 @@ SCALES = {
     # estimate (_work) of the whole pipeline, about WORK_PER_MS per millisecond of the reference
     "train": {"out": (64, 1024), "extent": (8, 2048), "work": (0.6, 7.0), "k": (8, 64), "row_cap": 1024},
     "test": {"out": (8, 40), "extent": (2, 40), "work": None, "k": (2, 8), "row_cap": 64},
+    # app-sized: working sets past the caches, as the gallery's (a "train" pipeline fits in L2
+    # and teaches the model's memory tiers almost nothing)
+    "large": {"out": (512, 4096), "extent": (8, 8192), "work": (8.0, 60.0), "k": (8, 128), "row_cap": 4096},
 }
 WORK_PER_MS = 2.5e6  # cost units (about one per value read) per ms of the reference schedule, measured (2 vCPUs)
 

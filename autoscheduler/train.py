@@ -67,7 +67,7 @@ def candidates(seed: int, n_random: int, params: dict, scale: str = "train") -> 
         fresh, _ = rp.build(hl)
         funcs = {f.name(): f for f in hl.Pipeline(fresh).funcs()}
         apply_directives(funcs, dirs)
-        out.append({"seed": seed, "schedule": hl.Pipeline(fresh).schedule_to_json(),
+        out.append({"seed": seed, "scale": scale, "schedule": hl.Pipeline(fresh).schedule_to_json(),
                     "features": total_features(models).tolist(),
                     "decisions": {n: m.decision.describe() for n, m in models.items()}})
     return out
@@ -78,11 +78,11 @@ def refeaturise(records: list[dict], params: dict, scale: str = "train") -> list
     loop-nest model: measurements outlive changes to the featurisation. Records whose decisions
     the model no longer accepts are dropped."""
     out = []
-    by_seed: dict = {}
+    by_pipeline: dict = {}
     for r in records:
-        by_seed.setdefault(r["seed"], []).append(r)
-    for seed, rs in sorted(by_seed.items()):
-        outputs, sizes = random_pipeline(seed, scale).build(hl)
+        by_pipeline.setdefault((r.get("scale", scale), r["seed"]), []).append(r)
+    for (scale_of, seed), rs in sorted(by_pipeline.items()):
+        outputs, sizes = random_pipeline(seed, scale_of).build(hl)
         problem = make_problem(outputs, None, _estimates(outputs, sizes), None, params)
         for r in rs:
             state = recorded_state(problem, r["decisions"])
@@ -170,6 +170,9 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--pipelines", type=int, default=60, help="random pipelines to measure")
     p.add_argument("--first-seed", type=int, default=1000)
+    p.add_argument("--scale", default="train", choices=["train", "large"],
+                   help="pipeline sizes (large: app-sized working sets); measurements of both scales "
+                        "in one --data file are trained on together")
     p.add_argument("--random", type=int, default=6, help="random schedules per pipeline (besides the searches')")
     p.add_argument("--held-out", type=float, default=0.25, help="fraction of pipelines kept for evaluation")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds per candidate (compile and run)")
@@ -181,14 +184,15 @@ def main(argv=None) -> None:
     params = {"parallelism": args.threads}
     data_path = Path(args.data)
     data = json.loads(data_path.read_text()) if data_path.exists() else []
-    have = {(r["seed"], r["schedule"]) for r in data}
+    have = {(r.get("scale", "train"), r["seed"], r["schedule"]) for r in data}
     seeds = list(range(args.first_seed, args.first_seed + args.pipelines))
     t0 = time.perf_counter()
     for k, seed in enumerate(seeds):
-        cands = [c for c in candidates(seed, args.random, params) if (seed, c["schedule"]) not in have]
+        cands = [c for c in candidates(seed, args.random, params, args.scale)
+                 if (args.scale, seed, c["schedule"]) not in have]
         if not cands:
             continue
-        results = measure(PipelineSpec.random(seed, "train"), [c["schedule"] for c in cands],
+        results = measure(PipelineSpec.random(seed, args.scale), [c["schedule"] for c in cands],
                           timeout_s=args.timeout, repeats=args.repeats, threads=args.threads)
         for c, m in zip(cands, results):
             c.update(status=m.status, time_s=m.time_s, error=m.error)
@@ -197,28 +201,37 @@ def main(argv=None) -> None:
         print(f"[{k + 1}/{len(seeds)}] seed {seed}: {ok}/{len(results)} ok "
               f"({time.perf_counter() - t0:.0f} s)", flush=True)
         data_path.write_text(json.dumps(data))
-    rows = refeaturise([r for r in data if r["status"] == "ok" and r["seed"] in set(seeds)], params)
-    bad = [r for r in data if r["status"] != "ok" and r["seed"] in set(seeds)]
+    # every measurement in the file, of either scale; a pipeline is its (scale, seed), and the
+    # last seeds of each scale are held out
+    def pipeline(r):
+        return r.get("scale", "train"), r["seed"]
+
+    rows = refeaturise([r for r in data if r["status"] == "ok"], params)
+    bad = [r for r in data if r["status"] != "ok"]
     if bad:
         print(f"{len(bad)} candidates failed: " + ", ".join(sorted({r['status'] for r in bad})))
         if any(r["status"] == "wrong" for r in bad):
-            wrong = [(r["seed"], r["decisions"]) for r in bad if r["status"] == "wrong"]
+            wrong = [(pipeline(r), r["decisions"]) for r in bad if r["status"] == "wrong"]
             print("WRONG RESULTS (a compiler bug):", wrong[:3])
-    held = set(seeds[int(len(seeds) * (1 - args.held_out)):])
-    train = [r for r in rows if r["seed"] not in held]
-    test = [r for r in rows if r["seed"] in held]
+    held = set()
+    for scale in {pipeline(r)[0] for r in rows}:
+        keys = sorted({pipeline(r) for r in rows if pipeline(r)[0] == scale})
+        held |= set(keys[int(len(keys) * (1 - args.held_out)):])
+    train = [r for r in rows if pipeline(r) not in held]
+    test = [r for r in rows if pipeline(r) in held]
     f_train = np.array([r["features"] for r in train])
     t_train = np.array([r["time_s"] for r in train])
-    g_train = np.array([r["seed"] for r in train])
+    keys = sorted({pipeline(r) for r in train})
+    g_train = np.array([keys.index(pipeline(r)) for r in train])
     start = np.array([CostModel().weights[k] for k in FEATURES])
     w = fit_ranking(f_train, t_train, g_train, start)
     trained = CostModel(dict(zip(FEATURES, map(float, w))), f"trained on {len(train)} schedules of "
-                        f"{len({r['seed'] for r in train})} random pipelines")
+                        f"{len(keys)} random pipelines")
 
     def groups(rs):
         g: dict = {}
         for r in rs:
-            g.setdefault(r["seed"], []).append((dict(zip(FEATURES, r["features"])), r["time_s"]))
+            g.setdefault(pipeline(r), []).append((dict(zip(FEATURES, r["features"])), r["time_s"]))
         return g
 
     default = CostModel()

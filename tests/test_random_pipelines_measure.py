@@ -91,6 +91,11 @@ def test_kinds_and_sizes_vary_across_seeds():
         rp = random_pipeline(seed)
         lo, hi = SCALES["train"]["out"]
         assert all(lo <= d <= hi for d in rp.output_sizes[0][:2]), rp.describe()
+    for seed in range(10):  # "large": app-sized, the primary output past 1 MB of float32
+        rp = random_pipeline(seed, "large")
+        lo, hi = SCALES["large"]["out"]
+        w, h = rp.output_sizes[0][:2]
+        assert all(lo <= d <= hi for d in (w, h)) and w * h * 4 >= 1 << 20, rp.describe()
     with pytest.raises(ValueError):
         random_pipeline(0, "huge")
 
@@ -259,3 +264,25 @@ def test_slow_candidates_are_timed_once_and_too_slow_ones_killed():
         fast, killed = pool.measure([ok, slow], repeats=5, warmup=0, run_timeout_s=0.2)
     assert fast.status == "ok" and killed.status == "timeout", killed
     assert "first run" in killed.error and "0.2 s" in killed.error
+
+
+def test_training_measures_random_pipelines_and_writes_json_weights(tmp_path, capsys):
+    """`python -m autoscheduler.train` end to end on two small pipelines: every candidate measured
+    and kept with its scale, the held-out quality printed, weights written as JSON the cost model
+    loads; a second run measures nothing again."""
+    from autoscheduler.cost_model import CostModel
+    from autoscheduler.train import main
+
+    data, out = tmp_path / "m.json", tmp_path / "w.json"
+    args = ["--pipelines", "2", "--random", "1", "--repeats", "1", "--held-out", "0.5",
+            "--data", str(data), "--out", str(out)]
+    main(args)
+    records = json.loads(data.read_text())
+    assert records and all(r["scale"] == "train" and r["status"] == "ok" for r in records), records[:1]
+    assert {r["seed"] for r in records} == {1000, 1001}
+    printed = capsys.readouterr().out
+    assert "held-out  trained  pairwise" in printed
+    assert CostModel.from_json(out.read_text()).weights.keys() == CostModel().weights.keys()
+    main(args)
+    assert len(json.loads(data.read_text())) == len(records)
+    assert "seed 1000" not in capsys.readouterr().out
