@@ -435,7 +435,10 @@ class Simplify(IRMutator):
         if hit is not None and hit[0] is e:
             return hit[1]
         r = self._range(e)
-        if r is not None and not (_INT32_RANGE[0] <= r[0] and r[1] <= _INT32_RANGE[1]):
+        # a range past what the type holds means the arithmetic may wrap (uint16 x % 16 - 10
+        # spans [-10, 5] unwrapped, and both ends of uint16's range wrapped)
+        if r is not None and not (_INT32_RANGE[0] <= r[0] and r[1] <= _INT32_RANGE[1]
+                                  and e.type.can_represent(r[0]) and e.type.can_represent(r[1])):
             r = None
         self._range_cache[key] = (e, r)
         return r
