@@ -362,6 +362,7 @@ _INTERRUPTED_REALIZE = """
 import os, signal, sys, threading, time
 import numpy as np
 import pyhalide as hl
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a background job starts with SIGINT ignored
 x, y = hl.Var("x"), hl.Var("y")
 r = hl.RDom([(0, 3000)])
 f = hl.Func("slow")

@@ -220,10 +220,12 @@ def test_a_killed_tuning_run_loses_nothing_committed_and_resumes(tmp_path):
 
 
 _INTERRUPTED_RUN = """
-import json, sys
+import json, signal, sys
 from autoscheduler.measure import PipelineSpec
 from autoscheduler.tune import LocalRunner, tune
 if __name__ == "__main__":
+    # as a terminal's: a shell's background job (a CI script's `&`) starts with SIGINT ignored
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     r = tune(PipelineSpec("test", "tiny", ""), budget_s=600, batch_size=3, db=sys.argv[1],
              runner=LocalRunner(threads=1, timeout_s=30.0, repeats=2, workers=3))
     print(json.dumps({"interrupted": r.stats.get("interrupted", False), "time_s": r.time_s,
