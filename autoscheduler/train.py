@@ -32,7 +32,7 @@ from .api import make_problem
 from .apply import apply_directives, directives
 from .cost_model import WEIGHTS_PATH, CostModel
 from .loop_nest import FEATURES
-from .random_pipelines import random_pipeline
+from .random_pipelines import SCALES, random_pipeline
 from .search import BeamSearch, ComputeRootHeuristic, Greedy, random_state, recorded_state
 
 
@@ -170,7 +170,7 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--pipelines", type=int, default=60, help="random pipelines to measure")
     p.add_argument("--first-seed", type=int, default=1000)
-    p.add_argument("--scale", default="train", choices=["train", "large"],
+    p.add_argument("--scale", default="train", choices=[s for s in SCALES if s != "test"],
                    help="pipeline sizes (large: app-sized working sets); measurements of both scales "
                         "in one --data file are trained on together")
     p.add_argument("--random", type=int, default=6, help="random schedules per pipeline (besides the searches')")
@@ -184,7 +184,10 @@ def main(argv=None) -> None:
     params = {"parallelism": args.threads}
     data_path = Path(args.data)
     data = json.loads(data_path.read_text()) if data_path.exists() else []
-    have = {(r.get("scale", "train"), r["seed"], r["schedule"]) for r in data}
+    def pipeline(r):  # a pipeline is its (scale, seed)
+        return r.get("scale", "train"), r["seed"]
+
+    have = {(*pipeline(r), r["schedule"]) for r in data}
     seeds = list(range(args.first_seed, args.first_seed + args.pipelines))
     t0 = time.perf_counter()
     for k, seed in enumerate(seeds):
@@ -201,11 +204,7 @@ def main(argv=None) -> None:
         print(f"[{k + 1}/{len(seeds)}] seed {seed}: {ok}/{len(results)} ok "
               f"({time.perf_counter() - t0:.0f} s)", flush=True)
         data_path.write_text(json.dumps(data))
-    # every measurement in the file, of either scale; a pipeline is its (scale, seed), and the
-    # last seeds of each scale are held out
-    def pipeline(r):
-        return r.get("scale", "train"), r["seed"]
-
+    # every measurement in the file, of either scale; the last seeds of each scale are held out
     rows = refeaturise([r for r in data if r["status"] == "ok"], params)
     bad = [r for r in data if r["status"] != "ok"]
     if bad:
@@ -215,18 +214,18 @@ def main(argv=None) -> None:
             print("WRONG RESULTS (a compiler bug):", wrong[:3])
     held = set()
     for scale in {pipeline(r)[0] for r in rows}:
-        keys = sorted({pipeline(r) for r in rows if pipeline(r)[0] == scale})
-        held |= set(keys[int(len(keys) * (1 - args.held_out)):])
+        of_scale = sorted({pipeline(r) for r in rows if pipeline(r)[0] == scale})
+        held |= set(of_scale[int(len(of_scale) * (1 - args.held_out)):])
     train = [r for r in rows if pipeline(r) not in held]
     test = [r for r in rows if pipeline(r) in held]
     f_train = np.array([r["features"] for r in train])
     t_train = np.array([r["time_s"] for r in train])
-    keys = sorted({pipeline(r) for r in train})
-    g_train = np.array([keys.index(pipeline(r)) for r in train])
+    group_of = {key: k for k, key in enumerate(sorted({pipeline(r) for r in train}))}
+    g_train = np.array([group_of[pipeline(r)] for r in train])
     start = np.array([CostModel().weights[k] for k in FEATURES])
     w = fit_ranking(f_train, t_train, g_train, start)
     trained = CostModel(dict(zip(FEATURES, map(float, w))), f"trained on {len(train)} schedules of "
-                        f"{len(keys)} random pipelines")
+                        f"{len(group_of)} random pipelines")
 
     def groups(rs):
         g: dict = {}

@@ -723,10 +723,13 @@ def rfactor(stage: Schedulable, pairs):
                             ir.Div(ir.Add(old_ext, ir.make_const(ir.Int(32), sp.factor - 1)), factor))
         offset = ir.Add(ir.Mul(ir.Variable(sp.outer), factor), ir.Variable(sp.inner))
         guards.append(ir.LT(offset, old_ext))
-        # clamped, so that the last band's guarded-off iterations ask for nothing past the RDom:
-        # the guard keeps them from updating, and where it holds the clamp changes nothing
-        last = ir.Sub(old_ext, ir.make_const(ir.Int(32), 1))
-        value_of[sp.old] = ir.Add(ir.Min(offset, last), old_min)
+        # where the factor may not divide, clamped, so that the last band's guarded-off
+        # iterations ask for nothing past the RDom: the guard keeps them from updating, and where
+        # it holds the clamp changes nothing
+        ext = ir.const_value(old_ext)
+        if ext is None or ext % sp.factor:
+            offset = ir.Min(offset, ir.Sub(old_ext, ir.make_const(ir.Int(32), 1)))
+        value_of[sp.old] = ir.Add(offset, old_min)
 
     def resolve(e):
         for _ in range(len(value_of) + 1):
