@@ -24,6 +24,7 @@ from .lowering.gpu_vector_loops import gpu_vector_loops
 from .lowering.inline import inline_functions
 from .lowering.lower_arithmetic import lower_arithmetic
 from .lowering.partition_loops import partition_loops
+from .lowering.specialize_residues import specialize_residues
 from .lowering.schedule_functions import schedule_functions
 from .lowering.sliding_window import sliding_window
 from .lowering.storage_flattening import storage_flattening
@@ -102,6 +103,9 @@ def lowering_passes(env):
         ("simplify", simplify),
         # The simplified guards show which loops have a steady state without them.
         ("partition loops", partition_loops),
+        # A vectorized x % 2 or x / 2 is cheap only where its phase is known: loops are
+        # versioned on it (after partitioning, whose copies each get their own versions).
+        ("specialize residues", specialize_residues),
     ]
 
 
