@@ -24,9 +24,9 @@ from .lowering.gpu_vector_loops import gpu_vector_loops
 from .lowering.inline import inline_functions
 from .lowering.lower_arithmetic import lower_arithmetic
 from .lowering.partition_loops import partition_loops
-from .lowering.specialize_residues import specialize_residues
 from .lowering.schedule_functions import schedule_functions
 from .lowering.sliding_window import sliding_window
+from .lowering.specialize_residues import specialize_residues
 from .lowering.storage_flattening import storage_flattening
 from .lowering.storage_folding import storage_folding
 from .lowering.strip_promises import strip_promises
