@@ -47,10 +47,19 @@ class TailStrategy:
     GuardWithIf = "GuardWithIf"
     ShiftInwards = "ShiftInwards"
     RoundUp = "RoundUp"
+    Predicate = "Predicate"
     PredicateLoads = "PredicateLoads"
     PredicateStores = "PredicateStores"
+    ShiftInwardsAndBlend = "ShiftInwardsAndBlend"
+    RoundUpAndBlend = "RoundUpAndBlend"
 
-    ALL = ("Auto", "GuardWithIf", "ShiftInwards", "RoundUp", "PredicateLoads", "PredicateStores")
+    ALL = ("Auto", "GuardWithIf", "ShiftInwards", "RoundUp", "Predicate", "PredicateLoads", "PredicateStores",
+           "ShiftInwardsAndBlend", "RoundUpAndBlend")
+    # Computed as GuardWithIf: each point of the extent once, nothing past it. Halide's predicated
+    # and blending strategies store (or load) only inside the extent too, so every value they
+    # compute is the same; they differ in what they may load or write past it (and in code).
+    GUARDED = ("GuardWithIf", "Predicate", "PredicateLoads", "PredicateStores", "ShiftInwardsAndBlend",
+               "RoundUpAndBlend")
 
 
 class LoopLevel:

@@ -376,11 +376,23 @@ def test_func_with_updates_cannot_be_inlined():
         g.realize([4])
 
 
-def test_inlined_func_with_scheduled_loops():
+def test_inlined_func_with_vectorized_loops():
     f, g = producer_consumer()
     f.vectorize(x, 4)
-    with pytest.raises(hl.HalideError, match=r"Func prod is inlined but its loops are scheduled"):
+    with pytest.raises(hl.HalideError, match=r"Cannot vectorize dimension x\.v\.?\d+ of function prod because the "
+                                            r"function is scheduled inline"):
         g.realize([8, 4])
+
+
+def test_inlined_func_with_split_loops_warns_as_halide_does(capsys):
+    """Halide ignores the splits of an inlined Func, with a warning on stdout."""
+    f, g = producer_consumer()
+    xo, xi = hl.Var("xo"), hl.Var("xi")
+    f.split(x, xo, xi, 4)
+    want = np.asarray(producer_consumer()[1].realize([8, 4]))
+    assert np.array_equal(np.asarray(g.realize([8, 4])), want)
+    assert "Warning: It is meaningless to split variable x of function prod into x.xo * 4 + x.xi because prod is " \
+        "scheduled inline." in capsys.readouterr().out
 
 
 # ------------------------------------------------------------------------- Func-level directives

@@ -128,10 +128,7 @@ def build_environment(outputs, target=None) -> Environment:
             if sched.store_level is not None and not sched.store_level.is_inlined():
                 raise CompileError(f"Func {name} is computed inline, so it has no storage to place at "
                                    f"{sched.store_level}: compute it there (or within it) with compute_at as well")
-            if any(s.initialized and (s.splits or any(d.for_type != "serial" for d in s.dims))
-                   for s in sched.stages):
-                raise CompileError(f"Func {name} is inlined but its loops are scheduled (split, vectorize ...); "
-                                   "compute it somewhere (compute_root or compute_at) or remove those directives")
+            _check_inlined_loops(name, sched.stages[0])
             env.inlined.add(name)
         else:
             env.order.append(f)
@@ -141,6 +138,29 @@ def build_environment(outputs, target=None) -> Environment:
             if level is not None:
                 env.levels[f.name()] = level
     return env
+
+
+_LOOP_VERBS = {"vectorized": "vectorize", "unrolled": "unroll"}
+
+
+def _check_inlined_loops(name: str, stage) -> None:
+    """As Halide: an inlined Func's loops may not be vectorized, unrolled or parallel; its
+    splits, fuses and renames mean nothing, and say so on stdout."""
+    if not stage.initialized:
+        return
+    for d in stage.dims:
+        if d.for_type != "serial":
+            verb = _LOOP_VERBS.get(d.for_type, "parallelize")
+            raise CompileError(f"Cannot {verb} dimension {d.name} of function {name} because the function is "
+                               "scheduled inline.")
+    for sp in stage.splits:
+        if sp.kind == "split":
+            what = f"split variable {sp.old} of function {name} into {sp.outer} * {sp.factor} + {sp.inner}"
+        elif sp.kind == "fuse":
+            what = f"fuse variables {sp.old} and {sp.outer}"
+        else:
+            what = f"rename variable {sp.old} of function {name} to {sp.outer}"
+        print(f"Warning: It is meaningless to {what} because {name} is scheduled inline.")
 
 
 def _innermost_consumer_loop(env, name: str):

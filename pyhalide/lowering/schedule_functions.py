@@ -81,8 +81,8 @@ def _resolve_tail(tail: str, stage: int, is_rvar: bool, where: str, fixed_extent
         raise CompileError(f"{where}: can't use TailStrategy RoundUp for splitting {name} in an update "
                            "definition: it comes from an earlier split, so rounding it up would apply the update "
                            "twice to some points. Use GuardWithIf.")
-    if tail in (TailStrategy.PredicateLoads, TailStrategy.PredicateStores):
-        return TailStrategy.GuardWithIf  # same meaning; the guard becomes a predicate where vectorized
+    if tail in TailStrategy.GUARDED:
+        return TailStrategy.GuardWithIf  # same values; the guard becomes a predicate where vectorized
     if stage > 0 and tail == TailStrategy.ShiftInwards:
         raise CompileError(f"{where}: TailStrategy ShiftInwards is not legal in an update definition: it would "
                            "apply the update twice to some elements. Use RoundUp or GuardWithIf.")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from .. import ir
 from ..bounds import Interval, LazyLet, bounds_of_expr, settle_choices
 from ..ir_mutator import IRMutator, free_variables, substitute, touched_names
+from ..schedule import TailStrategy
 from ..simplify import simplify
 from ..types import Int
 from .strip_promises import strip_promises
@@ -121,7 +122,7 @@ class _Slide(IRMutator):
         # RoundUp and ShiftInwards splits compute outside the (slid, smaller) region they are asked
         # for, below or past the storage bounds inference sized: only guarded splits may slide.
         if any(sp.kind in ("split", "fuse") and sp.old.split(".")[0] == var and
-               sp.tail not in ("GuardWithIf", "PredicateLoads", "PredicateStores")
+               sp.tail not in TailStrategy.GUARDED
                for sp in f._schedule.stages[0].splits):
             return None
         lo_e = self._expansion(f"{f.name()}.{var}.min")
