@@ -86,14 +86,32 @@ def _fits(t, iv: Interval) -> bool:
     return lo is not None and hi is not None and t.can_represent(lo) and t.can_represent(hi)
 
 
+# within_region(value, min, max, outermost): a stage's coordinate, where only values inside the
+# stage's region [min, max] matter. A split that runs past the region (RoundUp, or ShiftInwards
+# by more than the extent) computes points nobody reads; as in Halide, what they read of a Func
+# computed outside the stage's loops (`outermost`, its outermost loop, is then one of the loops
+# analysed) is not required of it: it is read from that Func's storage, which covers it,
+# uncomputed. A Func computed inside the stage's loops is computed for what each iteration reads.
+WITHIN_REGION = "within_region"
+
+
+@dataclass
+class RequiredRegion:
+    """Asks box_touched for the region a Func must compute (what stages' regions read of it);
+    `clamped` then says whether some stage reads it past its own region (see WITHIN_REGION)."""
+
+    clamped: bool = False
+
+
 class _Bounds:
     """Intervals of expressions over one scope (which must not change while this is in use).
 
     Intervals are remembered per node (by id, keeping the node alive): the expressions analysed
     are DAGs whose shared subtrees would otherwise be analysed once per path to them."""
 
-    def __init__(self, scope: dict[str, Interval]):
+    def __init__(self, scope: dict[str, Interval], required: RequiredRegion | None = None):
         self.scope = scope
+        self.required = required  # when given, within_region(v, lo, hi, _) is [lo, hi] at most
         self._fixed: dict[int, tuple] = {}
         self._memo: dict[int, tuple] = {}
 
@@ -202,6 +220,14 @@ class _Bounds:
             return Interval(None, None)
         if b.is_single() and proven_positive(b.min):
             return Interval(ir.Div(a.min, b.min), ir.Div(a.max, b.min))  # monotonic for a positive divisor
+        if b.min is not None and proven_positive(b.min):
+            # For a positive divisor, a / b (Euclidean) moves one way in b for a fixed a: the
+            # extremes are at b's ends (a fused loop's coordinate, fused / extent, stays >= 0).
+            zero = ir.make_const(e.type, 0)
+            if b.max is None:
+                return Interval(ir.Min(ir.Div(a.min, b.min), zero), ir.Max(ir.Div(a.max, b.min), zero))
+            return Interval(ir.Min(ir.Div(a.min, b.min), ir.Div(a.min, b.max)),
+                            ir.Max(ir.Div(a.max, b.min), ir.Div(a.max, b.max)))
         # |a / b| <= |a| for integers (and a / 0 == 0)
         zero = ir.make_const(e.type, 0)
         neg_max = ir.Sub(zero, a.max)
@@ -303,7 +329,7 @@ class _Bounds:
         return _type_range(t)
 
     def b_Let(self, e):
-        inner = _Bounds(dict(self.scope))
+        inner = _Bounds(dict(self.scope), self.required)
         inner.scope[e.name] = self.of(e.value)
         return inner.of(e.body)
 
@@ -316,6 +342,14 @@ class _Bounds:
             if free_variables(e.args[3]) & self.scope.keys():
                 return Interval(self.of(e.args[1]).min, self.of(e.args[2]).max)
             return self.of(e.args[0])
+        if e.call_type == ir.INTRINSIC and e.name == WITHIN_REGION:
+            a = self.of(e.args[0])
+            if self.required is None or e.args[3].name not in self.scope:
+                return a
+            self.required.clamped = True
+            lo, hi = self.of(e.args[1]).min, self.of(e.args[2]).max
+            return Interval(lo if a.min is None else (a.min if lo is None else ir.Max(a.min, lo)),
+                            hi if a.max is None else (a.max if hi is None else ir.Min(a.max, hi)))
         if e.call_type == ir.INTRINSIC and e.name == "abs" and not e.type.is_float():
             a = self.of(e.args[0])
             if a.is_bounded() and not e.type.bits < 32:
@@ -513,9 +547,10 @@ class _BoxCollector(IRVisitor):
     """
 
     def __init__(self, name: str, include_provides: bool, include_calls: bool, scope: dict[str, Interval],
-                 sentinels: bool = False):
+                 sentinels: bool = False, required: RequiredRegion | None = None):
         super().__init__()
         self.sentinels = sentinels
+        self.required = required
         self.name = name
         self.include_provides = include_provides
         self.include_calls = include_calls
@@ -527,7 +562,7 @@ class _BoxCollector(IRVisitor):
     def _bounds(self) -> _Bounds:
         """Interval analysis over the current scope, shared by the uses analysed under it."""
         if self._scope_bounds is None:
-            self._scope_bounds = _Bounds(self.scope)
+            self._scope_bounds = _Bounds(self.scope, self.required)
         return self._scope_bounds
 
     def visit(self, node):
@@ -642,7 +677,7 @@ class _BoxCollector(IRVisitor):
         # variables the condition compares become intervals for the then-branch; the other sides
         # keep their lets, expanded, so that correlated bounds cancel
         saved_lets, saved_scope = dict(self.lets), dict(self.scope)
-        b = _Bounds(saved_scope)  # let values are expanded: they name no other let
+        b = _Bounds(saved_scope, self.required)  # let values are expanded: they name no other let
         for v in _compared_variables(s.condition):
             if v in self.lets:
                 value = self.lets.pop(v).expand()
@@ -660,13 +695,15 @@ class _BoxCollector(IRVisitor):
 
 
 def box_touched(stmt, name: str, include_provides: bool = False, include_calls: bool = True,
-                scope=None, for_checks: bool = False) -> list[Interval] | None:
+                scope=None, for_checks: bool = False, required: RequiredRegion | None = None) -> list[Interval] | None:
     """Per dimension, the interval of coordinates of `name` used in stmt (None if never used).
 
     Each bound is simplified; a bound is None when it cannot be bounded. With for_checks, a
     branch not taken contributes an empty interval (min above max), which only checks may use.
+    With `required`, only what the stages' own regions use counts (the region `name` must
+    compute), not what iterations a split runs past a region read (see WITHIN_REGION).
     """
-    collector = _BoxCollector(name, include_provides, include_calls, dict(scope or {}), for_checks)
+    collector = _BoxCollector(name, include_provides, include_calls, dict(scope or {}), for_checks, required)
     collector.visit(stmt)
     if collector.box is None:
         return None

@@ -71,7 +71,7 @@ class LoweredPipeline:
 
 def _slide_and_fold(stmt, env):
     stmt, windows = sliding_window(stmt, env)
-    return storage_folding(allocation_bounds(stmt), windows)
+    return storage_folding(allocation_bounds(stmt, env.read_past_region), windows)
 
 
 def lowering_passes(env):

@@ -27,15 +27,15 @@ pytestmark = pytest.mark.fuzz
 
 _PROFILE_EXAMPLES = settings.default.max_examples
 EXAMPLES = 25 if _PROFILE_EXAMPLES <= 30 else _PROFILE_EXAMPLES
-MIN_ACCEPTANCE = 0.9  # measured 93-98% (2026-12-02); see the closing note for what is refused
+MIN_ACCEPTANCE = 0.97  # measured 99-100% (2026-12-03, runs of 100-380); the issue asks 0.99 of long runs
 
 STATS: Counter = Counter()
 REFUSED: list[tuple[str, str, str]] = []  # (pipeline, schedule, pyhalide's message)
 
 
 @functools.cache
-def halide_unscheduled(name: str, sizes: tuple) -> list[np.ndarray]:
-    return realize(halide, PIPELINES[name](halide), list(sizes))
+def halide_unscheduled(name: str, sizes: tuple, alone: str | None) -> list[np.ndarray]:
+    return realize(halide, PIPELINES[name](halide), list(sizes), alone)
 
 
 def _same(a: list, b: list) -> bool:
@@ -53,19 +53,19 @@ def test_pyhalide_computes_what_halide_computes(name, data):
     theirs = PIPELINES[name](halide)
     try:
         apply(halide, theirs, sched.steps)
-        want = realize(halide, theirs, sched.sizes)
+        want = realize(halide, theirs, sched.sizes, sched.alone)
     except Exception as e:  # noqa: BLE001 - whatever Halide refuses is not in the test
         STATS["halide refused"] += 1
         event(f"halide refused: {str(e).splitlines()[0][:60] if str(e) else type(e).__name__}")
         return
-    if not _same(want, halide_unscheduled(name, tuple(sched.sizes))):
+    if not _same(want, halide_unscheduled(name, tuple(sched.sizes), sched.alone)):
         STATS["halide computed something else"] += 1
         return
     STATS["halide ran"] += 1
     ours = PIPELINES[name](pyhalide)
     try:
         apply(pyhalide, ours, sched.steps)
-        got = realize(pyhalide, ours, sched.sizes)
+        got = realize(pyhalide, ours, sched.sizes, sched.alone)
     except pyhalide.HalideError as e:
         STATS["pyhalide refused"] += 1
         REFUSED.append((name, sched.text(), str(e).splitlines()[0]))

@@ -524,8 +524,7 @@ class CodeGen:
                 ptr = self.alloca_in_entry(llvm_type(s.type, memory=True), s.name, ll.Constant(I64, max(n, 1)))
                 ptr.align = max(s.type.bytes(), 16)
                 ptr.type = PTR  # opaque, so vector stores through it type-check
-                self.f.hosts[s.name] = ptr
-                self.stmt(s.body)
+                self._with_host(s.name, ptr, s.body)
                 return
         size = ll.Constant(I64, s.type.bytes())
         for e in s.extents:
@@ -542,11 +541,22 @@ class CodeGen:
         self.asserts.append((f"Out of memory allocating {s.name}", 0))
         self.return_error(assert_id + 1)
         b.position_at_end(ok)
-        self.f.hosts[s.name] = ptr
         self.f.heap_allocs.append(ptr)
-        self.stmt(s.body)
+        self._with_host(s.name, ptr, s.body)
         self.f.heap_allocs.pop()
         b.call(self.declare("free", VOID, [PTR]), [ptr])
+
+    def _with_host(self, name: str, ptr, body) -> None:
+        """Emit body with `name` stored at ptr; outside it the name means what it meant before (a
+        Func realized twice in one pipeline: a parallel loop after the first realization must not
+        capture that one's pointer)."""
+        before = self.f.hosts.get(name)
+        self.f.hosts[name] = ptr
+        self.stmt(body)
+        if before is None:
+            del self.f.hosts[name]
+        else:
+            self.f.hosts[name] = before
 
 
 def _is_dense(index: ir.Expr) -> bool:

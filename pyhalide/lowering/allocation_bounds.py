@@ -3,7 +3,8 @@
 Assumes: every stage's loop bounds are final (bounds inference, then sliding window, which moves
 where each iteration starts). Guarantees: every Provide to f lies inside f's Realize, over all
 iterations of the loops between its store and compute levels, including iterations a split runs
-past its guard. Each Realize outside the loops is preceded by a check, in 64 bits, that its box
+past its guard; so does every call of f, where a consumer reads f past the region f computes
+(env.read_past_region). Each Realize outside the loops is preceded by a check, in 64 bits, that its box
 holds at most 2^31-1 elements (indices into it are 32-bit); a constant box too large is refused
 when compiling. Every Int(32) let outside the loops gets its 64-bit shadow here (wide_bounds),
 for this check and the buffer checks.
@@ -12,13 +13,13 @@ for this check and the buffer checks.
 from __future__ import annotations
 
 from .. import ir
-from ..bounds import box_touched
+from ..bounds import Interval, box_touched, interval_union
 from ..buffer import MAX_ELEMENTS
 from ..errors import CompileError
 from ..ir_mutator import IRMutator, free_variables
 from ..simplify import simplify
 from ..types import Int
-from .bounds_inference import require_bounded
+from .bounds_inference import read_bound, require_bounded
 from .wide_bounds import I64, widened, with_shadow
 
 _ONE = ir.make_const(Int(32), 1)
@@ -61,8 +62,10 @@ def _size_check(name: str, box, shadowed: set[str]) -> ir.Stmt | None:
 class _SizeRealizes(IRMutator):
     statements_only = True
 
-    def __init__(self):
+    def __init__(self, read_past_region: set[str]):
         super().__init__()
+        self.read_past_region = read_past_region  # Funcs whose reads count too (not only writes)
+        self.in_scope: list[str] = []  # the names of the lets around the statement being visited
         self.shadowed: set[str] = set()  # the lets in scope that have 64-bit shadows
         self.loops = 0  # Fors around the statement being visited
 
@@ -73,6 +76,13 @@ class _SizeRealizes(IRMutator):
         return result
 
     def visit_LetStmt(self, s):
+        self.in_scope.append(s.name)
+        try:
+            return self._let(s)
+        finally:
+            self.in_scope.pop()
+
+    def _let(self, s):
         if self.loops:  # checks are made outside loops only, so only the lets there need shadows
             return self.default(s)
         was_shadowed = s.name in self.shadowed
@@ -84,7 +94,11 @@ class _SizeRealizes(IRMutator):
     def visit_Realize(self, r):
         body = self.mutate(r.body)
         f = r.func
+        # What iterations past a stage's region read (bounds.WITHIN_REGION) was not computed,
+        # but lies in the storage all the same.
         box = box_touched(body, r.name, include_provides=True, include_calls=False)
+        if f.name() in self.read_past_region:
+            box = self._with_reads(body, r.name, f, box)
         bounds, sized = [], []
         for d, var in enumerate(f._pure_args):
             iv = require_bounded(f, var, box[d] if box else None, "the storage of its own stages")
@@ -99,5 +113,16 @@ class _SizeRealizes(IRMutator):
         return realize if check is None else ir.make_block([check, realize])
 
 
-def allocation_bounds(stmt: ir.Stmt) -> ir.Stmt:
-    return _SizeRealizes().mutate(stmt)
+    def _with_reads(self, body, name: str, f, box):
+        """The box also covering what f's consumers read (bounds_inference.read_bound names it
+        where the Realize is inside those lets; elsewhere the reads in body are walked)."""
+        read = [(read_bound(f.name(), v, "min"), read_bound(f.name(), v, "max")) for v in f._pure_args]
+        if not all(lo.name in self.in_scope and hi.name in self.in_scope for lo, hi in read):
+            return box_touched(body, name, include_provides=True)
+        if box is None:
+            return [Interval(lo, hi) for lo, hi in read]
+        return [interval_union(iv, Interval(lo, hi)) for iv, (lo, hi) in zip(box, read)]
+
+
+def allocation_bounds(stmt: ir.Stmt, read_past_region: set[str]) -> ir.Stmt:
+    return _SizeRealizes(read_past_region).mutate(stmt)

@@ -13,7 +13,7 @@ what each iteration computes.
 from __future__ import annotations
 
 from .. import ir
-from ..bounds import Interval, box_touched
+from ..bounds import Interval, RequiredRegion, box_touched
 from ..errors import CompileError, InternalError
 from ..ir_mutator import IRMutator, IRVisitor, called_names
 from ..simplify import simplify
@@ -109,7 +109,7 @@ def _append_lets(body, lets, checks):
 def _func_lets(f, env, produce, consume):
     """The lets defining f's required region and its stages' loop bounds, and checks of bound()."""
     name = f.name()
-    box = box_touched(consume.body, name)
+    box, read = _required_box(consume.body, name)
     lets: list[tuple[str, ir.Expr]] = []
     checks: list[ir.Stmt] = []
     for d, var in enumerate(f._pure_args):
@@ -142,6 +142,8 @@ def _func_lets(f, env, produce, consume):
     for s in range(n_stages - 1, -1, -1):
         footprint = None
         if s + 1 < n_stages:
+            # (all of it: an update that runs past the region reads and writes f there, so the
+            # pure stage computes it, unlike Halide, which leaves it uninitialised)
             footprint = box_touched(ir.make_block(stages[s + 1:]), name, include_provides=True)
         pure_dims = [v for v, pure in stage_dims(f, s) if pure]
         for var in pure_dims:
@@ -151,7 +153,31 @@ def _func_lets(f, env, produce, consume):
                 lo, hi = simplify(ir.Min(lo, iv.min)), simplify(ir.Max(hi, iv.max))
             lets.append((dim_bound(f, s, var, "min").name, lo))
             lets.append((dim_bound(f, s, var, "max").name, hi))
+    if read is not None and not env.is_output(f):
+        # stages also read f past that region: its storage covers what they read (allocation bounds)
+        env.read_past_region.add(name)
+        for var, iv in zip(f._pure_args, read):
+            iv = require_bounded(f, var, iv, "its consumers")
+            lets.append((read_bound(name, var, "min").name, simplify(iv.min)))
+            lets.append((read_bound(name, var, "max").name, simplify(iv.max)))
     return lets, checks
+
+
+def read_bound(func: str, var: str, which: str) -> ir.Variable:
+    """The box that f's consumers read of it, where they read past the region f computes."""
+    return ir.Variable(f"{func}.{var}.read_{which}", _I32)
+
+
+def _required_box(stmt, name: str):
+    """The box of `name` that stmt's stages use within their own regions (the region `name` must
+    compute), and, where they also read it past that box (bounds.WITHIN_REGION), the box they
+    read (else None)."""
+    required = RequiredRegion()
+    box = box_touched(stmt, name, required=required)
+    if not required.clamped:
+        return box, None
+    read = box_touched(stmt, name)
+    return box, (read if read != box else None)
 
 
 def _apply_bound_directive(f, var: str, needed: Interval):

@@ -74,6 +74,9 @@ class Environment:
     # output buffer -> (lets, [(min, max) per dimension]) of the box its stages write, where a
     # schedule writes beyond the region asked for (buffer checks); realize(sizes) grows into it
     grown_outputs: dict[str, tuple] = field(default_factory=dict)
+    # Funcs some stage reads past the region they compute (bounds.WITHIN_REGION): their storage
+    # covers those reads too (bounds inference finds them, allocation bounds sizes them)
+    read_past_region: set[str] = field(default_factory=set)
 
     def is_output(self, f) -> bool:
         return any(o is f for o in self.outputs)
@@ -133,7 +136,10 @@ def build_environment(outputs, target=None) -> Environment:
         else:
             env.order.append(f)
     for f in env.order:
-        if f._schedule.is_default and f._schedule.innermost_default and not env.is_output(f):
+        # A Func with update definitions that is not placed cannot be inlined: Halide computes it
+        # in the innermost loop of the stage that uses it (the same for inline reductions).
+        if f._schedule.is_default and not env.is_output(f) and \
+                (f._schedule.innermost_default or f.has_update_definition()):
             level = _innermost_consumer_loop(env, f.name())
             if level is not None:
                 env.levels[f.name()] = level
@@ -164,8 +170,9 @@ def _check_inlined_loops(name: str, stage) -> None:
 
 
 def _innermost_consumer_loop(env, name: str):
-    """Where an inline reduction goes by default: the innermost loop (vector loops excluded, so
-    its consumer stays vectorized) of the one computed stage that uses it, else None (root)."""
+    """Where a Func with updates goes by default: the innermost loop (vector loops excluded, so
+    its consumer stays vectorized) of the one computed stage that uses it, else None (root;
+    Halide computes one in each stage that uses it)."""
     from .schedule_functions import stage_schedule
 
     users = [g for g, cs in env.callees.items() if name in cs]

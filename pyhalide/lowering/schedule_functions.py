@@ -12,6 +12,7 @@ GuardWithIf tails become ifs at that same place.
 from __future__ import annotations
 
 from .. import ir
+from ..bounds import WITHIN_REGION
 from ..errors import CompileError
 from ..ir_mutator import IRMutator, IRVisitor, free_variables, substitute
 from ..schedule import (
@@ -69,14 +70,19 @@ def _c(v: int) -> ir.Expr:
 
 
 def _resolve_tail(tail: str, stage: int, is_rvar: bool, where: str, fixed_extent: bool = False,
-                  name: str = "") -> str:
+                  name: str = "", shifted_by: int = 0, factor: int = 0) -> str:
     """Auto is ShiftInwards for pure definitions, RoundUp for pure Vars of updates, GuardWithIf for
     RVars and for dimensions that came out of an earlier split or fuse in an update (rounding one of
-    those up would run the update twice on the points where neighbouring blocks overlap)."""
+    those up would run the update twice on the points where neighbouring blocks overlap).
+    As in Halide, a pure dimension that descends from the outer loop of an earlier ShiftInwards
+    split of at least this factor (`shifted_by`) rounds up: that split already keeps it inside
+    the region (`vectorize(x, 8).unroll(x, 4)`), and shifting again would move it out."""
     if tail == TailStrategy.Auto:
         if is_rvar or (stage > 0 and fixed_extent):
             return TailStrategy.GuardWithIf
-        return TailStrategy.ShiftInwards if stage == 0 else TailStrategy.RoundUp
+        if stage == 0:
+            return TailStrategy.RoundUp if shifted_by >= factor > 0 else TailStrategy.ShiftInwards
+        return TailStrategy.RoundUp
     if stage > 0 and fixed_extent and tail == TailStrategy.RoundUp:
         raise CompileError(f"{where}: can't use TailStrategy RoundUp for splitting {name} in an update "
                            "definition: it comes from an earlier split, so rounding it up would apply the update "
@@ -120,8 +126,20 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
             bounds[name] = (rvars[name].min, rvars[name].extent)
         is_rvar[name] = not pure
 
+    def within_region(name: str, value: ir.Expr) -> ir.Expr:
+        """A pure Var of the stage that a split may run past the region: what those iterations
+        read is not required of the producers computed outside the stage's loops (Halide's rule;
+        see bounds.WITHIN_REGION)."""
+        if name not in pure_vars:
+            return value
+        lo, hi = dim_bound(f, stage, name, "min"), dim_bound(f, stage, name, "max")
+        outermost = var(sched.dims[-1].internal)
+        return ir.Call(_I32, WITHIN_REGION, (value, lo, hi, outermost), ir.INTRINSIC)
+
+    pure_vars = {name for name, pure in stage_dims(f, stage) if pure}
     items: list[tuple[str, str, ir.Expr]] = []  # ("let", name, value) / ("guard", "", cond), last first
     fixed: set[str] = set()  # dimensions made by an earlier split (the inner one) or fuse
+    shifted: dict[str, int] = {}  # dimensions descending from a ShiftInwards split's outer: its factor
     consumed_after = [set() for _ in sched.splits]  # dims that later splits/fuses/renames take apart
     for i in range(len(sched.splits) - 2, -1, -1):
         later = sched.splits[i + 1]
@@ -129,7 +147,14 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
     for i, sp in enumerate(sched.splits):
         if sp.kind == "split":
             old_min, old_ext = bounds[sp.old]
-            tail = _resolve_tail(sp.tail, stage, is_rvar[sp.old], where, sp.old in fixed, sp.old)
+            tail = _resolve_tail(sp.tail, stage, is_rvar[sp.old], where, sp.old in fixed, sp.old,
+                                 shifted.get(sp.old, 0), sp.factor)
+            if tail == TailStrategy.ShiftInwards:
+                shifted[sp.outer] = sp.factor
+            elif sp.old in shifted:
+                shifted[sp.inner] = shifted[sp.outer] = shifted[sp.old]
+            if sp.factor == 1:  # divides any extent: no tail to shift or guard (as in Halide)
+                tail = TailStrategy.RoundUp
             fixed.add(sp.inner)
             factor = _c(sp.factor)
             bounds[sp.inner] = (_c(0), factor)
@@ -153,6 +178,8 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
                 lo = ir.Min(old_min, last_start)
                 hi = ir.Sub(ir.Add(old_min, old_ext), _c(1))
                 value = ir.Call(_I32, "promise_clamped", (value, lo, hi, var(sp.outer)), ir.INTRINSIC)
+            if tail in (TailStrategy.ShiftInwards, TailStrategy.RoundUp) and sp.factor > 1:
+                value = within_region(sp.old, value)
             items.append(("let", sp.old, value))
         elif sp.kind == "fuse":
             (in_min, in_ext), (out_min, out_ext) = bounds[sp.old], bounds[sp.outer]
@@ -171,11 +198,15 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
                                       ir.Sub(ir.Add(in_min, in_ext), last), var(sp.inner)), ir.INTRINSIC)
                 outer_value = ir.Call(_I32, "promise_clamped", (outer_value, out_min,
                                       ir.Sub(ir.Add(out_min, out_ext), last), var(sp.inner)), ir.INTRINSIC)
+            if sp.inner in consumed_after[i]:  # a later split may run the fused loop past its end
+                inner_value, outer_value = within_region(sp.old, inner_value), within_region(sp.outer, outer_value)
             items.append(("let", sp.old, inner_value))
             items.append(("let", sp.outer, outer_value))
         else:  # rename
             if sp.old in fixed:
                 fixed.add(sp.outer)
+            if sp.old in shifted:
+                shifted[sp.outer] = shifted[sp.old]
             bounds[sp.outer] = bounds[sp.old]
             is_rvar[sp.outer] = is_rvar[sp.old]
             items.append(("let", sp.old, var(sp.outer)))

@@ -1,4 +1,5 @@
-"""Drop the promises bounds inference relied on (`promise_clamped(value, min, max)` -> value).
+"""Drop the promises bounds inference relied on (`promise_clamped(value, min, max)` and
+`within_region(value, min, max)` -> value).
 
 Assumes: bounds inference and sliding window are done. Guarantees: no promise_clamped remains, so
 later passes (the vectorizer looking for dense Ramps) see the plain index arithmetic.
@@ -7,6 +8,7 @@ later passes (the vectorizer looking for dense Ramps) see the plain index arithm
 from __future__ import annotations
 
 from .. import ir
+from ..bounds import WITHIN_REGION
 from ..ir_mutator import IRMutator, has_call
 
 
@@ -29,7 +31,7 @@ class _Strip(IRMutator):
         return result
 
     def visit_Call(self, c):
-        if c.call_type == ir.INTRINSIC and c.name == "promise_clamped":
+        if c.call_type == ir.INTRINSIC and c.name in ("promise_clamped", WITHIN_REGION):
             return self.mutate(c.args[0])
         return self.default(c)
 

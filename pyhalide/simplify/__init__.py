@@ -227,6 +227,13 @@ def _minmax_rules(n, op, pick):
         return op(a.a, _const(t, pick(_c(a.b), cb)))  # min(min(x, c1), c2)
     if isinstance(a, op) and (a.a == b or a.b == b):
         return a  # min(min(x, y), x)
+    if isinstance(b, op) and (b.a == a or b.b == a):
+        return b  # min(x, min(x, y))
+    dual = ir.Max if op is ir.Min else ir.Min
+    if isinstance(a, dual) and (a.a == b or a.b == b):
+        return b  # min(max(x, y), x): absorption
+    if isinstance(b, dual) and (b.a == a or b.b == a):
+        return a
     if (_no_overflow(t) and isinstance(a, ir.Add) and isinstance(b, ir.Add) and a.a == b.a
             and _c(a.b) is not None and _c(b.b) is not None):
         return ir.Add(a.a, _const(t, pick(_c(a.b), _c(b.b))))  # min(x + c1, x + c2)

@@ -144,9 +144,23 @@ def _two_outputs(hl) -> Built:
                  {"two_p": ["two_a", "two_b"]})
 
 
+def _update_reads(hl) -> Built:
+    """An output whose pure definition and update both read a producer (compute_at(out, x)
+    then names a loop of each stage that uses it)."""
+    x, y = hl.Var("x"), hl.Var("y")
+    inp = hl.Buffer(_image("upd", (MAX_SIZE + 4, MAX_SIZE + 4)), "upd_in")
+    g, out = hl.Func("upd_g"), hl.Func("upd_out")
+    g[x, y] = inp[x, y] * 2 + y
+    out[x, y] = g[x, y] + 1
+    out[x, y] += g[x + 1, y] * 3
+    return Built([out], {"upd_g": g, "upd_out": out},
+                 {("upd_g", 0): ["x", "y"], ("upd_out", 0): ["x", "y"], ("upd_out", 1): ["x", "y"]},
+                 {}, 2, {"upd_g": ["upd_out"]})
+
+
 PIPELINES: dict[str, Callable] = {
     "pointwise": _pointwise, "blur": _blur, "histogram": _histogram, "prefix_sum": _prefix_sum,
-    "matmul": _matmul, "resample": _resample, "two_outputs": _two_outputs,
+    "matmul": _matmul, "resample": _resample, "two_outputs": _two_outputs, "update_reads": _update_reads,
 }
 
 
@@ -174,9 +188,11 @@ class Step:
 class Schedule:
     steps: list = field(default_factory=list)
     sizes: list = field(default_factory=list)
+    alone: str | None = None  # an intermediate realized on its own (its placement then means root)
 
     def text(self) -> str:
-        return "\n".join(s.text() for s in self.steps) + f"\nrealize({self.sizes})"
+        what = f"{self.alone}.realize" if self.alone else "realize"
+        return "\n".join(s.text() for s in self.steps) + f"\n{what}({self.sizes})"
 
 
 def apply(hl, built: Built, steps: list[Step]) -> None:
@@ -197,9 +213,9 @@ def apply(hl, built: Built, steps: list[Step]) -> None:
         getattr(target, s.method)(*args)
 
 
-def realize(hl, built: Built, sizes: list[int]) -> list[np.ndarray]:
-    """The outputs over [0, size) in each dimension, as numpy arrays."""
-    result = hl.Pipeline(built.outputs).realize(sizes)
+def realize(hl, built: Built, sizes: list[int], alone: str | None = None) -> list[np.ndarray]:
+    """The outputs (or the one Func `alone`) over [0, size) in each dimension, as numpy arrays."""
+    result = hl.Pipeline([built.funcs[alone]] if alone else built.outputs).realize(sizes)
     if not isinstance(result, list | tuple):
         result = [result]
     return [np.array(np.asarray(b)) for b in result]
@@ -245,7 +261,10 @@ def schedules(draw, name: str) -> Schedule:
                     so = draw(st.sampled_from(outer))
                     steps.append(Step(fn, 0, "store_at", (("func", c), ("loop", so, so in _all_rvars(rv, c)))))
     sizes = [draw(st.integers(1, MAX_SIZE)) for _ in range(built.dimensions)]
-    return Schedule(steps, sizes)
+    # Now and then an intermediate is realized on its own, whatever its placement says.
+    alone = [fn for fn in names if fn not in outputs and built.funcs[fn].dimensions() == built.dimensions]
+    pick = draw(st.sampled_from([None] * 5 + alone)) if alone else None
+    return Schedule(steps, sizes, pick)
 
 
 def _all_rvars(rv: dict, func: str) -> set:

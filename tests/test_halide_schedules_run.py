@@ -1,0 +1,127 @@
+"""Schedules the real Halide runs that pyhalide once refused or failed to compile, found by the
+differential fuzzer (tests/test_differential_fuzz.py). Each input here is exactly as large as
+the algorithm reads, so a schedule that made pyhalide read past it would be refused; the results
+are checked against numpy, so these run without Halide installed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pyhalide as hl
+
+x, y = hl.Var("x"), hl.Var("y")
+
+
+def _downsample(rows: int):
+    """down(x, y) = mean of two input columns, up(x, y) reads down at x / 2 and x / 2 + 1."""
+    img = np.arange(4 * rows, dtype=np.int32).reshape(rows, 4) * 7 % 50
+    inp = hl.Buffer(img, "down_in")
+    down, up = hl.Func("down"), hl.Func("up")
+    down[x, y] = (inp[2 * x, y] + inp[2 * x + 1, y]) / 2
+    up[x, y] = down[x / 2, y] + down[x / 2 + 1, y] * 3
+    want = (img[:, 0:4:2] + img[:, 1:4:2]) // 2
+    return down, up, (want[:, :1] + want[:, 1:2] * 3)
+
+
+def test_unrolling_an_unrolled_loop_again_rounds_up_inside_the_first_split():
+    """As Halide resolves an Auto tail: a loop that descends from the outer loop of a ShiftInwards
+    split at least as large rounds up (that split already keeps it inside the region); shifting
+    it inwards again moved a 2-row region to rows -2 and -1."""
+    down, up, want = _downsample(2)
+    down.unroll(y, 2).unroll(y, 2).compute_root()
+    np.testing.assert_array_equal(np.asarray(up.realize([1, 2])), want)
+
+
+def test_vectorize_then_unroll_by_a_smaller_factor_stays_in_the_region():
+    """Halide's own example of the rule: f.vectorize(x, 8).unroll(x, 4)."""
+    img = np.arange(12, dtype=np.int32)
+    inp = hl.Buffer(img, "vu_in")
+    f, g = hl.Func("vu_f"), hl.Func("vu_g")
+    f[x] = inp[x] * 2
+    g[x] = f[x] + 1
+    f.compute_root().vectorize(x, 8).unroll(x, 4)
+    np.testing.assert_array_equal(np.asarray(g.realize([12])), img * 2 + 1)
+
+
+def _running_sum(width: int, height: int):
+    img = (np.arange(width * height, dtype=np.int32).reshape(height, width) * 5) % 17
+    inp = hl.Buffer(img, "scan_in")
+    s, out = hl.Func("scan"), hl.Func("scan_out")
+    r = hl.RDom([hl.Range(1, width - 1)], "r")
+    s[x, y] = inp[x, y]
+    s[r.x, y] = s[r.x - 1, y] + s[r.x, y]
+    out[x, y] = s[x + 1, y] - s[x, y]
+    sums = np.cumsum(img, axis=1, dtype=np.int32)
+    return s, out, sums[:, 1:] - sums[:, :-1]
+
+
+def test_a_split_by_one_of_a_fused_loop_keeps_the_rows_of_the_region():
+    """A split by 1 has no tail (Halide neither shifts nor guards it), and the fused loop's
+    coordinates, fused / extent and fused % extent, stay inside the region (their bounds, for a
+    divisor known to be positive, were taken as if it could be negative: row -14)."""
+    for tail in (hl.TailStrategy.Auto, hl.TailStrategy.ShiftInwards, hl.TailStrategy.GuardWithIf):
+        s, out, want = _running_sum(14, 1)
+        xy, xo, xi = hl.Var("xy"), hl.Var("xo"), hl.Var("xi")
+        s.fuse(x, y, xy).split(xy, xo, xi, 1, tail)
+        np.testing.assert_array_equal(np.asarray(out.realize([2, 1])), want[:, :2])
+
+
+def test_a_func_with_an_update_left_unscheduled_is_computed_inside_its_consumer(tmp_path):
+    """Halide cannot inline a Func with an update: it computes it in the innermost loop of the
+    stage that uses it (here per output pixel, so a pixel's row of sums is all it needs)."""
+    s, out, want = _running_sum(9, 3)
+    np.testing.assert_array_equal(np.asarray(out.realize([8, 3])), want)
+    out.compile_to_lowered_stmt(str(tmp_path / "scan.stmt"), [])
+    nest = (tmp_path / "scan.stmt").read_text()
+    assert nest.index("(scan_out.s0.x,") < nest.index("produce scan {")
+
+
+def test_a_func_realized_in_a_serial_and_a_parallel_loop_compiles():
+    """g is realized twice (once per stage of out that reads it); the parallel loop around the
+    second realization captured the first one's pointer, which LLVM rejected."""
+    img = (np.arange(8 * 7, dtype=np.int32).reshape(7, 8) * 3) % 11
+    inp = hl.Buffer(img, "two_in")
+    g, out = hl.Func("twice_g"), hl.Func("twice_out")
+    g[x, y] = inp[x, y] * 2 + y
+    out[x, y] = g[x, y] + 1
+    out[x, y] += g[x + 1, y] * 3
+    g.parallel(x).compute_at(out, y)
+    out.update(0).parallel(y).vectorize(x, 4)
+    got = np.asarray(out.realize([4, 7]))
+    gv = img * 2 + np.arange(7, dtype=np.int32)[:, None]
+    np.testing.assert_array_equal(got, gv[:, :4] + 1 + gv[:, 1:5] * 3)
+
+
+def _chain(rows: int):
+    img = (np.arange(4 * rows, dtype=np.int32).reshape(rows, 4) * 7) % 31
+    inp = hl.Buffer(img, "chain_in")
+    f, g, out = hl.Func("chain_f"), hl.Func("chain_g"), hl.Func("chain_out")
+    f[x, y] = inp[x, y] * 3
+    g[x, y] = f[x, y] + 1
+    out[x, y] = g[x, y] - y
+    return f, g, out, img * 3 + 1 - np.arange(rows, dtype=np.int32)[:, None]
+
+
+def test_a_split_past_the_region_does_not_grow_what_producers_compute():
+    """As in Halide: g split by 7 over 5 rows runs past its region (RoundUp) or before it
+    (ShiftInwards); f, computed outside g's loops, is computed over the 5 rows g needs, and what
+    g's extra rows read of f comes from f's storage, uncomputed, into rows nobody reads. f's
+    input has exactly 5 rows."""
+    yo, yi = hl.Var("yo"), hl.Var("yi")
+    for tail in (hl.TailStrategy.RoundUp, hl.TailStrategy.ShiftInwards):
+        for at_root in (True, False):
+            f, g, out, want = _chain(5)
+            g.split(y, yo, yi, 7, tail)
+            g.compute_root() if at_root else g.compute_at(out, y)
+            f.compute_root()
+            np.testing.assert_array_equal(np.asarray(out.realize([4, 5])), want)
+
+
+def test_a_split_past_the_region_still_may_not_read_past_an_input():
+    """What the extra rows read of an input is checked as Halide checks it: refused."""
+    yo, yi = hl.Var("yo"), hl.Var("yi")
+    f, g, out, _ = _chain(5)
+    f.split(y, yo, yi, 7, hl.TailStrategy.RoundUp).compute_root()
+    with pytest.raises(hl.HalideError, match="chain_in"):
+        out.realize([4, 5])
