@@ -95,6 +95,13 @@ def _fits(t, iv: Interval) -> bool:
 WITHIN_REGION = "within_region"
 
 
+# predicate_loads(cond): a split's guard that Halide applies to the loads alone (PredicateLoads,
+# RoundUpAndBlend): its loop writes every iteration, so the box written is not narrowed by it
+# (an output then grows as Halide grows it), while what is read is. pyhalide guards the whole
+# iteration: the values are the same, and nothing is written past what the box says.
+PREDICATE_LOADS = "predicate_loads"
+
+
 @dataclass
 class RequiredRegion:
     """Asks box_touched for the region a Func must compute (what stages' regions read of it);
@@ -669,6 +676,13 @@ class _BoxCollector(IRVisitor):
             self.scope[name] = saved_iv
 
     def visit_IfThenElse(self, s):
+        c = s.condition
+        if isinstance(c, ir.Call) and c.call_type == ir.INTRINSIC and c.name == PREDICATE_LOADS:
+            if self.include_provides:  # the writes are not guarded by it
+                self.visit(s.then_case)
+                self.visit(s.else_case)
+                return
+            s = ir.IfThenElse(c.args[0], s.then_case, s.else_case)
         self.visit(s.condition)
         cond = self._expand(s.condition)
         if not (free_variables(cond) & self.scope.keys()):

@@ -703,16 +703,23 @@ def rfactor(stage: Schedulable, pairs):
         if not dim.is_rvar:
             raise CompileError(f"{where}: rfactor of {dim.name}, which is not an RVar")
         preserved[dim.internal] = _var_name(v)
-    if any(sp.kind == "fuse" for sp in sched.splits):
-        raise CompileError(f"{where}: rfactor after fusing RVars is not supported")
     # every original RVar as an expression of the stage's current RVar dimensions
     bounds = {rv.name: (rv.min, rv.extent) for rv in d.rvars}
     value_of: dict[str, ir.Expr] = {}
     guards = []
     for sp in sched.splits:
+        if sp.kind == "fuse" and (sp.old in bounds) != (sp.outer in bounds):
+            raise CompileError(f"{where}: rfactor after fusing a pure Var with an RVar is not supported")
         if sp.old not in bounds:
-            continue  # a pure-variable split: schedule only
+            continue  # a pure-variable split or fuse: schedule only
         old_min, old_ext = bounds[sp.old]
+        if sp.kind == "fuse":  # fused = inner + inner_extent * outer, each counted from 0
+            out_min, out_ext = bounds[sp.outer]
+            bounds[sp.inner] = (ir.make_const(ir.Int(32), 0), ir.Mul(old_ext, out_ext))
+            fused = ir.Variable(sp.inner)
+            value_of[sp.old] = ir.Add(ir.Mod(fused, old_ext), old_min)
+            value_of[sp.outer] = ir.Add(ir.Div(fused, old_ext), out_min)
+            continue
         if sp.kind == "rename":
             bounds[sp.outer] = bounds[sp.old]
             value_of[sp.old] = ir.Variable(sp.outer)

@@ -125,3 +125,73 @@ def test_a_split_past_the_region_still_may_not_read_past_an_input():
     f.split(y, yo, yi, 7, hl.TailStrategy.RoundUp).compute_root()
     with pytest.raises(hl.HalideError, match="chain_in"):
         out.realize([4, 5])
+
+
+def test_rfactor_of_fused_rvars_and_after_fusing_pure_vars():
+    """rfactor after fuse, as Halide allows: of the RVar two RVars fused into (u then runs over
+    the fused reduction), and of an RVar of a stage whose pure Vars were fused."""
+    img = (np.arange(7 * 9, dtype=np.int32).reshape(7, 9) * 11) % 64
+    inp = hl.Buffer(img.astype(np.uint8), "rf_in")
+    r = hl.RDom([hl.Range(0, 9), hl.Range(0, 7)], "r")
+    hist = hl.Func("rf_hist")
+    hist[x] = 0
+    hist[hl.cast(hl.Int(32), inp[r.x, r.y]) / 8] += 1
+    fused, u = hl.RVar("fused"), hl.Var("u")
+    intm = hist.update(0).fuse(r.x, r.y, fused).rfactor(fused, u)
+    intm.compute_root().update(0).parallel(u)
+    np.testing.assert_array_equal(np.asarray(hist.realize([8])), np.bincount(img.ravel() // 8, minlength=8))
+
+    a = (np.arange(5 * 6, dtype=np.int32).reshape(5, 6) % 7)
+    b = (np.arange(6 * 4, dtype=np.int32).reshape(6, 4) % 5)
+    A, B = hl.Buffer(a, "rf_a"), hl.Buffer(b, "rf_b")
+    k = hl.RDom([hl.Range(0, 6)], "k")
+    mm = hl.Func("rf_mm")
+    mm[x, y] = 0
+    mm[x, y] += A[k.x, y] * B[x, k.x]
+    xy = hl.Var("xy")
+    mm.update(0).fuse(x, y, xy)
+    mm.update(0).rfactor(k.x, u).compute_at(mm, k.x)
+    np.testing.assert_array_equal(np.asarray(mm.realize([4, 5])), a @ b)
+
+
+def test_predicate_loads_and_round_up_and_blend_write_the_whole_last_block():
+    """Halide predicates only the loads of PredicateLoads and RoundUpAndBlend splits: the loop
+    writes its whole last block, so a realize of 1 row grows the output to the 6 rows the split
+    writes (and returns the 1 asked for). Everything upstream is then computed for 6 rows: g's
+    unroll by 3 fits, instead of shifting to rows -2..0 and reading the input there."""
+    yo, yi = hl.Var("yo"), hl.Var("yi")
+    for tail in (hl.TailStrategy.PredicateLoads, hl.TailStrategy.RoundUpAndBlend):
+        f, g, out, want = _chain(6)
+        out.split(y, yo, yi, 6, tail)
+        g.unroll(y, 3).compute_root()
+        got = out.realize([4, 1])
+        assert got.dim(1).extent() == 1
+        np.testing.assert_array_equal(np.asarray(got), want[:1])
+
+
+def test_shift_inwards_and_blend_of_a_pure_definition_shifts_inwards():
+    """The blend keeps an update from applying twice; a pure definition shifts as ShiftInwards
+    does (here by more than the extent: rows -2..0 of g, which reads no input)."""
+    yo, yi = hl.Var("yo"), hl.Var("yi")
+    f, g, out, want = _chain(1)
+    g.split(y, yo, yi, 3, hl.TailStrategy.ShiftInwardsAndBlend).compute_root()
+    f.compute_root()
+    np.testing.assert_array_equal(np.asarray(out.realize([4, 1])), want)
+
+
+def test_a_fused_and_rounded_up_producer_does_not_slide_over_its_own_rows():
+    """The producer is stored at root and computed per pixel of the reduction; fusing its x and y
+    and rounding the fused loop up computes a second row per pixel, so its rows may not slide
+    and fold into one (the second row overwrote the first: wrong histograms)."""
+    img = (np.arange(6 * 8, dtype=np.int32).reshape(6, 8) * 13) % 41
+    inp = hl.Buffer(img.astype(np.uint8), "fold_in")
+    clamped = hl.BoundaryConditions.repeat_edge(inp)
+    r = hl.RDom([hl.Range(0, 8), hl.Range(0, 6)], "r")
+    hist = hl.Func("fold_hist")
+    hist[x] = 0
+    hist[hl.clamp(hl.i32(clamped[r.x, r.y]) % 16, 0, 15)] += 1
+    fused, fo, fi = hl.Var("fused"), hl.Var("fo"), hl.Var("fi")
+    c = clamped  # the boundary condition's Func, scheduled like any other
+    c.compute_at(hist, r.x).store_root()
+    c.fuse(c.args()[0], c.args()[1], fused).split(fused, fo, fi, 2, hl.TailStrategy.RoundUp)
+    np.testing.assert_array_equal(np.asarray(hist.realize([16])), np.bincount(img.ravel() % 16, minlength=16))

@@ -12,7 +12,7 @@ GuardWithIf tails become ifs at that same place.
 from __future__ import annotations
 
 from .. import ir
-from ..bounds import WITHIN_REGION
+from ..bounds import PREDICATE_LOADS, WITHIN_REGION
 from ..errors import CompileError
 from ..ir_mutator import IRMutator, IRVisitor, free_variables, substitute
 from ..schedule import (
@@ -87,6 +87,8 @@ def _resolve_tail(tail: str, stage: int, is_rvar: bool, where: str, fixed_extent
         raise CompileError(f"{where}: can't use TailStrategy RoundUp for splitting {name} in an update "
                            "definition: it comes from an earlier split, so rounding it up would apply the update "
                            "twice to some points. Use GuardWithIf.")
+    if stage == 0 and tail == TailStrategy.ShiftInwardsAndBlend:
+        return TailStrategy.ShiftInwards  # the blend only keeps an update from applying twice
     if tail in TailStrategy.GUARDED:
         return TailStrategy.GuardWithIf  # same values; the guard becomes a predicate where vectorized
     if stage > 0 and tail == TailStrategy.ShiftInwards:
@@ -168,7 +170,10 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
             if tail == TailStrategy.ShiftInwards:
                 base = ir.Min(base, last_start)
             if tail == TailStrategy.GuardWithIf:
-                items.append(("guard", "", ir.LT(var(sp.old), ir.Add(old_min, old_ext))))
+                guard = ir.LT(var(sp.old), ir.Add(old_min, old_ext))
+                if sp.tail in (TailStrategy.PredicateLoads, TailStrategy.RoundUpAndBlend):
+                    guard = ir.Call(guard.type, PREDICATE_LOADS, (guard,), ir.INTRINSIC)
+                items.append(("guard", "", guard))
             value = ir.Add(base, var(sp.inner))
             if tail == TailStrategy.ShiftInwards and not ({sp.outer, sp.inner} & consumed_after[i]):
                 # The loops cover [min, max], shifted down when the extent is below the factor.

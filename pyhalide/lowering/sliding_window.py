@@ -121,9 +121,7 @@ class _Slide(IRMutator):
             return None
         # RoundUp and ShiftInwards splits compute outside the (slid, smaller) region they are asked
         # for, below or past the storage bounds inference sized: only guarded splits may slide.
-        if any(sp.kind in ("split", "fuse") and sp.old.split(".")[0] == var and
-               sp.tail not in TailStrategy.GUARDED
-               for sp in f._schedule.stages[0].splits):
+        if var in _computed_past_region(f._schedule.stages[0].splits, f._pure_args):
             return None
         lo_e = self._expansion(f"{f.name()}.{var}.min")
         hi_e = self._expansion(f"{f.name()}.{var}.max")
@@ -158,6 +156,26 @@ class _Slide(IRMutator):
         prev_max = substitute(prev, hi_e)
         later = ir.GT(ir.Variable(loop.name, _I32), loop.min)
         return ir.Select(later, ir.Max(needed_min, ir.Add(prev_max, ir.make_const(_I32, 1))), needed_min)
+
+
+def _computed_past_region(splits, pure_vars) -> set[str]:
+    """The pure Vars whose loops may run past the region: those a fuse takes part in, and those
+    split (directly, or through the loops made from them) with a tail that is not guarded
+    (ShiftInwardsAndBlend of a pure definition shifts inwards)."""
+    roots = {v: {v} for v in pure_vars}  # loop -> the pure Vars it iterates
+    out: set[str] = set()
+    for sp in splits:
+        if sp.kind == "fuse":
+            roots[sp.inner] = roots.get(sp.old, set()) | roots.get(sp.outer, set())
+            out |= roots[sp.inner]
+        elif sp.kind == "split":
+            roots[sp.inner] = roots[sp.outer] = roots.get(sp.old, set())
+            guarded = sp.tail in TailStrategy.GUARDED and sp.tail != TailStrategy.ShiftInwardsAndBlend
+            if sp.factor > 1 and not guarded:
+                out |= roots[sp.old]
+        else:
+            roots[sp.outer] = roots.get(sp.old, set())
+    return out
 
 
 def _least_over_iterations(e: ir.Expr, loop: ir.For, first: int) -> int | None:

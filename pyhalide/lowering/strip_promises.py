@@ -1,5 +1,5 @@
-"""Drop the promises bounds inference relied on (`promise_clamped(value, min, max)` and
-`within_region(value, min, max)` -> value).
+"""Drop the promises bounds inference relied on (`promise_clamped(value, min, max)`,
+`within_region(value, min, max)` and `predicate_loads(cond)` -> value).
 
 Assumes: bounds inference and sliding window are done. Guarantees: no promise_clamped remains, so
 later passes (the vectorizer looking for dense Ramps) see the plain index arithmetic.
@@ -8,7 +8,7 @@ later passes (the vectorizer looking for dense Ramps) see the plain index arithm
 from __future__ import annotations
 
 from .. import ir
-from ..bounds import WITHIN_REGION
+from ..bounds import PREDICATE_LOADS, WITHIN_REGION
 from ..ir_mutator import IRMutator, has_call
 
 
@@ -31,7 +31,7 @@ class _Strip(IRMutator):
         return result
 
     def visit_Call(self, c):
-        if c.call_type == ir.INTRINSIC and c.name in ("promise_clamped", WITHIN_REGION):
+        if c.call_type == ir.INTRINSIC and c.name in ("promise_clamped", WITHIN_REGION, PREDICATE_LOADS):
             return self.mutate(c.args[0])
         return self.default(c)
 

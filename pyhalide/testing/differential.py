@@ -210,7 +210,13 @@ def apply(hl, built: Built, steps: list[Step]) -> None:
                 args.append(getattr(hl.TailStrategy, a[1]))
             else:
                 args.append(a)
-        getattr(target, s.method)(*args)
+        result = getattr(target, s.method)(*args)
+        if s.method == "rfactor":  # later steps name the intermediate
+            built.funcs[intermediate_name(s.func)] = result
+
+
+def intermediate_name(func: str) -> str:
+    return f"{func}_intm"
 
 
 def realize(hl, built: Built, sizes: list[int], alone: str | None = None) -> list[np.ndarray]:
@@ -243,6 +249,9 @@ def schedules(draw, name: str) -> Schedule:
                 step = draw(_loop_step(fn, stage, loops[(fn, stage)], rv[(fn, stage)]))
                 if step is not None:
                     steps.append(step)
+            reducing = [d for d in loops[(fn, stage)] if d in rv[(fn, stage)]]
+            if stage > 0 and reducing and draw(st.integers(0, 3)) == 0:
+                steps += draw(_rfactor_steps(fn, stage, reducing))
     # placements after the loops exist (a compute_at names a loop of the consumer's schedule)
     for fn in reversed(names):
         if fn in outputs:
@@ -265,6 +274,30 @@ def schedules(draw, name: str) -> Schedule:
     alone = [fn for fn in names if fn not in outputs and built.funcs[fn].dimensions() == built.dimensions]
     pick = draw(st.sampled_from([None] * 5 + alone)) if alone else None
     return Schedule(steps, sizes, pick)
+
+
+@st.composite
+def _rfactor_steps(draw, fn: str, stage: int, reducing: list) -> list[Step]:
+    """rfactor of one of the stage's reduction loops into a new pure Var u (Halide decides whether
+    the update is associative), then a placement and loop directives of the intermediate."""
+    r = draw(st.sampled_from(reducing))
+    intm = intermediate_name(fn)
+    steps = [Step(fn, stage, "rfactor", (("loop", r, True), ("loop", "u", False)))]
+    placement = draw(st.sampled_from(["default", "root", "at"]))
+    if placement == "root":
+        steps.append(Step(intm, 0, "compute_root"))
+    elif placement == "at":
+        steps.append(Step(intm, 0, "compute_at", (("func", fn), ("loop", draw(st.sampled_from(reducing)), True))))
+    for method in draw(st.lists(st.sampled_from(["vectorize", "parallel", "unroll"]), max_size=2)):
+        on = draw(st.sampled_from([0, 1]))
+        args: tuple = (("loop", "u", False),)
+        if method != "parallel":
+            # (the intermediate's update rounds u up by default, and Halide 21 then reads past
+            # the reduction's input without checking: its Stmt loads row r.y + 1 at the last
+            # r.y. pyhalide refuses that read, so the update's splits here are guarded.)
+            args += (2, ("tail", "GuardWithIf")) if on else (2,)
+        steps.append(Step(intm, on, method, args))
+    return steps
 
 
 def _all_rvars(rv: dict, func: str) -> set:

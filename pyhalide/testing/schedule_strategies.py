@@ -269,7 +269,7 @@ class _Scheduler:
             def safe(t):
                 if t == TS.Auto:
                     t = TS.ShiftInwards if s == 0 else TS.RoundUp
-                if t == TS.RoundUp:
+                if t in (TS.RoundUp, TS.PredicateLoads):  # (PredicateLoads guards the loads only)
                     return e is not None and e % factor == 0
                 if t == TS.ShiftInwards:
                     return e is not None and e >= factor
