@@ -520,7 +520,8 @@ class Model:
                         tier = min(tier, level, key=TIERS.index)
                     rsp = gm.speedup(cs)
                     feats[level] += mem / (rsp if in_cache else min(rsp, 2.0))
-                    feats[tier] += extra / rsp
+                    if not self.streams_behind_fmas(gm, cs, tier):
+                        feats[tier] += extra / rsp
         if d.placement == "at":
             stored = realizations if slide is None else \
                 models[d.consumer].realizations * math.prod(lp.trip for lp in loops[: d.store + 1])
@@ -661,14 +662,32 @@ class Model:
         instructions, so it saves nothing per point over the natural width."""
         return max(1, min(vector, natural_vector(self.a.funcs[name], self.hw)))
 
+    def streams_behind_fmas(self, fm: FuncModel, s: int, tier: str) -> bool:
+        """Whether stage s of fm re-reads a producer from the L1 or L2 cache while it keeps its
+        accumulators in registers: each vector loaded then feeds a row of the register tile,
+        and the loads hide behind the multiply-adds (gemm's panels of B, re-read for every tile
+        of C, at the machine's peak), so the re-reads cost no time of their own."""
+        if tier not in ("bytes_l1", "bytes_cache"):
+            return False
+        sm = fm.stages[s]
+        return self._register_tiled(self.a.funcs[fm.name].stages[s], sm.loops, sm.vector, fm.decision)
+
     def _register_tiled(self, st: StageInfo, loops: list, vector: int, d: Decision) -> bool:
         """An update whose reduction loops are outside a fully unrolled inner tile keeps its
-        accumulators in registers (as many vectors as register_budget allows)."""
+        accumulators in registers (as many vectors as register_budget allows), when the tile is
+        its whole realization: a realization of several tiles is an array in memory (measured:
+        gemm's 64x6 tiles of a 64x64 block of partial sums ran 1.6x slower than 64x6 blocks),
+        whose partial sums are loaded and stored at every step of the reduction."""
         if not (st.rvars and d.rvars_outside and d.unroll and vector):
             return False
-        inner = [lp for lp in loops if lp.kind == "inner"]
-        accumulators = math.prod(lp.trip for lp in inner)
-        return bool(inner) and loops[-len(inner):] == inner and accumulators <= register_budget(self.hw)
+        rvars = [k for k, lp in enumerate(loops) if lp.kind == "rvar"]
+        if not rvars:
+            return False
+        tile = loops[rvars[-1] + 1:]  # the accumulators: the loops inside the reduction
+        accumulators = math.prod(lp.trip for lp in tile)
+        pure_outside = any(lp.trip > 1 and lp.kind != "band" for lp in loops[:rvars[0]])
+        return (bool(tile) and all(lp.kind == "inner" for lp in tile) and accumulators <= register_budget(self.hw)
+                and not pure_outside)
 
     def unroll_reuse(self, fm: FuncModel, s: int, box_of) -> float:
         """The fraction of a stage's loads of one producer left once its unrolled loops share the
@@ -748,7 +767,8 @@ class Model:
                 mem, extra, tier = self.read_traffic(rm, rs, box_of, elem, shape[0][1] if shape else None)
             if reader is not None and mem:
                 feats["bytes_mem"] += mem / min(sp, 2.0)
-                feats[tier] += extra / sp
+                if not self.streams_behind_fmas(reader[0], reader[1], tier):
+                    feats[tier] += extra / sp
             elif shape:
                 feats["bytes_mem"] += math.prod(e for _, e in shape) * elem / min(sp, 2.0)
 

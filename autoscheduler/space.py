@@ -132,6 +132,12 @@ class Space:
             t1s = [0] + [t for t in (4, 16, 64) if len(extents) > 1 and t < extents[1]]
             tiles = [(a, b, *([0] * (len(extents) - 2))) if len(extents) > 1 else (a,) for a in t0s for b in t1s]
             tiles = [t if any(t) else () for t in tiles]
+            # Dimensions past the first two stay inside a tile (a small channel dimension, read
+            # together), or go outside it, one coordinate per tile (Halide's tile(x, y) leaves z
+            # and w outside: a convolution's blocks of channels by pixels, one row at a time).
+            rest = [1 if e > 1 else 0 for e in extents[2:]]
+            if any(rest):
+                tiles += [(*t[:2], *rest) for t in tiles if t]
         out = []
         columns = (False, True) if placement == "root" and self.panel_reuse[info.name] else (False,)
         for tile in tiles:
@@ -255,8 +261,8 @@ class Space:
         return p if tasks > 1 else 0
 
     def _near(self, best: Decision, options: list, info, extents) -> list[Decision]:
-        """The fine pass: the coarse choice's placement, with tile sizes halved and doubled and
-        the vector width doubled."""
+        """The fine pass: the coarse choice's placement, with tile sizes halved and doubled (rows
+        also times 1.5) and the vector width doubled."""
         same = [o for o in options if o.placement == best.placement and o.consumer == best.consumer
                 and o.level == best.level and o.store == best.store]
         if best.placement == "inline":
@@ -269,7 +275,8 @@ class Space:
         variants = [tile]
         if tile:
             for k in range(min(2, len(tile))):
-                for f in (0.5, 2):
+                # (rows also by 1.5: 4 -> 6 rows make a 4 x 6 register tile of a consumer's block)
+                for f in (0.5, 1.5, 2) if k == 1 else (0.5, 2):
                     t = list(tile)
                     if not t[k]:
                         continue
