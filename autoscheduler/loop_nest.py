@@ -38,7 +38,7 @@ FEATURES = (
     "par_tasks",  # parallel tasks run
     "stages",  # loop nests emitted
 )
-FEATURE_VERSION = 7
+FEATURE_VERSION = 8
 
 
 @dataclass(frozen=True)
