@@ -423,6 +423,8 @@ class ProducerConsumer(Stmt):
 SERIAL, PARALLEL, VECTORIZED, UNROLLED = "serial", "parallel", "vectorized", "unrolled"
 GPU_BLOCK, GPU_THREAD, GPU_LANE = "gpu_block", "gpu_thread", "gpu_lane"  # a kernel's grid, block, warp lanes
 FOR_TYPES = (SERIAL, PARALLEL, VECTORIZED, UNROLLED, GPU_BLOCK, GPU_THREAD, GPU_LANE)
+# loops whose iterations run at once (Halide's is_parallel): storage outside one, written inside, races
+CONCURRENT = (PARALLEL, VECTORIZED, GPU_BLOCK, GPU_THREAD, GPU_LANE)
 
 # Where an allocation lives (the names of Halide's MemoryType)
 MEMORY_TYPES = ("Auto", "Heap", "Stack", "Register", "GPUShared", "GPUTexture", "LockedCache", "VTCM", "AMXTile")

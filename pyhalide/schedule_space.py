@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from . import ir
 from .call_graph import call_graph
 
 
@@ -94,11 +95,11 @@ class PlacementSpace:
     @staticmethod
     def store_sites(sites: list[Loop], compute: int) -> list[int]:
         """Where storage may go for a Func computed at sites[compute]: indices into sites, from the
-        compute site outwards, -1 for root; never outside a parallel or vectorized loop that
-        encloses the computation."""
+        compute site outwards, -1 for root; never outside a parallel, vectorized or GPU loop
+        that encloses the computation."""
         out = []
         for j in range(compute, -2, -1):
-            if j < compute and sites[j + 1].for_type in ("parallel", "vectorized"):
+            if j < compute and sites[j + 1].for_type in ir.CONCURRENT:
                 break
             out.append(j)
         return out

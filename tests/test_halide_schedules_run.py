@@ -195,3 +195,20 @@ def test_a_fused_and_rounded_up_producer_does_not_slide_over_its_own_rows():
     c.compute_at(hist, r.x).store_root()
     c.fuse(c.args()[0], c.args()[1], fused).split(fused, fo, fi, 2, hl.TailStrategy.RoundUp)
     np.testing.assert_array_equal(np.asarray(hist.realize([16])), np.bincount(img.ravel() % 16, minlength=16))
+
+
+def test_storage_outside_a_gpu_loop_computed_inside_it_is_refused(tmp_path):
+    """As Halide refuses it: each GPU thread would update the shared storage at once (the
+    emulated device showed the race as wrong sums)."""
+    img = np.arange(6 * 8, dtype=np.int32).reshape(6, 8)
+    inp = hl.Buffer(img, "gpu_race_in")
+    f, out = hl.Func("gpu_race_f"), hl.Func("gpu_race_out")
+    r = hl.RDom([hl.Range(0, 4)], "r")
+    f[x, y] = inp[x, y]
+    f[r, y] = f[r, y] * 3 + f[r + 1, y]
+    out[x, y] = f[x, y] + f[x + 1, y]
+    xb, xt = hl.Var("xb"), hl.Var("xt")
+    out.bound(x, 0, 6).gpu_tile(x, xb, xt, 2)
+    f.compute_at(out, xt).store_at(out, y)
+    with pytest.raises(hl.HalideError, match="gpu_race_f is stored outside the gpu_block loop"):
+        out.compile_to_lowered_stmt(str(tmp_path / "race.stmt"), [], target=hl.Target("host-cuda"))

@@ -435,8 +435,8 @@ class _StoredOutsideParallel(IRVisitor):
         depth = self.realized_at.get(pc.name)
         if pc.is_producer and depth is not None:
             for loop in self.loops[depth:]:
-                if loop.for_type in (ir.PARALLEL, ir.VECTORIZED):
-                    kind = "parallel" if loop.for_type == ir.PARALLEL else "vectorized"
+                if loop.for_type in ir.CONCURRENT:
+                    kind = loop.for_type
                     raise CompileError(f"Func {pc.name} is stored outside the {kind} loop over {loop.name} but "
                                        "computed within it. This is a potential race condition.")
         self.visit_children(pc)
