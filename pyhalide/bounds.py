@@ -629,7 +629,10 @@ class _BoxCollector(IRVisitor):
         self.visit(s.extent)
         b = self._bounds()
         lo_e = self._expand(s.min)
-        if self.lets:
+        last = _loop_max(s)
+        if last is not None:  # for (v, min, (max - min) + 1): v's last value is max, exactly
+            last_e = self._expand(last)
+        elif self.lets:
             # the simplifier works bottom up, so this is the expansion of min + extent - 1
             last_e = simplify(ir.Sub(ir.Add(lo_e, self._expand(s.extent)), _ONE))
         else:
@@ -706,6 +709,16 @@ class _BoxCollector(IRVisitor):
         self.lets, self.scope = saved_lets, saved_scope
         self._scope_bounds = None
         self.visit(s.else_case)
+
+
+def _loop_max(s: ir.For) -> ir.Expr | None:
+    """max, for a loop written `for (v, min, (max - min) + 1)` (a stage's loop over its bounds):
+    worked out from min + extent - 1 after the lets are substituted, the two copies of min can
+    fail to cancel, and each then varies on its own (a fused loop's row twice as far)."""
+    e = s.extent
+    if (isinstance(e, ir.Add) and ir.is_const(e.b, 1) and isinstance(e.a, ir.Sub) and e.a.b == s.min):
+        return e.a.a
+    return None
 
 
 def box_touched(stmt, name: str, include_provides: bool = False, include_calls: bool = True,

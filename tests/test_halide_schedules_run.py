@@ -212,3 +212,37 @@ def test_storage_outside_a_gpu_loop_computed_inside_it_is_refused(tmp_path):
     f.compute_at(out, xt).store_at(out, y)
     with pytest.raises(hl.HalideError, match="gpu_race_f is stored outside the gpu_block loop"):
         out.compile_to_lowered_stmt(str(tmp_path / "race.stmt"), [], target=hl.Target("host-cuda"))
+
+
+def test_a_producer_computed_per_vector_of_a_fused_loop_reads_only_its_rows():
+    """mm is computed per 2-wide vector of out's fused (x, y) loop: one or two rows of mm each
+    time. Its row loop, for (y, min, (max - min) + 1), ends at max; worked out as min + extent - 1,
+    the two copies of min varied on their own and the check asked for row 18 of a 10-row input."""
+    a = (np.arange(10 * 7, dtype=np.int32).reshape(10, 7) * 5) % 9
+    b = (np.arange(7 * 11, dtype=np.int32).reshape(7, 11) * 3) % 8
+    A, B = hl.Buffer(a, "fv_a"), hl.Buffer(b, "fv_b")
+    k = hl.RDom([hl.Range(0, 7)], "k")
+    mm, out = hl.Func("fv_mm"), hl.Func("fv_out")
+    mm[x, y] = 0
+    mm[x, y] += A[k.x, y] * B[x, k.x]
+    out[x, y] = mm[x, y] + 1
+    xy = hl.Var("xy")
+    out.fuse(x, y, xy).vectorize(xy, 2)
+    np.testing.assert_array_equal(np.asarray(out.realize([11, 10])), a @ b + 1)
+
+
+def test_a_producer_read_by_two_stages_is_stored_where_each_stage_stores_it():
+    """compute_at(out, x) with store_at(out, y) (or store_root) where both of out's stages read g:
+    as Halide does, g is computed in each stage's x loop and stored at each stage's y loop (or
+    once at root for both)."""
+    img = (np.arange(12 * 11, dtype=np.int32).reshape(11, 12) * 7) % 23
+    for store in ("y", "root"):
+        inp = hl.Buffer(img, "two_stage_in")
+        g, out = hl.Func("two_stage_g"), hl.Func("two_stage_out")
+        g[x, y] = inp[x, y] * 2 + y
+        out[x, y] = g[x, y] + 1
+        out[x, y] += g[x + 1, y] * 3
+        g.compute_at(out, x)
+        g.store_at(out, y) if store == "y" else g.store_root()
+        gv = img * 2 + np.arange(11, dtype=np.int32)[:, None]
+        np.testing.assert_array_equal(np.asarray(out.realize([11, 10])), gv[:10, :11] + 1 + gv[:10, 1:12] * 3)

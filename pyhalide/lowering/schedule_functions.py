@@ -383,32 +383,43 @@ def schedule_functions(env) -> ir.Stmt:
         if clevel.is_root():
             stmt = realized(computed(stmt))
             continue
-        sites = _stage_sites(env, f, clevel) if slevel == clevel else []
-        if len(sites) > 1:  # as Halide: a separate realization in each stage of g that uses f
-            for loop in sites:
-                stmt = _inject(stmt, loop, lambda b, c=computed, r=realized: r(c(b)), f, "computed at")
-            continue
+        # As Halide: where several stages of g use f and the level names no stage, f is computed
+        # (and stored, at the same Var of each stage's loops, or at root) in each of them.
+        compute_loops = _stage_sites(env, f, clevel)
+        if len(compute_loops) > 1:
+            if slevel.is_root():
+                for loop in compute_loops:
+                    stmt = _inject(stmt, loop, computed, f, "computed at")
+                stmt = realized(stmt)
+                continue
+            store_loops = compute_loops if slevel == clevel else \
+                _stage_sites(env, f, slevel) if slevel.func_name == clevel.func_name else []
+            if len(store_loops) == len(compute_loops):
+                for store_loop, compute_loop in zip(store_loops, compute_loops):
+                    stmt = _store_and_compute(stmt, f, store_loop, compute_loop, computed, realized)
+                continue
         compute_loop = _level_loop(env, f, clevel, "computed at")
-        if slevel == clevel:
-            stmt = _inject(stmt, compute_loop, lambda b, c=computed, r=realized: r(c(b)), f, "computed at")
-            continue
         if slevel.is_root():
             stmt = realized(_inject(stmt, compute_loop, computed, f, "computed at"))
             continue
-        store_loop = _level_loop(env, f, slevel, "stored at")
-        inner = _InjectAt(compute_loop, computed)
-
-        def store_wrap(body, inner=inner, realized=realized):
-            return realized(inner.mutate(body))
-
-        outer = _InjectAt(store_loop, store_wrap)
-        stmt = outer.mutate(stmt)
-        if not outer.found:
-            raise CompileError(f"Func {f.name()} is stored at loop {store_loop}, which does not exist here")
-        if not inner.found:
-            raise CompileError(f"Func {f.name()} is stored at {store_loop} but computed at {compute_loop}, which is "
-                               "not inside it: the store level must be at or outside the compute level")
+        store_loop = compute_loop if slevel == clevel else _level_loop(env, f, slevel, "stored at")
+        stmt = _store_and_compute(stmt, f, store_loop, compute_loop, computed, realized)
     _StoredOutsideParallel().visit(stmt)
+    return stmt
+
+
+def _store_and_compute(stmt, f, store_loop: str, compute_loop: str, computed, realized) -> ir.Stmt:
+    """f's Realize around the body of store_loop, its production at the top of compute_loop's."""
+    if store_loop == compute_loop:
+        return _inject(stmt, compute_loop, lambda b: realized(computed(b)), f, "computed at")
+    inner = _InjectAt(compute_loop, computed)
+    outer = _InjectAt(store_loop, lambda body: realized(inner.mutate(body)))
+    stmt = outer.mutate(stmt)
+    if not outer.found:
+        raise CompileError(f"Func {f.name()} is stored at loop {store_loop}, which does not exist here")
+    if not inner.found:
+        raise CompileError(f"Func {f.name()} is stored at {store_loop} but computed at {compute_loop}, which is "
+                           "not inside it: the store level must be at or outside the compute level")
     return stmt
 
 
