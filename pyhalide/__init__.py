@@ -10,11 +10,12 @@ from .autoschedulers import AutoschedulerParams, AutoSchedulerResults, load_plug
 from .buffer import Buffer
 from .errors import BufferIndexError, CompileError, HalideError, InternalError, RuntimeCheckError
 from .expr import Expr
-from .func import Func, FuncRef, FuncTupleElementRef, Stage, Tuple
+from .func import Func, FuncRef, FuncTupleElementRef, Stage, Tuple, lambda_func
 from .inline_reductions import argmax, argmin, maximum, minimum, product, sum
 from .integer_ops import (
     div_round_to_zero,
     evaluate,
+    evaluate_may_gpu,
     fract,
     funcs,
     halving_add,
@@ -80,6 +81,9 @@ from .operators import (
     pow,
     print,
     print_when,
+    random_float,
+    random_int,
+    random_uint,
     reinterpret,
     round,
     saturating_cast,
@@ -99,20 +103,23 @@ from .operators import (
     u64,
     u64_sat,
 )
-from .param import ImageParam, Param
+from .param import Dimension, ImageParam, OutputImageParam, Param
 from .pipeline import Callable, Module, Pipeline, StmtOutputFormat
-from .schedule import LoopLevel, MemoryType, TailStrategy
+from .schedule import LoopLevel, MemoryType, Partition, TailStrategy
 from .target import (
+    DeviceAPI,
     Target,
     TargetArch,
     TargetFeature,
     TargetOS,
+    TargetProcessorTune,
     get_host_target,
     get_jit_target_from_environment,
     get_target_from_environment,
     host_supports_target_device,
+    target_feature_for_device_api,
 )
-from .types import Bool, Float, Handle, Int, Type, UInt
+from .types import Bool, Float, Handle, Int, Type, TypeCode, UInt
 from .var import Range, RDom, RVar, Var, _
 
 _0, _1, _2, _3, _4, _5, _6, _7, _8, _9 = (Var.implicit(i) for i in range(10))  # Halide's implicit Vars

@@ -1,52 +1,68 @@
 """Boundary conditions: Funcs that wrap an image or Func so it can be read outside its bounds.
 
-Used as `hl.BoundaryConditions.repeat_edge(input)`. For Buffers and ImageParams the bounds come
-from the image itself (read at run time); a Func needs explicit bounds [(min, extent), ...].
+Used as `hl.BoundaryConditions.repeat_edge(input)`, with Halide's keyword names (`f`, `bounds`,
+`exterior`). For Buffers and ImageParams the bounds default to the image's own (read at run
+time); a Func needs explicit bounds [(min, extent), ...]. A dimension whose min and extent are
+both undefined (`(hl.Expr(), hl.Expr())`) or that is past the bounds given is left unbounded.
 """
 
 from __future__ import annotations
 
 from . import ir
-from .errors import HalideError
-from .expr import to_ir, wrap
+from .errors import HalideError, HalideValueError
+from .expr import Expr, to_ir, wrap
 from .func import Func
 from .operators import clamp, likely, select
 from .types import Int
 from .var import Range, Var
 
 
-def _source_bounds(source, bounds):
-    """Per dimension (min, extent) as IR Exprs, or None where that dimension is unbounded."""
+def _undefined(v) -> bool:
+    return v is None or (isinstance(v, Expr) and not v.defined())
+
+
+def _source_bounds(kind: str, source, bounds):
+    """Per dimension (min, extent) as Exprs, or None where that dimension is unbounded. Bounds that
+    don't fit the source are a ValueError as well as a HalideError, as Halide's bindings raise them."""
+    dims = source.dimensions()
     if isinstance(source, Func):
         if bounds is None:
             raise HalideError(f"Boundary condition on Func {source.name()} needs explicit bounds")
-        dims = source.dimensions()
-    else:
-        dims = source.dimensions()
-        if bounds is None:
-            name = source.name()
-            bounds = [
-                (wrap(ir.Variable(f"{name}.min.{i}", Int(32), ref=source)),
-                 wrap(ir.Variable(f"{name}.extent.{i}", Int(32), ref=source)))
-                for i in range(dims)
-            ]
+    elif bounds is None:
+        name = source.name()
+        bounds = [
+            (wrap(ir.Variable(f"{name}.min.{i}", Int(32), ref=source)),
+             wrap(ir.Variable(f"{name}.extent.{i}", Int(32), ref=source)))
+            for i in range(dims)
+        ]
     bounds = list(bounds)
     if len(bounds) > dims:
-        raise HalideError(f"Boundary condition: {len(bounds)} bounds for a {dims}-dimensional source")
-    bounds += [None] * (dims - len(bounds))
+        raise HalideValueError(f"Invalid arguments to {kind}: {len(bounds)} bounds for the {dims} dimensions of "
+                               f"{source.name()}")
     out = []
-    for b in bounds:
+    for i, b in enumerate(bounds):
         if b is None:
             out.append(None)
-        else:
+            continue
+        try:
             lo, ext = (b.min, b.extent) if isinstance(b, Range) else b
+        except (TypeError, ValueError):
+            raise HalideValueError(f"Invalid arguments to {kind}: bounds of dimension {i} of {source.name()} must be "
+                                   f"a (min, extent) pair, got {b!r}") from None
+        if _undefined(lo) and _undefined(ext):
+            out.append(None)
+        elif _undefined(lo) or _undefined(ext):
+            raise HalideValueError(f"Invalid arguments to {kind}: partially undefined bounds for dimension {i} of "
+                                   f"{source.name()} (the {'min' if _undefined(lo) else 'extent'} is undefined)")
+        else:
             out.append((wrap(to_ir(lo)), wrap(to_ir(ext))))
-    return dims, out
+    return dims, out + [None] * (dims - len(out))
 
 
 def _wrap_source(source, name: str, bounds, coord_fn, value_fn=None) -> Func:
-    dims, bnds = _source_bounds(source, bounds)
-    args = [Var(f"_{i}") for i in range(dims)]
+    dims, bnds = _source_bounds(name, source, bounds)
+    # As Halide: a Func's wrapper has the Func's arguments, an image's the implicit Vars _0, _1, ...
+    args = source.args() if isinstance(source, Func) else [Var(f"_{i}") for i in range(dims)]
     coords = []
     inside = None
     for a, b in zip(args, bnds):
@@ -63,38 +79,38 @@ def _wrap_source(source, name: str, bounds, coord_fn, value_fn=None) -> Func:
     return f
 
 
-def repeat_edge(source, bounds=None) -> Func:
+def repeat_edge(f, bounds=None) -> Func:
     """Coordinates outside the bounds read the nearest edge pixel."""
-    return _wrap_source(source, "repeat_edge", bounds, lambda a, lo, ext: clamp(likely(a), lo, lo + ext - 1))
+    return _wrap_source(f, "repeat_edge", bounds, lambda a, lo, ext: clamp(likely(a), lo, lo + ext - 1))
 
 
-def constant_exterior(source, value, bounds=None) -> Func:
-    """Coordinates outside the bounds read `value`."""
+def constant_exterior(f, exterior, bounds=None) -> Func:
+    """Coordinates outside the bounds read `exterior`."""
     def value_fn(inside, read):  # a Python number takes the image's type, if it fits (select refuses one that doesn't)
-        return select(inside, read, value)
+        return select(inside, read, exterior)
 
-    return _wrap_source(source, "constant_exterior", bounds,
+    return _wrap_source(f, "constant_exterior", bounds,
                         lambda a, lo, ext: clamp(likely(a), lo, lo + ext - 1), value_fn)
 
 
-def repeat_image(source, bounds=None) -> Func:
+def repeat_image(f, bounds=None) -> Func:
     """The image tiles the plane."""
-    return _wrap_source(source, "repeat_image", bounds, lambda a, lo, ext: (a - lo) % ext + lo)
+    return _wrap_source(f, "repeat_image", bounds, lambda a, lo, ext: (a - lo) % ext + lo)
 
 
-def mirror_image(source, bounds=None) -> Func:
+def mirror_image(f, bounds=None) -> Func:
     """Reflect at the edges, repeating the edge pixel: ... 1 0 | 0 1 2 3 | 3 2 ..."""
     def coord(a, lo, ext):
         t = (a - lo) % (2 * ext)
         return clamp(select(t < ext, t, 2 * ext - 1 - t) + lo, lo, lo + ext - 1)
 
-    return _wrap_source(source, "mirror_image", bounds, coord)
+    return _wrap_source(f, "mirror_image", bounds, coord)
 
 
-def mirror_interior(source, bounds=None) -> Func:
+def mirror_interior(f, bounds=None) -> Func:
     """Reflect at the edges without repeating the edge pixel: ... 2 1 | 0 1 2 3 | 2 1 ..."""
     def coord(a, lo, ext):
         t = (a - lo) % (2 * ext - 2)
         return clamp(select(t < ext, t, 2 * ext - 2 - t) + lo, lo, lo + ext - 1)
 
-    return _wrap_source(source, "mirror_interior", bounds, coord)
+    return _wrap_source(f, "mirror_interior", bounds, coord)

@@ -22,3 +22,8 @@ class InternalError(Exception):
     """A broken invariant inside pyhalide (malformed IR, a pass's assumption violated): a bug in
     pyhalide, never the user's fault. Deliberately not a HalideError, so that no code path that
     handles user errors (or picks a slower fallback on one) can swallow it."""
+
+
+class HalideValueError(HalideError, ValueError):
+    """Bad arguments that Halide's bindings refuse with a ValueError (e.g. boundary-condition
+    bounds that don't fit the source): catchable as either."""

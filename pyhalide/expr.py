@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import struct
+import sys
+import warnings
+
 import numpy as np
 
 from . import ir
@@ -33,8 +37,12 @@ class Expr:
         return self.ir().type
 
     def __bool__(self):
-        raise HalideError(
-            "An Expr has no truth value: use hl.select for conditions, and & | ~ instead of and/or/not"
+        from .errors import HalideValueError
+        from .ir_printer import expr_to_string
+
+        raise HalideValueError(
+            f"The halide.Expr ({expr_to_string(self.ir())}) cannot be converted to a bool. If this error occurs "
+            "using the 'and'/'or' keywords, consider using the '&'/'|' operators instead."
         )
 
     def __hash__(self):
@@ -43,10 +51,14 @@ class Expr:
     def __str__(self):  # the expression alone, as error messages quote it (Halide's str is its repr)
         from .ir_printer import expr_to_string
 
-        return expr_to_string(self.ir()) if self.defined() else "<undefined Expr>"
+        return expr_to_string(self.ir()) if self.defined() else "<undefined halide.Expr>"
 
     def __repr__(self):  # as Halide's bindings print it
-        return f"<halide.Expr of type {self.type()}: {self}>" if self.defined() else "<halide.Expr undefined>"
+        return f"<halide.Expr of type {self.type()}: {self}>" if self.defined() else "<undefined halide.Expr>"
+
+    def logical_not(self) -> Expr:
+        """!e, as Halide's bindings offer it on every Expr-like (Var, FuncRef, Param ...)."""
+        return logical_not_ir(to_ir(self))
 
     # arithmetic
     def __add__(self, o):
@@ -177,8 +189,68 @@ def is_python_number(v) -> bool:
     return not isinstance(v, Expr | ir.Expr) and not hasattr(v, "_as_expr")
 
 
+def warn_outside_package(message: str, category=RuntimeWarning):
+    """Warn at the user's line (the first frame outside pyhalide), as Halide's C++ bindings do."""
+    frame, level = sys._getframe(1), 2
+    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] == "pyhalide":
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
+
+
+def float_literal(value: float) -> float:
+    """A Python float as Halide's bindings read it: a float32, with a RuntimeWarning when that
+    changes its bits (0.75 is exact and silent; 0.1 warns)."""
+    value = float(value)
+    with np.errstate(over="ignore"):
+        rounded = float(np.float32(value))
+    if struct.pack("<d", rounded) != struct.pack("<d", value):
+        warn_outside_package(
+            f"The floating-point value {value:.17f} will be interpreted as a float32 by Halide and lose precision; "
+            "add an explicit `f32()` or `f64()`` cast to avoid this warning."
+        )
+    return rounded
+
+
+def cxx_type_name(t: Type) -> str:
+    """A type as Halide's C++ messages print it (bool is uint1)."""
+    base = "uint1" if t.is_bool() else f"{t.code}{t.bits}"
+    return base if t.lanes == 1 else f"{base}x{t.lanes}"
+
+
+def cxx_const_text(t: Type, value) -> str:
+    """A constant as Halide's C++ IR printer writes it in messages: 44, (uint8)44, 2.500000f."""
+    if t.is_float():
+        return f"{float(value):f}" + {16: "h", 32: "f"}.get(t.bits, "")
+    if t.is_int() and t.bits == 32:
+        return str(value)
+    return f"({cxx_type_name(t)}){value}"
+
+
+def _int_fits(t: Type, value: int) -> bool:
+    """Halide's Type::can_represent(int64): exactly, for float types too."""
+    if t.is_float():
+        with np.errstate(over="ignore"):
+            as_float = np.float32(value) if t.bits == 32 else np.float64(value)
+        return bool(np.isfinite(as_float)) and int(as_float) == value
+    return t.element_of().can_represent(value)
+
+
+def _representable_int(value: int, t: Type) -> ir.Expr:
+    """Halide's operator(Expr, int): the int takes the Expr's type, if that keeps its value."""
+    if not _int_fits(t, value):
+        scalar = t.element_of()
+        shown = value & 1 if scalar.is_bool() else ir.make_const(scalar, value).value  # the bits Halide keeps
+        raise HalideError(
+            f"Error: Integer constant {value} will be implicitly coerced to type {cxx_type_name(scalar)}, "
+            f"which changes its value to {cxx_const_text(scalar, shown)}.\n"
+        )
+    return ir.make_const(t, value)
+
+
 def const_from_python(value) -> ir.Expr:
-    """A Python number as an IR constant, with Halide's default types."""
+    """A Python number as an IR constant, with the types Halide's bindings give it: bool, Int(32),
+    Int(64) past int32, Float(32) for a float (warning where that rounds). numpy scalars keep
+    their dtype."""
     if isinstance(value, bool | np.bool_):
         return ir.IntImm(Bool(), int(bool(value)))
     if isinstance(value, np.number):
@@ -192,7 +264,7 @@ def const_from_python(value) -> ir.Expr:
             return ir.IntImm(Int(64), value)
         raise HalideError(f"Integer constant {value} does not fit in 64 bits")
     if isinstance(value, float):
-        return ir.make_const(Float(32), value)
+        return ir.FloatImm(Float(32), float_literal(value))
     raise HalideError(f"Cannot convert {value!r} of type {type(value).__name__} to an Expr")
 
 
@@ -209,51 +281,59 @@ def to_ir(value) -> ir.Expr:
 
 
 def coerce_python(value, t: Type) -> ir.Expr:
-    """A Python number combined with an Expr of type t takes t's type, as in Halide."""
+    """A Python number meeting an Expr of type t, as Halide's bindings combine them: an int that
+    fits in 32 bits takes t (an error if that changes its value); a wider int that t cannot hold
+    is an Int(64) constant, and a float a Float(32) one (warning if rounded), either widened to t
+    where t is the wider type. The result may so differ from t; callers promote."""
     if isinstance(value, bool | np.bool_):
         value = int(value)
     if isinstance(value, np.number):
         value = value.item()
     if not isinstance(value, int | float):
         raise HalideError(f"Can't combine {value!r} (a {type(value).__name__}) with an Expr of type {t}")
-    if isinstance(value, float):
-        if t.is_float():
-            return ir.make_const(t, value)
-        return ir.make_const(Float(32, t.lanes), value)
-    if t.is_float():
-        return ir.make_const(t, float(value))
-    if t.is_bool():
-        if value in (0, 1):
-            return ir.make_const(t, value)
-        raise HalideError(f"Integer constant {value} cannot be combined with a boolean Expr")
-    if not t.element_of().can_represent(value):
-        raise HalideError(
-            f"Integer constant {value} will be implicitly coerced to type {t.element_of()}, "
-            "which changes its value"
-        )
-    return ir.make_const(t, value)
+    if isinstance(value, int):
+        if Int(32).can_represent(value) or (not t.is_float() and _int_fits(t, value)):
+            # (Halide's bindings make an int past 32 bits an Int(64) constant even where t holds it:
+            # pyhalide keeps such an int in t, as its tests of u32 / (2**32 - 1) expect.)
+            return _representable_int(value, t)
+        if not Int(64).can_represent(value):  # past int64 Halide's bindings take it as a double
+            value = float(value)
+        else:
+            c = ir.IntImm(Int(64), value)
+            return fold_cast(promote(t, c.type), c)
+    c = ir.FloatImm(Float(32), float_literal(value))
+    return fold_cast(promote(t, c.type), c) if t.is_float() else ir.make_const(Float(32, t.lanes), c.value)
+
+
+def fold_cast(t: Type, e: ir.Expr) -> ir.Expr:
+    """cast_ir, folding a constant as Halide's cast() does."""
+    if e.type != t and type(e) in (ir.IntImm, ir.FloatImm) and (t.is_float() or not e.type.is_float()):
+        return ir.make_const(t, e.value)
+    return cast_ir(t, e)
 
 
 def match_types(a, b) -> tuple[ir.Expr, ir.Expr]:
     """Both operands as IR of one common type, by Halide's promotion rules."""
     a_py, b_py = is_python_number(a), is_python_number(b)
     if a_py and b_py:
-        return const_from_python(a), const_from_python(b)
-    if a_py:
+        ai, bi = const_from_python(a), const_from_python(b)
+    elif a_py:
         bi = to_ir(b)
         ai = coerce_python(a, bi.type)
-        if ai.type != bi.type:  # int Expr with a float literal: both become Float(32)
-            bi = cast_ir(ai.type, bi)
-        return ai, bi
-    if b_py:
+    elif b_py:
         ai = to_ir(a)
         bi = coerce_python(b, ai.type)
-        if ai.type != bi.type:
-            ai = cast_ir(bi.type, ai)
-        return ai, bi
-    ai, bi = to_ir(a), to_ir(b)
+    else:
+        ai, bi = to_ir(a), to_ir(b)
     t = promote(ai.type, bi.type)
-    return cast_ir(t, ai), cast_ir(t, bi)
+    return fold_cast(t, ai), fold_cast(t, bi)
+
+
+def logical_not_ir(e: ir.Expr) -> Expr:
+    """Halide's operator!: only of a boolean."""
+    if not e.type.is_bool():
+        raise HalideError("Error: argument of Not is not a bool\n")
+    return wrap(ir.Not(e))
 
 
 def cast_ir(t: Type, e: ir.Expr) -> ir.Expr:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 
 from . import ir
@@ -73,6 +72,40 @@ def _key_to_args(owner: str, key, implicit: int | None = None) -> tuple:
     return (*key[:i], *(Var.implicit(k) for k in range(implicit)), *key[i + 1:])
 
 
+def _key_tuple(key) -> tuple:
+    """The arguments written in `f[key]`, as a tuple (f[[x, y]] is f[x, y], as in Halide's bindings)."""
+    if isinstance(key, list):
+        return tuple(key)
+    return key if isinstance(key, tuple) else (key,)
+
+
+def _is_placeholder(a) -> bool:
+    from .var import _ImplicitMarker
+
+    return isinstance(a, _ImplicitMarker)
+
+
+def _has_placeholder(key) -> bool:
+    return any(_is_placeholder(a) for a in _key_tuple(key))
+
+
+def _same_args(a: tuple, b: tuple) -> bool:
+    """Whether two argument lists are the same location: structurally equal, hl._ where hl._ is."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if _is_placeholder(x) or _is_placeholder(y):
+            if not (_is_placeholder(x) and _is_placeholder(y)):
+                return False
+        elif to_ir(x) != to_ir(y):
+            return False
+    return True
+
+
+def _declared_dims(f) -> int | None:
+    return f._declared_types[1] if f._declared_types is not None else None
+
+
 def _implicit_count(owner_dims: int, key) -> int:
     """How many implicit Vars `hl._` stands for in a call with this key to a Func or image."""
     n = len(key) if isinstance(key, tuple | list) else 1
@@ -98,9 +131,6 @@ def image_call(image, key) -> Expr:
     return wrap(ir.Call(image.type(), image.name(), ir_args, ir.IMAGE, image=image))
 
 
-_PYTHON_OPS = {ir.Add: operator.add, ir.Sub: operator.sub, ir.Mul: operator.mul, ir.Div: operator.truediv}
-
-
 def _is_sequence(value) -> bool:
     """A list, tuple, or any object with __len__ and __getitem__ that is not an Expr or Buffer."""
     if isinstance(value, list | tuple):
@@ -111,11 +141,32 @@ def _is_sequence(value) -> bool:
             and hasattr(value, "__getitem__") and not hasattr(value, "_as_expr"))
 
 
-class _UpdateOp:
-    """What `f[x] += e` hands to Func.__setitem__: the operator and right-hand side."""
+def _not_yet_defined(f) -> HalideError:
+    """Halide's error for using a call to a Func that has no definition yet."""
+    return HalideError(f'Error: Can\'t call Func "{f.name()}" because it has not yet been defined. '
+                       f"(Func {f.name()} is called but has not been defined: define it before using it.)")
 
-    def __init__(self, ref: FuncRef, op, identity: int, rhs):
-        self.ref, self.op, self.identity, self.rhs = ref, op, identity, rhs
+
+class _UnevaluatedFuncRefExpr:
+    """What `f[args] + e` (and -, *, /) gives while f has no definition yet, as in Halide's bindings:
+    only `f[args] = that` may use it, which defines f's update `f[args] op= e` (with an implicit
+    pure definition, 0 for + and -, 1 for * and /). It has no operators of its own, so a second
+    `ref += 1` is a TypeError, as in Halide."""
+
+    __slots__ = ("lhs", "rhs", "op")
+
+    def __init__(self, lhs: FuncRef, rhs, op):
+        self.lhs, self.rhs, self.op = lhs, rhs, op
+
+    def __repr__(self):
+        return f"<unevaluated {self.lhs._func.name()}[...] {_OP_SYMBOLS[self.op]} {self.rhs!r}>"
+
+
+# Python's TypeError messages name a class by __name__: the one Halide's bindings show.
+_UnevaluatedFuncRefExpr.__name__ = "halide.halide_._UnevaluatedFuncRefExpr"
+
+_OP_SYMBOLS = {ir.Add: "+", ir.Sub: "-", ir.Mul: "*", ir.Div: "/"}
+_OP_IDENTITY = {ir.Add: 0, ir.Sub: 0, ir.Mul: 1, ir.Div: 1}
 
 
 class FuncRef(Expr):
@@ -130,12 +181,15 @@ class FuncRef(Expr):
     def ir(self) -> ir.Expr:
         if self._ir is None:
             f = self._func
-            if not f.defined() and f._declared_types is None:
-                raise HalideError(f"Func {f.name()} is called but has not been defined")
+            if not f.defined():
+                raise _not_yet_defined(f)
             types = f.types()
-            if len(self._args) != f.dimensions():
+            args = self._args
+            if any(_is_placeholder(a) for a in args):  # taken before f was defined: resolved now
+                args = _key_to_args(f.name(), args, _implicit_count(f.dimensions(), args))
+            if len(args) != f.dimensions():
                 raise HalideError(
-                    f"Func {f.name()} was called with {len(self._args)} arguments, "
+                    f"Func {f.name()} was called with {len(args)} arguments, "
                     f"but was defined with {f.dimensions()}"
                 )
             if self._index is None and len(types) != 1:
@@ -145,7 +199,7 @@ class FuncRef(Expr):
             i = self._index or 0
             if not 0 <= i < len(types):
                 raise HalideError(f"Tuple index {i} out of range for Func {f.name()} with {len(types)} values")
-            ir_args = tuple(_call_arg(f.name(), k, a) for k, a in enumerate(self._args))
+            ir_args = tuple(_call_arg(f.name(), k, a) for k, a in enumerate(args))
             self._ir = ir.Call(types[i], f.name(), ir_args, ir.HALIDE, value_index=i, func=f)
         return self._ir
 
@@ -160,24 +214,76 @@ class FuncRef(Expr):
     def function(self) -> Func:
         return self._func
 
-    def __iadd__(self, rhs):
-        return _UpdateOp(self, ir.Add, 0, rhs)
+    # What a call returns, known before the Func is defined when its types are declared (Halide's
+    # FuncRef.type/types/size).
+    def _known_types(self, method: str) -> list[Type]:
+        f = self._func
+        types = f.types() if f.defined() else list(f._declared_types[0]) if f._declared_types else []
+        if not types:
+            raise HalideError(f'Error: Can\'t call {method}() on call to Func "{f.name()}" because it is undefined '
+                              "or has no type requirements.")
+        return types
 
-    def __isub__(self, rhs):
-        return _UpdateOp(self, ir.Sub, 0, rhs)
+    def type(self) -> Type:
+        types = self._known_types("type")
+        if len(types) > 1:
+            raise HalideError(f'Error: Can\'t call type() on call to Func "{self._func.name()}" because it returns '
+                              "a Tuple.")
+        return types[0]
 
-    def __imul__(self, rhs):
-        return _UpdateOp(self, ir.Mul, 1, rhs)
+    def types(self) -> list[Type]:
+        return self._known_types("types")
 
-    def __itruediv__(self, rhs):
-        return _UpdateOp(self, ir.Div, 1, rhs)
+    def size(self) -> int:
+        return len(self._known_types("size"))
 
+    __len__ = size
+
+    # f[args] op e: an Expr once f is defined; before that, Halide's unevaluated reference, which
+    # `f[args] = ...` turns into an update (this is how `f[x] += e` defines an undefined f).
+    def _arith(self, op, other):
+        if self._func.defined():
+            return _EXPR_OPS[op](self, other)
+        if not (isinstance(other, Expr | int | float) or hasattr(other, "_as_expr")):
+            return NotImplemented  # (a Tuple, a string ...): Python's TypeError, as in Halide
+        return _UnevaluatedFuncRefExpr(self, other, op)
+
+    def __add__(self, other):
+        return self._arith(ir.Add, other)
+
+    def __sub__(self, other):
+        return self._arith(ir.Sub, other)
+
+    def __mul__(self, other):
+        return self._arith(ir.Mul, other)
+
+    def __truediv__(self, other):
+        return self._arith(ir.Div, other)
+
+    def equivalent_to(self, other: FuncRef) -> bool:
+        """The same Func at structurally equal arguments (Halide's FuncRef::equivalent_to)."""
+        return other._func is self._func and _same_args(self._args, other._args)
+
+
+_EXPR_OPS = {ir.Add: Expr.__add__, ir.Sub: Expr.__sub__, ir.Mul: Expr.__mul__, ir.Div: Expr.__truediv__}
 
 
 class FuncTupleElementRef(FuncRef):
     """`f[x, y][i]`: one element of a Tuple-valued Func's call (Halide's FuncTupleElementRef)."""
 
     __slots__ = ()
+
+    def index(self) -> int:
+        return self._index
+
+    def type(self) -> Type:
+        return Expr.type(self)
+
+    def types(self) -> list[Type]:
+        return [Expr.type(self)]
+
+    __add__, __sub__, __mul__, __truediv__ = Expr.__add__, Expr.__sub__, Expr.__mul__, Expr.__truediv__
+
 
 class _FindVariables(IRVisitor):
     """Collect the Variables of an expression, split by what they stand for."""
@@ -205,15 +311,31 @@ class _FindVariables(IRVisitor):
                 self.pure.setdefault(name)
 
 
+def _is_type_list(v) -> bool:
+    """A Type, or a non-empty list or tuple of Types: the declared types of Func(types, dims, name)."""
+    if isinstance(v, Type):
+        return True
+    return isinstance(v, list | tuple) and bool(v) and all(isinstance(t, Type) for t in v)
+
+
+def _type_list(types) -> str:
+    """Types as Halide's messages list them: `int32`, or `(int32, float32)` for several."""
+    names = [str(t) for t in types]
+    return names[0] if len(names) == 1 else f"({', '.join(names)})"
+
+
 class Func(FuncScheduling):
     """A function over an infinite integer domain, defined once purely and then by updates."""
 
     def __init__(self, *args):
         name, declared = None, None
-        if args and isinstance(args[0], Type | list) and not isinstance(args[0], str):
-            types = args[0] if isinstance(args[0], list) else [args[0]]
+        if args and _is_type_list(args[0]):
+            types = list(args[0]) if isinstance(args[0], list | tuple) else [args[0]]
             dims = args[1] if len(args) > 1 else None
             name = args[2] if len(args) > 2 else None
+            if dims is not None and (not isinstance(dims, int) or isinstance(dims, bool) or dims < 0):
+                raise HalideError(f"Func{' ' + name if name else ''}: the required dimensions must be a "
+                                  f"non-negative integer, got {dims!r}")
             declared = (tuple(types), dims)
         elif args and isinstance(args[0], str):
             name = args[0]
@@ -239,10 +361,16 @@ class Func(FuncScheduling):
         if self._init is None:
             raise HalideError(f"Func {self._name} has not been defined")
 
+    def _undefined(self, method: str, what: str = "type") -> HalideError:
+        return HalideError(f'Error: Can\'t call Func::{method} on Func "{self._name}" because it is undefined or '
+                           f"has no {what} requirements.")
+
     def dimensions(self) -> int:
-        if self._init is None and self._declared_types is not None and self._declared_types[1] is not None:
+        """The number of arguments: the definition's, or before it the declared dimensions."""
+        if self._init is None:
+            if self._declared_types is None or self._declared_types[1] is None:
+                raise self._undefined("dimensions", "dimension")
             return self._declared_types[1]
-        self._require_defined()
         return len(self._pure_args)
 
     def args(self) -> list[Var]:
@@ -250,20 +378,26 @@ class Func(FuncScheduling):
         return [Var(n) for n in self._pure_args]
 
     def types(self) -> list[Type]:
-        if self._init is None and self._declared_types is not None:
+        """The types of the values: the definition's, or before it the declared ones."""
+        if self._init is None:
+            if self._declared_types is None:
+                raise self._undefined("types")
             return list(self._declared_types[0])
-        self._require_defined()
         return [v.type for v in self._init.values]
 
     output_types = types
 
     def type(self) -> Type:
+        if self._init is None and self._declared_types is None:
+            raise self._undefined("type")
         ts = self.types()
         if len(ts) != 1:
-            raise HalideError(f"Func {self._name} returns a Tuple; use types()")
+            raise HalideError(f'Error: Can\'t call Func::type on Func "{self._name}" because it returns a Tuple.')
         return ts[0]
 
     def outputs(self) -> int:
+        if self._init is None and self._declared_types is None:
+            raise self._undefined("outputs")
         return len(self.types())
 
     def value(self) -> Expr:
@@ -369,6 +503,35 @@ class Func(FuncScheduling):
         self._require_defined_for("estimates")
         return [self._estimates.get(n) for n in self._pure_args]
 
+    # --- the buffers the outputs are written to, whose dimensions can be constrained ---
+    def output_buffers(self) -> list:
+        """One hl.OutputImageParam per value (f, or f.0, f.1 ... for a Tuple): constrain the
+        buffers a pipeline writes with `.dim(i).set_min(...)` and friends (checked when it runs)."""
+        from .param import OutputImageParam
+
+        types = self.types()  # (as Halide: it needs the types, defined or declared)
+        dims = self.dimensions()
+        known = self.__dict__.get("_output_params")
+        if known is None or [p.type() for p in known] != types or known[0].dimensions() != dims:
+            names = [self._name] if len(types) == 1 else [f"{self._name}.{k}" for k in range(len(types))]
+            known = self._output_params = [OutputImageParam._of_func(self, n, t, dims)
+                                           for n, t in zip(names, types)]
+        return list(known)
+
+    def output_buffer(self):
+        """The hl.OutputImageParam of a single-valued Func (see output_buffers)."""
+        if self._init is None and self._declared_types is None:
+            raise self._undefined("output_buffer")
+        if len(self.types()) != 1:
+            raise HalideError(f'Error: Can\'t call Func::output_buffer on Func "{self._name}" because it returns '
+                              "a Tuple.")
+        return self.output_buffers()[0]
+
+    def infer_input_bounds(self, outputs=None, target=None) -> None:
+        """Bind every ImageParam the pipeline reads that has no buffer yet to a new buffer just
+        large enough (and satisfying its constraints) to compute `outputs` (sizes, or Buffers)."""
+        self._pipeline().infer_input_bounds(outputs, target)
+
     def __repr__(self):
         return f"<halide.Func '{self._name}'>"  # as Halide's bindings print it
 
@@ -377,23 +540,26 @@ class Func(FuncScheduling):
 
     # --- definitions ---
     def __getitem__(self, key) -> FuncRef:
-        dims = self.dimensions() if self.defined() or self._declared_types is not None else -1
-        args = _key_to_args(self._name, key, _implicit_count(dims, key) if dims >= 0 else None)
+        dims = self.dimensions() if self.defined() or _declared_dims(self) is not None else -1
+        if dims < 0 and _has_placeholder(key):
+            # hl._ on a Func not defined yet: it stands for as many implicit Vars as the value it is
+            # defined with uses (see _define_from_unevaluated), so it stays unresolved until then
+            args = _key_tuple(key)
+        else:
+            args = _key_to_args(self._name, key, _implicit_count(dims, key) if dims >= 0 else None)
         for i, a in enumerate(args):
-            _call_arg(self._name, i, a)  # type errors surface where the call is written
+            if not _is_placeholder(a):
+                _call_arg(self._name, i, a)  # type errors surface where the call is written
         return FuncRef(self, args)
 
     @deep
     def __setitem__(self, key, value):
-        values = value if _is_sequence(value) else [value]
-        used = 0 if isinstance(value, _UpdateOp) else _implicit_vars_used(
-            v for v in values if isinstance(v, Expr) or hasattr(v, "_as_expr"))
-        args = _key_to_args(self._name, key, used)
-        if used and not any(isinstance(a, Var) and a.is_implicit() for a in args):
-            args = (*args, *(Var.implicit(k) for k in range(used)))  # no hl._ written: at the end, as Halide
-        if isinstance(value, _UpdateOp):
-            self._define_reduction_op(args, value)
+        if isinstance(value, _UnevaluatedFuncRefExpr):
+            self._define_from_unevaluated(key, value)
             return
+        values = value if _is_sequence(value) else [value]
+        used = _implicit_vars_used(v for v in values if isinstance(v, Expr) or hasattr(v, "_as_expr"))
+        args = self._lhs_args(key, used)
         if _is_sequence(value):  # a Tuple: any Python sequence, as in Halide's bindings
             values = tuple(value[i] for i in range(len(value)))
             if not values:
@@ -405,6 +571,38 @@ class Func(FuncScheduling):
         else:
             self._define_update(args, values)
         self._version += 1
+
+    def _lhs_args(self, key, used: int) -> tuple:
+        """The left-hand side of a definition: hl._ (or, without one, the end) gets the `used`
+        implicit Vars the value uses, as in Halide."""
+        args = _key_to_args(self._name, key, used)
+        if used and not any(isinstance(a, Var) and a.is_implicit() for a in args):
+            args = (*args, *(Var.implicit(k) for k in range(used)))
+        return args
+
+    def _define_from_unevaluated(self, key, u: _UnevaluatedFuncRefExpr):
+        """`f[args] = f[args] op e` where f[args] was read before f had a definition: Halide's
+        FuncRef op= e, which gives f the pure definition `f(vars) = identity` (of e's type, or the
+        declared one) and then the update `f[args] = f[args] op e`."""
+        ref = u.lhs
+        if ref._func is not self or not _same_args(ref._args, _key_tuple(key)):
+            raise HalideError(f"Error: Cannot use an unevaluated reference to '{ref._func.name()}' to define an "
+                              "update at a different location.")
+        if self._init is not None:
+            raise HalideError(f"Error: Cannot use an unevaluated reference to '{self._name}' to define an update "
+                              "when a pure definition already exists.")
+        if self._declared_types is not None and len(self._declared_types[0]) != 1:
+            raise HalideError(f"Func {self._name} is declared with {len(self._declared_types[0])} values (a Tuple); "
+                              f"{_OP_SYMBOLS[u.op]}= takes a single-valued Func")
+        rhs = u.rhs if isinstance(u.rhs, Expr) or hasattr(u.rhs, "_as_expr") else wrap(to_ir(u.rhs))
+        args = self._lhs_args(key, _implicit_vars_used([rhs]))
+        # The pure definition reuses the left-hand side's plain Vars; other arguments get new ones.
+        pure = tuple(a if isinstance(a, Var) and not isinstance(a, RVar) else Var() for a in args)
+        types = self._declared_types[0] if self._declared_types else (to_ir(rhs).type,)
+        identity = _OP_IDENTITY[u.op]
+        self._define_pure(pure, tuple(wrap(ir.make_const(t, identity)) for t in types))
+        self._version += 1
+        self[args] = _EXPR_OPS[u.op](self[args], rhs)
 
     def _define_pure(self, args: tuple, values: tuple):
         names = []
@@ -424,18 +622,11 @@ class Func(FuncScheduling):
         for k, v in enumerate(values):
             if isinstance(v, Expr) and not v.defined():
                 raise HalideError(f"In pure definition of Func {self._name}: value {k} is undefined")
-            e = to_ir(v)
-            if self._declared_types is not None and len(self._declared_types[0]) == len(values):
-                want = self._declared_types[0][k]
-                if not isinstance(v, Expr):
-                    e = coerce_python(v, want)
-                if e.type != want:
-                    raise HalideError(
-                        f"Func {self._name} was declared with type {want} but defined with type {e.type}"
-                    )
+            ir_values.append(to_ir(v))
+        self._check_declared(len(names), [e.type for e in ir_values])
+        for k, e in enumerate(ir_values):
             if e.type.lanes != 1 or e.type.is_handle():
                 raise HalideError(f"Func {self._name}: value {k} has type {e.type}, which a Func cannot hold")
-            ir_values.append(e)
         finder = _FindVariables()
         for e in ir_values:
             finder.visit(e)
@@ -451,8 +642,25 @@ class Func(FuncScheduling):
                     f"(the left-hand side has {', '.join(names) or 'no arguments'})"
                 )
         self._pure_args = tuple(names)
+        from .operators import lower_random, next_random_tag
+
+        tag = next_random_tag()  # random calls become a hash of the point, as Halide's Function::define does
+        ir_values = [lower_random(e, [ir.Variable(n, Int(32)) for n in names], tag) for e in ir_values]
         self._init = Definition(tuple(ir.Variable(n) for n in names), tuple(ir_values))
         self._schedule.reset_stages(1)
+
+    def _check_declared(self, dims: int, types: list[Type]) -> None:
+        """A Func declared with types and dimensions (Func(types, dims, name)) must be defined with
+        exactly those, as in Halide (a Python number is an int32 or float32 value there too)."""
+        if self._declared_types is None:
+            return
+        want, want_dims = self._declared_types
+        if list(want) != list(types):
+            raise HalideError(f'Error: Func "{self._name}" is constrained to only hold values of type '
+                              f"{_type_list(want)} but is defined with values of type {_type_list(types)}.")
+        if want_dims is not None and want_dims != dims:
+            raise HalideError(f'Error: Func "{self._name}" is constrained to have exactly {want_dims} dimensions, '
+                              f"but is defined with {dims} dimensions.")
 
     def _define_update(self, args: tuple, values: tuple):
         n_up = len(self._updates)
@@ -470,7 +678,8 @@ class Func(FuncScheduling):
             e = coerce_python(v, t) if not isinstance(v, Expr) and not hasattr(v, "_as_expr") else to_ir(v)
             if e.type != t:
                 raise HalideError(
-                    f"{where}: value {k} has type {e.type} but the pure definition has type {t}"
+                    f"{where}: value {k} has type {e.type} but the pure definition has type {t} (in Halide's words: "
+                    f"Tuple element {k} of update definition has type {e.type}, but pure definition has type {t})"
                 )
             ir_values.append(e)
         ir_args = tuple(_call_arg(self._name, i, a) for i, a in enumerate(args))
@@ -508,6 +717,14 @@ class Func(FuncScheduling):
             for name in pf.pure:
                 if name not in lhs_pure:
                     raise HalideError(f"{where}: the RDom predicate uses variable {name}, not on the left")
+        from .operators import lower_random, next_random_tag
+
+        tag = next_random_tag()
+        free = [*(ir.Variable(n, Int(32)) for n in self._pure_args),
+                *(ir.Variable(rv.name, Int(32), ref=dom) for dom in finder.domains.values() for rv in dom.rvars)]
+        ir_args = tuple(lower_random(a, free, tag) for a in ir_args)
+        ir_values = [lower_random(e, free, tag) for e in ir_values]
+        predicate = None if predicate is None else lower_random(predicate, free, tag)
         self._updates.append(Definition(ir_args, tuple(ir_values), tuple(rvars), predicate))
         self._schedule.reset_stages(1 + len(self._updates))
 
@@ -525,29 +742,6 @@ class Func(FuncScheduling):
                         f"variables in the same places as on the left-hand side (argument {pos} is "
                         f"{wrap(arg)}, not {name})"
                     )
-
-    def _define_reduction_op(self, args: tuple, op: _UpdateOp):
-        if op.ref._func is not self:
-            raise HalideError(f"Func {self._name}: in-place update of a different Func")
-        rhs = op.rhs
-        if self._init is None:
-            rhs_ir = to_ir(rhs)
-            pure = tuple(Var.implicit(i) for i in range(len(args)))
-            self._define_pure(pure, (ir.make_const(rhs_ir.type, op.identity),))
-        t = self.types()
-        if len(t) != 1:
-            raise HalideError(f"Func {self._name}: += and friends need a single-valued Func")
-        current = self[args]
-        # As Halide: f(x) op e with the usual type rules (int32 += uint8 is int32), then the
-        # result must have the Func's type (uint8 += int32 is an error, not a silent narrowing).
-        value = to_ir(_PYTHON_OPS[op.op](wrap(current.ir()), rhs))
-        if value.type != t[0]:
-            raise HalideError(
-                f"In update definition {len(self._updates)} of Func {self._name}: Tuple element 0 of update "
-                f"definition has type {value.type}, but pure definition has type {t[0]}"
-            )
-        self._define_update(args, (wrap(value),))
-        self._version += 1
 
     def _lowering_copy(self, name: str, schedule: FuncSchedule) -> Func:
         """A private Func for lowering to work on: same shape, the given name and schedule; its
@@ -620,6 +814,20 @@ class Func(FuncScheduling):
         self._pipeline().compile_to_cuda(filename, arguments, fn_name, target)
 
 
+def lambda_func(*args) -> Func:
+    """Halide's hl.lambda_func(x, y, ..., e): a new anonymous Func defined as f[x, y, ...] = e."""
+    if not args:
+        raise HalideError("lambda_func takes the Vars of the new Func and then its value")
+    *vars, value = args
+    for i, v in enumerate(vars):
+        if not isinstance(v, Var) or isinstance(v, RVar):
+            raise HalideError(f"lambda_func: argument {i + 1} ({v!r}) is not a Var; lambda_func takes Vars and then "
+                              "the value")
+    f = Func(unique_name("lambda_"))
+    f[tuple(vars)] = value
+    return f
+
+
 class Stage(Schedulable):
     """One definition of a Func, for scheduling its loops (`f.update(0).vectorize(x)`)."""
 
@@ -632,8 +840,22 @@ class Stage(Schedulable):
     def name(self) -> str:
         return f"{self._func.name()}.s{self._stage_index}"
 
+    def unscheduled(self) -> None:
+        """Say that leaving this update's loops as they are is deliberate: no warning that it "has
+        not been scheduled" when other stages of the Func have been (Halide's Stage.unscheduled)."""
+        from .schedule import stage_touched
+
+        self._func._require_defined()
+        if self._stage_index == 0:
+            raise HalideError(f"Stage {self.name()}.unscheduled: unscheduled() is for update definitions "
+                              "(f.update(i).unscheduled())")
+        if stage_touched(self._func._schedule, self._stage_index):
+            raise HalideError("Error: Stage::unscheduled called on an update definition with a schedule "
+                              f"({self.name()} has already been scheduled)")
+        self._log("unscheduled")
+
     def __repr__(self):
         return f"Stage({self.name()})"
 
 
-__all__ = ["Func", "FuncRef", "Stage", "Tuple", "Definition", "RDom"]
+__all__ = ["Func", "FuncRef", "Stage", "Tuple", "Definition", "RDom", "lambda_func"]

@@ -1,8 +1,8 @@
 """Halide's integer intrinsics that avoid overflow, built from ordinary Exprs: widening and
-saturating arithmetic, halving adds, rounding-to-zero division, plus fract, evaluate, vars and
-funcs. Each widens both operands to twice their bits (the intrinsics exist for 8-, 16- and 32-bit
-integers), computes exactly there, and narrows as Halide defines: saturating, or wrapping for
-halving_sub."""
+saturating arithmetic, halving adds, rounding-to-zero division, plus fract, evaluate (and
+evaluate_may_gpu), vars and funcs. Each widens both operands to twice their bits (the intrinsics
+exist for 8-, 16- and 32-bit integers), computes exactly there, and narrows as Halide defines:
+saturating, or wrapping for halving_sub."""
 
 from __future__ import annotations
 
@@ -120,14 +120,40 @@ def fract(e) -> Expr:
     return wrap(ir.Sub(x, to_ir(trunc(wrap(x)))))
 
 
-def evaluate(e):
-    """The value of an expression that depends on no variable, as a Python number."""
-    from .func import Func
+def _evaluation_values(e) -> list:
+    """What evaluate accepts, as Halide's bindings read it: one Expr-like, or a non-empty tuple or
+    list of them."""
+    from .operators import _expr_like
 
-    f = Func("evaluate")
-    f[()] = e
-    value = f.realize([])
-    return value[()] if not isinstance(value, list) else tuple(v[()] for v in value)
+    if _expr_like(e):
+        return [e]
+    if isinstance(e, tuple | list) and e and all(_expr_like(v) for v in e):
+        return list(e)
+    raise ValueError("Expected an Expr or tuple-of-Expr.")
+
+
+def _evaluate(e, may_gpu: bool):
+    from .func import Func, Tuple
+    from .target import get_jit_target_from_environment
+
+    values = _evaluation_values(e)
+    f = Func(f"evaluate_func_{len(values)}")
+    f[()] = values[0] if len(values) == 1 else Tuple(values)
+    if may_gpu and get_jit_target_from_environment().has_gpu_feature():
+        f.gpu_single_thread()  # Halide's schedule_scalar
+    result = f.realize([])
+    return result[()] if len(values) == 1 else tuple(b[()] for b in result)
+
+
+def evaluate(e):
+    """The value of an expression (or a tuple of them) that depends on no variable, as Python numbers."""
+    return _evaluate(e, may_gpu=False)
+
+
+def evaluate_may_gpu(e):
+    """evaluate, run on the GPU (as one thread) when the JIT target ($HL_JIT_TARGET) has a GPU
+    feature; on the CPU otherwise."""
+    return _evaluate(e, may_gpu=True)
 
 
 def vars(names: str):

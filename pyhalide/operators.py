@@ -2,57 +2,185 @@
 
 from __future__ import annotations
 
+import itertools
+
+import numpy as np
+
 from . import ir
 from .errors import HalideError
-from .expr import Expr, cast_ir, coerce_python, is_python_number, match_types, to_ir, wrap
-from .types import Bool, Float, Int, Type, UInt, promote
+from .expr import (
+    Expr,
+    cast_ir,
+    coerce_python,
+    cxx_type_name,
+    fold_cast,
+    is_python_number,
+    logical_not_ir,
+    match_types,
+    to_ir,
+    wrap,
+)
+from .types import Bool, Float, Int, Type, UInt
 
 _is_python_number = is_python_number
 
 
 # ---------------------------------------------------------------- selection
-def select(*args) -> Expr:
-    """select(c, a, b) or select(c1, v1, c2, v2, ..., default): the first value whose condition holds."""
-    if len(args) < 3 or len(args) % 2 == 0:
-        raise HalideError("select takes (cond, true_value, false_value) or pairs followed by a default")
-    values = list(args[1::2]) + [args[-1]]
-    exprs = [to_ir(v) for v in values if not _is_python_number(v)]
-    if exprs:
-        t = exprs[0].type
-        for e in exprs[1:]:
-            t = promote(t, e.type)
-        for v in values:
-            if _is_python_number(v):
-                t = coerce_python(v, t).type  # a float literal makes an integer select Float(32)
+def _outputs(ref) -> int:
+    try:
+        return ref.function().outputs()
+    except HalideError:  # an undefined Func: its call fails later, as an Expr
+        return 1
+
+
+def _expr_like(v) -> bool:
+    """Whether Halide's bindings take v as an Expr: Expr-likes and Python numbers, but not a call of
+    a Func that returns a Tuple."""
+    from .func import FuncRef, FuncTupleElementRef
+
+    if isinstance(v, FuncRef) and not isinstance(v, FuncTupleElementRef):
+        return _outputs(v) == 1
+    return isinstance(v, Expr | bool | int | float | np.bool_ | np.number) or hasattr(v, "_as_expr")
+
+
+def _tuple_like(v) -> bool:
+    """A list, tuple, or other sequence (not a string, Buffer or Expr-like), as Halide's bindings
+    convert to a Tuple."""
+    from .buffer import Buffer
+
+    return (isinstance(v, list | tuple) or (hasattr(v, "__len__") and hasattr(v, "__getitem__"))) and not (
+        isinstance(v, str | bytes | Buffer) or _expr_like(v))
+
+
+def _tuple_ir(v) -> list[ir.Expr] | None:
+    """The elements of a Tuple-like (a sequence of Expr-likes, or a call of a Tuple-valued Func), or None."""
+    from .func import FuncRef, FuncTupleElementRef
+
+    if isinstance(v, FuncRef) and not isinstance(v, FuncTupleElementRef):
+        n = _outputs(v)
+        return [to_ir(v)] if n == 1 else [to_ir(v[i]) for i in range(n)]
+    if not _tuple_like(v):
+        return None
+    items = [v[i] for i in range(len(v))]
+    if not all(_expr_like(e) for e in items):
+        return None
+    return [to_ir(e) for e in items]
+
+
+def _select_arg_error(expected: str, arg):
+    return HalideError(f"Error: select(): Expected {expected} but got {type(arg).__name__}: {arg}\n")
+
+
+def _select_expr_arg(arg) -> ir.Expr:
+    if not _expr_like(arg):
+        raise _select_arg_error("Expr", arg)
+    return to_ir(arg)
+
+
+def _select_tuple_arg(arg) -> list[ir.Expr]:
+    values = _tuple_ir(arg)
+    if values is None:
+        raise _select_arg_error("Tuple", arg)
+    return values
+
+
+def _as_const_int(e: ir.Expr) -> int | None:
+    """Halide's as_const_int: a signed integer constant (bool and unsigned constants are not)."""
+    if type(e) is ir.Broadcast:
+        e = e.value
+    return e.value if type(e) is ir.IntImm and e.type.is_int() else None
+
+
+def _select_ir(c: ir.Expr, t: ir.Expr, f: ir.Expr) -> ir.Expr:
+    """Halide's select(Expr, Expr, Expr): an integer constant takes the other value's type; the
+    values must otherwise have one type (select does not promote, as arithmetic does)."""
+    if _as_const_int(c) is not None:
+        c = fold_cast(Bool(t.type.lanes), c)
+    if _as_const_int(t) is not None:
+        t = fold_cast(f.type, t)
+    if _as_const_int(f) is not None:
+        f = fold_cast(t.type, f)
+    if not c.type.is_bool():
+        raise HalideError("Error: The first argument to a select must be a boolean:\n"
+                          f"  {wrap(c)} has type {cxx_type_name(c.type)}\n")
+    if t.type != f.type:
+        raise HalideError("Error: The second and third arguments to a select do not have a matching type:\n"
+                          f"  {wrap(t)} has type {cxx_type_name(t.type)}\n"
+                          f"  {wrap(f)} has type {cxx_type_name(f.type)}\n")
+    if t.type.lanes > 1 and c.type.lanes == 1:
+        c = ir.Broadcast(c, t.type.lanes)
+    return ir.Select(c, t, f)
+
+
+_TUPLE_SIZES = "Error: select() on Tuples requires all Tuples to have identical sizes.\n"
+
+
+def _select_tuples(c, t: list, f: list) -> list:
+    """select of Tuples, element by element; c is one condition or a Tuple of them."""
+    conds = c if isinstance(c, list) else [c] * len(t)
+    if not len(conds) == len(t) == len(f):
+        raise HalideError(_TUPLE_SIZES)
+    return [_select_ir(ci, a, b) for ci, a, b in zip(conds, t, f)]
+
+
+def select(*args):
+    """select(c, a, b) or select(c1, v1, c2, v2, ..., default): the first value whose condition holds.
+
+    Values may be Tuples (Python tuples or calls of Tuple-valued Funcs), with one condition or a
+    Tuple of conditions; the result is then an hl.Tuple. As in Halide, conditions and values are
+    read from the last pair backwards."""
+    if len(args) < 3:
+        raise ValueError("select() must have at least 3 arguments")
+    if len(args) % 2 != 1:
+        raise ValueError("select() must have an odd number of arguments")
+    if _expr_like(args[0]):
+        if _expr_like(args[1]):
+            cond_of, value_of, combine = _select_expr_arg, _select_expr_arg, _select_ir
+        else:
+            cond_of, value_of, combine = _select_expr_arg, _select_tuple_arg, _select_tuples
     else:
-        t = to_ir(values[0]).type
-        for v in values[1:]:
-            t = promote(t, to_ir(v).type)
-    ir_values = [coerce_python(v, t) if _is_python_number(v) else cast_ir(t, to_ir(v)) for v in values]
-    result = ir_values[-1]
-    conds = args[0:-1:2]
-    for cond, value in reversed(list(zip(conds, ir_values[:-1]))):
-        c = to_ir(cond)
-        if not c.type.is_bool():
-            raise HalideError(f"select condition has type {c.type}, not bool")
-        result = ir.Select(c, value, result)
-    return wrap(result)
+        cond_of, value_of, combine = _select_tuple_arg, _select_tuple_arg, _select_tuples
+    false_case = value_of(args[-1])
+    for pos in range(len(args) - 1, 1, -2):
+        true_case = value_of(args[pos - 1])
+        false_case = combine(cond_of(args[pos - 2]), true_case, false_case)
+    if isinstance(false_case, list):
+        from .func import Tuple
+
+        return Tuple([wrap(e) for e in false_case])
+    return wrap(false_case)
 
 
-def mux(index, values) -> Expr:
-    """values[index], where an out-of-range index selects the last value (as in Halide)."""
-    values = list(values)
+def _mux_ir(index: ir.Expr, values: list[ir.Expr]) -> ir.Expr:
+    """values[index] as Halide lowers its mux: an out-of-range index picks the last value."""
     if not values:
-        raise HalideError("mux needs at least one value")
+        raise HalideError("Error: mux() requires a non-empty vector of values\n")
+    if any(v.type != values[0].type for v in values):
+        raise HalideError("Error: mux() requires all the values to have the same type.\n")
+    result = values[-1]
+    for k in range(len(values) - 2, -1, -1):
+        result = _select_ir(ir.EQ(index, ir.make_const(index.type, k)), values[k], result)
+    return result
+
+
+def mux(index, values):
+    """values[index] (the last value where index is out of range). values is a list of Exprs, a
+    Tuple (a call of a Tuple-valued Func) to pick an element from, or a list of Tuples, giving an
+    hl.Tuple. The values must have one type."""
     i = to_ir(index)
-    if not (i.type.is_int() or i.type.is_uint()):
-        raise HalideError(f"mux index has type {i.type}, not an integer")
-    args = []
-    for k, v in enumerate(values[:-1]):
-        args += [wrap(i) == k, v]
-    if not args:
-        return wrap(to_ir(values[0]))
-    return select(*args, values[-1])
+    from .func import FuncRef, FuncTupleElementRef, Tuple
+
+    if isinstance(values, FuncRef) and not isinstance(values, FuncTupleElementRef):
+        return wrap(_mux_ir(i, _tuple_ir(values)))
+    values = [values[k] for k in range(len(values))]
+    if all(_expr_like(v) for v in values):
+        return wrap(_mux_ir(i, [to_ir(v) for v in values]))
+    tuples = [_tuple_ir(v) for v in values]
+    if any(t is None for t in tuples):
+        raise TypeError("mux() takes a list of Exprs, a Tuple, or a list of Tuples")
+    if any(len(t) != len(tuples[0]) for t in tuples):
+        raise HalideError("Error: mux() of Tuples requires all the Tuples to have the same size.\n")
+    return Tuple([wrap(_mux_ir(i, [t[k] for t in tuples])) for k in range(len(tuples[0]))])
 
 
 def _fold(op, args) -> Expr:
@@ -85,6 +213,8 @@ def clamp(a, min_val, max_val) -> Expr:
 
 # ---------------------------------------------------------------- casts
 def cast(t: Type, e) -> Expr:
+    """e converted to t. (A Python float is taken exactly here, where Halide's bindings would first
+    round it to float32: pyhalide's own tests cast doubles to Float(64) this way.)"""
     if not isinstance(t, Type):
         raise HalideError(f"cast: first argument must be an hl.Type, got {t!r}")
     if _is_python_number(e):
@@ -176,10 +306,8 @@ def lerp(zero_val, one_val, weight) -> Expr:
 
 
 def logical_not(a) -> Expr:
-    x = to_ir(a)
-    if not x.type.is_bool():
-        raise HalideError(f"logical_not of {x.type}")
-    return wrap(ir.Not(x))
+    """!a, of a boolean."""
+    return logical_not_ir(to_ir(a))
 
 
 def logical_and(a, b) -> Expr:
@@ -193,6 +321,118 @@ def logical_or(a, b) -> Expr:
 def likely(e) -> Expr:
     x = to_ir(e)
     return wrap(ir.Call(x.type, "likely", (x,), ir.INTRINSIC))
+
+
+# ---------------------------------------------------------------- random numbers
+# Halide's random_float/int/uint make a "random" call tagged with a number of its own; a Func's
+# definition then replaces it (lower_random) with a hash of the seed, that number, the
+# definition's free variables and a tag of the definition, so each call site and each Func draws
+# independently, and the same point always draws the same value.
+_random_numbers = itertools.count()  # Halide's random_number_counter
+_random_tags = itertools.count()  # Halide's random_variable_counter: one per definition
+
+
+def _random_call(t: Type, seed, what: str, seed_types: tuple, allowed: str) -> ir.Expr:
+    args = []
+    number = next(_random_numbers)
+    if seed is not None:
+        s = to_ir(seed)
+        if s.type not in seed_types:
+            raise HalideError(f"Error: The seed passed to {what} must have type {allowed}, but instead is "
+                              f"{wrap(s)} of type {cxx_type_name(s.type)}\n")
+        args.append(s)
+    args.append(ir.IntImm(Int(32), number))
+    return ir.Call(t, "random", tuple(args), ir.INTRINSIC)
+
+
+def random_float(seed=None) -> Expr:
+    """A uniform float in [0, 1], a fixed pseudo-random function of the point (and the seed)."""
+    return wrap(_random_call(Float(32), seed, "random_float", (Int(32),), "Int(32)"))
+
+
+def random_uint(seed=None) -> Expr:
+    """A uniform UInt(32), a fixed pseudo-random function of the point (and the seed)."""
+    return wrap(_random_call(UInt(32), seed, "random_int", (Int(32), UInt(32)), "Int(32) or UInt(32)"))
+
+
+def random_int(seed=None) -> Expr:
+    """random_uint's bits as an Int(32)."""
+    return wrap(ir.Reinterpret(Int(32), to_ir(random_uint(seed))))
+
+
+_C0, _C1, _C2 = 576942909, 1121052041, 1040796640  # Halide's: C1 odd and C2 even make a permutation
+_U32 = UInt(32)
+
+
+_let_names = itertools.count()
+
+
+def _let_name() -> str:
+    """A unique Let name that is not a generated name (lowering renames generated names in
+    Variables, not in Lets); it ends in a letter, as no generated name does."""
+    return f"random_{next(_let_names)}_h"
+
+
+def _uint_const(e: ir.Expr) -> int | None:
+    return e.value if type(e) is ir.IntImm and e.type.is_uint() and not e.type.is_bool() else None
+
+
+def _rng32(x: ir.Expr) -> ir.Expr:
+    """A fixed pseudo-random permutation of the 32-bit unsigned integers: (C2 x + C1) x + C0."""
+    i = _uint_const(x)
+    if i is not None:
+        return ir.make_const(_U32, ((_C2 * i + _C1) * i + _C0) % 2**32)
+    c = ir.make_const
+    return ir.Add(ir.Mul(ir.Add(ir.Mul(c(_U32, _C2), x), c(_U32, _C1)), x), c(_U32, _C0))
+
+
+def _random_bits(terms: list[ir.Expr]) -> ir.Expr:
+    """Halide's hash of Int(32)/UInt(32) terms: permute, add the next term, permute again ..."""
+    result = _rng32(fold_cast(_U32, terms[0]))
+    for e in terms[1:]:
+        r, k = _uint_const(result), _uint_const(e)
+        if r is not None and k is not None:
+            result = _rng32(ir.make_const(_U32, r + k))
+        else:
+            name = _let_name()
+            result = ir.Let(name, ir.Add(result, fold_cast(_U32, e)), _rng32(ir.Variable(name, _U32)))
+    # The low bytes have a poor period: mix in the high ones (through a Let, so the hash appears once).
+    name = _let_name()
+    r = wrap(ir.Variable(name, _U32))
+    return ir.Let(name, result, to_ir(r ^ (r >> 16)))
+
+
+def _random_float_of(terms: list[ir.Expr]) -> ir.Expr:
+    """Exponent 0 and 23 random mantissa bits: a float in [1, 2), less one (clamped for bounds inference)."""
+    bits = (127 << 23) | (wrap(_random_bits(terms)) >> 9)
+    f = ir.Sub(ir.Reinterpret(Float(32), to_ir(bits)), ir.FloatImm(Float(32), 1.0))
+    return ir.Max(ir.Min(f, ir.FloatImm(Float(32), 1.0)), ir.FloatImm(Float(32), 0.0))
+
+
+def next_random_tag() -> int:
+    """A new tag for one definition's random calls (Halide's random_variable_counter)."""
+    return next(_random_tags)
+
+
+def lower_random(e: ir.Expr, free_vars, tag: int) -> ir.Expr:
+    """Replace e's random calls with their values at the point named by free_vars (the definition's
+    pure Vars, then its RVars, as IR), as Halide does when a Func is defined."""
+    from .ir_mutator import IRMutator
+
+    extra = [*reversed([*free_vars, ir.IntImm(Int(32), tag)])]  # the tag, then innermost variables last
+
+    class _LowerRandom(IRMutator):
+        def visit_Call(self, op):
+            if op.name != "random" or op.call_type != ir.INTRINSIC:
+                return self.default(op)
+            terms = [*op.args, *extra]
+            if op.type == Float(32):
+                return _random_float_of(terms)
+            if op.type == Int(32):
+                return fold_cast(Int(32), _random_bits(terms))
+            return _random_bits(terms)
+
+    return _LowerRandom().mutate(e)
 
 
 # ---------------------------------------------------------------- math

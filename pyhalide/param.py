@@ -8,6 +8,7 @@ from .expr import Expr, wrap
 from .names import unique_name
 from .types import Type
 
+constraint_epoch = 0  # counts changes of any buffer's dimension constraints
 
 class Param(Expr):
     """A scalar argument to the pipeline, set before realizing: Param(hl.Int(32), "name", value)."""
@@ -83,8 +84,11 @@ class Param(Expr):
         return self._name
 
 
-class _DimView:
-    """buffer.dim(i): symbolic (ImageParam) or concrete (Buffer) min/extent/stride of one dimension."""
+class Dimension:
+    """`image.dim(i)`: one dimension of a Buffer (concrete ints), an ImageParam or a Func's output
+    buffer (symbolic Exprs), as Halide's hl.Dimension. For the params its min, extent and stride
+    can be constrained: to a constant (code is specialized to it) or to an Expr of Params and
+    other buffers' dimensions (checked when the pipeline runs; infer_input_bounds solves them)."""
 
     def __init__(self, owner, i: int):
         self._owner, self._i = owner, i
@@ -101,21 +105,23 @@ class _DimView:
     def max(self):
         return self.min() + self.extent() - 1
 
-    # Constraints (an ImageParam's): the bound buffer must match them, and a dimension's min,
-    # extent or stride read after the constraint is the constant itself, which code is specialized to.
-    def set_min(self, value) -> _DimView:
+    def dim(self, i: int) -> Dimension:
+        """Another dimension of the same buffer (Halide's Dimension.dim)."""
+        return self._owner.dim(i)
+
+    def set_min(self, value) -> Dimension:
         return self._constrain("min", value)
 
-    def set_extent(self, value) -> _DimView:
+    def set_extent(self, value) -> Dimension:
         return self._constrain("extent", value)
 
-    def set_stride(self, value) -> _DimView:
+    def set_stride(self, value) -> Dimension:
         return self._constrain("stride", value)
 
-    def set_bounds(self, min, extent) -> _DimView:
+    def set_bounds(self, min, extent) -> Dimension:
         return self.set_min(min).set_extent(extent)
 
-    def set_estimate(self, min, extent) -> _DimView:
+    def set_estimate(self, min, extent) -> Dimension:
         """The expected min and extent of this dimension, for autoschedulers."""
         if not hasattr(self._owner, "_set_dim_estimate"):
             raise HalideError(f"set_estimate: {self._owner.name()} is a Buffer: its dimensions are known")
@@ -124,7 +130,7 @@ class _DimView:
 
     set_bounds_estimate = set_estimate
 
-    def _constrain(self, field: str, value) -> _DimView:
+    def _constrain(self, field: str, value) -> Dimension:
         if not hasattr(self._owner, "_constraints"):
             raise HalideError(f"set_{field}: {self._owner.name()} is a Buffer, whose dimensions are what they are; "
                               "constraints are for ImageParams")
@@ -132,97 +138,105 @@ class _DimView:
         return self
 
 
-class ImageParam:
-    """An input image of given type and dimensionality, bound to a Buffer before realizing."""
+_DimView = Dimension  # the name buffer.py imports
 
-    def __init__(self, type: Type, dimensions: int, name: str | None = None):
-        if not isinstance(type, Type):
-            raise HalideError(f"ImageParam type must be an hl.Type, got {type!r}")
-        self._type = type
-        self._dims = dimensions
-        self._name = name or unique_name("input")
-        self._buffer = None
-        self._estimates: list[tuple[int, int] | None] = [None] * dimensions
-        self._constraints: list[dict[str, int]] = [{} for _ in range(dimensions)]  # "min"/"extent"/"stride"
 
-    def set_estimates(self, estimates) -> ImageParam:
-        """The expected region of the input: one hl.Range or (min, extent) per dimension."""
-        from .estimates import estimate_list
+class OutputImageParam:
+    """The buffer a pipeline writes one output to (`f.output_buffer()`), or the base of an input
+    ImageParam: a name, a type, dimensions whose min, extent and stride can be constrained. Built
+    with no arguments it is undefined, as Halide's `hl.OutputImageParam()`."""
 
-        self._estimates = list(estimate_list(f"ImageParam {self._name}", [None] * self._dims, estimates))
-        return self
+    _kind = "OutputImageParam"
 
-    def _set_dim_estimate(self, i: int, min, extent) -> None:
-        from .estimates import check_estimate
+    def __init__(self, *args):
+        if args:
+            raise HalideError("OutputImageParam() takes no arguments: a Func's output buffer comes from "
+                              "f.output_buffer() or f.output_buffers()")
+        self._init_param(None, None, None)
 
-        self._estimates[i] = check_estimate(f"ImageParam {self._name}.dim({i}).set_estimate", min, extent)
+    @classmethod
+    def _of_func(cls, func, name: str, type: Type, dimensions: int) -> OutputImageParam:
+        """The output buffer `name` of func (f, or f.0, f.1 ... for a Tuple)."""
+        p = cls.__new__(cls)
+        p._init_param(type, dimensions, name)
+        p._func = func
+        return p
 
-    def _constrain(self, field: str, i: int, value) -> None:
-        from .expr import to_ir
+    _func = None  # the Func whose output this is (None for inputs)
 
-        c = ir.const_int(to_ir(value)) if not isinstance(value, int) else value
-        if c is None or isinstance(value, bool):
-            raise HalideError(f"ImageParam {self._name}.dim({i}).set_{field}: pyhalide takes an integer constant, "
-                              f"got {value!r}")
-        if field == "extent" and c < 0 or field == "stride" and c == 0:
-            raise HalideError(f"ImageParam {self._name}.dim({i}).set_{field}({c}): not a valid {field}")
-        self._constraints[i][field] = int(c)
-        if self._buffer is not None:
-            self._check_constraints(self._buffer)
+    def _init_param(self, type: Type | None, dimensions: int | None, name: str | None) -> None:
+        self._type, self._dims, self._name = type, dimensions, name
+        n = dimensions or 0
+        # per dimension: field -> int (a constant) or IR Expr (checked when the pipeline runs)
+        self._constraints: list[dict[str, object]] = [{} for _ in range(n)]
 
-    def _check_constraints(self, buffer) -> None:
-        for i, wanted in enumerate(self._constraints):
-            for field, c in wanted.items():
-                got = getattr(buffer.dim(i), field)()
-                if got != c:
-                    raise HalideError(f"ImageParam {self._name} is constrained to {field} {c} in dimension {i} "
-                                      f"(dim({i}).set_{field}), but its buffer has {field} {got}")
+    def defined(self) -> bool:
+        return self._type is not None
 
-    def estimates(self) -> list[tuple[int, int] | None]:
-        """Per dimension, the (min, extent) given to set_estimates, or None where none was."""
-        return list(self._estimates)
+    def _require_defined(self) -> None:
+        if self._type is None:
+            raise HalideError("Error: Parameter is undefined")
 
     def name(self) -> str:
+        self._require_defined()
         return self._name
 
     def type(self) -> Type:
+        self._require_defined()
         return self._type
 
     def dimensions(self) -> int:
+        self._require_defined()
         return self._dims
 
-    def set(self, buffer) -> None:
-        from .buffer import Buffer
-
-        if not isinstance(buffer, Buffer):
-            buffer = Buffer(buffer)
-        if buffer.type() != self._type:
-            raise HalideError(
-                f"ImageParam {self._name} has type {self._type} but was given a buffer of type {buffer.type()}"
-            )
-        if buffer.dimensions() != self._dims:
-            raise HalideError(
-                f"ImageParam {self._name} has {self._dims} dimensions but was given a buffer "
-                f"with {buffer.dimensions()}"
-            )
-        self._check_constraints(buffer)
-        self._buffer = buffer
-
-    def get(self):
-        if self._buffer is None:
-            raise HalideError(f"ImageParam {self._name} is not bound to a buffer: call {self._name}.set(...)")
-        self._check_constraints(self._buffer)  # (its min may have moved since set)
-        return self._buffer
-
-    def dim(self, i: int) -> _DimView:
-        if not 0 <= i < self._dims:
-            raise HalideError(f"ImageParam {self._name} has no dimension {i}")
-        return _DimView(self, i)
+    def dim(self, i: int) -> Dimension:
+        self._require_defined()
+        if not isinstance(i, int) or not 0 <= i < self._dims:
+            raise HalideError(f"{self._kind} {self._name} has {self._dims} dimensions; no dimension {i}")
+        return Dimension(self, i)
 
     def _dim_field(self, field: str, i: int) -> Expr:
-        if field in self._constraints[i]:
-            return wrap(ir.make_const(ir.Int(32), self._constraints[i][field]))
+        c = self._constraints[i].get(field)
+        if isinstance(c, int):
+            return wrap(ir.make_const(ir.Int(32), c))
         return wrap(ir.Variable(f"{self._name}.{field}.{i}", ir.Int(32), ref=self))
+
+    def _constrain(self, field: str, i: int, value) -> None:
+        """dim(i).set_<field>(value): a constant, an Expr of Params and buffer dimensions, or None /
+        an undefined Expr to drop the constraint."""
+        from .expr import cast_ir, to_ir
+
+        where = f"{self._kind} {self._name}.dim({i}).set_{field}"
+        if value is None or (isinstance(value, Expr) and not value.defined()):
+            self._constraints[i].pop(field, None)
+            self._constraints_changed()
+            return
+        if isinstance(value, bool) or isinstance(value, float) or isinstance(value, str):
+            raise HalideError(f"{where}: expected an integer or an integer Expr, got {value!r}")
+        e = to_ir(value)
+        if not (e.type.is_int() or e.type.is_uint()) or e.type.is_bool() or e.type.lanes != 1:
+            raise HalideError(f"{where}: expected an integer Expr, got one of type {e.type}")
+        _check_constraint_expr(where, e)
+        c = ir.const_int(e)
+        if c is not None:
+            if field == "extent" and c < 0 or field == "stride" and c == 0:
+                raise HalideError(f"{where}({c}): not a valid {field}")
+            if not -(2**31) <= c < 2**31:
+                raise HalideError(f"{where}({c}): does not fit in 32 bits")
+            self._constraints[i][field] = int(c)
+        else:
+            self._constraints[i][field] = cast_ir(ir.Int(32), e)
+        self._constraints_changed()
+
+    def _constraints_changed(self) -> None:
+        global constraint_epoch
+        constraint_epoch += 1  # pipelines work out again which of their buffers are constrained
+        if self._func is not None:
+            self._func._version += 1  # an output's constraints are part of what its pipeline checks
+
+    def _constraint_list(self) -> list[tuple[int, str, object]]:
+        """(dimension, field, constant or IR Expr) of every constraint."""
+        return [(i, field, c) for i, d in enumerate(self._constraints) for field, c in d.items()]
 
     def width(self):
         return self.dim(0).extent()
@@ -245,12 +259,137 @@ class ImageParam:
     def bottom(self):
         return self.dim(1).max()
 
+    def set_estimates(self, estimates) -> OutputImageParam:
+        """The expected region of this output: the Func's set_estimates."""
+        self._require_defined()
+        self._func.set_estimates(estimates)
+        return self
+
+    def _set_dim_estimate(self, i: int, min, extent) -> None:
+        self._func.set_estimate(self._func.args()[i], min, extent)
+
+    def __repr__(self):  # as Halide's bindings print it
+        if self._type is None:
+            return f"<halide.{self._kind} {self._kind}()>"
+        return f"<halide.{self._kind} '{self._name}', dims: {self._dims}, type: {self._type}>"
+
+
+def _check_constraint_expr(where: str, e: ir.Expr) -> None:
+    """A constraint may use Params and buffers' dimensions, never a Var, an RVar or a call."""
+    from .ir_mutator import IRVisitor
+
+    class _Check(IRVisitor):
+        def visit_Variable(self, v):
+            if v.ref is None or hasattr(v.ref, "rvars"):
+                raise HalideError(f"{where}: the constraint refers to Var or RVar {v.name}; it may use Params and "
+                                  "the dimensions of buffers only")
+
+        def visit_Call(self, c):
+            if c.call_type in (ir.HALIDE, ir.IMAGE):
+                raise HalideError(f"{where}: the constraint calls {c.name}; it may use Params and the dimensions "
+                                  "of buffers only")
+            self.visit_children(c)
+
+    _Check().visit(e)
+
+
+class ImageParam(OutputImageParam):
+    """An input image of given type and dimensionality, bound to a Buffer before realizing.
+    `hl.ImageParam()` is undefined, as in Halide."""
+
+    _kind = "ImageParam"
+
+    def __init__(self, type: Type | None = None, dimensions: int | None = None, name: str | None = None):
+        if type is None and dimensions is None and name is None:
+            self._init_param(None, None, None)
+            self._buffer = None
+            self._estimates = []
+            return
+        if not isinstance(type, Type):
+            raise HalideError(f"ImageParam type must be an hl.Type, got {type!r}")
+        if not isinstance(dimensions, int) or isinstance(dimensions, bool) or dimensions < 0:
+            raise HalideError(f"ImageParam{' ' + name if name else ''}: dimensions must be a non-negative integer, "
+                              f"got {dimensions!r}")
+        self._init_param(type, dimensions, name or unique_name("input"))
+        self._buffer = None
+        self._estimates: list[tuple[int, int] | None] = [None] * dimensions
+
+    def set_estimates(self, estimates) -> ImageParam:
+        """The expected region of the input: one hl.Range or (min, extent) per dimension."""
+        from .estimates import estimate_list
+
+        self._require_defined()
+        self._estimates = list(estimate_list(f"ImageParam {self._name}", [None] * self._dims, estimates))
+        return self
+
+    def _set_dim_estimate(self, i: int, min, extent) -> None:
+        from .estimates import check_estimate
+
+        self._estimates[i] = check_estimate(f"ImageParam {self._name}.dim({i}).set_estimate", min, extent)
+
+    def _constrain(self, field: str, i: int, value) -> None:
+        super()._constrain(field, i, value)
+        if self._buffer is not None:
+            self._check_constraints(self._buffer)
+
+    def _constraints_changed(self) -> None:
+        pass
+
+    def _check_constraints(self, buffer) -> None:
+        """The constant constraints, checked as soon as a buffer is bound (the symbolic ones need the
+        other buffers and the Params: they are checked when the pipeline runs)."""
+        for i, wanted in enumerate(self._constraints):
+            for field, c in wanted.items():
+                if not isinstance(c, int):
+                    continue
+                got = getattr(buffer.dim(i), field)()
+                if got != c:
+                    raise HalideError(f"ImageParam {self._name} is constrained to {field} {c} in dimension {i} "
+                                      f"(dim({i}).set_{field}), but its buffer has {field} {got}")
+
+    def estimates(self) -> list[tuple[int, int] | None]:
+        """Per dimension, the (min, extent) given to set_estimates, or None where none was."""
+        return list(self._estimates)
+
+    def set(self, buffer) -> None:
+        from .buffer import Buffer
+
+        self._require_defined()
+        if not isinstance(buffer, Buffer):
+            buffer = Buffer(buffer)
+        if buffer.type() != self._type:
+            raise HalideError(
+                f"ImageParam {self._name} has type {self._type} but was given a buffer of type {buffer.type()}"
+            )
+        if buffer.dimensions() != self._dims:
+            raise HalideError(
+                f"ImageParam {self._name} has {self._dims} dimensions but was given a buffer "
+                f"with {buffer.dimensions()}"
+            )
+        self._check_constraints(buffer)
+        self._buffer = buffer
+
+    def reset(self) -> None:
+        """Unbind the buffer (Halide's ImageParam.reset)."""
+        self._buffer = None
+
+    def get(self):
+        self._require_defined()
+        if self._buffer is None:
+            raise HalideError(f"ImageParam {self._name} is not bound to a buffer: call {self._name}.set(...)")
+        self._check_constraints(self._buffer)  # (its min may have moved since set)
+        return self._buffer
+
+    def _is_bound(self) -> bool:
+        return self._buffer is not None
+
     def _rdom_ranges(self):
         return [(self.dim(i).min(), self.dim(i).extent()) for i in range(self._dims)]
 
     def __getitem__(self, key):
         from .func import image_call
 
+        self._require_defined()
         return image_call(self, key)
 
     _wrappers: dict | None = None  # in_(): consumer name ("" for all) -> wrapper Func
@@ -282,6 +421,3 @@ class ImageParam:
         for k in keys:
             self._wrappers[k] = wrapper
         return wrapper
-
-    def __repr__(self):
-        return f"ImageParam({self._type}, {self._dims}, {self._name!r})"

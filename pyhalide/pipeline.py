@@ -10,27 +10,100 @@ import numpy as np
 
 from .buffer import MAX_ELEMENTS, Buffer
 from .deep_recursion import deep
-from .errors import HalideError
+from .errors import HalideError, InternalError
 from .func import Func
 from .ir_printer import stmt_to_string
 from .types import Int
 
 
 class Pipeline:
-    def __init__(self, outputs):
-        if isinstance(outputs, Func):
-            outputs = [outputs]
-        outputs = list(outputs)
-        if not outputs or not all(isinstance(f, Func) for f in outputs):
-            raise HalideError("Pipeline takes a Func or a list of Funcs")
+    def __init__(self, outputs=None):
+        """Pipeline(f) or Pipeline([f, g, ...]); Pipeline() is undefined, as in Halide."""
+        if outputs is not None:
+            if isinstance(outputs, Func):
+                outputs = [outputs]
+            outputs = list(outputs)
+            if not outputs or not all(isinstance(f, Func) for f in outputs):
+                raise HalideError("Pipeline takes a Func or a list of Funcs")
         self._outputs = outputs
         self._lowered = None
+        self._lowered_for = None  # the Target object _lowered was lowered for
         self._versions: list = []  # (user Func, its version) for every Func the lowering read
         self._compiled: dict = {}
         self._target = None
+        self._requirements: list[tuple] = []  # add_requirement's (condition IR, error args), in order
+
+    def defined(self) -> bool:
+        return self._outputs is not None
+
+    def _require_defined(self) -> None:
+        if self._outputs is None:
+            raise HalideError("Error: Pipeline is undefined")
 
     def outputs(self) -> list[Func]:
+        self._require_defined()
         return list(self._outputs)
+
+    def __repr__(self):  # as Halide's bindings print it
+        if self._outputs is None:
+            return "<halide.Pipeline Pipeline()>"
+        return f"<halide.Pipeline [{','.join(repr(f.name()) for f in self._outputs)}]>"
+
+    # ------------------------------------------------------------------ requirements
+    def add_requirement(self, condition, *error_args) -> None:
+        """Fail every run in which `condition` (of Params and buffer dimensions) is false, with
+        "Requirement Failed: (false) " and the error_args (strings as written, Exprs' values, joined
+        by spaces), before anything is computed (Halide's Pipeline.add_requirement)."""
+        from . import ir
+        from .expr import Expr, to_ir
+        from .ir_mutator import IRVisitor
+        from .ir_printer import expr_to_string
+
+        self._require_defined()
+        cond = to_ir(condition)
+        if not cond.type.is_bool() or cond.type.lanes != 1:
+            raise HalideError(f"Pipeline.add_requirement: the condition {expr_to_string(cond)} has type {cond.type}, "
+                              "not bool")
+        args = []
+        for k, a in enumerate(error_args):
+            if isinstance(a, str):
+                args.append(a)
+                continue
+            e = to_ir(a) if isinstance(a, Expr) or hasattr(a, "_as_expr") else to_ir(Expr(a))
+            if e.type.lanes != 1 or e.type.is_handle() or e.type.is_float() or \
+                    (e.type.is_uint() and e.type.bits == 64):
+                raise HalideError(f"Pipeline.add_requirement: error argument {k + 1} ({expr_to_string(e)}) has type "
+                                  f"{e.type}; pyhalide reports strings and integer or bool values in requirement "
+                                  "messages (not floats or uint64)")
+            args.append(e)
+        if sum(1 for a in args if not isinstance(a, str) and a.type.is_bool()) > 4:
+            raise HalideError("Pipeline.add_requirement: at most 4 bool error arguments")
+        shown = expr_to_string(cond)
+
+        class _Check(IRVisitor):
+            def visit_Variable(self, v):
+                if v.ref is None or hasattr(v.ref, "rvars"):
+                    raise HalideError(f"Error: Requirement {shown} refers to Var or RVar {v.name}")
+
+            def visit_Call(self, c):
+                if c.call_type == ir.HALIDE:
+                    raise HalideError(f"Error: Requirement {shown} calls Func {c.name}")
+                if c.call_type == ir.IMAGE:
+                    raise HalideError(f"Requirement {shown} reads image {c.name}: pyhalide's requirements may use "
+                                      "Params and buffer dimensions, not pixels")
+                self.visit_children(c)
+
+        for e in (cond, *(a for a in args if not isinstance(a, str))):
+            _Check().visit(e)
+        self._requirements.append((cond, tuple(args)))
+        self.invalidate_cache()
+
+    def _with_requirements(self, lowered):
+        """The lowered pipeline with the requirements asserted first (a Param only they use
+        becomes an argument too)."""
+        if not self._requirements:
+            return lowered
+        return _add_requirements(lowered, self._requirements)
 
     # ------------------------------------------------------------------ the schedule as a value
     def funcs(self) -> list[Func]:
@@ -38,6 +111,7 @@ class Pipeline:
         intermediates included), in a walk from the outputs."""
         from .call_graph import reachable_funcs
 
+        self._require_defined()
         return list(reachable_funcs(self._outputs).values())
 
     def copy_schedule(self) -> PipelineSchedule:
@@ -84,12 +158,14 @@ class Pipeline:
         from .call_graph import algorithm_funcs
         from .lowering.copy_graph import canonical_names
 
+        self._require_defined()
         return canonical_names(algorithm_funcs(self._outputs), schedules=False)
 
     def structural_hash(self) -> str:
         """A hash of what the pipeline computes, independent of names, schedules and estimates."""
         from .structural_hash import structural_hash
 
+        self._require_defined()
         return structural_hash(self._outputs)
 
     def apply_autoscheduler(self, target, autoscheduler_params):
@@ -106,7 +182,7 @@ class Pipeline:
         is the per-call cost of every realize, so it stays a few attribute reads)."""
         lw = self._lowered
         target = self._target
-        if lw is None or (lw.target is not target and lw.target != target) or any(
+        if lw is None or (self._lowered_for is not target and lw.target != target) or any(
             f._version != v for f, v in self._versions
         ):
             lw = self._lower_now()
@@ -116,9 +192,12 @@ class Pipeline:
     def _lower_now(self):
         from .lower import lower
 
-        self._lowered = lower(self._outputs, self._target)
+        self._require_defined()
+        self._lowered = self._with_requirements(lower(self._outputs, self._target))
+        self._lowered_for = self._target  # (lowering works on its own copy of the target)
         self._versions = [(f, f._version) for f in self._lowered.env.sources]
         self._compiled = {}
+        _schedule_warnings(self._lowered.env)
         return self._lowered
 
     def _compile(self, layouts):
@@ -141,7 +220,7 @@ class Pipeline:
         lowered = self._lower()
         layouts = []
         for b in lowered.buffers:
-            if b.is_output:
+            if b.is_output or _unbound(b):  # (an ImageParam with no buffer yet: compiled for a dense one)
                 layouts.append((tuple(range(b.dimensions - 1, -1, -1)), True))
             else:
                 layouts.append(_layout(_input_buffer(b)))
@@ -173,11 +252,10 @@ class Pipeline:
     def infer_arguments(self) -> list:
         """The ImageParams and Params the pipeline reads, as compile_to_callable takes them:
         the ImageParams by name, then the Params by name (Halide's order)."""
-        from .lowering.environment import pipeline_inputs
-
-        images, params = pipeline_inputs(self._lower().env)
-        image_params = [img for _, img in sorted(images.items()) if not isinstance(img, Buffer)]
-        return image_params + [p for _, p in sorted(params.items())]
+        lowered = self._lower()
+        scalars = {sc.name: sc.param for sc in lowered.scalars}  # (with the Params only requirements use)
+        images = sorted((b.name, b.source) for b in lowered.buffers if not b.is_output)
+        return [img for _, img in images if not isinstance(img, Buffer)] + [p for _, p in sorted(scalars.items())]
 
     def compile_to_module(self, arguments, fn_name: str, target=None) -> Module:
         """The pipeline lowered (fresh, for `target`) into a Module: Halide's unit of compiled
@@ -185,9 +263,10 @@ class Pipeline:
         from .lower import lower
         from .target import resolve_target
 
+        self._require_defined()
         target = resolve_target(target)
         target.require_supported()
-        return Module(fn_name, target, lower(self._outputs, target), list(arguments))
+        return Module(fn_name, target, self._with_requirements(lower(self._outputs, target)), list(arguments))
 
     def invalidate_cache(self) -> None:
         """Forget the compiled code: the next realize lowers and compiles again."""
@@ -204,18 +283,26 @@ class Pipeline:
         ):
             outs = [sizes] if isinstance(sizes, Buffer) else list(sizes)
             if len(outs) != len(out_specs):
-                raise HalideError(f"realize: {len(out_specs)} output buffers needed, {len(outs)} given")
+                raise HalideError(f"Error: Realization requires {len(outs)} output(s) but pipeline produces "
+                                  f"{len(out_specs)} result(s).")
             for spec, buf in zip(out_specs, outs):
+                if not isinstance(buf, Buffer) or not buf.defined():
+                    raise HalideError(f"realize: output {spec.name} needs a defined hl.Buffer, got {buf!r}")
                 if buf._type is not spec.type and buf.type() != spec.type:
                     raise HalideError(
-                        f"realize: output {spec.name} has type {spec.type} but the buffer has type {buf.type()}"
+                        f"Error: Output buffer {spec.name} has type {spec.type} but type of the buffer passed in is "
+                        f"{buf.type()} (realize: output {spec.name} has type {spec.type} but the buffer has type "
+                        f"{buf.type()})"
                     )
                 if buf.dimensions() != spec.dimensions:
                     raise HalideError(
-                        f"realize: output {spec.name} has {spec.dimensions} dimensions but the buffer has "
-                        f"{buf.dimensions()}"
+                        f"Error: Output buffer {spec.name} requires a buffer of exactly {spec.dimensions} dimensions, "
+                        f"but the buffer passed in has {buf.dimensions()} dimensions"
                     )
-            self._run(outs)
+            if any(_is_bounds_query(b) for b in outs):  # Halide's bounds query: shapes, nothing computed
+                self._query_outputs(lowered, outs)
+            else:
+                self._run(outs)
             return outs[0] if len(outs) == 1 else outs
         if sizes is None:
             sizes = []
@@ -240,7 +327,10 @@ class Pipeline:
                               f"are supported (index arithmetic is 32-bit, as in Halide)")
         outs = [Buffer._output(spec.type, sizes, spec.name) for spec in out_specs]
         results = outs
-        if lowered.env.grown_outputs:  # the schedule writes beyond the sizes: allocate that, return a view
+        if self._outputs_constrained():  # as Halide: a bounds query shapes the outputs, then a crop
+            outs = self._queried_outputs(lowered, sizes)
+            results = [self._crop_to_sizes(o, sizes, spec.name) for o, spec in zip(outs, out_specs)]
+        elif lowered.env.grown_outputs:  # the schedule writes beyond the sizes: allocate that, return a view
             results = list(outs)
             for k, spec in enumerate(out_specs):
                 grown = spec.name in lowered.env.grown_outputs
@@ -251,6 +341,56 @@ class Pipeline:
                     results[k] = outs[k]._cropped(sizes)
         self._run(outs)
         return results[0] if len(results) == 1 else results
+
+    def _outputs_constrained(self) -> bool:
+        return any(p._constraint_list() for f in self._outputs for p in (f.__dict__.get("_output_params") or ()))
+
+    def _query_outputs(self, lowered, outs: list[Buffer]) -> None:
+        """realize into bounds-query buffers: each gets the shape the pipeline would need of it
+        (what it writes, through its constraints), as one query of Halide's would give."""
+        query, lets, boxes = self._regions()
+        n_out = len(outs)
+        shapes = [_shape_of(b) for b in outs] + [_shape_of(_input_buffer(b)) for b in lowered.buffers[n_out:]]
+        queried = [i for i, b in enumerate(outs) if _is_bounds_query(b)]
+        proposed = _propose_shapes(query, self._buffer_owners(lowered), self._query_sources(lowered), shapes,
+                                   queried, lets, boxes)
+        for i in queried:
+            _reshape_bounds_query(outs[i], proposed[i])
+
+    def _queried_outputs(self, lowered, sizes: list[int]) -> list[Buffer]:
+        """The output buffers for realize(sizes) when their dimensions are constrained: the region
+        asked for, passed through the constraints by one bounds query (Halide's realize does one)."""
+        query, lets, boxes = self._regions()
+        n_out = sum(1 for b in lowered.buffers if b.is_output)
+        dense = [1]
+        for v in sizes[:-1]:
+            dense.append(dense[-1] * v)
+        shapes = [list(zip([0] * len(sizes), sizes, dense))] * n_out
+        shapes += [_shape_of(_input_buffer(b)) for b in lowered.buffers[n_out:]]
+        owners = self._buffer_owners(lowered)
+        proposed = _propose_shapes(query, owners, self._query_sources(lowered), shapes, list(range(n_out)), lets,
+                                   boxes)
+        return [_allocate(spec.type, proposed[i], spec.name) for i, spec in enumerate(lowered.buffers[:n_out])]
+
+    @staticmethod
+    def _crop_to_sizes(buf: Buffer, sizes: list[int], name: str) -> Buffer:
+        """The region [0, size) of each dimension of buf (the whole of it if that is all it holds)."""
+        shape = _shape_of(buf)
+        if all(lo == 0 and extent == n for (lo, extent, _), n in zip(shape, sizes)):
+            return buf
+        for d, ((lo, extent, _), n) in enumerate(zip(shape, sizes)):
+            if lo > 0 or lo + extent < n:
+                raise HalideError(f"realize: the constraints on the output buffer {name} make it [{lo}, "
+                                  f"{lo + extent - 1}] in dimension {d}, which does not hold the region [0, {n - 1}] "
+                                  "asked for: realize into a buffer of that shape instead")
+        return buf._cropped(sizes)
+
+    def _query_sources(self, lowered) -> list:
+        """Per buffer of the lowered pipeline, what holds its constraints: an output's
+        OutputImageParam (None if it has none yet), an input's ImageParam or Buffer."""
+        n_out = sum(1 for b in lowered.buffers if b.is_output)
+        sources = [p for f in self._outputs for p in (f.__dict__.get("_output_params") or [None] * len(f.types()))]
+        return sources + [b.source for b in lowered.buffers[n_out:]]
 
     def _grown_region(self, lowered, name: str, sizes: list[int]) -> list[tuple[int, int]] | None:
         """The (min, extent) per dimension that output `name`'s stages write when realized at
@@ -304,10 +444,152 @@ class Pipeline:
         buffers = list(outs)
         for b in lowered.buffers[len(outs):]:
             buffers.append(_input_buffer(b))
+        constrained = self._constrained(lowered)
+        if constrained:
+            _check_constraints(constrained, self._buffer_owners(lowered), buffers)
         layouts = tuple(_layout(b) for b in buffers)
         compiled = self._compiled.get(layouts) or self._compile_now(lowered, layouts)
         params = [s.param.get() for s in lowered.scalars]
         compiled.run(buffers, params)
+
+    def _constrained(self, lowered) -> list:
+        """(buffer index, OutputImageParam) of the buffers of the lowered pipeline whose dimensions
+        are constrained by an Expr (constant constraints of inputs are checked when bound);
+        remembered until the pipeline or any constraint changes (realize's per-call cost)."""
+        from . import param
+
+        memo = getattr(self, "_constrained_memo", None)
+        if memo is not None and memo[0] is lowered and memo[1] == param.constraint_epoch:
+            return memo[2]
+        self._constrained_memo = (lowered, param.constraint_epoch, found := self._find_constrained(lowered))
+        return found
+
+    def _find_constrained(self, lowered) -> list:
+        found = []
+        k = 0
+        for f in self._outputs:
+            params = f.__dict__.get("_output_params") or [None] * len(f.types())
+            for p in params:
+                if p is not None and p._constraint_list():
+                    found.append((k, p))
+                k += 1
+        for i, b in enumerate(lowered.buffers[k:], k):
+            src = b.source
+            if getattr(src, "_constraints", None) and any(not isinstance(c, int) for _, _, c in
+                                                          src._constraint_list()):
+                found.append((i, src))
+        return found
+
+    def _buffer_owners(self, lowered) -> list[str]:
+        """The name each buffer of the lowered pipeline has for the user (lowering may rename
+        generated names): what constraints and error messages refer to."""
+        names = [n for f in self._outputs for n in ([f.name()] if len(f.types()) == 1 else
+                                                     [f"{f.name()}.{k}" for k in range(len(f.types()))])]
+        return names + [b.source.name() for b in lowered.buffers[len(names):]]
+
+    # ------------------------------------------------------------------ bounds queries
+    def infer_input_bounds(self, outputs=None, target=None) -> None:
+        """Bind every ImageParam the pipeline reads that has no buffer yet to a new buffer (zeros)
+        that covers what computing `outputs` (sizes, a Buffer or a list of Buffers) reads of it, shaped
+        as its dimension constraints say. Constraints that refer to other buffers are solved by
+        repeating the query until nothing changes (at most 16 times), as Halide does."""
+        from .param import ImageParam
+
+        self._require_defined()
+        self._set_target(target)
+        lowered, lets, boxes = self._regions()
+        owners = self._buffer_owners(lowered)
+        n_out = sum(1 for b in lowered.buffers if b.is_output)
+        shapes, queried = [], []
+        if isinstance(outputs, Buffer) or (isinstance(outputs, list | tuple) and outputs
+                                           and all(isinstance(o, Buffer) for o in outputs)):
+            outs = [outputs] if isinstance(outputs, Buffer) else list(outputs)
+            if len(outs) != n_out:
+                raise HalideError(f"Error: Realization requires {len(outs)} output(s) but pipeline produces "
+                                  f"{n_out} result(s).")
+        else:
+            sizes = [outputs] if isinstance(outputs, int) else list(outputs or [])
+            outs = [Buffer._output(b.type, [int(v) for v in sizes], b.name) for b in lowered.buffers[:n_out]]
+        for i, (spec, buf) in enumerate(zip(lowered.buffers, outs)):
+            if buf.dimensions() != spec.dimensions:
+                raise HalideError(f"Error: Output buffer {spec.name} requires a buffer of exactly {spec.dimensions} "
+                                  f"dimensions, but the buffer passed in has {buf.dimensions()} dimensions")
+            shapes.append(_shape_of(buf))
+            if _is_bounds_query(buf):  # a buffer with a shape and no memory: reshaped as the query says
+                queried.append(i)
+        inputs = []
+        for i, b in enumerate(lowered.buffers[n_out:], n_out):
+            if isinstance(b.source, ImageParam) and not b.source._is_bound():
+                inputs.append(i)
+                shapes.append([(0, 0, 0)] * b.dimensions)
+            else:
+                shapes.append(_shape_of(_input_buffer(b)))
+        if not inputs:
+            return  # every input is bound: nothing to infer (as Halide: outputs are not queried either)
+        queried += inputs
+        sources = self._query_sources(lowered)
+        for _ in range(16):
+            proposed = _propose_shapes(lowered, owners, sources, shapes, queried, lets, boxes)
+            if all(proposed[i] == shapes[i] for i in queried):
+                break
+            for i in queried:
+                shapes[i] = proposed[i]
+        else:
+            raise HalideError("Error: Inferring input bounds on Pipeline didn't converge after 16 iterations. There "
+                              "may be unsatisfiable constraints")
+        for i in inputs:
+            lowered.buffers[i].source.set(_allocate(lowered.buffers[i].type, shapes[i], owners[i]))
+        for i in queried[: len(queried) - len(inputs)]:
+            _reshape_bounds_query(outs[i], shapes[i])
+
+    def _regions(self):
+        """(lowered pipeline, the lets that open it, {buffer name: [(min, max) IR per dimension]}):
+        the box of every input the pipeline reads and of every output its stages write, in terms
+        of the buffers' dimensions and the Params, as the buffer checks see them."""
+        from . import ir
+        from .bounds import box_touched
+        from .lower import lower
+        from .lowering.bounds_inference import buffer_names, require_bounded
+
+        lowered = self._lower()
+        cached = self.__dict__.get("_regions_cache")
+        if cached is not None and cached[0] is lowered:
+            return cached[1]
+        before_checks = []  # the Stmt the buffer checks pass is given: the one before it
+        previous = [None]
+
+        def hook(name, stmt):
+            if name == "buffer checks":
+                before_checks.append(previous[0])
+            previous[0] = stmt
+
+        query = self._with_requirements(lower(self._outputs, self._target, hook=hook))
+        if not before_checks:
+            raise InternalError("bounds query: the lowering has no 'buffer checks' pass to take the regions from")
+        body, lets = before_checks[0], []
+        while isinstance(body, ir.LetStmt):
+            lets.append((body.name, body.value))
+            body = body.body
+        boxes = {}
+        n_out = 0
+        for f in query.env.outputs:
+            box = box_touched(body, f.name(), include_provides=True, include_calls=False, for_checks=True)
+            written = [require_bounded(f, var, box[d] if box else None, "its own stages")
+                       for d, var in enumerate(f._pure_args)]
+            for name in buffer_names(f):
+                boxes[name] = [(iv.min, iv.max) for iv in written]
+                n_out += 1
+        for b in query.buffers[n_out:]:
+            box = box_touched(body, b.name, for_checks=True)
+            if box is not None:
+                for d, iv in enumerate(box):
+                    if iv.min is None or iv.max is None:
+                        raise HalideError(f"Can't infer the region of input {b.name} the pipeline reads: dimension "
+                                          f"{d} is unbounded. Clamp the coordinates used to access {b.name}.")
+                boxes[b.name] = [(iv.min, iv.max) for iv in box]
+        result = (query, lets, boxes)
+        self._regions_cache = (lowered, result)
+        return result
 
     # ------------------------------------------------------------------ looking inside
     def print_loop_nest(self) -> None:
@@ -315,6 +597,7 @@ class Pipeline:
         before loops are unrolled or vectorized (so they show as loops, with their ranges)."""
         from .lower import lower
 
+        self._require_defined()
         self._set_target(None)
         seen = []
         lower(self._outputs, self._target, hook=lambda name, stmt: seen.append((name, stmt)))
@@ -455,6 +738,10 @@ class Callable:
             layouts.append(_layout(const) if const is not None else
                            (tuple(range(spec.dimensions - 1, -1, -1)), True))
         self._compiled = pipeline._compile(tuple(layouts))
+        # buffers with constrained dimensions, checked on every call (none: nothing to do per call)
+        self._constrained = pipeline._constrained(lowered)
+        self._owners = pipeline._buffer_owners(lowered)
+        self._param_args = [(a.name(), i) for i, a in enumerate(arguments) if isinstance(a, Param)]
 
     def __call__(self, *args):
         if len(args) != self._n_args + self._n_out:
@@ -463,7 +750,261 @@ class Callable:
         buffers = list(args[self._n_args:])
         for i, const in self._inputs:
             buffers.append(const if i is None else args[i])
+        if self._constrained:
+            _check_constraints(self._constrained, self._owners,
+                               [b if isinstance(b, Buffer) else Buffer(b) for b in buffers],
+                               {name: args[i] for name, i in self._param_args})
         self._compiled.run(buffers, [args[i] for i in self._params])
+
+
+def _unbound(spec) -> bool:
+    """An input ImageParam with no buffer bound yet."""
+    from .param import ImageParam
+
+    return isinstance(spec.source, ImageParam) and not spec.source._is_bound()
+
+
+def _add_requirements(lowered, requirements):
+    """A copy of the lowered pipeline that asserts each requirement before anything else. A bool
+    value in the message is written out: one assert per combination of the bool values, each
+    failing only where the bools have its values."""
+    from dataclasses import replace
+    from itertools import product
+
+    from . import ir
+    from .ir_mutator import IRVisitor
+    from .lower import ScalarArg
+    from .param import Param
+
+    scalars = {sc.name: sc for sc in lowered.scalars}
+    buffers = {b.name for b in lowered.buffers}
+
+    class _Inputs(IRVisitor):
+        def visit_Variable(self, v):
+            if isinstance(v.ref, Param):
+                known = scalars.setdefault(v.name, ScalarArg(v.name, v.ref.type(), v.ref))
+                if known.param is not v.ref:
+                    raise HalideError(f"Two different Params are both named {v.name!r}: the pipeline would read one "
+                                      "of them for both; give them distinct names")
+            elif v.ref is not None and v.name.rsplit(".", 2)[0] not in buffers:
+                raise HalideError(f"A requirement uses {v.name}, a dimension of {v.name.rsplit('.', 2)[0]}, which "
+                                  "the pipeline does not read: pyhalide can check only the buffers it is given")
+
+    checks = []
+    for cond, args in requirements:
+        exprs = [a for a in args if not isinstance(a, str)]
+        for e in (cond, *exprs):
+            _Inputs().visit(e)
+        bools = [a for a in exprs if a.type.is_bool()]
+        for values in product((True, False), repeat=len(bools)):
+            it, pieces = iter(values), []
+            for a in args:
+                if isinstance(a, str):
+                    pieces.append(a.replace("{", "{{").replace("}", "}}"))
+                else:
+                    pieces.append(("true" if next(it) else "false") if a.type.is_bool() else "{}")
+            check = cond
+            for b, v in zip(bools, values):  # passes where the bools have other values
+                check = ir.Or(check, ir.Not(b) if v else b)
+            checks.append(ir.AssertStmt(check, "Requirement Failed: (false) " + " ".join(pieces),
+                                        tuple(a for a in exprs if not a.type.is_bool())))
+    return replace(lowered, stmt=ir.make_block([*checks, lowered.stmt]),
+                   scalars=sorted(scalars.values(), key=lambda sc: sc.name))
+
+
+def _schedule_warnings(env) -> None:
+    """Halide's warnings about a schedule that means nothing, on stdout as Halide's bindings print
+    them: bounds of an inlined Func, and an update left unscheduled while other stages of its
+    Func are scheduled (Stage.unscheduled() says that is deliberate)."""
+    from .ir_printer import expr_to_string
+    from .schedule import stage_touched
+
+    copies = list(env.funcs.values())
+    pairs = zip(env.sources, copies) if len(copies) == len(env.sources) else ((f, f) for f in env.sources)
+    for f, copy in pairs:
+        sched, name = f._schedule, f.name()
+        if copy.name() in env.inlined:
+            for var, b in sched.bounds.items():
+                if b[0] == "bound" and b[1] is not None:
+                    print(f"Warning: It is meaningless to bound dimension {var} of function {name} to be within "
+                          f"[{expr_to_string(b[1])}, {expr_to_string(b[2])}] because the function is scheduled inline.")
+                elif b[0] == "align":
+                    print(f"Warning: It is meaningless to align the bounds of dimension {var} of function {name} to "
+                          f"have modulus/remainder [{b[1]}, {b[2]}] because the function is scheduled inline.")
+        touched = [stage_touched(sched, k) for k in range(1 + len(f._updates))]
+        if any(touched):
+            for k in range(len(f._updates)):
+                if not touched[k + 1]:
+                    print(f"Warning: Update definition {k} of function {name} has not been scheduled, even though some "
+                          "other definitions have been. You may have forgotten to schedule it. If this was "
+                          f"intentional, call {name}.update({k}).unscheduled() to suppress this warning.")
+
+
+def _is_bounds_query(buf: Buffer) -> bool:
+    """Halide's bounds-query buffer: a shape without host memory (Buffer.make_bounds_query, or a
+    deallocated buffer) and no device copy. A query writes the shape it needs into it."""
+    return buf.defined() and buf._array is None and buf._device_copy is None
+
+
+def _reshape_bounds_query(buf: Buffer, shape: list[tuple[int, int, int]]) -> None:
+    """Give a bounds-query buffer the (min, extent, stride) per dimension a query proposes (its
+    shape lives in buffer.py's geometry array, as make_bounds_query makes it)."""
+    from .buffer import _geometry
+
+    n = len(shape)
+    buf._geom = _geometry(buf.type(), tuple(s[1] for s in reversed(shape)), tuple(s[2] for s in reversed(shape)))
+    buf._axis = list(range(n - 1, -1, -1))
+    buf._mins = [s[0] for s in shape]
+
+
+def _shape_of(buf: Buffer) -> list[tuple[int, int, int]]:
+    return [(buf.dim(d).min(), buf.dim(d).extent(), buf.dim(d).stride()) for d in range(buf.dimensions())]
+
+
+def _field_values(owners: list[str], shapes: list) -> dict[str, int]:
+    """`name.min.d`, `name.extent.d`, `name.stride.d` of every buffer, by the names users know."""
+    known = {}
+    for name, shape in zip(owners, shapes):
+        for d, values in enumerate(shape):
+            for field, v in zip(("min", "extent", "stride"), values):
+                known[f"{name}.{field}.{d}"] = v
+    return known
+
+
+def _value_of(e, known: dict, what: str) -> int:
+    """The value of an integer IR expression of buffer dimensions and Params: from `known` (by
+    name), else from the Param or the bound buffer the variable stands for."""
+    from . import ir
+    from .ir_mutator import IRVisitor, substitute
+    from .param import ImageParam, Param
+    from .simplify import simplify
+
+    variables = {}
+
+    class _Variables(IRVisitor):
+        def visit_Variable(self, v):
+            variables.setdefault(v.name, v)
+
+    _Variables().visit(e)
+    values = {}
+    for name, var in variables.items():
+        ref = var.ref
+        if name in known:
+            v = known[name]
+        elif isinstance(ref, Param):
+            v = ref.get()
+        elif isinstance(ref, ImageParam) and ref._is_bound() or isinstance(ref, Buffer):
+            buf = ref.get() if isinstance(ref, ImageParam) else ref
+            _, field, d = name.rsplit(".", 2)
+            v = getattr(buf.dim(int(d)), field)()
+        else:
+            raise HalideError(f"{what} uses {name}, whose value is not known when the pipeline runs")
+        values[name] = ir.make_const(var.type, v)
+    c = ir.const_int(simplify(substitute(values, e)))
+    if c is None:
+        raise HalideError(f"{what} does not evaluate to an integer")
+    return c
+
+
+def _check_constraints(constrained: list, owners: list[str], buffers: list, params: dict | None = None) -> None:
+    """Before running: every constrained dimension of the buffers is what its constraint says
+    (Halide's "Constraint violated" check). `params`: Param values by name, where they are not
+    the Params' own (a Callable's arguments)."""
+    from .errors import RuntimeCheckError
+    from .ir_printer import expr_to_string
+
+    known = {**(params or {}), **_field_values(owners, [_shape_of(b) for b in buffers])}
+    for i, param in constrained:
+        name = owners[i]
+        for d, field, c in param._constraint_list():
+            var = f"{name}.{field}.{d}"
+            value = c if isinstance(c, int) else _value_of(c, known, f"The constraint on {var}")
+            if known[var] != value:
+                text = str(c) if isinstance(c, int) else expr_to_string(c)
+                raise RuntimeCheckError(f"Constraint violated: {var} ({known[var]}) == {text} ({value})")
+
+
+def _propose_shapes(lowered, owners, sources, shapes, queried, lets, boxes) -> dict[int, list]:
+    """One bounds query, as Halide's: for each queried buffer, the region the pipeline needs of it
+    (with the current shapes of all buffers), passed through its constraints, in which every
+    buffer's dimensions stand for the region required of that buffer."""
+    from . import ir
+    from .ir_mutator import substitute
+    from .simplify import simplify
+
+    known = _field_values(owners, shapes)
+    lowered_names = [b.name for b in lowered.buffers]  # (differ from the users' for generated names)
+    env = {n: ir.make_const(ir.Int(32), v) for n, v in {**_field_values(lowered_names, shapes), **known}.items()}
+    # As Halide: where a dimension is constrained to a constant or to another buffer's dimension or a
+    # Param, the pipeline computes with the constrained value (so the region required depends on it)
+    for i, src in enumerate(sources):
+        for d, field, c in (src._constraint_list() if src is not None else ()):
+            if isinstance(c, int) or isinstance(c, ir.Variable):
+                v = c if isinstance(c, int) else _value_of(c, known, f"The constraint on {owners[i]}.{field}.{d}")
+                for name in (owners[i], lowered_names[i]):
+                    env[f"{name}.{field}.{d}"] = ir.make_const(ir.Int(32), v)
+    for name, value in lets:
+        v = simplify(substitute(env, value))
+        if ir.const_int(v) is not None:
+            env[name] = v
+    required = []  # per buffer, per dimension (min, extent, stride) required
+    for i, spec in enumerate(lowered.buffers):
+        box = boxes.get(spec.name)
+        dims = []
+        for d in range(spec.dimensions):
+            if box is None:
+                lo, extent = shapes[i][d][0], shapes[i][d][1]
+            else:
+                lo_e, hi_e = (simplify(substitute(env, e)) for e in box[d])
+                lo, hi = ir.const_int(lo_e), ir.const_int(hi_e)
+                if lo is None or hi is None:
+                    raise HalideError(f"infer_input_bounds: the region of {owners[i]} in dimension {d} depends on "
+                                      "values not known before the pipeline runs")
+                extent = hi - lo + 1
+            stride = 1 if d == 0 else dims[d - 1][2] * dims[d - 1][1]
+            dims.append((lo, extent, stride))
+        required.append(dims)
+    as_required = _field_values(owners, required)
+    proposed = {}
+    for i in queried:
+        src, dims = sources[i], []
+        constraints = {(d, field): c for d, field, c in src._constraint_list()} if src is not None else {}
+        for d, req in enumerate(required[i]):
+            values = []
+            for k, field in enumerate(("min", "extent", "stride")):
+                c = constraints.get((d, field))
+                v = req[k] if c is None else c if isinstance(c, int) else \
+                    _value_of(c, as_required, f"The constraint on {owners[i]}.{field}.{d}")
+                values.append(v)
+            lo, extent, _ = values
+            if lo > req[0] or lo + extent < req[0] + req[1]:
+                raise HalideError(f"Error: Applying the constraints on {owners[i]} to the required region made it "
+                                  f"smaller in dimension {d}. Required size: {req[0]} to {req[0] + req[1] - 1}. "
+                                  f"Constrained size: {lo} to {lo + extent - 1}.")
+            dims.append(tuple(values))
+        proposed[i] = dims
+    return proposed
+
+
+def _allocate(t, shape: list[tuple[int, int, int]], name: str) -> Buffer:
+    """A zeroed Buffer with the given (min, extent, stride) per dimension."""
+    mins, extents, strides = ([s[k] for s in shape] for k in range(3))
+    dense = [1]
+    for e in extents[:-1]:
+        dense.append(dense[-1] * e)
+    if strides == dense[: len(strides)] or any(e == 0 for e in extents):
+        buf = Buffer(t, extents, name)
+    else:
+        if any(s <= 0 for s in strides):
+            raise HalideError(f"infer_input_bounds: {name} is constrained to strides {strides}; pyhalide allocates "
+                              "buffers with positive strides only")
+        size = 1 + sum((e - 1) * s for e, s in zip(extents, strides))
+        flat = np.zeros(size, dtype=t.to_numpy())
+        item = flat.itemsize
+        array = np.lib.stride_tricks.as_strided(flat, shape=tuple(reversed(extents)),
+                                                strides=tuple(s * item for s in reversed(strides)))
+        buf = Buffer(array, name)
+    return buf.set_min(mins)
 
 
 def _layout(buf: Buffer) -> tuple:

@@ -62,6 +62,18 @@ class TailStrategy:
                "RoundUpAndBlend")
 
 
+class Partition:
+    """Halide's hl.Partition: whether lowering may split a loop into a prologue, a steady state and
+    an epilogue so that the steady state drops the boundary checks. A policy never changes values,
+    only the code; it is recorded per loop (Dim.partition) for lowering to read."""
+
+    Auto = "Auto"
+    Never = "Never"
+    Always = "Always"
+
+    ALL = ("Auto", "Never", "Always")
+
+
 class LoopLevel:
     """Where a Func is computed or stored: inlined, at root, or inside a loop of another Func."""
 
@@ -130,6 +142,7 @@ class Dim:
     for_type: str = SERIAL
     is_rvar: bool = False
     task_size: int = 1
+    partition: str = Partition.Auto  # the loop partition policy set by partition() and friends
 
 
 @dataclass
@@ -203,6 +216,14 @@ class FuncSchedule:
                             stages=[StageSchedule() for _ in self.stages])
 
 
+def stage_touched(schedule: FuncSchedule, stage: int) -> bool:
+    """Whether any directive of the stage's own (loops, partitioning, unscheduled(), ...) was
+    applied to stage `stage`: Halide's `touched`, which decides the unscheduled-update warning.
+    Placement and storage directives (compute_at, bound, ...) are the Func's, not a stage's."""
+    return any(s == stage and (method == "specialize" or DIRECTIVES.get(method, ("func",))[0] != "func")
+               for s, method, _ in schedule.log)
+
+
 def schedule_to_json(funcs, rename: dict | None = None) -> str:
     """The schedules of the given Funcs (by name) as JSON: the replayable directive log.
     rename: name tokens written as others (Pipeline's canonical names for generated ones)."""
@@ -233,7 +254,8 @@ def _renamed(data, rename: dict):
 # directives, each with arguments of these kinds (checked before anything is applied).
 #   var: {"var": name, "rvar": bool}; factor: an int in [1, 2^31-1]; int: any int32;
 #   tail: a TailStrategy; level: {"loop_level": {...}}; funcs: [{"func": name}, ...];
-#   pairs: [[var, var], ...]; memory: a MemoryType; bool. A trailing "*" repeats the kind.
+#   pairs: [[var, var], ...]; memory: a MemoryType; partition: a Partition; bool.
+# A trailing "*" repeats the kind.
 # method -> (where: "any" stage, "update" stages only or "func" (stage 0), argument kinds, least count)
 DIRECTIVES = {
     "split": ("any", ("var", "var", "var", "factor", "tail"), 5),
@@ -250,6 +272,10 @@ DIRECTIVES = {
     "gpu_single_thread": ("any", (), 0),
     "atomic": ("any", ("bool",), 0),
     "allow_race_conditions": ("any", (), 0),
+    "partition": ("any", ("var", "partition"), 2),
+    "never_partition_all": ("any", (), 0),
+    "always_partition_all": ("any", (), 0),
+    "unscheduled": ("update", (), 0),
     "rfactor": ("update", ("pairs",), 1),
     "compute_at": ("func", ("level",), 1),
     "store_at": ("func", ("level",), 1),
@@ -301,6 +327,9 @@ def _check_arg(where: str, kind: str, a) -> None:
     elif kind == "tail":
         if a not in TailStrategy.ALL:
             raise _bad(f"{where}: expected a tail strategy ({', '.join(TailStrategy.ALL)}), got {_short(a)}")
+    elif kind == "partition":
+        if a not in Partition.ALL:
+            raise _bad(f"{where}: expected a loop partition policy ({', '.join(Partition.ALL)}), got {_short(a)}")
     elif kind == "memory":
         if a not in MemoryType.ALL:
             raise _bad(f"{where}: expected a memory type ({', '.join(MemoryType.ALL)}), got {_short(a)}")
@@ -435,7 +464,9 @@ def schedule_to_python(funcs) -> str:
     for f in funcs:
         for stage, method, args in f._schedule.log:
             target = f.name() if stage == 0 else f"{f.name()}.update({stage - 1})"
-            lines.append(f"{target}.{method}({', '.join(_source_arg(a) for a in args)})")
+            shown = [f"hl.Partition.{a}" if method == "partition" and k == 1 else _source_arg(a)
+                     for k, a in enumerate(args)]
+            lines.append(f"{target}.{method}({', '.join(shown)})")
     return "\n".join(lines) + ("\n" if lines else "")
 
 

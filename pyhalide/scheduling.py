@@ -22,6 +22,7 @@ from .schedule import (
     Dim,
     LoopLevel,
     MemoryType,
+    Partition,
     Split,
     StageSchedule,
     TailStrategy,
@@ -247,10 +248,23 @@ class Schedulable:
 
     def tile(self, *args, tail=TailStrategy.Auto):
         """tile(x, y, xo, yo, xi, yi, xf, yf[, tail]) or tile(x, y, xi, yi, xf, yf[, tail]);
-        the 3-D forms take three of each."""
+        the 3-D forms take three of each; or Halide's list forms tile([x, y, ...], [xo, yo, ...],
+        [xi, yi, ...], [xf, yf, ...][, tail]) and tile([x, y, ...], [xi, yi, ...], [xf, yf, ...][, tail])."""
         args = list(args)
         if args and isinstance(args[-1], str) and args[-1] in TailStrategy.ALL:
             tail = args.pop()
+        if args and all(isinstance(a, list | tuple) for a in args) and len(args) in (3, 4):
+            lists = [list(a) for a in args]
+            if len({len(a) for a in lists}) != 1 or not lists[0]:
+                raise CompileError(f"{self._where()}: the lists passed to tile must all have the same, non-zero "
+                                   f"length; got lengths {[len(a) for a in lists]}")
+            vs, factors = lists[0], lists[-1]
+            outs, ins = (lists[1], lists[2]) if len(lists) == 4 else (vs, lists[1])
+            with self._all_or_nothing():
+                for v, o, i, fct in zip(vs, outs, ins, factors):
+                    self.split(v, o, i, fct, tail)
+                self.reorder(*ins, *outs)
+            return self
         n = 3 if len(args) in (9, 12) else 2
         if len(args) == 4 * n:
             vs, outs, ins, factors = args[:n], args[n : 2 * n], args[2 * n : 3 * n], args[3 * n :]
@@ -259,12 +273,61 @@ class Schedulable:
             outs = vs
         else:
             raise CompileError(f"{self._where()}: tile takes (x, y, xo, yo, xi, yi, xf, yf) or (x, y, xi, yi, xf, "
-                               f"yf) or their 3-D forms, got {len(args)} arguments")
+                               f"yf), their 3-D forms, or lists of each, got {len(args)} arguments")
         with self._all_or_nothing():
             for v, o, i, fct in zip(vs, outs, ins, factors):
                 self.split(v, o, i, fct, tail)
             self.reorder(*ins, *outs)
         return self
+
+    # ---- loop partitioning (values never change; the policy is recorded per loop for lowering)
+    def partition(self, var, partition_policy):
+        """Halide's partition(var, policy): whether this loop may be split into a prologue, a steady
+        state without boundary checks, and an epilogue (hl.Partition.Auto, Never or Always)."""
+        if not isinstance(partition_policy, str) or partition_policy not in Partition.ALL:
+            raise CompileError(f"{self._where()}: partition of {_var_name(var)}: unknown loop partition policy "
+                               f"{partition_policy!r} (one of {', '.join(Partition.ALL)})")
+        self._dim(var, "partition").partition = partition_policy
+        self._log("partition", _json_var(var), partition_policy)
+        return self
+
+    def never_partition(self, *vars):
+        """partition(v, hl.Partition.Never) for each loop given (a list, or several arguments)."""
+        return self._partition_each(vars, Partition.Never)
+
+    def always_partition(self, *vars):
+        """partition(v, hl.Partition.Always) for each loop given (a list, or several arguments)."""
+        return self._partition_each(vars, Partition.Always)
+
+    def _partition_each(self, vars, policy: str):
+        if len(vars) == 1 and isinstance(vars[0], list | tuple):
+            vars = tuple(vars[0])
+        with self._all_or_nothing():
+            for v in vars:
+                self.partition(v, policy)
+        return self
+
+    def never_partition_all(self):
+        """Every loop of this stage (as they are now) gets hl.Partition.Never."""
+        return self._partition_all("never_partition_all", Partition.Never)
+
+    def always_partition_all(self):
+        """Every loop of this stage (as they are now) gets hl.Partition.Always."""
+        return self._partition_all("always_partition_all", Partition.Always)
+
+    def _partition_all(self, method: str, policy: str):
+        for d in self._stage().dims:
+            d.partition = policy
+        self._log(method)
+        return self
+
+    def split_vars(self) -> list:
+        """The loop variables of this stage now, innermost first, ending with Var.outermost() (as
+        Halide's split_vars): Vars, and for an update's reduction loops RVars."""
+        from .var import RVar, Var
+
+        loops = [RVar(d.name) if d.is_rvar else Var(d.name) for d in self._stage().dims]
+        return [*loops, Var.outermost()]
 
     # ---- loop kinds
     def _set_for_type(self, v, for_type: str, what: str):

@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
+from enum import Enum
 
 import numpy as np
 
 from .errors import HalideError
 
 INT, UINT, FLOAT, HANDLE = "int", "uint", "float", "handle"
+
+
+class TypeCode(Enum):
+    """Halide's hl.TypeCode (halide_type_code_t), what `Type.code()` returns."""
+
+    Int = 0
+    UInt = 1
+    Float = 2
+    Handle = 3
+
+    def __int__(self) -> int:
+        return self.value
 
 
 class _Count(int):
@@ -21,21 +35,68 @@ class _Count(int):
         return int(self)
 
 
-@dataclass(frozen=True, slots=True)
+class _Code(str):
+    """A type code that reads as a string ("int": what pyhalide compares) and, called, as
+    Halide's hl.TypeCode: `t.code()`."""
+
+    __slots__ = ()
+
+    def __call__(self) -> TypeCode:
+        return _TYPECODE_OF[self]
+
+
+_CODE_NAMES = {TypeCode.Int: INT, TypeCode.UInt: UINT, TypeCode.Float: FLOAT, TypeCode.Handle: HANDLE}
+_TYPECODE_OF = {name: member for member, name in _CODE_NAMES.items()}
+# a code given as a string, a _Code or an hl.TypeCode -> the one _Code object for it
+_CODES = {**{name: _Code(name) for name in _TYPECODE_OF}, **{m: _Code(n) for m, n in _CODE_NAMES.items()}}
+# the widths pyhalide computes in (float16 exists only as buffer storage: see from_numpy)
+_VALID_BITS = {INT: (8, 16, 32, 64), UINT: (1, 8, 16, 32, 64), FLOAT: (32, 64), HANDLE: (64,)}
+
+
+def _code_of(code) -> _Code:
+    try:
+        return _CODES[code]
+    except (KeyError, TypeError):
+        raise HalideError(f"Type code must be an hl.TypeCode (Int, UInt, Float or Handle), got {code!r}") from None
+
+
+@dataclass(frozen=True, slots=True, init=False)
 class Type:
     """A Halide type: a code (int, uint, float, handle), a bit width and a lane count.
 
-    Bool is UInt(1), as in Halide. `bits` and `lanes` read as attributes or, as in Halide's
-    bindings, as methods: `t.bits()`.
+    Bool is UInt(1), as in Halide. `code`, `bits` and `lanes` read as attributes or, as in
+    Halide's bindings, as methods: `t.bits()`, `t.code()` (an hl.TypeCode).
     """
 
     code: str
     bits: int
-    lanes: int = 1
+    lanes: int
 
-    def __post_init__(self):
-        object.__setattr__(self, "bits", _Count(self.bits))
-        object.__setattr__(self, "lanes", _Count(self.lanes))
+    def __init__(self, code=None, bits=None, lanes=None):
+        """Type(code, bits, lanes) as in Halide (lanes defaults to 1 here); Type() is Halide's
+        empty handle type, handle0."""
+        if code is None and bits is None and lanes is None:
+            code, bits, lanes = _CODES[HANDLE], 0, 0
+        else:
+            code = _code_of(code)
+            bits, lanes = operator.index(bits), 1 if lanes is None else operator.index(lanes)
+            if bits not in _VALID_BITS[code]:
+                widths = ", ".join(map(str, _VALID_BITS[code]))
+                raise HalideError(f"Type({code}, {bits}, {lanes}): pyhalide's {code} types have {widths} bits")
+            if lanes < 1:
+                raise HalideError(f"Type({code}, {bits}, {lanes}): a type has at least one lane")
+        object.__setattr__(self, "code", code)
+        object.__setattr__(self, "bits", _Count(bits))
+        object.__setattr__(self, "lanes", _Count(lanes))
+
+    @classmethod
+    def _unchecked(cls, code: str, bits: int, lanes: int) -> Type:
+        """A type pyhalide stores but does not compute in (float16 buffers)."""
+        t = object.__new__(cls)
+        object.__setattr__(t, "code", _CODES[code])
+        object.__setattr__(t, "bits", _Count(bits))
+        object.__setattr__(t, "lanes", _Count(lanes))
+        return t
 
     # --- queries, named as in Halide's Python bindings ---
     def is_int(self) -> bool:
@@ -73,7 +134,8 @@ class Type:
     def with_bits(self, bits: int) -> Type:
         return self if bits == self.bits else _interned(self.code, bits, self.lanes)
 
-    def with_code(self, code: str) -> Type:
+    def with_code(self, code) -> Type:
+        code = _code_of(code)
         return self if code == self.code else _interned(code, self.bits, self.lanes)
 
     def element_of(self) -> Type:
@@ -117,6 +179,9 @@ class Type:
         return wrap(make_const(self, float_value if self.is_float() else value))
 
     def can_represent(self, value) -> bool:
+        """Whether every value of Type `value` (Halide's bindings), or the number `value`, fits."""
+        if isinstance(value, Type):
+            return self._can_represent_type(value)
         if isinstance(value, bool):
             value = int(value)
         if self.is_float():
@@ -126,6 +191,44 @@ class Type:
                 return False
             value = int(value)
         return self.min_value() <= value <= self.max_value()
+
+    def _can_represent_type(self, other: Type) -> bool:
+        """Halide's Type::can_represent(Type)."""
+        if self == other:
+            return True
+        if self.lanes != other.lanes:
+            return False
+        if self.is_int():
+            return (other.is_int() and other.bits <= self.bits) or (other.is_uint() and other.bits < self.bits)
+        if self.is_uint():
+            return other.is_uint() and other.bits <= self.bits
+        if self.is_float():
+            return ((other.is_float() and other.bits <= self.bits) or (self.bits == 64 and other.bits <= 32)
+                    or (self.bits == 32 and other.bits <= 16))
+        return False
+
+    def is_max(self, value) -> bool:
+        """Whether the int64 `value` is the type's largest value (Halide's Type::is_max)."""
+        value = _int64(self, "is_max", value)
+        if value <= 0:
+            return False
+        if self.is_int():
+            return value == (1 << (self.bits - 1)) - 1
+        return self.is_uint() and value == (1 << self.bits) - 1
+
+    def is_min(self, value) -> bool:
+        """Whether the int64 `value` is the type's smallest value (Halide's Type::is_min)."""
+        value = _int64(self, "is_min", value)
+        if self.is_int():
+            return value == -(1 << (self.bits - 1))
+        return self.is_uint() and value == 0
+
+    def same_handle_type(self, other: Type) -> bool:
+        """Whether two handle types point to the same C++ type. pyhalide's handles carry no C++
+        type, so, as Halide's types without one, any two match."""
+        if not isinstance(other, Type):
+            raise TypeError(f"same_handle_type takes an hl.Type, got {other!r}")
+        return True
 
     def to_numpy(self) -> np.dtype:
         if self.is_bool():
@@ -141,7 +244,7 @@ class Type:
             base = "bool"
         else:
             base = f"{self.code}{self.bits}"
-        return base if self.lanes == 1 else f"{base}x{self.lanes}"
+        return f"{base}x{self.lanes}" if self.lanes > 1 else base
 
     def __repr__(self) -> str:  # as Halide's bindings print it; str() is the bare name
         return f"<halide.Type {self}>"
@@ -156,6 +259,7 @@ _TO_NUMPY = {
     (UINT, 16): np.dtype(np.uint16),
     (UINT, 32): np.dtype(np.uint32),
     (UINT, 64): np.dtype(np.uint64),
+    (FLOAT, 16): np.dtype(np.float16),
     (FLOAT, 32): np.dtype(np.float32),
     (FLOAT, 64): np.dtype(np.float64),
 }
@@ -163,6 +267,17 @@ _TO_NUMPY = {
 
 # One object per type made here (Types are immutable): equality then mostly finds the same object.
 _INTERNED: dict[tuple[str, int, int], Type] = {}
+_FLOAT16 = Type._unchecked(FLOAT, 16, 1)
+
+
+def _int64(t: Type, method: str, value) -> int:
+    """An int64 argument, refused as Halide's bindings refuse it (TypeError)."""
+    if isinstance(value, float | np.floating):
+        raise TypeError(f"{t!r}.{method}() takes an integer, got {value!r}")
+    value = operator.index(value)
+    if not -(1 << 63) <= value < (1 << 63):
+        raise TypeError(f"{t!r}.{method}({value}): the value does not fit in an int64")
+    return value
 
 
 def _interned(code: str, bits: int, lanes: int) -> Type:
@@ -186,7 +301,8 @@ def UInt(bits: int, lanes: int = 1) -> Type:
 
 def Float(bits: int, lanes: int = 1) -> Type:
     if bits not in (32, 64):
-        raise HalideError(f"Float({bits}): only 32 and 64 bit floats are supported")
+        raise HalideError(f"Float({bits}): pyhalide computes only in 32 and 64 bit floats "
+                          "(float16 numpy arrays can be held in an hl.Buffer, not computed on)")
     return _interned(FLOAT, bits, lanes)
 
 
@@ -202,6 +318,8 @@ def from_numpy(dtype) -> Type:
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
         return Bool()
+    if dtype == np.float16:
+        return _FLOAT16
     for (code, bits), dt in _TO_NUMPY.items():
         if dt == dtype:
             return Type(code, bits)

@@ -14,6 +14,11 @@ class Var(Expr):
 
     __slots__ = ("_name",)
 
+    def __new__(cls, name: str | None = None):
+        if cls is Var and name == "_":  # Var("_") is Halide's placeholder, whichever way it is made
+            cls = _ImplicitMarker
+        return object.__new__(cls)
+
     def __init__(self, name: str | None = None):
         self._name = name or unique_name("v")
         self._ir = ir.Variable(self._name, Int(32))
@@ -27,6 +32,12 @@ class Var(Expr):
     def __repr__(self):
         return f"<halide.Var '{self._name}'>"  # as Halide's bindings print it
 
+    def same_as(self, other: Var) -> bool:
+        """Vars are the same when their names are (Halide compares names, not objects)."""
+        if not isinstance(other, Var):
+            raise TypeError(f"same_as(): expected a Var, got {type(other).__name__}")
+        return self._name == other._name
+
     @staticmethod
     def outermost() -> Var:
         """Halide's Var.outermost(): a level outside every loop of a Func (used by hoist_storage)."""
@@ -37,14 +48,26 @@ class Var(Expr):
         return Var(f"_{i}")
 
     def is_implicit(self) -> bool:
-        return self._name.startswith("_") and self._name[1:].isdigit()
+        """Named _ followed only by digits (so the placeholder _ counts too, as in Halide)."""
+        return self._name.startswith("_") and all(c in "0123456789" for c in self._name[1:])
+
+    def implicit_index(self) -> int:
+        """k for _k, -1 for a Var not of implicit form (0 for the placeholder, as Halide's atoi gives)."""
+        if not self.is_implicit():
+            return -1
+        return int(self._name[1:] or 0)
+
+    def is_placeholder(self) -> bool:
+        return self._name == "_"
 
 
-class _ImplicitMarker:
-    """`hl._`: stands for however many implicit arguments are needed."""
+class _ImplicitMarker(Var):
+    """`hl._`: the Var named "_", standing for however many implicit arguments are needed."""
 
-    def __repr__(self):
-        return "_"
+    __slots__ = ()
+
+    def __init__(self, name: str = "_"):
+        super().__init__("_")
 
 
 _ = _ImplicitMarker()
@@ -185,7 +208,16 @@ class RDom:
     def __len__(self):
         return len(self._rvars)
 
+    def __iter__(self):
+        return iter(self._rvars)
+
     def __getitem__(self, i: int) -> RVar:
+        """As Halide's bindings: a KeyError outside the dimensions (negative ones included), so a
+        Python loop over the RDom stops; a TypeError for a non-integer index."""
+        if isinstance(i, bool) or not isinstance(i, int):
+            raise TypeError(f"RDom indices are integers, got {i!r}")
+        if not 0 <= i < len(self._rvars):
+            raise KeyError(i)
         return self._rvars[i]
 
     @property

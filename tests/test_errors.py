@@ -142,7 +142,7 @@ def test_constant_that_does_not_fit():
 
 
 def test_expr_has_no_truth_value():
-    with pytest.raises(hl.HalideError, match="no truth value"):
+    with pytest.raises(hl.HalideError, match="cannot be converted to a bool"):
         if x > 3:
             pass
 
@@ -220,8 +220,10 @@ def test_values_outside_their_declared_ranges_are_refused():
     p.set(5)
     assert p.get() == 5
     buf = hl.Buffer(np.zeros(4, np.uint8), "u8_edge")
-    with pytest.raises(hl.HalideError, match=r"Integer constant 300 will be implicitly coerced to type uint8"):
-        hl.BoundaryConditions.constant_exterior(buf, 300)
+    # as in Halide 21: the constant is wrapped into the image's type (300 -> 44), not refused
+    wrapped = hl.Func("edge300")
+    wrapped[x] = hl.BoundaryConditions.constant_exterior(buf, 300)[x]
+    assert np.asarray(wrapped.realize([6])).tolist() == [0, 0, 0, 0, 44, 44]
     g = hl.BoundaryConditions.constant_exterior(buf, 7)
     f = hl.Func("edge7")
     f[x] = g[x]
@@ -261,7 +263,7 @@ def test_gpu_tile_is_accepted_and_a_cpu_target_refuses_it_by_name():
     f[x, y] = x + y
     f.gpu_tile(x, y, xo, yo, xi, yi, 8, 8)
     with pytest.raises(hl.HalideError, match=r"Loop gpu_tiled\.s0\.x\.xi is a gpu_thread loop, but the target "
-                                             r"x86-64-linux is the host CPU, which has no GPU"):
+                                             r"x86-64-linux\S* is the host CPU, which has no GPU"):
         f.realize([16, 16])
     g = hl.Func("gpu_tiled_1d")
     g[x] = x

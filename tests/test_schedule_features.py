@@ -143,7 +143,7 @@ def test_bound_and_align_bounds():
     f.compute_root().align_bounds(x, 8)
     g.bound(x, 0, 10)
     assert list(np.asarray(g.realize([10]))) == [4 * v + 6 for v in range(10)]
-    with pytest.raises(hl.HalideError, match="Bounds given for x in bounded"):
+    with pytest.raises(hl.HalideError, match="Bounds given for bounded in x"):
         g.realize([12])
 
 
@@ -199,7 +199,7 @@ def test_three_dimensional_tile_and_bound_extent():
     h[x] = g[x] + g[x + 1]
     g.compute_root().bound_extent(x, 8)
     assert list(np.asarray(h.realize([7]))) == [6 * v + 3 for v in range(7)]
-    with pytest.raises(hl.HalideError, match="Bounds given for x in bounded_extent_src"):
+    with pytest.raises(hl.HalideError, match="Bounds given for bounded_extent_src in x"):
         h.realize([9])
 
 

@@ -200,9 +200,9 @@ def _apply_bound_directive(f, var: str, needed: Interval):
         lo = needed.min
         hi = ir.Sub(ir.Add(needed.min, b), _ONE)
     checks = [
-        ir.AssertStmt(ir.GE(needed.min, lo), f"Bounds given for {var} in {f.name()} (from {{}} to {{}}) do not "
+        ir.AssertStmt(ir.GE(needed.min, lo), f"Bounds given for {f.name()} in {var} (from {{}} to {{}}) do not "
                       f"cover required region (from {{}} to {{}})", (lo, hi, needed.min, needed.max)),
-        ir.AssertStmt(ir.LE(needed.max, hi), f"Bounds given for {var} in {f.name()} (from {{}} to {{}}) do not "
+        ir.AssertStmt(ir.LE(needed.max, hi), f"Bounds given for {f.name()} in {var} (from {{}} to {{}}) do not "
                       f"cover required region (from {{}} to {{}})", (lo, hi, needed.min, needed.max)),
     ]
     return Interval(lo, hi), checks

@@ -1,0 +1,376 @@
+"""Halide's Expr-level Python API: Var identity, logical_not, select and mux over Exprs and Tuples,
+how Python literals become constants (float32 with a warning, integers in the Expr's type),
+division's types, evaluate / evaluate_may_gpu, and the random-number hash. Checked against numpy
+and, where it is installed, against the real Halide (the same assertions run on both)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import pyhalide as hl
+from pyhalide import ir
+from pyhalide.expr import to_ir, wrap
+from pyhalide.operators import lower_random, next_random_tag, random_float, random_int, random_uint
+
+LIBS = ["pyhalide", "halide"]
+
+
+def _lib(name: str):
+    """pyhalide, or the real Halide (skipping where it is not installed)."""
+    if name == "pyhalide":
+        return hl
+    return pytest.importorskip("halide", reason="the real Halide (pip install halide) is the oracle")
+
+
+def _ediv(a: int, b: int) -> int:
+    """Halide's integer division: the remainder is never negative."""
+    q = a // b
+    return q + 1 if a - q * b < 0 else q
+
+
+# ---------------------------------------------------------------- Var
+@pytest.mark.parametrize("lib", LIBS)
+def test_vars_are_the_same_when_their_names_are(lib):
+    h = _lib(lib)
+    a = h.Var("a")
+    assert a.same_as(h.Var("a")) and not a.same_as(h.Var("b")) and not h.Var().same_as(h.Var())
+    assert h.Var.implicit(3).same_as(h._3) and h.Var("_3").same_as(h._3)
+    assert [h.Var(n).implicit_index() for n in ("_0", "_12", "_", "_x", "k")] == [0, 12, 0, -1, -1]
+    assert [h.Var(n).is_implicit() for n in ("_7", "_", "_x", "x_1")] == [True, True, False, False]
+    assert h._.is_placeholder() and h.Var("_").is_placeholder() and not h._0.is_placeholder()
+    assert h._.name() == "_" and repr(h._) == "<halide.Var '_'>" and h.Var.is_placeholder(h._)
+    assert h.Var.outermost().name() == "__outermost" and not h.Var.outermost().is_implicit()
+    with pytest.raises(TypeError):
+        a.same_as(h.Expr(a))
+
+
+def test_a_var_named_underscore_is_the_placeholder_in_a_call():
+    x, y = hl.Var("x"), hl.Var("y")
+    f = hl.Func("ph_f")
+    f[x, y] = x + 10 * y
+    g = hl.Func("ph_g")
+    g[hl._] = f[hl.Var("_")] * 3
+    np.testing.assert_array_equal(np.asarray(g.realize([4, 2])), (np.arange(4) + 10 * np.arange(2)[:, None]) * 3)
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_an_undefined_expr_prints_as_halides(lib):
+    h = _lib(lib)
+    assert repr(h.Expr()) == str(h.Expr()) == "<undefined halide.Expr>"
+
+
+# ---------------------------------------------------------------- logical_not
+def test_logical_not_of_comparisons_vars_and_func_calls():
+    x = hl.Var("x")
+    f = hl.Func("ln_f")
+    f[x] = x % 3 == 0
+    g = hl.Func("ln_g")
+    g[x] = (f[x].logical_not(), hl.logical_not(x > 4), (x < 2).logical_not(), hl.logical_not(f[x]))
+    xs = np.arange(9)
+    outs = [np.asarray(b) for b in g.realize([9])]
+    for got, want in zip(outs, [xs % 3 != 0, xs <= 4, xs >= 2, xs % 3 != 0]):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_logical_not_refuses_a_non_boolean(lib):
+    h = _lib(lib)
+    x = h.Var("x")
+    for make in (lambda: x.logical_not(), lambda: h.logical_not(h.f32(x))):
+        with pytest.raises(h.HalideError, match="argument of Not is not a bool"):
+            make()
+
+
+# ---------------------------------------------------------------- select of Exprs
+@pytest.mark.parametrize("lib", LIBS)
+def test_select_does_not_promote_its_values(lib):
+    h = _lib(lib)
+    x = h.Var("x")
+    mismatch = r"Error: The second and third arguments to a select do not have a matching type:\n  "
+    with pytest.raises(h.HalideError, match=mismatch + r".* has type float32\n  x has type int32\n"):
+        h.select(x > 0, h.f32(x), x)
+    with pytest.raises(h.HalideError, match=mismatch + r"x has type int32\n  .* has type uint8"):
+        h.select(x > 0, x, h.u8(3))  # an unsigned constant keeps its type
+    with pytest.raises(h.HalideError, match=mismatch):
+        h.select(x > 0, 1.5, x)  # a float literal is a float32
+    with pytest.raises(h.HalideError, match=r"The first argument to a select must be a boolean:\n  x has type int32"):
+        h.select(x, 1, 2)
+    with pytest.raises(ValueError, match="at least 3 arguments"):
+        h.select(x > 0, x)
+    with pytest.raises(ValueError, match="odd number of arguments"):
+        h.select(x > 0, x, x < 2, x)
+    # a signed integer constant takes the other value's type, wrapping as a cast does
+    assert h.select(x > 0, h.u8(x), 300).type() == h.UInt(8)
+    assert h.select(x > 0, h.i16(7), h.u16(x)).type() == h.UInt(16)
+    assert h.select(x > 0, 1, 2.5).type() == h.Float(32)
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_select_values_and_the_first_true_condition_wins(lib):
+    h = _lib(lib)
+    x = h.Var("x")
+    f = h.Func("sel_f")
+    f[x] = h.select(x < 2, x * 7, x == 4, 300 + x, x == 4, -5, h.u8(x) + 250 < 5, 1, -x)
+    got = np.asarray(f.realize([9]))
+    xs = np.arange(9)
+    want = np.where(xs < 2, xs * 7, np.where(xs == 4, 300 + xs, np.where((xs + 250) % 256 < 5, 1, -xs)))
+    np.testing.assert_array_equal(got, want)
+    g = h.Func("sel_wrap")
+    g[x] = h.select(x > 1, h.u8(x), 300)  # 300 becomes (uint8)44
+    np.testing.assert_array_equal(np.asarray(g.realize([4])), [44, 44, 2, 3])
+
+
+# ---------------------------------------------------------------- select of Tuples
+def test_select_of_tuples_by_one_condition_or_a_tuple_of_them():
+    x, y = hl.Var("x"), hl.Var("y")
+    xs, ys = np.meshgrid(np.arange(6), np.arange(5))  # [y, x], as the realized arrays are laid out
+    f = hl.Func("ts_one")
+    f[x, y] = hl.select(x < y, (x * 2, y), x == y, [x, y * 3], (0, -x))
+    a, b = (np.asarray(buf) for buf in f.realize([6, 5]))
+    np.testing.assert_array_equal(a, np.where(xs < ys, xs * 2, np.where(xs == ys, xs, 0)))
+    np.testing.assert_array_equal(b, np.where(xs < ys, ys, np.where(xs == ys, ys * 3, -xs)))
+    g = hl.Func("ts_each")
+    g[x, y] = hl.select((x < 3, y > 2), (x, y), (x > 4, y > 3), (100, 200), (-1, -2))
+    a, b = (np.asarray(buf) for buf in g.realize([6, 5]))
+    np.testing.assert_array_equal(a, np.where(xs < 3, xs, np.where(xs > 4, 100, -1)))
+    np.testing.assert_array_equal(b, np.where(ys > 2, ys, np.where(ys > 3, 200, -2)))
+    t = hl.select(x > 0, (x, y), (y, x))
+    assert isinstance(t, hl.Tuple) and len(t) == 2 and all(isinstance(e, hl.Expr) for e in t)
+
+
+def test_select_of_tuples_refuses_mixed_kinds_and_sizes():
+    x, y = hl.Var("x"), hl.Var("y")
+    with pytest.raises(hl.HalideError, match=r"select\(\): Expected Tuple but got Expr: \(\(x \+ y\) < 9\)"):
+        hl.select((x < 1, y < 1), (x, y), x + y < 9, (y, x), (x, x))
+    with pytest.raises(hl.HalideError, match=r"select\(\): Expected Expr but got tuple: \(1, 2\)"):
+        hl.select(x > 0, x, (1, 2))
+    with pytest.raises(hl.HalideError, match=r"select\(\) on Tuples requires all Tuples to have identical sizes\."):
+        hl.select(x > 0, (x, y, 1), (x, y))
+    with pytest.raises(hl.HalideError, match=r"select\(\) on Tuples requires all Tuples to have identical sizes\."):
+        hl.select((x > 0, y > 0, x > y), (x, y), (y, x))
+
+
+def test_select_takes_a_call_of_a_tuple_valued_func_as_a_tuple():
+    """An argmax as an update: the running (index, value) is the select's false value."""
+    vals = hl.Buffer(np.array([3.0, 9.5, 2.0, 9.5, -1.0], np.float32))
+    r = hl.RDom([(0, 5)])
+    best = hl.Func("ts_best")
+    best[()] = (0, hl.f32(-1e30))
+    with pytest.raises(hl.HalideError, match="do not have a matching type"):
+        hl.select(vals[r] > best[()][1], (vals[r], r), best[()])  # the pair the wrong way round
+    best[()] = hl.select(vals[r] > best[()][1], (r, vals[r]), best[()])
+    idx, val = best.realize([])
+    assert (idx[()], val[()]) == (1, 9.5)  # the first maximum
+
+
+# ---------------------------------------------------------------- mux
+def test_mux_picks_by_index_and_the_last_value_out_of_range():
+    x, c = hl.Var("x"), hl.Var("c")
+    f = hl.Func("mx_list")
+    f[x] = hl.mux(x - 2, [10, 20, x * 100])
+    np.testing.assert_array_equal(np.asarray(f.realize([6])), [0, 100, 10, 20, 400, 500])
+    g = hl.Func("mx_tuple_src")
+    g[x] = (7, 8, x + 1)
+    h = hl.Func("mx_of_tuple")
+    h[x, c] = hl.mux(c, g[x])  # the elements of a Tuple-valued Func's call
+    np.testing.assert_array_equal(np.asarray(h.realize([3, 4])), [[7, 7, 7], [8, 8, 8], [1, 2, 3], [1, 2, 3]])
+    k = hl.Func("mx_tuples")
+    k[x] = hl.mux(x % 2, [(x, 1), (2, x * 3)])  # a list of Tuples gives a Tuple
+    a, b = (np.asarray(buf) for buf in k.realize([4]))
+    np.testing.assert_array_equal(a, [0, 2, 2, 2])
+    np.testing.assert_array_equal(b, [1, 3, 1, 9])
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_mux_values_must_share_a_type(lib):
+    h = _lib(lib)
+    x = h.Var("x")
+    with pytest.raises(h.HalideError, match=r"mux\(\) requires all the values to have the same type\."):
+        h.mux(x, [h.u8(x), 3])
+    with pytest.raises(h.HalideError, match=r"mux\(\) requires a non-empty vector of values"):
+        h.mux(x, [])
+    assert h.mux(x, [h.f32(x)]).type() == h.Float(32)
+
+
+# ---------------------------------------------------------------- Python literals
+def test_a_python_float_is_a_float32_constant_with_a_warning_where_that_rounds():
+    x = hl.Var("x")
+    with pytest.warns(RuntimeWarning, match=r"The floating-point value 0\.10000000000000001 will be interpreted as "
+                      r"a float32 by Halide and lose precision; add an explicit `f32\(\)` or `f64\(\)`` cast") as seen:
+        e = x + 0.1
+    assert seen[0].filename == __file__  # reported at the user's line, as Halide's bindings report it
+    assert e.type() == hl.Float(32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for exact in (lambda: x + 0.75, lambda: x + hl.f64(0.1), lambda: hl.f32(0.1), lambda: x * float("inf"),
+                      lambda: hl.Expr(-2.5), lambda: hl.f64(x) - 2.0**-30):
+            exact()
+    with pytest.warns(RuntimeWarning, match=r"value 1\.10000000000000009 will be"):
+        hl.select(x > 0, 1.1, 2.0)
+    with pytest.warns(RuntimeWarning):
+        v = hl.evaluate(hl.f64(1) + 0.1)  # the literal keeps its float32 value in a float64 sum
+    assert v == 1 + float(np.float32(0.1)) != 1.1
+    assert hl.evaluate(hl.f64(1) + hl.f64(0.1)) == 1.1
+
+
+def test_float_literals_give_the_real_halides_values():
+    real = _lib("halide")
+
+    def values(lib):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            p = lib.Param(lib.Float(64), "lit_p", 3.0)
+            return lib.evaluate((p * 0.3, p + 1e-9, lib.max(p, 7.7), lib.f32(p) / 3.3))
+
+    assert values(hl) == values(real)
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_integer_literals_take_the_exprs_type_or_are_refused(lib):
+    h = _lib(lib)
+    x = h.Var("x")
+    refused = [
+        (lambda: h.u8(x) + 300, r"Integer constant 300 will be implicitly coerced to type uint8, "
+                                r"which changes its value to \(uint8\)44\."),
+        (lambda: h.u8(x) < -1, r"Integer constant -1 .* type uint8, which changes its value to \(uint8\)255\."),
+        (lambda: h.f32(x) * 16777217, r"Integer constant 16777217 .* type float32, which changes its value to "
+                                      r"16777216\.000000f\."),
+        (lambda: (x > 0) + 2, r"Integer constant 2 .* type uint1, which changes its value to \(uint1\)0\."),
+    ]
+    for make, message in refused:
+        with pytest.raises(h.HalideError, match=message):
+            make()
+    assert (h.u8(x) + 255).type() == h.UInt(8) and (h.f32(x) + 16777216).type() == h.Float(32)
+    assert (x + 2**40).type() == h.Int(64) and (h.u8(x) * 2**40).type() == h.Int(64)  # past int32: an Int(64)
+
+
+# ---------------------------------------------------------------- division and evaluate
+def test_division_types_and_values_follow_halides_rules():
+    f32, f64 = hl.Param(hl.Float(32), "dv_f32", -7.5), hl.Param(hl.Float(64), "dv_f64", 2.0)
+    i16, i32 = hl.Param(hl.Int(16), "dv_i16", -7), hl.Param(hl.Int(32), "dv_i32", 2)
+    u16, u32 = hl.Param(hl.UInt(16), "dv_u16", 9), hl.Param(hl.UInt(32), "dv_u32", 4)
+    cases = [
+        (f32 / f64, hl.Float(64), -3.75), (f32 // f64, hl.Float(64), -4.0),
+        (i16 / i32, hl.Int(32), _ediv(-7, 2)), (i16 // i32, hl.Int(32), _ediv(-7, 2)),
+        (i32 / i16, hl.Int(32), _ediv(2, -7)), (i16 % i32, hl.Int(32), 1),
+        (u16 / u32, hl.UInt(32), 2), (u16 // u32, hl.UInt(32), 2),
+        (u16 / i32, hl.Int(32), 4), (i16 // u16, hl.Int(16), _ediv(-7, 9)),  # int with uint: int, the wider bits
+        (u16 / f32, hl.Float(32), np.float32(9) / np.float32(-7.5)), (u16 // f32, hl.Float(32), -2.0),
+        (i16 / f64, hl.Float(64), -3.5), (i16 // f64, hl.Float(64), -4.0),
+    ]
+    for e, t, _ in cases:
+        assert e.type() == t, (e, t)
+    got = hl.evaluate(tuple(e for e, _, _ in cases))
+    assert list(got) == [want for _, _, want in cases]
+    assert hl.evaluate([hl.Expr(3), 2.5]) == (3, 2.5) and hl.evaluate(i32) == 2
+    with pytest.raises(ValueError, match="Expected an Expr or tuple-of-Expr"):
+        hl.evaluate(())
+
+
+def test_evaluate_may_gpu_runs_on_the_cpu_without_a_gpu_target(monkeypatch):
+    monkeypatch.delenv("HL_JIT_TARGET", raising=False)
+    p = hl.Param(hl.Int(32), "mg_p", -9)
+    exprs = (p / 4, p % 4, hl.f32(p) // 4, hl.u8(p))
+    assert hl.evaluate_may_gpu(exprs) == hl.evaluate(exprs) == (-3, 3, -3.0, 247)
+    assert hl.evaluate_may_gpu(p * 2) == -18
+
+
+def test_evaluate_may_gpu_runs_one_gpu_thread_for_a_gpu_target(monkeypatch):
+    """With a CUDA JIT target the Func is scheduled gpu_single_thread (run here on the serial device)."""
+    monkeypatch.setenv("HL_JIT_TARGET", "host-cuda")
+    monkeypatch.setenv("PYHALIDE_CUDA_DEVICE", "serial")
+    scheduled = []
+    original = hl.Func.gpu_single_thread
+
+    def spy(self, *args, **kwargs):
+        scheduled.append(self.name())
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(hl.Func, "gpu_single_thread", spy)
+    p = hl.Param(hl.Int(16), "gt_p", -7)
+    assert hl.evaluate_may_gpu((p / 2, p // 2, hl.f32(p) / 2)) == (-4, -4, -3.5)
+    assert scheduled == ["evaluate_func_3"]
+    monkeypatch.setenv("HL_JIT_TARGET", "host")
+    assert hl.evaluate_may_gpu(p / 2) == -4 and scheduled == ["evaluate_func_3"]
+
+
+# ---------------------------------------------------------------- random numbers
+_C0, _C1, _C2 = 576942909, 1121052041, 1040796640
+
+
+def _hash(terms) -> int:
+    """Halide's random hash in Python integers: permute, add the next term, permute ..., then fold
+    the high half into the low."""
+    def permute(v):
+        return ((_C2 * v + _C1) * v + _C0) % 2**32
+
+    r = permute(terms[0] % 2**32)
+    for t in terms[1:]:
+        r = permute((r + t) % 2**32)
+    return r ^ (r >> 16)
+
+
+def _as_float(bits: int) -> float:
+    f = np.array([(127 << 23) | (bits >> 9)], np.uint32).view(np.float32)[0]
+    return float(f - np.float32(1))
+
+
+def test_random_numbers_are_halides_hash_of_the_point():
+    x, y = hl.Var("x"), hl.Var("y")
+    calls = [to_ir(random_float()), to_ir(random_uint(y * 5)), to_ir(random_int(hl.u32(x)))]
+    numbers = [c.args[-1].value for c in (calls[0], calls[1], calls[2].value)]
+    tag = next_random_tag()
+    f = hl.Func("rnd")
+    f[x, y] = tuple(wrap(lower_random(c, [x.ir(), y.ir()], tag)) for c in calls)
+    fl, ui, si = (np.asarray(b) for b in f.realize([5, 3]))
+    for yy in range(3):
+        for xx in range(5):
+            assert fl[yy, xx] == _as_float(_hash([numbers[0], tag, yy, xx]))
+            assert ui[yy, xx] == _hash([yy * 5, numbers[1], tag, yy, xx])
+            assert si[yy, xx] == np.uint32(_hash([xx, numbers[2], tag, yy, xx])).view(np.int32)
+    assert 0 <= fl.min() and fl.max() < 1 and len(np.unique(fl)) == fl.size
+    with pytest.raises(hl.HalideError, match=r"The seed passed to random_float must have type Int\(32\), but "
+                                             r"instead is .* of type float32"):
+        random_float(hl.f32(x))
+
+
+def test_random_numbers_match_the_real_halides():
+    """In a fresh process the real Halide numbers its first random call 0 and tags its first definition 0."""
+    pytest.importorskip("halide", reason="the real Halide (pip install halide) is the oracle")
+    script = ("import halide as hl, numpy as np\n"
+              "x, y = hl.Var('x'), hl.Var('y')\n"
+              "f = hl.Func('f')\n"
+              "f[x, y] = (hl.random_float(), hl.random_int(x + 1))\n"
+              "a, b = f.realize([4, 3])\n"
+              "print(np.asarray(a).tolist(), np.asarray(b).tolist())\n")
+    real = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    x, y = hl.Var("x"), hl.Var("y")
+    fl = ir.Call(hl.Float(32), "random", (ir.IntImm(hl.Int(32), 0),), ir.INTRINSIC)
+    si = ir.Reinterpret(hl.Int(32), ir.Call(hl.UInt(32), "random", (to_ir(x + 1), ir.IntImm(hl.Int(32), 1)),
+                                           ir.INTRINSIC))
+    f = hl.Func("rnd_real")
+    f[x, y] = tuple(wrap(lower_random(c, [x.ir(), y.ir()], 0)) for c in (fl, si))
+    a, b = f.realize([4, 3])
+    assert real.strip() == f"{np.asarray(a).tolist()} {np.asarray(b).tolist()}"
+
+
+def test_rdom_indexing_and_expr_truth_as_halides_bindings():
+    """r[i] outside the dimensions is a KeyError (so `for rv in r` stops), a non-integer index a
+    TypeError; an Expr used as a bool (`a and b`) is a ValueError that suggests & and |."""
+    r = hl.RDom([hl.Range(0, 3), hl.Range(0, 2)], "kr")
+    assert [rv.name() for rv in r] == ["kr$x", "kr$y"]
+    for bad in (-1, 2):
+        with pytest.raises(KeyError):
+            r[bad]
+    with pytest.raises(TypeError):
+        r["x"]
+    x = hl.Var("x")
+    with pytest.raises(ValueError, match=r"cannot be converted to a bool.*'&'/'\|' operators"):
+        bool(x < 1)
+    with pytest.raises(hl.HalideError):
+        _ = (x < 1) and (x > 0)
