@@ -287,6 +287,7 @@ DIRECTIVES = {
     "reorder_storage": ("func", ("var*",), 1),
     "fold_storage": ("func", ("var", "factor", "bool"), 3),
     "async_": ("func", (), 0),
+    "memoize": ("func", (), 0),
     "ring_buffer": ("func", ("factor",), 1),
     "hoist_storage": ("func", ("level",), 1),
     "store_in": ("func", ("memory",), 1),

@@ -647,6 +647,16 @@ class FuncScheduling(Schedulable):
         self._log("async_")
         return self
 
+    def memoize(self, eviction_key=None):
+        """Halide's memoize(): keep this Func's values across realizations in a cache keyed on
+        what it reads. pyhalide computes it every time (the same values; a cache only saves
+        time); an eviction key, which names cache entries to drop, is refused."""
+        self._require_defined()
+        if eviction_key is not None:
+            raise CompileError(f"Func {self.name()}.memoize: eviction keys are not supported (pyhalide keeps no cache)")
+        self._log("memoize")
+        return self
+
     def ring_buffer(self, extent):
         """Halide's ring_buffer(n) for an async producer; pyhalide, computing synchronously,
         keeps one buffer (the same values)."""

@@ -562,6 +562,22 @@ def test_async_ring_buffer_hoist_storage_and_outermost_keep_the_values():
     np.testing.assert_array_equal(np.asarray(c2.realize([5, 6])), xs + ys - 1)
 
 
+def test_memoize_is_recorded_and_computes_the_same_values():
+    """memoize() keeps nothing across realizations in pyhalide: each computes the same values
+    again; the directive replays from JSON, and an eviction key is refused."""
+    mx = hl.Var("x")
+    f, out = hl.Func("memo_f"), hl.Func("memo_out")
+    f[mx] = mx * 3
+    f[mx] += 1
+    out[mx] = f[mx] * 2
+    f.compute_root().memoize()
+    for _ in range(2):
+        np.testing.assert_array_equal(np.asarray(out.realize([4])), (np.arange(4) * 3 + 1) * 2)
+    assert "memoize" in hl.Pipeline(out).schedule_to_json()
+    with pytest.raises(hl.HalideError, match="eviction keys are not supported"):
+        f.memoize(hl.Expr(1))
+
+
 def test_image_param_wrappers_are_scheduled_on_their_own():
     """ImageParam.in_(f), as in Halide's lesson 19: f reads the image through a wrapper Func
     (arguments _0, _1) that can be computed per tile."""
