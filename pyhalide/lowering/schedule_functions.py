@@ -446,7 +446,7 @@ class _StoredOutsideParallel(IRVisitor):
         depth = self.realized_at.get(pc.name)
         if pc.is_producer and depth is not None:
             for loop in self.loops[depth:]:
-                if loop.for_type in ir.CONCURRENT:
+                if loop.for_type in ir.CONCURRENT and not ir.is_const(loop.extent, 1):  # (one iteration: no race)
                     kind = loop.for_type
                     raise CompileError(f"Func {pc.name} is stored outside the {kind} loop over {loop.name} but "
                                        "computed within it. This is a potential race condition.")
