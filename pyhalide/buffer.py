@@ -722,10 +722,8 @@ class Buffer:
             i = int(c) - self._mins[d]
             extent = a.shape[self._axis[d]]
             if not 0 <= i < extent:
-                raise BufferIndexError(
-                    f"Buffer {self._name}: coordinate {int(c)} is outside dimension {d} [{self._mins[d]}, "
-                    f"{self._mins[d] + extent - 1}]: index {int(c)} is out of bounds for axis {d} with "
-                    f"min={self._mins[d]}, extent={extent}")
+                raise BufferIndexError(f"Buffer {self._name}: index {int(c)} is out of bounds for axis {d} with "
+                                       f"min={self._mins[d]}, extent={extent}")
             idx[self._axis[d]] = i
         return tuple(idx)
 

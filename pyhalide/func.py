@@ -143,8 +143,7 @@ def _is_sequence(value) -> bool:
 
 def _not_yet_defined(f) -> HalideError:
     """Halide's error for using a call to a Func that has no definition yet."""
-    return HalideError(f'Error: Can\'t call Func "{f.name()}" because it has not yet been defined. '
-                       f"(Func {f.name()} is called but has not been defined: define it before using it.)")
+    return HalideError(f'Error: Can\'t call Func "{f.name()}" because it has not yet been defined.')
 
 
 class _UnevaluatedFuncRefExpr:
@@ -678,8 +677,8 @@ class Func(FuncScheduling):
             e = coerce_python(v, t) if not isinstance(v, Expr) and not hasattr(v, "_as_expr") else to_ir(v)
             if e.type != t:
                 raise HalideError(
-                    f"{where}: value {k} has type {e.type} but the pure definition has type {t} (in Halide's words: "
-                    f"Tuple element {k} of update definition has type {e.type}, but pure definition has type {t})"
+                    f"{where}: Tuple element {k} of update definition has type {e.type}, but pure definition has "
+                    f"type {t}"
                 )
             ir_values.append(e)
         ir_args = tuple(_call_arg(self._name, i, a) for i, a in enumerate(args))

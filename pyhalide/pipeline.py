@@ -291,8 +291,7 @@ class Pipeline:
                 if buf._type is not spec.type and buf.type() != spec.type:
                     raise HalideError(
                         f"Error: Output buffer {spec.name} has type {spec.type} but type of the buffer passed in is "
-                        f"{buf.type()} (realize: output {spec.name} has type {spec.type} but the buffer has type "
-                        f"{buf.type()})"
+                        f"{buf.type()}"
                     )
                 if buf.dimensions() != spec.dimensions:
                     raise HalideError(

@@ -65,8 +65,8 @@ def test_image_param_left_unbound():
 def test_update_type_mismatch():
     f = hl.Func("typed")
     f[x] = hl.f32(x)
-    with pytest.raises(hl.HalideError, match=r"update definition 0 of Func typed: value 0 has type int32 but the pure "
-                                             r"definition has type float32"):
+    with pytest.raises(hl.HalideError, match=r"update definition 0 of Func typed: Tuple element 0 of update "
+                                             r"definition has type int32, but pure definition has type float32"):
         f[x] = x + 1
 
 
@@ -99,7 +99,7 @@ def test_undefined_func_realized():
 def test_undefined_func_called():
     f = hl.Func("undefined_callee")
     g = hl.Func("calls_undefined")
-    with pytest.raises(hl.HalideError, match="Func undefined_callee is called but has not been defined"):
+    with pytest.raises(hl.HalideError, match='Can.t call Func "undefined_callee" because it has not yet been defined'):
         g[x] = f[x]
 
 
@@ -157,7 +157,8 @@ def test_float_coordinate_needs_explicit_cast():
 def test_wrong_output_buffer_type():
     f = hl.Func("i32out")
     f[x] = x
-    with pytest.raises(hl.HalideError, match="output i32out has type int32 but the buffer has type float32"):
+    with pytest.raises(hl.HalideError,
+                       match="Output buffer i32out has type int32 but type of the buffer passed in is float32"):
         f.realize(hl.Buffer(hl.Float(32), [4]))
 
 

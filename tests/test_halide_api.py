@@ -22,7 +22,7 @@ def test_reprs_and_iteration_are_halides():
                             "<halide.Func 'f'>", "<halide.Type int32>", "uint8",
                             "<halide.Expr of type int32: (3 + x)>", [0, 2, 4]]
     assert str(hl.Expr(3) + hl.Var("x")) == "(3 + x)"  # Halide's str is its repr; pyhalide's messages quote this
-    with pytest.raises(IndexError, match=r"coordinate 5 is outside dimension 0"):
+    with pytest.raises(IndexError, match=r"index 5 is out of bounds for axis 0 with min=0, extent=3"):
         hl.Buffer(np.arange(3, dtype=np.int32))[5]
 
 
