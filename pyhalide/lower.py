@@ -25,6 +25,7 @@ from .lowering.inline import inline_functions
 from .lowering.lower_arithmetic import lower_arithmetic
 from .lowering.partition_loops import partition_loops
 from .lowering.schedule_functions import schedule_functions
+from .lowering.select_instructions import select_instructions
 from .lowering.sliding_window import sliding_window
 from .lowering.specialize_residues import specialize_residues
 from .lowering.storage_flattening import storage_flattening
@@ -131,6 +132,9 @@ def layout_passes(dense_buffers: list[str], kernels: list[Kernel] | None = None)
         # must not run after it (it does not know the intrinsics, and could break their guarantees).
         ("arithmetic rules", lower_arithmetic),
         *gpu,
+        # Instruction selection for the host CPU: multiply-adds and saturating arithmetic x86 has
+        # instructions for (after the kernels have left, so only host code gets them).
+        ("select instructions", select_instructions),
     ]
 
 

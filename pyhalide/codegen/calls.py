@@ -11,7 +11,7 @@ from .. import ir
 from ..errors import InternalError
 from ..lowering.lower_arithmetic import not_lowered
 from ..types import Type
-from . import calling_convention, gpu_runtime
+from . import calling_convention, gpu_runtime, x86
 from .gpu_runtime import GPU_FAILED
 from .llvm_types import F64, I1, I8, I32, I64, PTR, VOID, llvm_type, type_suffix
 
@@ -196,6 +196,15 @@ def _gpu_runtime(op: int):
     return emit
 
 
+def _saturating(op: str):
+    """llvm.{s,u}{add,sub}.sat: one vpaddsb / vpaddusw / ... for 8- and 16-bit lanes."""
+    def emit(cg, e):
+        sign = "s" if e.type.is_int() else "u"
+        return call_overloaded(cg, f"llvm.{sign}{op}.sat", e.type, _args(cg, e))
+
+    return emit
+
+
 def _binary(op: str):
     return lambda cg, e: getattr(cg.b, op)(*_args(cg, e))
 
@@ -210,6 +219,9 @@ def _refused(what: str):
 _INTRINSICS = {
     **{name: _gpu_runtime(op) for name, op in gpu_runtime.OPS.items()},
     "all_true": _all_true,
+    "dot_product_i16": x86.dot_product_i16,
+    "saturating_add": _saturating("add"),
+    "saturating_sub": _saturating("sub"),
     "likely": lambda cg, e: cg.expr(e.args[0]),
     "abs": _abs,
     "bitwise_and": _binary("and_"),

@@ -10,6 +10,9 @@ keep one base pointer and 32-bit indices, as Halide's x86 code generator does:
 - other loads: a gather through a vector of 32-bit indices (vgatherdps: 16 lanes in one);
 - a constant-stride store: lane by lane at constant offsets from one address;
 - other stores: a scatter through a vector of 32-bit indices.
+
+And the pairwise 16-bit multiply-add (`dot_product_i16`, from lowering/dot_products.py) as
+`pmaddwd` at the widest width the host has.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from llvmlite import ir as ll
 from .. import ir
 from ..lowering.lower_arithmetic import QUOTIENT_RAMP
 from ..types import Type
+from .jit import host_target
 from .llvm_types import I1, I32, I64, PTR, VOID, llvm_type, type_suffix
 
 if TYPE_CHECKING:
@@ -113,3 +117,49 @@ def _lane_pointers(b: ll.IRBuilder, host, index, t: Type):
 
 def _all_lanes(lanes: int):
     return ll.Constant(ll.VectorType(I1, lanes), [1] * lanes)
+
+
+# (i32 lanes, intrinsic, LLVM feature it needs): pmaddwd at each vector width, widest first.
+_PMADDWD = ((16, "llvm.x86.avx512.pmaddw.d.512", "+avx512bw"), (8, "llvm.x86.avx2.pmadd.wd", "+avx2"),
+            (4, "llvm.x86.sse2.pmadd.wd", ""))
+
+
+def dot_product_i16(cg: CodeGen, e: ir.Call):
+    """Lane i of a*b + c*d (Int16 arguments, Int32 lanes, a multiple of 4): a and c interleaved,
+    b and d interleaved, then `pmaddwd` on each native-width piece."""
+    b = cg.b
+    a_, b_, c_, d_ = (cg.expr(arg) for arg in e.args)
+    n = e.type.lanes
+    pairs = ll.Constant(ll.VectorType(I32, 2 * n), [i // 2 + (i % 2) * n for i in range(2 * n)])
+    ac, bd = b.shuffle_vector(a_, c_, pairs), b.shuffle_vector(b_, d_, pairs)
+    features = set(host_target().features.split(","))
+    pieces, start = [], 0
+    while start < n:
+        width, name = next((w, nm) for w, nm, f in _PMADDWD if w <= n - start and (not f or f in features))
+        half = ll.VectorType(ll.IntType(16), 2 * width)
+        fn = cg.declare(name, ll.VectorType(I32, width), [half, half])
+        window = ll.Constant(ll.VectorType(I32, 2 * width), list(range(2 * start, 2 * (start + width))))
+        undef = ll.Constant(ac.type, ll.Undefined)
+        pieces.append(b.call(fn, [b.shuffle_vector(ac, undef, window), b.shuffle_vector(bd, undef, window)]))
+        start += width
+    return _concat(b, pieces)
+
+
+def _concat(b: ll.IRBuilder, vectors: list):
+    """Vectors of i32 (of any widths) as one, in order."""
+    out = vectors[0]
+    for v in vectors[1:]:
+        p, q = out.type.count, v.type.count
+        m = max(p, q)
+        out, v = (_padded(b, x, m) for x in (out, v))
+        out = b.shuffle_vector(out, v, ll.Constant(ll.VectorType(I32, p + q), [*range(p), *range(m, m + q)]))
+    return out
+
+
+def _padded(b: ll.IRBuilder, v, lanes: int):
+    """v with undefined lanes appended up to `lanes` (shufflevector joins equal widths only)."""
+    n = v.type.count
+    if n == lanes:
+        return v
+    undef = ll.Constant(v.type, ll.Undefined)
+    return b.shuffle_vector(v, undef, ll.Constant(ll.VectorType(I32, lanes), [*range(n), *[0] * (lanes - n)]))
