@@ -2,7 +2,8 @@
 
 LLVM's generic lowering of a gather or scatter extracts a 64-bit address per lane; these forms
 keep one base pointer and 32-bit indices, as Halide's x86 code generator does:
-- a small constant stride (2 to 4): one dense load of the span and a shuffle;
+- a small constant stride (2 to 4): dense vector loads covering the span (none past it) and one
+  shuffle of them;
 - a quotient ramp (lane i at q + (r + i) / k, see lower_arithmetic): one dense load of the
   elements every remainder reads, the one more element lane n-1 reads, and a shuffle chosen
   by r;
@@ -37,13 +38,7 @@ def load(cg: CodeGen, host, index: ir.Expr, t: Type):
     mem_t = llvm_type(t.element_of(), memory=True)
     align = t.element_of().bytes()
     if _small_stride(index):
-        # The span ends at the last element used, so it never reads past the access.
-        k = ir.const_int(index.stride)
-        span = k * (t.lanes - 1) + 1
-        ptr = b.gep(host, [b.sext(cg.expr(index.base), I64)], source_etype=mem_t)
-        wide = b.load(ptr, typ=ll.VectorType(mem_t, span), align=align)
-        picks = ll.Constant(ll.VectorType(I32, t.lanes), [k * i for i in range(t.lanes)])
-        return b.shuffle_vector(wide, ll.Constant(wide.type, ll.Undefined), picks)
+        return _load_small_stride(cg, host, index, t)
     if isinstance(index, ir.Call) and index.name == QUOTIENT_RAMP:
         return _load_quotient_ramp(cg, host, t, *index.args)
     if t.element_of().bits < 32:
@@ -79,6 +74,28 @@ def store(cg: CodeGen, host, index: ir.Expr, v, t: Type) -> None:
     scatter = cg.declare(f"llvm.masked.scatter.{type_suffix(t)}.v{t.lanes}p0", VOID,
                          [v.type, ptrs.type, I32, mask.type])
     b.call(scatter, [v, ptrs, ll.Constant(I32, align), mask])
+
+
+def _load_small_stride(cg: CodeGen, host, index: ir.Ramp, t: Type):
+    """Lanes base, base + k, ...: dense loads of t's width covering the span (the last one moved
+    back to end at the last element used, so nothing past the access is read), joined and picked
+    by one shuffle, which x86 does with two-source permutes (vpermt2ps)."""
+    b = cg.b
+    k, n = ir.const_int(index.stride), t.lanes
+    mem_t = llvm_type(t.element_of(), memory=True)
+    span = k * (n - 1) + 1
+    base = b.gep(host, [b.sext(cg.expr(index.base), I64)], source_etype=mem_t)
+    starts = [min(s, span - n) for s in range(0, span, n)]
+    chunks = [b.load(b.gep(base, [ll.Constant(I64, s)], source_etype=mem_t), typ=ll.VectorType(mem_t, n),
+                     align=t.element_of().bytes()) for s in starts]
+    joined = _concat(b, chunks)
+    # element e of the span is in the last chunk starting at or before it
+    picks = []
+    for i in range(n):
+        e = k * i
+        c = max(j for j, s in enumerate(starts) if s <= e)
+        picks.append(c * n + e - starts[c])
+    return b.shuffle_vector(joined, ll.Constant(joined.type, ll.Undefined), ll.Constant(ll.VectorType(I32, n), picks))
 
 
 def _small_stride(index: ir.Expr) -> bool:
@@ -146,7 +163,7 @@ def dot_product_i16(cg: CodeGen, e: ir.Call):
 
 
 def _concat(b: ll.IRBuilder, vectors: list):
-    """Vectors of i32 (of any widths) as one, in order."""
+    """Vectors of one element type (of any widths) as one, in order."""
     out = vectors[0]
     for v in vectors[1:]:
         p, q = out.type.count, v.type.count
