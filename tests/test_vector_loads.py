@@ -1,5 +1,5 @@
-"""Loads at a small constant stride (codegen/x86.py): dense vector loads covering the span, joined
-by one shuffle. Bit-exact at every stride, width and offset; nothing past the last element used is
+"""Loads at a small constant stride, and of x / k at a known phase (codegen/x86.py): dense vector
+loads covering the span, joined by one shuffle. Bit-exact at every stride, width and offset; nothing past the last element used is
 read (a guard page right after the buffer); and the shuffle is a two-source permute."""
 
 from __future__ import annotations
@@ -24,11 +24,12 @@ def test_strided_loads_are_exact(stride, lanes, offset, dtype, n):
     x = hl.Var("x")
     inp = hl.Buffer(data, "inp")
     f = hl.Func("f")
-    f[x] = inp[stride * x + offset] + inp[stride * x + offset + 1]
+    f[x] = inp[stride * x + offset] + inp[stride * x + offset + 1] + inp[(x + offset) / stride]
     f.vectorize(x, lanes, hl.TailStrategy.GuardWithIf)
     out = np.asarray(f.realize([n]))
     idx = stride * np.arange(n) + offset
-    np.testing.assert_array_equal(out, (data[idx] + data[idx + 1]).astype(dtype))
+    up = data[(np.arange(n) + offset) // stride]
+    np.testing.assert_array_equal(out, (data[idx] + data[idx + 1] + up).astype(dtype))
 
 
 _GUARDED = textwrap.dedent("""
@@ -49,6 +50,14 @@ _GUARDED = textwrap.dedent("""
     f.vectorize(x, 16)
     out = np.asarray(f.realize([n]))
     assert (out == np.arange(0, count, 2)).all()
+    # an upsampling by 2, each phase of the loop (even and odd starts) ending at the same last element
+    for start in (0, 1):
+        m = 2 * count - 1 - start
+        g = hl.Func("g")
+        g[x] = hl.Buffer(data, "inp")[(x + start) / 2]
+        g.vectorize(x, 16)
+        out = np.asarray(g.realize([m]))
+        assert (out == data[(np.arange(m) + start) // 2]).all()
     print("ok")
 """)
 

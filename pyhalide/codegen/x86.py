@@ -77,25 +77,30 @@ def store(cg: CodeGen, host, index: ir.Expr, v, t: Type) -> None:
 
 
 def _load_small_stride(cg: CodeGen, host, index: ir.Ramp, t: Type):
-    """Lanes base, base + k, ...: dense loads of t's width covering the span (the last one moved
-    back to end at the last element used, so nothing past the access is read), joined and picked
-    by one shuffle, which x86 does with two-source permutes (vpermt2ps)."""
+    """Lanes base, base + k, ...: the span they cover, loaded densely, and one shuffle, which x86
+    does with two-source permutes (vpermt2ps)."""
     b = cg.b
     k, n = ir.const_int(index.stride), t.lanes
+    base = b.gep(host, [b.sext(cg.expr(index.base), I64)], source_etype=llvm_type(t.element_of(), memory=True))
+    return _pick_from_span(b, base, t, [k * i for i in range(n)])
+
+
+def _pick_from_span(b: ll.IRBuilder, base, t: Type, elements: list[int]):
+    """Lane i: element elements[i] after base. The span up to the largest is loaded in dense
+    vectors of the widest power-of-two width it holds (the last moved back to end at that
+    element, so nothing past the access is read), joined, and picked by one shuffle."""
     mem_t = llvm_type(t.element_of(), memory=True)
-    span = k * (n - 1) + 1
-    base = b.gep(host, [b.sext(cg.expr(index.base), I64)], source_etype=mem_t)
-    starts = [min(s, span - n) for s in range(0, span, n)]
-    chunks = [b.load(b.gep(base, [ll.Constant(I64, s)], source_etype=mem_t), typ=ll.VectorType(mem_t, n),
+    span = max(elements) + 1
+    width = min(t.lanes, 1 << (span.bit_length() - 1))
+    starts = [min(s, span - width) for s in range(0, span, width)]
+    chunks = [b.load(b.gep(base, [ll.Constant(I64, s)], source_etype=mem_t), typ=ll.VectorType(mem_t, width),
                      align=t.element_of().bytes()) for s in starts]
-    joined = _concat(b, chunks)
-    # element e of the span is in the last chunk starting at or before it
+    joined = _concat(b, chunks) if len(chunks) > 1 else chunks[0]
     picks = []
-    for i in range(n):
-        e = k * i
+    for e in elements:  # element e is in the last chunk starting at or before it
         c = max(j for j, s in enumerate(starts) if s <= e)
-        picks.append(c * n + e - starts[c])
-    return b.shuffle_vector(joined, ll.Constant(joined.type, ll.Undefined), ll.Constant(ll.VectorType(I32, n), picks))
+        picks.append(c * width + e - starts[c])
+    return b.shuffle_vector(joined, ll.Constant(joined.type, ll.Undefined), ll.Constant(ll.VectorType(I32, len(picks)), picks))
 
 
 def _small_stride(index: ir.Expr) -> bool:
@@ -104,12 +109,17 @@ def _small_stride(index: ir.Expr) -> bool:
 
 
 def _load_quotient_ramp(cg: CodeGen, host, t: Type, q: ir.Expr, r: ir.Expr, k: ir.Expr):
-    """Elements q .. q + n/k - 1 are read whatever r is; element q + n/k only when r > 0, so it
-    is loaded from the address lane n-1 really reads (never past the access)."""
+    """A constant r: the elements read and a shuffle. Otherwise elements q .. q + n/k - 1 are
+    read whatever r is; element q + n/k only when r > 0, so it is loaded from the address lane
+    n-1 really reads (never past the access), and the shuffle is selected by r."""
     b = cg.b
     n, k = t.lanes, ir.const_int(k)
     mem_t = llvm_type(t.element_of(), memory=True)
     align = t.element_of().bytes()
+    known = ir.const_int(r)
+    if known is not None:  # the loop is versioned on the phase: exactly the elements read, one shuffle
+        base = b.gep(host, [b.sext(cg.expr(q), I64)], source_etype=mem_t)
+        return _pick_from_span(b, base, t, [(known + i) // k for i in range(n)])
     q, r = cg.expr(q), cg.expr(r)
     dense = b.load(b.gep(host, [b.sext(q, I64)], source_etype=mem_t), typ=ll.VectorType(mem_t, n // k), align=align)
     last = b.add(q, b.udiv(b.add(r, ll.Constant(r.type, n - 1)), ll.Constant(r.type, k)))

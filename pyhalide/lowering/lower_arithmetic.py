@@ -154,8 +154,11 @@ class _LowerArithmetic(IRMutator):
             return self.default(e)
         base, k, offset = parts
         divisor = _c(base.type, k)
-        q = ir.Div(base, divisor) if offset is None else ir.Add(ir.Div(base, divisor), offset)
-        args = (self.mutate(q), self.mutate(ir.Mod(base, divisor)), divisor)
+        known = ir.const_int(base)  # a loop versioned on its phase: the remainder is a constant
+        quotient, remainder = ((_c(base.type, known // k), _c(base.type, known % k)) if known is not None
+                               else (ir.Div(base, divisor), ir.Mod(base, divisor)))
+        q = quotient if offset is None else ir.Add(quotient, offset)
+        args = (self.mutate(q), self.mutate(remainder), divisor)
         index = ir.Call(e.index.type, QUOTIENT_RAMP, args, ir.INTRINSIC)
         return ir.Load(e.type, e.name, index, self.mutate(e.predicate))
 
