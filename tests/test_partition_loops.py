@@ -132,7 +132,8 @@ def test_sliding_window_steady_state_computes_one_row_without_a_loop():
     bx, by = hl.Func("sw_bx"), hl.Func("sw_by")
     bx[x, y] = (inp[x, y] + inp[x + 1, y] + inp[x + 2, y]) / 3
     by[x, y] = (bx[x, y] + bx[x, y + 1] + bx[x, y + 2]) / 3
-    by.split(y, y, yi, 8).vectorize(x, 16)
+    # whole vectors and strips: no ShiftInwards tail to partition
+    by.bound(x, 0, 64).bound(y, 0, 32).split(y, y, yi, 8).vectorize(x, 16)
     bx.store_at(by, y).compute_at(by, x).vectorize(x, 16)
     names = [name for name, _ in _loops(_final_stmt(by))]
     # the strip's first row (three rows of sw_bx), then the steady state: no sw_bx row loop in it
@@ -141,4 +142,71 @@ def test_sliding_window_steady_state_computes_one_row_without_a_loop():
     a = np.asarray(inp).astype(np.int64)
     rows = (a[:, :-2] + a[:, 1:-1] + a[:, 2:]) // 3
     want = (rows[:-2] + rows[1:-1] + rows[2:]) // 3
-    np.testing.assert_array_equal(np.asarray(by.realize([68, 38])), want[:38, :68])
+    np.testing.assert_array_equal(np.asarray(by.realize([64, 32])), want[:32, :64])
+
+
+class _ScalarMinsOf(IRVisitor):
+    """Scalar Mins and Maxes whose operands mention a given loop variable."""
+
+    def __init__(self, v: str):
+        super().__init__()
+        self.v, self.count = v, 0
+
+    def _check(self, e):
+        from pyhalide.ir_mutator import free_variables
+
+        if e.type.lanes == 1 and self.v in free_variables(e):
+            self.count += 1
+        self.visit_children(e)
+
+    visit_Min = visit_Max = _check
+
+
+def _loop_bodies(stmt, name):
+    found = []
+
+    class Find(IRVisitor):
+        def visit_For(self, s):
+            if s.name == name:
+                found.append(s)
+            self.visit_children(s)
+
+    Find().visit(stmt)
+    return found
+
+
+def test_shift_inwards_min_leaves_the_steady_state():
+    """`vectorize(x, 16)` of a width that is not a multiple of 16: the last vector is shifted
+    inwards with min(x_o * 16 + x_min, x_max - 15). The steady state has no min; the epilogue keeps
+    it, and the result is what it was."""
+    inp = hl.Buffer(np.arange(100, dtype=np.int32), "si_in")
+    f = hl.Func("si")
+    f[x] = inp[x] * 2 + 1
+    f.vectorize(x, 16)
+    loops = _loop_bodies(_final_stmt(f), "si.s0.x.x")
+    assert len(loops) == 2, loops  # steady state and epilogue
+    mins = []
+    for loop in loops:
+        finder = _ScalarMinsOf("si.s0.x.x")
+        finder.visit(loop.body)
+        mins.append(finder.count)
+    assert mins[0] == 0 and mins[1] > 0, mins
+    for width in (16, 37, 100):
+        assert np.array_equal(np.asarray(f.realize([width])), np.arange(width) * 2 + 1)
+
+
+@settings(max_examples=40, deadline=None)
+@given(width=st.integers(1, 40), lo=st.integers(-6, 6), shift=st.integers(-8, 8), size=st.integers(1, 12))
+def test_clamped_coordinates_are_partitioned_into_prologue_steady_state_and_epilogue(width, lo, shift, size):
+    """clamp(x + shift, 0, size - 1) over an output that starts before, inside or after the input:
+    the prologue's and epilogue's iterations keep the clamp, the steady state drops it."""
+    data = np.arange(size, dtype=np.int32) * 5 + 3
+    p = hl.Param(hl.Int(32), "shift")
+    p.set(shift)
+    f = hl.Func("clamped")
+    f[x] = hl.Buffer(data, "cl_in")[hl.clamp(x + p, 0, size - 1)]
+    out = hl.Buffer(hl.Int(32), [width])
+    out.set_min([lo])
+    f.realize(out)
+    want = data[np.clip(np.arange(lo, lo + width) + shift, 0, size - 1)]
+    assert np.array_equal(np.asarray(out), want)

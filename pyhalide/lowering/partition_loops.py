@@ -6,7 +6,9 @@ What it finds are the guards of GuardWithIf tails, `if (x_o * 6 + k < extent)`, 
 loop of a register tile's reduction: with the test in the way the accumulators live in memory;
 without it, in registers; and the sliding window's `select(y > y_min, new rows, all rows)` in the
 let of a producer's first row: in the steady state it computes exactly the one new row, with no
-loop around it. A condition counts for a loop when it is a comparison (or a
+loop around it; and the scalar `min` / `max` of a ShiftInwards split, `min(x_o * 16 + x_min,
+x_max - 15)`, and of clamps, `max(min(y, h - 1), 0)`, which are their first operand in the
+steady state. A condition counts for a loop when it is a comparison (or a
 conjunction of comparisons) affine in the loop's variable with a constant coefficient, and
 depends on nothing else that changes inside the loop. The prologue and epilogue keep the
 original body, so the result computes exactly what the loop did.
@@ -15,7 +17,7 @@ original body, so the result computes exactly what the loop did.
 from __future__ import annotations
 
 from .. import ir
-from ..ir_mutator import IRMutator, children, free_variables, has_call, substitute
+from ..ir_mutator import IRMutator, children, free_variables, has_call, map_children, substitute
 from ..simplify import simplify
 from ..types import Int
 
@@ -111,20 +113,23 @@ class _Abbreviate(IRMutator):
 
 
 class _Conditions(IRMutator):
-    """Collects, or (steady=True) removes, the conjuncts of the body's ifs that _solve can solve
-    for loop variable v. Lets inside the loop are seen through; a conjunct that depends on a
+    """Makes the steady-state body: removes the conjuncts of the body's ifs (and settles the
+    selects and mins) that _solve can solve for loop variable v, recording for each the
+    iterations where that holds. One walk does both, so every test removed has its bound: a
+    condition is solved against the lets as the steady state computes them, which equal the
+    original lets wherever all the recorded bounds hold. Lets inside the loop are seen through; a conjunct that depends on a
     loop nested inside v's (or on a let of one) is left alone."""
 
     statements_only = True
     MAX_LET_DEPTH = 8  # lets of lets expanded into a condition, at most
 
-    def __init__(self, v: str, steady: bool):
+    def __init__(self, v: str):
         super().__init__()
-        self.v, self.steady = v, steady
+        self.v = v
         self.lets: dict[str, ir.Expr] = {}  # lets inside v's loop, as written
         self.inner: set[str] = set()  # loops inside v's loop, and the lets that depend on them
         self.bounds: list[tuple[str, ir.Expr]] = []
-        self.from_selects = 0  # how many of the bounds came from selects (not ifs)
+        self.from_selects = 0  # how many of the bounds came from selects or mins (not ifs)
 
     def _scoped(self, name: str, value, body: ir.Stmt) -> ir.Stmt:
         """The body, visited with `name` bound to a let value (or, value None, a loop)."""
@@ -146,9 +151,44 @@ class _Conditions(IRMutator):
             (self.inner.add if inner else self.inner.discard)(name)
 
     def visit_LetStmt(self, s):
-        value = self._selects(s.value)
+        value = self._mins(self._selects(s.value))
         body = self._scoped(s.name, value, s.body)
         return s if body is s.body and value is s.value else ir.LetStmt(s.name, value, body)
+
+    def visit_Store(self, s):
+        index, value = self._mins(s.index), self._mins(s.value)
+        if index is s.index and value is s.value:
+            return s
+        return ir.Store(s.name, value, index, s.predicate)
+
+    def _mins(self, e: ir.Expr) -> ir.Expr:
+        """An expression with the scalar Mins and Maxes whose first-operand case solves for v
+        recorded and replaced by that operand. Not below a Let (whose name could change
+        inside the loop)."""
+        if isinstance(e, ir.Let) or not self._has_min(e):
+            return e
+        if isinstance(e, ir.Min | ir.Max) and e.type.lanes == 1:
+            a, b = self._mins(e.a), self._mins(e.b)
+            cond = ir.LE(a, b) if isinstance(e, ir.Min) else ir.GE(a, b)
+            full = self._expanded(cond)
+            answer = None if full is None else _solve(full, self.v)
+            if answer is not None:
+                self.bounds.append(answer)
+                self.from_selects += 1
+                return a
+            return e if a is e.a and b is e.b else type(e)(a, b)
+        return map_children(e, self._mins)
+
+    @staticmethod
+    def _has_min(e: ir.Expr) -> bool:
+        stack = [e]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, ir.Min | ir.Max) and n.type.lanes == 1:
+                return True
+            if not isinstance(n, ir.Let):
+                stack.extend(children(n))
+        return False
 
     def _settled(self, e: ir.Expr) -> ir.Expr:
         """A select's value in the steady state, simplified with the loop's lets seen through and
@@ -165,8 +205,8 @@ class _Conditions(IRMutator):
         return short if _size(short) <= _size(e) else e
 
     def _selects(self, e: ir.Expr) -> ir.Expr:
-        """A let's value with the Selects whose conditions solve for v recorded (steady: replaced
-        by their true values)."""
+        """A let's value with the Selects whose conditions solve for v recorded and replaced by
+        their true values."""
         if isinstance(e, ir.Select):
             # only the sliding window's `select(v > v.min, ...)`: other selects of lets (lanes of
             # a boundary, say) would copy bodies for little gain, at compile time's cost
@@ -176,8 +216,7 @@ class _Conditions(IRMutator):
             if answers and None not in answers:
                 self.bounds.extend(answers)
                 self.from_selects += len(answers)
-                if self.steady:
-                    return self._settled(self._selects(e.true_value))
+                return self._settled(self._selects(e.true_value))
             t, f = self._selects(e.true_value), self._selects(e.false_value)
             return e if t is e.true_value and f is e.false_value else ir.Select(e.condition, t, f)
         if isinstance(e, ir.Min | ir.Max | ir.Add | ir.Sub):
@@ -186,8 +225,11 @@ class _Conditions(IRMutator):
         return e
 
     def visit_For(self, s):
+        lo, extent = self._mins(s.min), self._mins(s.extent)
         body = self._scoped(s.name, None, s.body)
-        return s if body is s.body else ir.For(s.name, s.min, s.extent, s.for_type, body)
+        if body is s.body and lo is s.min and extent is s.extent:
+            return s
+        return ir.For(s.name, lo, extent, s.for_type, body)
 
     def _expanded(self, c: ir.Expr) -> ir.Expr | None:
         """c with the loop's lets substituted; None if it depends on an inner loop."""
@@ -211,7 +253,7 @@ class _Conditions(IRMutator):
                 self.bounds.append(answer)
         then_case = self.mutate(s.then_case)
         else_case = self.mutate(s.else_case)
-        if self.steady and solved:
+        if solved:
             if not kept:
                 return then_case
             cond = kept[0]
@@ -250,13 +292,12 @@ class PartitionLoops(IRMutator):
         return s if body is s.body else ir.For(s.name, s.min, s.extent, s.for_type, body)
 
     def _partition(self, s: ir.For, body: ir.Stmt) -> ir.Stmt | None:
-        finder = _Conditions(s.name, steady=False)
-        finder.mutate(body)
+        finder = _Conditions(s.name)
+        steady_body = finder.mutate(body)
         if not finder.bounds:
             return None
         if finder.from_selects == len(finder.bounds) and _size(body) > self.MAX_SELECT_BODY:
             return None
-        steady_body = _Conditions(s.name, steady=True).mutate(body)
         end = ir.Add(s.min, s.extent)
         los = [e for kind, e in finder.bounds if kind == "lo"]
         his = [e for kind, e in finder.bounds if kind == "hi"]
