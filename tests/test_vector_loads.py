@@ -1,6 +1,7 @@
 """Loads at a small constant stride, and of x / k at a known phase (codegen/x86.py): dense vector
-loads covering the span, joined by one shuffle. Bit-exact at every stride, width and offset; nothing past the last element used is
-read (a guard page right after the buffer); and the shuffle is a two-source permute."""
+loads covering the span, joined by one shuffle. Bit-exact at every stride, width and offset;
+nothing past the last element used is read (a guard page right after the buffer); and the
+shuffle is a two-source permute."""
 
 from __future__ import annotations
 

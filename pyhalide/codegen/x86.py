@@ -100,7 +100,8 @@ def _pick_from_span(b: ll.IRBuilder, base, t: Type, elements: list[int]):
     for e in elements:  # element e is in the last chunk starting at or before it
         c = max(j for j, s in enumerate(starts) if s <= e)
         picks.append(c * width + e - starts[c])
-    return b.shuffle_vector(joined, ll.Constant(joined.type, ll.Undefined), ll.Constant(ll.VectorType(I32, len(picks)), picks))
+    undef = ll.Constant(joined.type, ll.Undefined)
+    return b.shuffle_vector(joined, undef, ll.Constant(ll.VectorType(I32, len(picks)), picks))
 
 
 def _small_stride(index: ir.Expr) -> bool:

@@ -117,8 +117,8 @@ class _Conditions(IRMutator):
     selects and mins) that _solve can solve for loop variable v, recording for each the
     iterations where that holds. One walk does both, so every test removed has its bound: a
     condition is solved against the lets as the steady state computes them, which equal the
-    original lets wherever all the recorded bounds hold. Lets inside the loop are seen through; a conjunct that depends on a
-    loop nested inside v's (or on a let of one) is left alone."""
+    original lets wherever all the recorded bounds hold. Lets inside the loop are seen through;
+    a conjunct that depends on a loop nested inside v's (or on a let of one) is left alone."""
 
     statements_only = True
     MAX_LET_DEPTH = 8  # lets of lets expanded into a condition, at most
