@@ -90,7 +90,7 @@ def _colour_matrix_func(lanes: int):
 
     f[x] = (hl.cast(i32, coeff(3)) + coeff(0) * hl.cast(i32, planes[0][x])
             + coeff(1) * hl.cast(i32, planes[1][x]) + coeff(2) * hl.cast(i32, planes[2][x]))
-    f.vectorize(x, lanes)
+    f.bound(x, 0, 64).vectorize(x, lanes)  # whole vectors: one loop, no partitioned tail
     ref = m[0, 3].astype(np.int64) + sum(m[0, k].astype(np.int64) * rgb[k] for k in range(3))
     return f, ref
 
