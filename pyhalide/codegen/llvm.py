@@ -20,7 +20,7 @@ from .. import ir
 from ..errors import CompileError, InternalError
 from ..ir_mutator import IRVisitor
 from ..lowering.lower_arithmetic import not_lowered
-from ..types import Type
+from ..types import Int, Type
 from . import calling_convention, parallel, x86
 from .calls import emit_call
 from .interrupts import INTERRUPTED
@@ -33,6 +33,9 @@ _PURE = ("add", "sub", "mul", "sdiv", "srem", "udiv", "urem", "shl", "ashr", "ls
          "fadd", "fsub", "fmul", "fdiv", "icmp_signed", "icmp_unsigned", "fcmp_ordered", "fcmp_unordered",
          "select", "sext", "zext", "trunc", "sitofp", "uitofp", "fptosi", "fptoui", "fpext", "fptrunc",
          "bitcast", "gep", "insert_element", "extract_element", "shuffle_vector")
+
+
+_I32 = Int(32)
 
 
 class _NumberingBuilder(ll.IRBuilder):
@@ -365,7 +368,20 @@ class CodeGen:
         return host
 
     def _element_ptr(self, host, index: ir.Expr, t: Type):
-        return self.b.gep(host, [self.b.sext(self.expr(index), I64)], source_etype=llvm_type(t.element_of(), True))
+        return self.b.gep(host, [self.index64(index)], source_etype=llvm_type(t.element_of(), True))
+
+    def index64(self, e: ir.Expr):
+        """A scalar Int32 index as a 64-bit value, widened at its leaves: the sums and products
+        of an index are done in 64 bits (as Halide does), so LLVM sees `base + i` with i the
+        loop's own 64-bit counter, not a 32-bit sum sign-extended on every iteration. Exact
+        wherever the 32-bit arithmetic was (indices fit 32 bits: the buffer checks)."""
+        if isinstance(e, ir.Add | ir.Sub | ir.Mul) and e.type == _I32:
+            a, b = self.index64(e.a), self.index64(e.b)
+            op = {ir.Add: "add", ir.Sub: "sub", ir.Mul: "mul"}[type(e)]
+            return getattr(self.b, op)(a, b, flags=["nsw"])
+        if isinstance(e, ir.IntImm):
+            return ll.Constant(I64, e.value)
+        return self.b.sext(self.expr(e), I64)
 
     def e_Load(self, e):
         t = e.type

@@ -64,7 +64,7 @@ def store(cg: CodeGen, host, index: ir.Expr, v, t: Type) -> None:
     align = t.element_of().bytes()
     stride = ir.const_int(index.stride) if isinstance(index, ir.Ramp) else None
     if stride is not None:
-        base = b.gep(host, [b.sext(cg.expr(index.base), I64)], source_etype=mem_t)
+        base = b.gep(host, [cg.index64(index.base)], source_etype=mem_t)
         for lane in range(t.lanes):
             ptr = b.gep(base, [ll.Constant(I64, lane * stride)], source_etype=mem_t)
             b.store(b.extract_element(v, ll.Constant(I32, lane)), ptr, align=align)
@@ -81,7 +81,7 @@ def _load_small_stride(cg: CodeGen, host, index: ir.Ramp, t: Type):
     does with two-source permutes (vpermt2ps)."""
     b = cg.b
     k, n = ir.const_int(index.stride), t.lanes
-    base = b.gep(host, [b.sext(cg.expr(index.base), I64)], source_etype=llvm_type(t.element_of(), memory=True))
+    base = b.gep(host, [cg.index64(index.base)], source_etype=llvm_type(t.element_of(), memory=True))
     return _pick_from_span(b, base, t, [k * i for i in range(n)])
 
 
@@ -119,7 +119,7 @@ def _load_quotient_ramp(cg: CodeGen, host, t: Type, q: ir.Expr, r: ir.Expr, k: i
     align = t.element_of().bytes()
     known = ir.const_int(r)
     if known is not None:  # the loop is versioned on the phase: exactly the elements read, one shuffle
-        base = b.gep(host, [b.sext(cg.expr(q), I64)], source_etype=mem_t)
+        base = b.gep(host, [cg.index64(q)], source_etype=mem_t)
         return _pick_from_span(b, base, t, [(known + i) // k for i in range(n)])
     q, r = cg.expr(q), cg.expr(r)
     dense = b.load(b.gep(host, [b.sext(q, I64)], source_etype=mem_t), typ=ll.VectorType(mem_t, n // k), align=align)
