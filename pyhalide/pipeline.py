@@ -298,8 +298,8 @@ class Pipeline:
                         f"Error: Output buffer {spec.name} requires a buffer of exactly {spec.dimensions} dimensions, "
                         f"but the buffer passed in has {buf.dimensions()} dimensions"
                     )
-            if any(_is_bounds_query(b) for b in outs):  # Halide's bounds query: shapes, nothing computed
-                self._query_outputs(lowered, outs)
+            if any(_is_bounds_query(b) for b in outs) or self._queried_inputs(lowered):
+                self._query_bounds(lowered, outs)  # Halide's bounds query: shapes, nothing computed
             else:
                 self._run(outs)
             return outs[0] if len(outs) == 1 else outs
@@ -325,6 +325,9 @@ class Pipeline:
             raise HalideError(f"realize: sizes {sizes} make {elements} elements per output; at most 2^31-1 "
                               f"are supported (index arithmetic is 32-bit, as in Halide)")
         outs = [Buffer._output(spec.type, sizes, spec.name) for spec in out_specs]
+        if self._queried_inputs(lowered):  # as Halide: the inputs' shapes are filled in, nothing computed
+            self._query_bounds(lowered, outs)
+            return outs[0] if len(outs) == 1 else outs
         results = outs
         if self._outputs_constrained():  # as Halide: a bounds query shapes the outputs, then a crop
             outs = self._queried_outputs(lowered, sizes)
@@ -344,17 +347,26 @@ class Pipeline:
     def _outputs_constrained(self) -> bool:
         return any(p._constraint_list() for f in self._outputs for p in (f.__dict__.get("_output_params") or ()))
 
-    def _query_outputs(self, lowered, outs: list[Buffer]) -> None:
-        """realize into bounds-query buffers: each gets the shape the pipeline would need of it
-        (what it writes, through its constraints), as one query of Halide's would give."""
+    @staticmethod
+    def _queried_inputs(lowered) -> list[int]:
+        """Indices (in lowered.buffers) of the inputs bound to bounds-query buffers."""
+        return [i for i, b in enumerate(lowered.buffers)
+                if not b.is_output and isinstance(_input_buffer(b), Buffer) and _is_bounds_query(_input_buffer(b))]
+
+    def _query_bounds(self, lowered, outs: list[Buffer]) -> None:
+        """realize with bounds-query buffers (outputs, or inputs bound to ImageParams): each gets
+        the shape the pipeline would need of it (what it writes or reads, through its
+        constraints), as one query of Halide's would give; nothing is computed."""
         query, lets, boxes = self._regions()
         n_out = len(outs)
-        shapes = [_shape_of(b) for b in outs] + [_shape_of(_input_buffer(b)) for b in lowered.buffers[n_out:]]
-        queried = [i for i, b in enumerate(outs) if _is_bounds_query(b)]
+        inputs = [_input_buffer(b) for b in lowered.buffers[n_out:]]
+        shapes = [_shape_of(b) for b in outs] + [[(0, 0, 0)] * b.dimensions() if _is_bounds_query(b)
+                                                  else _shape_of(b) for b in inputs]
+        queried = [i for i, b in enumerate(outs) if _is_bounds_query(b)] + self._queried_inputs(lowered)
         proposed = _propose_shapes(query, self._buffer_owners(lowered), self._query_sources(lowered), shapes,
                                    queried, lets, boxes)
         for i in queried:
-            _reshape_bounds_query(outs[i], proposed[i])
+            _reshape_bounds_query(outs[i] if i < n_out else inputs[i - n_out], proposed[i])
 
     def _queried_outputs(self, lowered, sizes: list[int]) -> list[Buffer]:
         """The output buffers for realize(sizes) when their dimensions are constrained: the region

@@ -532,3 +532,27 @@ def test_a_bounds_query_buffer_takes_the_shape_the_constraints_settle_on():
 
 def test_bounds_queries_match_halide():
     assert _queried(hl) == _queried(_real())
+
+
+def _input_queried(lib):
+    """An ImageParam bound to a bounds-query buffer: realize (into a buffer, or of sizes) fills in
+    the region the pipeline reads of it and computes nothing."""
+    ip = lib.ImageParam(lib.Int(32), 2, "iq_in")
+    xx, yy = lib.Var("x"), lib.Var("y")
+    f = lib.Func("iq_f")
+    f[xx, yy] = ip[xx + 1, yy - 2] * 2 + ip[xx - 1, yy]
+    shapes = []
+    for target in ("buffer", "sizes"):
+        q = lib.Buffer.make_bounds_query(lib.Int(32), [1, 1])
+        ip.set(q)
+        if target == "buffer":
+            f.realize(lib.Buffer(lib.Int(32), [10, 4]))
+        else:
+            assert [f.realize([10, 4]).dim(d).extent() for d in range(2)] == [10, 4]
+        shapes.append([(q.dim(d).min(), q.dim(d).extent()) for d in range(2)])
+    return shapes
+
+
+def test_an_input_bounds_query_gets_the_region_read_as_in_halide():
+    assert _input_queried(hl) == [[(-1, 12), (-2, 6)], [(-1, 12), (-2, 6)]]
+    assert _input_queried(hl) == _input_queried(_real())
