@@ -165,19 +165,33 @@ class _Conditions(IRMutator):
         """An expression with the scalar Mins and Maxes whose first-operand case solves for v
         recorded and replaced by that operand. Not below a Let (whose name could change
         inside the loop)."""
-        if isinstance(e, ir.Let) or not self._has_min(e):
+        if not self._has_min(e):
             return e
-        if isinstance(e, ir.Min | ir.Max) and e.type.lanes == 1:
-            a, b = self._mins(e.a), self._mins(e.b)
-            cond = ir.LE(a, b) if isinstance(e, ir.Min) else ir.GE(a, b)
-            full = self._expanded(cond)
-            answer = None if full is None else _solve(full, self.v)
-            if answer is not None:
-                self.bounds.append(answer)
-                self.from_selects += 1
-                return a
-            return e if a is e.a and b is e.b else type(e)(a, b)
-        return map_children(e, self._mins)
+        memo: dict[int, tuple[ir.Expr, ir.Expr]] = {}  # the scope is fixed within e: shared subtrees once
+
+        def settle(n: ir.Expr) -> ir.Expr:
+            hit = memo.get(id(n))
+            if hit is not None and hit[0] is n:
+                return hit[1]
+            if isinstance(n, ir.Let):
+                out = n
+            elif isinstance(n, ir.Min | ir.Max) and n.type.lanes == 1:
+                a, b = settle(n.a), settle(n.b)
+                cond = ir.LE(a, b) if isinstance(n, ir.Min) else ir.GE(a, b)
+                full = self._expanded(cond)
+                answer = None if full is None else _solve(full, self.v)
+                if answer is not None:
+                    self.bounds.append(answer)
+                    self.from_selects += 1
+                    out = a
+                else:
+                    out = n if a is n.a and b is n.b else type(n)(a, b)
+            else:
+                out = map_children(n, settle)
+            memo[id(n)] = (n, out)
+            return out
+
+        return settle(e)
 
     @staticmethod
     def _has_min(e: ir.Expr) -> bool:
