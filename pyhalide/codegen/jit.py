@@ -11,7 +11,6 @@ itself. Entries are written to a temporary file, flushed, and renamed into place
 
 from __future__ import annotations
 
-import ctypes.util
 import hashlib
 import os
 import threading
@@ -22,6 +21,7 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from ..errors import CompileError
+from . import thread_pool
 
 _lock = threading.Lock()
 _state: dict = {}
@@ -43,12 +43,6 @@ def _init():
         return _state
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
-    # libgomp spins 300,000 times before sleeping by default; on shared or oversubscribed cores
-    # that costs milliseconds per parallel loop. It reads this when it is loaded.
-    os.environ.setdefault("GOMP_SPINCOUNT", "2000")
-    gomp = ctypes.util.find_library("gomp")
-    if gomp:
-        llvm.load_library_permanently(gomp)
     triple = llvm.get_process_triple()
     cpu = llvm.get_host_cpu_name()
     features = llvm.get_host_cpu_features().flatten()
@@ -206,24 +200,36 @@ def _remember(key: str, obj: bytes) -> None:
             _memory_cache_bytes[0] -= len(_memory_cache.pop(next(iter(_memory_cache))))
 
 
-def _link(obj: bytes, symbol: str):
+def _link(obj: bytes, symbols: tuple[str, ...], imports: bool):
+    """Link an object into the JIT. With imports, it may call the thread pool's entry point."""
+    pool = thread_pool.address() if imports else None  # before taking the lock: it links too
     with _lock:
         st = _init()
         _library_counter[0] += 1
-        builder = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process().export_symbol(symbol)
+        builder = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
+        for symbol in symbols:
+            builder.export_symbol(symbol)
+        if pool is not None:
+            builder.import_symbol(thread_pool.SYMBOL, pool)
         return builder.link(st["lljit"], f"pyhalide_lib{_library_counter[0]}")
 
 
 class JITFunction:
     """A loaded function: its address, kept valid while this object lives."""
 
-    def __init__(self, ir_text: str, symbol: str, disk_cache: bool = True):
-        """disk_cache=False for code that holds this process's addresses: no other process can use it."""
+    def __init__(self, ir_text: str, symbol: str, disk_cache: bool = True, imports: bool = True,
+                 also: tuple[str, ...] = ()):
+        """disk_cache=False for code that holds this process's addresses: no other process can use it.
+        imports=False for the thread pool itself; `also`: more functions to find (`address_of`)."""
         obj, path = _object_for(ir_text, disk=disk_cache)
+        symbols = (symbol, *also)
         try:
-            self._tracker = _link(obj, symbol)
+            self._tracker = _link(obj, symbols, imports)
         except Exception:  # noqa: BLE001 - an object that passed its checksum but won't link: compile afresh
             _discard(path)
             obj, _ = _object_for(ir_text, fresh=True, disk=disk_cache)
-            self._tracker = _link(obj, symbol)
+            self._tracker = _link(obj, symbols, imports)
         self.address = self._tracker[symbol]
+
+    def address_of(self, name: str) -> int:
+        return self._tracker[name]

@@ -162,7 +162,7 @@ class CodeGen:
         self.f.scope[name].pop()
 
     def declare(self, name: str, ret: ll.Type, args: list[ll.Type], var_arg: bool = False) -> ll.Function:
-        """A function of the C library, libgomp or LLVM, declared once per module."""
+        """A function of the C library, the thread pool or LLVM, declared once per module."""
         fn = self.module.globals.get(name)
         if fn is None:
             fn = ll.Function(self.module, ll.FunctionType(ret, args, var_arg=var_arg), name)

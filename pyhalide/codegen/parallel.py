@@ -1,8 +1,8 @@
-"""Parallel loops on libgomp's thread pool, and atomic read-modify-writes.
+"""Parallel loops on pyhalide's thread pool (thread_pool.py), and atomic read-modify-writes.
 
 A parallel For's body is outlined into a task `void task(ptr closure)` that
-`GOMP_parallel(task, closure, threads, 0)` runs on every thread of libgomp's pool: about 2 us per
-loop, with no Python and no GIL. The closure lives on the caller's stack and holds the loop
+`pyhalide_par_for(task, closure, threads)` runs on the calling thread and on the pool's workers
+that join in time, with no Python and no GIL. The closure lives on the caller's stack and holds the loop
 bounds, a shared iteration counter, an error code, the scalars array, and every value and buffer
 the body uses. Each thread takes iterations from the counter until none are left, some task
 failed or SIGINT arrived (interrupts.py); a failing task stores its code in the closure, which
@@ -20,6 +20,7 @@ from .. import ir
 from ..errors import InternalError
 from ..ir_mutator import IRVisitor
 from ..types import Type
+from . import thread_pool
 from .calling_convention import scalar_ptr
 from .interrupts import INTERRUPTED
 from .llvm_types import I32, I64, PTR, VOID, llvm_type
@@ -94,8 +95,8 @@ def emit_parallel_for(cg: CodeGen, s: ir.For) -> None:
 
     b = cg.b
     threads = b.trunc(b.load(scalar_ptr(b, cg.f.scalars, cg.layout.threads_slot), typ=I64), I32)
-    gomp = cg.declare("GOMP_parallel", VOID, [PTR, PTR, I32, I32])
-    b.call(gomp, [task, closure, threads, ll.Constant(I32, 0)])
+    par_for = cg.declare(thread_pool.SYMBOL, VOID, [PTR, PTR, I32])
+    b.call(par_for, [task, closure, threads])
     code = b.load(field_ptr(b, closure, _ERROR), typ=I32)
     with b.if_then(b.icmp_signed("!=", code, ll.Constant(I32, 0)), likely=False):
         cg.free_heap_allocations()

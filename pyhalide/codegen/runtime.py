@@ -21,21 +21,12 @@ from .llvm import CodeGen
 SYMBOL = "pyhalide_pipeline"
 
 
-_threads = {"forked": False}
-
-
-def _after_fork_in_child():
-    _threads["forked"] = True  # libgomp is not fork-safe: a forked child runs serially
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
+_threads: dict = {}
 
 
 def num_threads() -> int:
     """Threads for parallel loops: HL_NUM_THREADS (read once, as Halide's runtime does), else
-    every core; one in a forked child."""
-    if _threads["forked"]:
-        return 1
+    every core. A forked child has them too: the pool starts its own workers there."""
     n = _threads.get("count")
     if n is None:
         env = os.environ.get("HL_NUM_THREADS")

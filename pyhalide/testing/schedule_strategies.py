@@ -492,9 +492,10 @@ class PipelineCrashed(AssertionError):
 
 # How examples run. "fork" (the default where os.fork exists): compile in the test process, run in a
 # forked child and take its results, so that a pipeline that corrupts memory fails its example
-# (Hypothesis then shrinks it) instead of killing the session; the child runs parallel loops on one
-# thread (libgomp is not fork-safe), so examples whose schedule has a parallel loop run once more in
-# the test process, on all threads. "inprocess" (PYHALIDE_FUZZ_FORK=0): run only in the test process.
+# (Hypothesis then shrinks it) instead of killing the session; the child runs parallel loops on
+# workers of its own, and examples whose schedule has a parallel loop run once more in the test
+# process, whose pool has run every example before (the two must agree). "inprocess"
+# (PYHALIDE_FUZZ_FORK=0): run only in the test process.
 MODE = "fork" if hasattr(os, "fork") and os.environ.get("PYHALIDE_FUZZ_FORK", "1") != "0" else "inprocess"
 
 
@@ -569,7 +570,7 @@ def realize_guarded(case, parallel: bool = True):
         raise value
     if parallel:
         here = case.realize()
-        assert_same(here, value, case.reassociates, "run with threads vs the same pipeline run serially")
+        assert_same(here, value, case.reassociates, "run in the test process vs the same pipeline in a fork")
     return value
 
 
