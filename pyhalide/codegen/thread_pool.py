@@ -19,6 +19,7 @@ takes 0.14 (`python -m benchmarks.overhead`).
 - Fork: a forked child has none of the parent's workers. No job waits for a worker that never
   joins, so the child's loops are right regardless; os.fork's hook also resets the pool, and the
   child then starts its own workers.
+It is written for x86-64 Linux, the host pyhalide compiles for: `pause` and the futex system call.
 """
 
 from __future__ import annotations
