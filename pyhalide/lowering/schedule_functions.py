@@ -128,17 +128,11 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
             bounds[name] = (rvars[name].min, rvars[name].extent)
         is_rvar[name] = not pure
 
-    # Where f is stored outside the loop it is computed in, what the iterations past a region
-    # compute stays in its storage, and later iterations' consumers may read it: those values
-    # must be right, so their producers compute what they read (Halide's rule would read stale
-    # values there: a wrong result Halide 21 also gives).
-    persistent = f._schedule.store_level is not None and f._schedule.store_level != f._schedule.compute_level
-
     def within_region(name: str, value: ir.Expr) -> ir.Expr:
         """A pure Var of the stage that a split may run past the region: what those iterations
         read is not required of the producers computed outside the stage's loops (Halide's rule;
-        see bounds.WITHIN_REGION), unless f's storage outlives the iteration."""
-        if name not in pure_vars or persistent:
+        see bounds.WITHIN_REGION)."""
+        if name not in pure_vars:
             return value
         lo, hi = dim_bound(f, stage, name, "min"), dim_bound(f, stage, name, "max")
         outermost = var(sched.dims[-1].internal)
