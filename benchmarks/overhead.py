@@ -39,6 +39,11 @@ def _per_call(hl, calls: int) -> dict[str, float]:
     callable_ = hl.Pipeline(g).compile_to_callable([p], hl.get_jit_target_from_environment())
     cases = {"realize(buffer)": lambda: f.realize(out), "realize([16])": lambda: f.realize([16]),
              "callable(param, buffer)": lambda: callable_(3, out)}
+    return _median_us(cases, calls)
+
+
+def _median_us(cases: dict, calls: int) -> dict[str, float]:
+    """Microseconds per call of each function: warmed up, then the median of 7 batches of `calls`."""
     for fn in cases.values():
         for _ in range(200):
             fn()
@@ -73,18 +78,7 @@ def _stage_chain(hl, stages: int, parallel: bool):
 def _parallel_region(hl, calls: int, stages: int = 16) -> dict[str, float]:
     """Microseconds per call of the chain run serial and in parallel, and per parallel region."""
     runs = {"serial": _stage_chain(hl, stages, False), "parallel": _stage_chain(hl, stages, True)}
-    for fn in runs.values():
-        for _ in range(200):
-            fn()
-    result = {}
-    for name, fn in runs.items():
-        batches = []
-        for _ in range(7):
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            batches.append((time.perf_counter() - t0) / calls * 1e6)
-        result[name] = statistics.median(batches)
+    result = _median_us(runs, calls)
     result["per region"] = (result["parallel"] - result["serial"]) / stages
     return result
 

@@ -298,7 +298,7 @@ class Pipeline:
                         f"Error: Output buffer {spec.name} requires a buffer of exactly {spec.dimensions} dimensions, "
                         f"but the buffer passed in has {buf.dimensions()} dimensions"
                     )
-            if any(_is_bounds_query(b) for b in outs) or self._queried_inputs(lowered):
+            if any(_is_bounds_query(b) for b in outs):
                 self._query_bounds(lowered, outs)  # Halide's bounds query: shapes, nothing computed
             else:
                 self._run(outs)
@@ -325,9 +325,6 @@ class Pipeline:
             raise HalideError(f"realize: sizes {sizes} make {elements} elements per output; at most 2^31-1 "
                               f"are supported (index arithmetic is 32-bit, as in Halide)")
         outs = [Buffer._output(spec.type, sizes, spec.name) for spec in out_specs]
-        if self._queried_inputs(lowered):  # as Halide: the inputs' shapes are filled in, nothing computed
-            self._query_bounds(lowered, outs)
-            return outs[0] if len(outs) == 1 else outs
         results = outs
         if self._outputs_constrained():  # as Halide: a bounds query shapes the outputs, then a crop
             outs = self._queried_outputs(lowered, sizes)
@@ -455,6 +452,9 @@ class Pipeline:
         buffers = list(outs)
         for b in lowered.buffers[len(outs):]:
             buffers.append(_input_buffer(b))
+        if any(b._array is None for b in buffers[len(outs):]) and self._queried_inputs(lowered):
+            self._query_bounds(lowered, outs)  # as Halide: the inputs' shapes filled in, nothing computed
+            return
         constrained = self._constrained(lowered)
         if constrained:
             _check_constraints(constrained, self._buffer_owners(lowered), buffers)

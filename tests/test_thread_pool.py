@@ -34,7 +34,6 @@ def _chain_reference(stages: int, rows: int, width: int) -> np.ndarray:
     v = (xs * 3 + ys).astype(np.int64)
     for i in range(1, stages):
         v = v * 5 + i + xs
-    v = v + 0  # stage 0 adds i = 0
     return ((v + 2**31) % 2**32 - 2**31).astype(np.int32)
 
 

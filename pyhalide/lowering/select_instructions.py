@@ -112,10 +112,14 @@ class _SelectInstructions(IRMutator):
         return ir.Call(e.type, name, (self.mutate(a), self.mutate(b)), ir.INTRINSIC)
 
     def _rewrite_sum(self, e: ir.Add) -> ir.Expr | None:
-        terms = [self.mutate(t) for t in _terms(e, [])]
+        """None (the Add is mutated as usual) unless the sum holds two products to pair; the
+        terms are looked at as written and mutated only once they are kept."""
+        terms = _terms(e, [])
         products = [(i, f) for i, t in enumerate(terms) if (f := _factors(t)) is not None]
         if len(products) < 2:
             return None
+        terms = [self.mutate(t) for t in terms]
+        products = [(i, tuple(self.mutate(x) for x in f)) for i, f in products]
         used: set[int] = set()
         dots = []
         for (i, (a, b)), (j, (c, d)) in zip(products[::2], products[1::2], strict=False):
