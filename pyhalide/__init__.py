@@ -11,6 +11,20 @@ from .buffer import Buffer
 from .errors import BufferIndexError, CompileError, HalideError, InternalError, RuntimeCheckError
 from .expr import Expr
 from .func import Func, FuncRef, FuncTupleElementRef, Stage, Tuple, lambda_func
+from .generator import (
+    Generator,
+    GeneratorContext,
+    GeneratorParam,
+    InputBuffer,
+    InputScalar,
+    OutputBuffer,
+    OutputScalar,
+    active_generator_context,
+    alias,
+    create_generator,
+    generator,
+    main,
+)
 from .inline_reductions import argmax, argmin, maximum, minimum, product, sum
 from .integer_ops import (
     div_round_to_zero,

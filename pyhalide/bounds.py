@@ -223,6 +223,12 @@ class _Bounds:
                 None if a.max is None else ir.Div(a.max, e.b),
                 None if a.min is None else ir.Div(a.min, e.b),
             )
+        if e.type.is_float() and b.is_single() and a.is_bounded():
+            # one divisor (a Param, say) of either sign: the quotient's ends swap with its sign, as
+            # Halide bounds them (`i32(clamp(v, 0, 1) / sigma)` indexes a bounded grid)
+            positive = ir.LT(ir.make_const(e.type, 0), b.min)
+            lo, hi = ir.Div(a.min, b.min), ir.Div(a.max, b.min)
+            return Interval(ir.Select(positive, lo, hi), ir.Select(positive, hi, lo))
         if e.type.is_float() or not a.is_bounded():
             return Interval(None, None)
         if b.is_single() and proven_positive(b.min):

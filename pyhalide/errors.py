@@ -10,7 +10,13 @@ class CompileError(HalideError):
 
 
 class RuntimeCheckError(HalideError):
-    """A check at pipeline entry failed (buffer too small, bad stride, ...); nothing was computed."""
+    """A check at pipeline entry failed (buffer too small, bad stride, ...); nothing was computed.
+    Its text starts "Error: ", as Halide's runtime errors do (scripts match on it)."""
+
+    def __init__(self, message: str = "", *args):
+        if isinstance(message, str) and not message.startswith("Error: "):
+            message = f"Error: {message}"
+        super().__init__(message, *args)
 
 
 class BufferIndexError(HalideError, IndexError):

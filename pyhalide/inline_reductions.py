@@ -6,27 +6,61 @@ from . import ir
 from .errors import HalideError
 from .expr import Expr, to_ir, wrap
 from .func import Func, Tuple, _FindVariables
+from .ir_mutator import substitute
 from .names import unique_name
 from .operators import select
-from .var import RVar, Var
+from .var import RDom, RVar, Var
 
 
-def _free_vars_and_rvars(e: ir.Expr):
-    finder = _FindVariables()
-    finder.visit(e)
-    if not finder.domains:
-        raise HalideError("An inline reduction needs an expression that uses an RDom")
-    rvars = [RVar(d, i) for d in finder.domains.values() for i in range(len(d.rvars))]
-    return [Var(n) for n in finder.pure], rvars
+def _reduction_of(e, rdom):
+    """(value, pure Vars it is a function of, the Args to call it with, the RVars it reduces over).
 
-
-def _reduce(e, name, init, step):
+    With no RDom given, every RDom e uses is reduced over. With one (Halide's `sum(r, e)`), only
+    it is: e's other RVars stay free, as arguments of the hidden Func called with those RVars."""
     value = to_ir(e)
-    vars_, _ = _free_vars_and_rvars(value)
-    f = _reduction_func(name)
+    finder = _FindVariables()
+    finder.visit(value)
+    if rdom is None:
+        if not finder.domains:
+            raise HalideError("An inline reduction needs an expression that uses an RDom")
+        domains = list(finder.domains.values())
+        free: dict[str, ir.Expr] = {}
+    else:
+        if not isinstance(rdom, RDom):
+            raise HalideError(f"An inline reduction's first argument is the RDom to reduce over, got {rdom!r}")
+        domains = [rdom._domain]
+        free = {rv.name: ir.Variable(unique_name("v"), rv.min.type)
+                for d in finder.domains.values() if d is not rdom._domain for rv in d.rvars}
+        value = substitute(free, value)
+    rvars = [RVar(d, i) for d in domains for i in range(len(d.rvars))]
+    names = list(finder.pure) + [v.name for v in free.values()]
+    call_args = [Var(n) for n in finder.pure] + [wrap(ir.Variable(n, v.type, ref=_domain_of(finder, n)))
+                                                  for n, v in free.items()]
+    return value, [Var(n) for n in names], call_args, rvars
+
+
+def _domain_of(finder, rvar_name: str):
+    return next(d for d in finder.domains.values() if any(rv.name == rvar_name for rv in d.rvars))
+
+
+def _split_args(args, what: str):
+    """(rdom or None, expr, name) from Halide's (expr[, name]) and (rdom, expr[, name]) forms."""
+    if args and isinstance(args[0], RDom):
+        if len(args) not in (2, 3):
+            raise HalideError(f"{what}(rdom, expr[, name]) takes 2 or 3 arguments, got {len(args)}")
+        return args[0], args[1], (args[2] if len(args) == 3 else None)
+    if len(args) not in (1, 2):
+        raise HalideError(f"{what}(expr[, name]) takes 1 or 2 arguments, got {len(args)}")
+    return None, args[0], (args[1] if len(args) == 2 else None)
+
+
+def _reduce(args, what: str, init, step):
+    rdom, e, name = _split_args(args, what)
+    value, vars_, call_args, _ = _reduction_of(e, rdom)
+    f = _reduction_func(name or unique_name(what))
     f[tuple(vars_)] = wrap(ir.make_const(value.type, init(value.type)))
     f[tuple(vars_)] = step(f[tuple(vars_)], wrap(value))
-    return f[tuple(vars_)]
+    return f[tuple(call_args)]
 
 
 def _reduction_func(name: str) -> Func:
@@ -45,49 +79,57 @@ def _highest(t):
     return float("inf") if t.is_float() else t.max_value()
 
 
-def sum(e, name: str | None = None) -> Expr:
-    """The sum of e over its RDom, in e's type (integers wrap, as in Halide)."""
-    return _reduce(e, name or unique_name("sum"), lambda t: 0, lambda acc, v: acc + v)
+def sum(*args, name: str | None = None) -> Expr:
+    """sum(expr[, name]) or sum(rdom, expr[, name]): the sum over the RDom, in expr's type
+    (integers wrap, as in Halide)."""
+    return _reduce(_named(args, name), "sum", lambda t: 0, lambda acc, v: acc + v)
 
 
-def product(e, name: str | None = None) -> Expr:
-    return _reduce(e, name or unique_name("product"), lambda t: 1, lambda acc, v: acc * v)
+def product(*args, name: str | None = None) -> Expr:
+    return _reduce(_named(args, name), "product", lambda t: 1, lambda acc, v: acc * v)
 
 
-def maximum(e, name: str | None = None) -> Expr:
+def maximum(*args, name: str | None = None) -> Expr:
     from .operators import max as hl_max
 
-    return _reduce(e, name or unique_name("maximum"), _lowest, hl_max)
+    return _reduce(_named(args, name), "maximum", _lowest, hl_max)
 
 
-def minimum(e, name: str | None = None) -> Expr:
+def minimum(*args, name: str | None = None) -> Expr:
     from .operators import min as hl_min
 
-    return _reduce(e, name or unique_name("minimum"), _highest, hl_min)
+    return _reduce(_named(args, name), "minimum", _highest, hl_min)
 
 
-def _arg_reduce(e, name: str, better):
-    value = to_ir(e)
-    vars_, rvars = _free_vars_and_rvars(value)
+def _named(args: tuple, name) -> tuple:
+    return args if name is None else (*args, name)
+
+
+def _arg_reduce(args, what: str, better):
+    rdom, e, name = _split_args(args, what)
+    value, vars_, call_args, rvars = _reduction_of(e, rdom)
     t = value.type
     worst = _lowest(t) if better == "gt" else _highest(t)
-    f = _reduction_func(name)
-    args = tuple(vars_)
-    f[args] = Tuple([*[r.min() for r in rvars], wrap(ir.make_const(t, worst))])
-    current = f[args]
+    f = _reduction_func(name or unique_name(what))
+    pure = tuple(vars_)
+    # Halide starts the coordinates at 0 (not the RDom's min): where no value beats the start
+    # (argmin of an all-true condition), the answer is 0
+    f[pure] = Tuple([*[0 for _ in rvars], wrap(ir.make_const(t, worst))])
+    current = f[pure]
     best = current[len(rvars)]
     cond = wrap(value) > best if better == "gt" else wrap(value) < best
-    f[args] = Tuple(
+    f[pure] = Tuple(
         [select(cond, r, current[i]) for i, r in enumerate(rvars)] + [select(cond, wrap(value), best)]
     )
-    ref = f[args]
+    ref = f[tuple(call_args)]
     return tuple(ref[i] for i in range(len(rvars) + 1))  # a Python tuple, as Halide's bindings return
 
 
-def argmax(e, name: str | None = None) -> tuple:
-    """(coordinates of the first maximum..., the maximum), a Python tuple of Exprs."""
-    return _arg_reduce(e, name or unique_name("argmax"), "gt")
+def argmax(*args, name: str | None = None) -> tuple:
+    """argmax(expr[, name]) or argmax(rdom, expr[, name]): (coordinates of the first maximum...,
+    the maximum), a Python tuple of Exprs."""
+    return _arg_reduce(_named(args, name), "argmax", "gt")
 
 
-def argmin(e, name: str | None = None) -> tuple:
-    return _arg_reduce(e, name or unique_name("argmin"), "lt")
+def argmin(*args, name: str | None = None) -> tuple:
+    return _arg_reduce(_named(args, name), "argmin", "lt")

@@ -7,6 +7,7 @@ HL_DEBUG_LOWER=1 to print the IR after each pass with its time.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from .ir_printer import stmt_to_string
 from .lowering.allocation_bounds import allocation_bounds
 from .lowering.bounds_inference import bounds_inference, buffer_names
 from .lowering.buffer_checks import buffer_checks
+from .lowering.copy_graph import errors_in_user_names
 from .lowering.environment import Environment, build_environment, pipeline_inputs
 from .lowering.gpu_host_copies import gpu_host_copies
 from .lowering.gpu_kernels import Kernel, gpu_kernels
@@ -68,6 +70,13 @@ class LoweredPipeline:
     @property
     def target(self):
         return self.env.target
+
+    @functools.cached_property
+    def user_names(self):
+        """The runtime's UserNames for this pipeline's renamed names (None when none was renamed)."""
+        from .codegen.runtime import UserNames
+
+        return UserNames(self.env.user_names) if self.env.user_names else None
 
 
 def _slide_and_fold(stmt, env):
@@ -170,8 +179,9 @@ def lower(outputs, target=None, hook=None) -> LoweredPipeline:
     target = resolve_target(target)
     target.require_supported()
     env = build_environment(list(outputs), target)
-    stmt = _run([("schedule functions", lambda _: schedule_functions(env))], None, hook)
-    stmt = _run(lowering_passes(env), stmt, hook)
+    with errors_in_user_names(env.user_names):
+        stmt = _run([("schedule functions", lambda _: schedule_functions(env))], None, hook)
+        stmt = _run(lowering_passes(env), stmt, hook)
     images, params = pipeline_inputs(env)
     buffers = []
     for f in env.outputs:

@@ -13,6 +13,7 @@ from .deep_recursion import deep
 from .errors import HalideError, InternalError
 from .func import Func
 from .ir_printer import stmt_to_string
+from .lowering.copy_graph import to_user_names
 from .types import Int
 
 
@@ -461,7 +462,7 @@ class Pipeline:
         layouts = tuple(_layout(b) for b in buffers)
         compiled = self._compiled.get(layouts) or self._compile_now(lowered, layouts)
         params = [s.param.get() for s in lowered.scalars]
-        compiled.run(buffers, params)
+        compiled.run(buffers, params, lowered.user_names)
 
     def _constrained(self, lowered) -> list:
         """(buffer index, OutputImageParam) of the buffers of the lowered pipeline whose dimensions
@@ -611,14 +612,16 @@ class Pipeline:
         self._require_defined()
         self._set_target(None)
         seen = []
-        lower(self._outputs, self._target, hook=lambda name, stmt: seen.append((name, stmt)))
-        print(loop_nest_text(next(stmt for name, stmt in seen if name == "simplify")), end="")
+        lowered = lower(self._outputs, self._target, hook=lambda name, stmt: seen.append((name, stmt)))
+        text = loop_nest_text(next(stmt for name, stmt in seen if name == "simplify"))
+        print(to_user_names(text, lowered.env.user_names), end="")
 
     def compile_to_lowered_stmt(self, filename: str, arguments=None, fmt=None, target=None) -> None:
         """The lowered Stmt as text, or (fmt=hl.StmtOutputFormat.HTML) as an HTML page of it,
         each `produce` block collapsible."""
         self._set_target(target)
-        text = stmt_to_string(self._lower().stmt)
+        lowered = self._lower()
+        text = to_user_names(stmt_to_string(lowered.stmt), lowered.env.user_names)
         with open(filename, "w") as f:
             f.write(_stmt_html(text, self._outputs[0].name()) if fmt == StmtOutputFormat.HTML else text)
 
@@ -753,8 +756,12 @@ class Callable:
         self._constrained = pipeline._constrained(lowered)
         self._owners = pipeline._buffer_owners(lowered)
         self._param_args = [(a.name(), i) for i, a in enumerate(arguments) if isinstance(a, Param)]
+        self._names = [a.name() for a in arguments] + [b.name for b in lowered.buffers[:self._n_out]]
+        self._names_in_text = lowered.user_names
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            args = self._by_name(args, kwargs)
         if len(args) != self._n_args + self._n_out:
             raise HalideError(f"Callable takes {self._n_args} arguments and {self._n_out} output buffers, got "
                               f"{len(args)} values")
@@ -765,7 +772,27 @@ class Callable:
             _check_constraints(self._constrained, self._owners,
                                [b if isinstance(b, Buffer) else Buffer(b) for b in buffers],
                                {name: args[i] for name, i in self._param_args})
-        self._compiled.run(buffers, [args[i] for i in self._params])
+        self._compiled.run(buffers, [args[i] for i in self._params], self._names_in_text)
+
+    def _by_name(self, args: tuple, kwargs: dict) -> tuple:
+        """The arguments in order, the ones after `args` given by name (Halide's keywords)."""
+        if len(args) > len(self._names):
+            raise HalideError(f"Expected at most {len(self._names)} positional arguments, but saw {len(args)}.")
+        slots = list(args) + [_MISSING] * (len(self._names) - len(args))
+        for name, value in kwargs.items():
+            if name not in self._names:
+                raise HalideError(f"Unknown argument '{name}' specified via keyword.")
+            i = self._names.index(name)
+            if slots[i] is not _MISSING:
+                raise HalideError(f"Argument {name} specified multiple times.")
+            slots[i] = value
+        for name, value in zip(self._names, slots):
+            if value is _MISSING:
+                raise HalideError(f"Argument {name} was not specified by either positional or keyword argument.")
+        return tuple(slots)
+
+
+_MISSING = object()
 
 
 def _unbound(spec) -> bool:

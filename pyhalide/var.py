@@ -177,6 +177,9 @@ class RDom:
     _dim_names = ("x", "y", "z", "w")
 
     def __init__(self, *ranges, name: str | None = None):
+        if not ranges and name is None:  # Halide's undefined RDom, a placeholder to assign later
+            self._domain, self._name, self._rvars = None, "", []
+            return
         if ranges and isinstance(ranges[-1], str):  # RDom(region, "name"), as in Halide
             ranges, name = ranges[:-1], ranges[-1]
         name = name or unique_name("r")
@@ -202,6 +205,16 @@ class RDom:
     def name(self) -> str:
         return self._name
 
+    def defined(self) -> bool:
+        return self._domain is not None
+
+    def __repr__(self):  # as Halide's bindings print it
+        from .ir_printer import expr_to_string
+
+        lines = "".join(f"  {rv.name}({expr_to_string(rv.min)}, {expr_to_string(rv.extent)})\n"
+                        for rv in (self._domain.rvars if self._domain is not None else []))
+        return f"<halide.RDom RDom(\n{lines})>" if lines else "<halide.RDom RDom()>"
+
     def dimensions(self) -> int:
         return len(self._rvars)
 
@@ -222,7 +235,7 @@ class RDom:
 
     @property
     def x(self) -> RVar:
-        return self._rvars[0]
+        return self._need(0)
 
     @property
     def y(self) -> RVar:
@@ -252,6 +265,8 @@ class RDom:
         return self._domain
 
     def _as_expr(self) -> Expr:
+        if self._domain is None:
+            raise HalideError("This RDom is undefined (RDom() with no dimensions); give it a region to use it")
         if len(self._rvars) != 1:
             raise HalideError(f"RDom {self._name} has {len(self._rvars)} dimensions; use r.x, r.y ...")
         return self._rvars[0]

@@ -77,8 +77,8 @@ def test_imageio_reads_and_writes_planar_images_as_halide_does(tmp_path):
 
 
 def test_tracing_prints_halides_events(capsys):
-    """The events Halide 21 prints for this pipeline (read off its run; its `Tag` lines, which
-    pyhalide does not print yet, left out)."""
+    """The events Halide 21 prints for this pipeline, read off its run: the `Tag` line of each
+    traced Func (types, and the box the pipeline touches), then the events."""
     gx, gy, gxo, gxi = hl.Var("x"), hl.Var("y"), hl.Var("xo"), hl.Var("xi")
     g = hl.Func("tr_gradient")
     g[gx, gy] = gx + gy
@@ -100,10 +100,13 @@ def test_tracing_prints_halides_events(capsys):
             a, b = i + j, i + 1 + j
             steps += [f"Load tr_gradient.0(<{i}, {i + 1}>, <{j}, {j}>) = <{a}, {b}>",
                       f"Store tr_h.0(<{i}, {i + 1}>, <{j}, {j}>) = <{a * 2.5:f}, {b * 2.5:f}>"]
-    want = ["Begin pipeline tr_h.0()", "Begin realization tr_h.0(0, 4, 0, 2)", *stores,
+    want = ["Begin pipeline tr_h.0()", 'Tag tr_gradient.0() tag = "func_type_and_dim: 1 0 32 1 2 0 4 0 2"',
+            'Tag tr_h.0() tag = "func_type_and_dim: 1 2 32 1 2 0 4 0 2"', "Begin realization tr_h.0(0, 4, 0, 2)",
+            *stores,
             "Produce tr_h.0(0, 4, 0, 2)", *steps, "End produce tr_h.0(0, 4, 0, 2)",
             "End realization tr_h.0(0, 4, 0, 2)", "End pipeline tr_h.0()",
-            "Begin pipeline tr_tup.0()", "Store tr_tup.0(0) = 0", "Store tr_tup.1(0) = 0.000000",
+            "Begin pipeline tr_tup.0()", 'Tag tr_tup.0() tag = "func_type_and_dim: 2 0 32 1 2 32 1 1 0 2"',
+            "Store tr_tup.0(0) = 0", "Store tr_tup.1(0) = 0.000000",
             "Store tr_tup.0(1) = 1", "Store tr_tup.1(1) = 0.333333", "End pipeline tr_tup.0()"]
     assert capsys.readouterr().out.splitlines() == want
 
@@ -194,3 +197,92 @@ def test_implicit_arguments_stand_for_the_remaining_dimensions():
     assert m.dimensions() == 2
     np.testing.assert_array_equal(np.asarray(m.realize([3, 2])), base)
     np.testing.assert_array_equal(np.asarray(k.realize([3, 2])), np.arange(1, 7).reshape(2, 3))
+
+
+def test_generated_names_print_as_the_user_sees_them(capsys):
+    """Lowering renames generated names canonically (for its compile cache); what the user reads
+    (a loop nest, trace lines, errors) uses the names the user's objects have, as Halide prints."""
+    for _ in range(3):  # use up some generated names, as earlier code in a program would
+        hl.Func(), hl.Var()
+    x = hl.Var()
+    f = hl.Func()
+    f[x] = x
+    f.trace_stores()
+    f.realize([2])
+    xo, xi = hl.Var(), hl.Var()
+    f.split(x, xo, xi, 2)
+    f.print_loop_nest()
+    fn, xn, on, inner = f.name(), x.name(), xo.name(), xi.name()
+    assert capsys.readouterr().out.splitlines() == [
+        f"Begin pipeline {fn}.0()", f'Tag {fn}.0() tag = "func_type_and_dim: 1 0 32 1 1 0 2"',
+        f"Store {fn}.0(0) = 0", f"Store {fn}.0(1) = 1", f"End pipeline {fn}.0()",
+        f"produce {fn}:", f"  for {xn}.{on}:", f"    for {xn}.{inner} in [0, 1]:", f"      {fn}(...) = ..."]
+    g = hl.Func()
+    g[x] = f[x] + 1
+    f.compute_at(g, hl.Var())
+    with pytest.raises(hl.HalideError, match=f"Func {fn} "):
+        g.realize([4])
+
+
+def test_runtime_errors_read_as_halides():
+    x = hl.Var("x")
+    f = hl.Func("rt_err")
+    f[x] = hl.u8(x)
+    f.bound(x, 0, 1)
+    with pytest.raises(hl.HalideError, match=r"^Error: Bounds given for rt_err in x \(from 0 to 0\) do not cover "
+                                             r"required region \(from 0 to 9\)"):
+        f.realize(hl.Buffer(hl.UInt(8), [10]))
+
+
+def test_argmin_and_argmax_start_at_zero_and_take_an_rdom_first():
+    """Halide starts an arg-reduction's coordinates at 0, not at the RDom's min: where nothing
+    beats the start (argmin of an always-true condition, as lesson 13's Mandelbrot escape
+    count), the answer is 0. With an RDom first, only it is reduced over; other RVars are free."""
+    x = hl.Var("x")
+    r = hl.RDom([(1, 12)], "am_r")
+    never = hl.Func("am_never")
+    never[x] = hl.argmin(r.x + x > -100)[0]  # always true: no r beats the start
+    first_false = hl.Func("am_first_false")
+    first_false[x] = hl.argmin(r.x < x)[0]
+    assert list(never.realize([3])) == [0, 0, 0]
+    assert list(first_false.realize([4])) == [1, 1, 2, 3]
+    im = hl.Buffer(np.array([[3, 1, 4, 1], [5, 9, 2, 6]], dtype=np.int32))
+    s = hl.RDom([(0, 4)], "am_s")
+    t = hl.RDom([(1, 3)], "am_t")
+    g = hl.Func("am_g")
+    g[x] = 0
+    g[s.x] = hl.sum(t, s.x * 10 + t.x) + hl.maximum(t, t.x - s.x, "am_mx")  # s free, t reduced
+    assert list(g.realize([5])) == [9, 38, 67, 96, 0]  # as Halide 21 computes it
+    a, b = hl.argmin(s, im[s.x, x]), hl.argmax(im[s.x, x])
+    h = hl.Func("am_h")
+    h[x] = (a[0], a[1], b[0], b[1])
+    assert [list(v) for v in h.realize([2])] == [[1, 2], [1, 2], [2, 1], [4, 9]]
+
+
+def test_an_undefined_rdom_and_rdoms_print_as_halides():
+    assert repr(hl.RDom()) == "<halide.RDom RDom()>" and hl.RDom().dimensions() == 0
+    assert not hl.RDom().defined()
+    with pytest.raises(hl.HalideError, match="no dimension 0"):
+        _ = hl.RDom().x
+    r = hl.RDom([(0, 3), (1, hl.Param(hl.Int(32), "rd_n"))], "rd")
+    assert str(r) == "<halide.RDom RDom(\n  rd$x(0, 3)\n  rd$y(1, rd_n)\n)>"
+
+
+def test_dividing_a_bounded_float_by_a_param_bounds_an_index_by_the_params_sign():
+    """`i32(clamp(v, 0, 1) / sigma)` indexes a grid computed at root (Halide's bilateral_grid
+    generator): Halide bounds the quotient by both signs of sigma, so the grid is finite."""
+    x = hl.Var("x")
+    sigma = hl.Param(hl.Float(32), "bq_sigma")
+    im = hl.ImageParam(hl.Float(32), 1, "bq_im")
+    grid = hl.Func("bq_grid")
+    grid[x] = x * 2
+    out = hl.Func("bq_out")
+    out[x] = grid[hl.i32(hl.clamp(im[x], 0.0, 1.0) / sigma)]
+    grid.compute_root()
+    values = np.array([0.0, 0.26, 0.5, 1.0, 7.0], dtype=np.float32)
+    im.set(hl.Buffer(values))
+    for s in (0.25, -0.5):
+        sigma.set(s)
+        got = np.asarray(out.realize([5]))
+        want = np.trunc(np.clip(values, 0, 1) / np.float32(s)).astype(np.int32) * 2
+        np.testing.assert_array_equal(got, want)

@@ -263,7 +263,7 @@ def test_requirements_fail_the_run_with_their_message():
     delta.set(2)
     assert np.asarray(p.realize([3])).tolist() == [2, 3, 4]
     delta.set(0)
-    with pytest.raises(hl.HalideError, match=r"^Requirement Failed: \(false\) $"):
+    with pytest.raises(hl.HalideError, match=r"^Error: Requirement Failed: \(false\) $"):
         p.realize([3])
     delta.set(-1)
     with pytest.raises(hl.HalideError, match=r"Requirement Failed: \(false\) negative \{values\} -1 true 200$"):

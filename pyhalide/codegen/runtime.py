@@ -12,6 +12,7 @@ from ..buffer import MAX_ELEMENTS
 from ..errors import HalideError, RuntimeCheckError
 from ..ir_mutator import cycle_collector_paused
 from ..lower import finish_lowering
+from ..lowering.copy_graph import to_user_names
 from . import interrupts
 from .cuda import cuda_source
 from .gpu_runtime import GPU_FAILED, GpuRun, cuda_device, gpu_loops_run_serially
@@ -46,6 +47,25 @@ def _write_text(text: bytes) -> None:
 
 
 _TEXT_ADDRESS = ctypes.cast(_write_text, ctypes.c_void_p).value
+
+
+class UserNames:
+    """A pipeline whose generated names lowering renamed (copy_graph.py): its printed lines and
+    runtime errors, reworded in the user's names."""
+
+    def __init__(self, mapping: dict[str, str]):
+        self.mapping = mapping
+        self._writer = None
+
+    def text(self, text: str) -> str:
+        return to_user_names(text, self.mapping)
+
+    @property
+    def writer_address(self) -> int:
+        if self._writer is None:
+            self._writer = ctypes.CFUNCTYPE(None, ctypes.c_char_p)(
+                lambda text: sys.stdout.write(self.text(text.decode(errors="replace"))))
+        return ctypes.cast(self._writer, ctypes.c_void_p).value
 
 
 def dense_buffers(lowered, layouts: tuple) -> list[str]:
@@ -94,13 +114,16 @@ class CompiledPipeline:
             self._gpu_callback = GpuRun.make_callback()
             self._template[self.layout.gpu_slot] = ctypes.cast(self._gpu_callback, ctypes.c_void_p).value
 
-    def run(self, buffers: list, param_values: list) -> None:
-        """Run on buffers (outputs first, then inputs, as in lowered.buffers) and Param values.
+    def run(self, buffers: list, param_values: list, names: UserNames | None = None) -> None:
+        """Run on buffers (outputs first, then inputs, as in lowered.buffers) and Param values;
+        what it prints and its errors in `names`' user names.
 
         Each buffer is an hl.Buffer, or a numpy array taken as an hl.Buffer of it would be
         (axes reversed, mins 0). This is the per-call path: checks are cheap and done once."""
         sc = self._template.copy()
         sc[self.layout.threads_slot] = num_threads()
+        if names is not None:
+            sc[self.layout.print_slot] = names.writer_address
         arrays = []
         for (spec, is_output, dtype, ndim, axes, axis0, dense, itemsize, slots), buf in zip(self._specs, buffers):
             if type(buf) is np.ndarray:
@@ -143,7 +166,7 @@ class CompiledPipeline:
         if rc != 0:
             if rc == interrupts.INTERRUPTED:
                 interrupts.raise_interrupt()
-            self._raise(rc, sc)
+            self._raise(rc, sc, names)
 
     def _run_serially(self, arrays: list, buffers: list, sc) -> int:
         """GPU loops run as serial loops on the host: Buffers kept on a device are read on the host."""
@@ -178,8 +201,9 @@ class CompiledPipeline:
             raise run.error
         return rc
 
-    def _raise(self, rc: int, sc: np.ndarray):
+    def _raise(self, rc: int, sc: np.ndarray, names: UserNames | None):
         message, nargs = self.asserts[rc - 1]
         base = self.layout.error_slot + 1
         values = [int(v) for v in sc[base : base + nargs]]
-        raise RuntimeCheckError(message.format(*values))
+        message = message.format(*values)
+        raise RuntimeCheckError(message if names is None else names.text(message))

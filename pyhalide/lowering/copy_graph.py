@@ -14,9 +14,11 @@ The copy
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 
 from .. import ir
 from ..call_graph import image_wrapper_for, reachable_funcs, wrapper_for
+from ..errors import HalideError
 from ..func import Definition
 from ..ir_mutator import IRMutator, IRVisitor
 from ..names import generated_prefix, is_generated
@@ -172,10 +174,12 @@ class _Rebuild(IRMutator):
                           None if d.predicate is None else self.mutate(d.predicate))
 
 
-def copy_graph(outputs) -> tuple[list, dict[str, object], list]:
-    """(copied outputs, every copied Func by its new name, the user's Funcs that were copied)."""
+def copy_graph(outputs) -> tuple[list, dict[str, object], list, dict[str, str]]:
+    """(copied outputs, every copied Func by its new name, the user's Funcs that were copied, the
+    user's name of each renamed name)."""
     originals = list(reachable_funcs(outputs).values())
-    rename = _Renamer(canonical_names(originals))
+    mapping = canonical_names(originals)
+    rename = _Renamer(mapping)
     copies = {id(f): f._lowering_copy(rename(f.name()), rename.schedule(f._schedule)) for f in originals}
     for f in originals:
         c = copies[id(f)]
@@ -184,4 +188,26 @@ def copy_graph(outputs) -> tuple[list, dict[str, object], list]:
         c._init, c._updates = defs[0], defs[1:]
         c._pure_args = tuple(rename(n) for n in f._pure_args)
     by_name = {copies[id(f)].name(): copies[id(f)] for f in originals}
-    return [copies[id(f)] for f in outputs], by_name, originals
+    return [copies[id(f)] for f in outputs], by_name, originals, {new: old for old, new in mapping.items()}
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@contextmanager
+def errors_in_user_names(user_names: dict[str, str]):
+    """A HalideError raised inside, reworded in the user's names."""
+    try:
+        yield
+    except HalideError as e:
+        if user_names and e.args and isinstance(e.args[0], str):
+            e.args = (to_user_names(e.args[0], user_names), *e.args[1:])
+        raise
+
+
+def to_user_names(text: str, user_names: dict[str, str]) -> str:
+    """Text about the lowered pipeline (a loop nest, an error, a trace line) in the user's names:
+    the canonical names never equal a name the user gave, so each maps back unambiguously."""
+    if not user_names:
+        return text
+    return _WORD.sub(lambda m: user_names.get(m.group(0), m.group(0)), text)

@@ -8,7 +8,7 @@ from .. import ir
 from ..errors import CompileError
 from ..ir_mutator import IRVisitor
 from ..schedule import LoopLevel
-from .copy_graph import copy_graph
+from .copy_graph import copy_graph, errors_in_user_names
 
 
 def definition_exprs(func):
@@ -77,6 +77,8 @@ class Environment:
     # Funcs some stage reads past the region they compute (bounds.WITHIN_REGION): their storage
     # covers those reads too (bounds inference finds them, allocation bounds sizes them)
     read_past_region: set[str] = field(default_factory=set)
+    # generated names the copy renamed (see copy_graph.py) -> the user's: what messages show
+    user_names: dict[str, str] = field(default_factory=dict)
 
     def is_output(self, f) -> bool:
         return any(o is f for o in self.outputs)
@@ -88,7 +90,12 @@ def build_environment(outputs, target=None) -> Environment:
     for f in outputs:
         if not f.defined():
             raise CompileError(f"Func {f.name()} has not been defined; it cannot be realized")
-    outputs, funcs, sources = copy_graph(outputs)
+    outputs, funcs, sources, user_names = copy_graph(outputs)
+    with errors_in_user_names(user_names):
+        return _environment(outputs, funcs, sources, user_names, target)
+
+
+def _environment(outputs, funcs, sources, user_names, target) -> Environment:
     callees: dict[str, list[str]] = {}
     for name, f in funcs.items():
         calls = _Calls()
@@ -115,7 +122,8 @@ def build_environment(outputs, target=None) -> Environment:
     for f in outputs:
         visit(f.name(), [])
 
-    env = Environment(list(outputs), funcs, [], callees=callees, target=target, sources=sources)
+    env = Environment(list(outputs), funcs, [], callees=callees, target=target, sources=sources,
+                      user_names=user_names)
     for name in order_names:
         f = funcs[name]
         sched = f._schedule

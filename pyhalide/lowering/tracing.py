@@ -11,15 +11,20 @@ Halide's text format,
 - `Begin realization f.0(min, extent, ...)` / `End realization ...` around f's Realize (for an
   output, around the whole pipeline), and `Produce f.0(...)` / `End produce f.0(...)` around its
   production;
-- and, when any Func is traced, `Begin pipeline out.0()` / `End pipeline out.0()` around it all.
-Values print as C's %lld and %f. Not (yet) as Halide: the `Tag` lines of each Func's type and
-bounds, and vectorized stores, which print one event per lane (a traced loop stays scalar).
+- and, when any Func is traced, `Begin pipeline out.0()` / `End pipeline out.0()` around it all,
+  with a `Tag f.0() tag = "func_type_and_dim: ..."` line after it for each traced Func, producers
+  first: its types (count, then code bits lanes each) and the box the pipeline touches of it
+  (dimensions, then min extent each; 0 0 where unbounded), as a tracing tool reads them.
+Values print as C's %lld and %f. Not as Halide: vectorized stores print one event per lane (a
+traced loop stays scalar).
 """
 
 from __future__ import annotations
 
 from .. import ir
+from ..bounds import box_touched
 from ..ir_mutator import IRMutator, IRVisitor
+from ..simplify import simplify
 from ..types import Int
 
 _I32 = Int(32)
@@ -104,8 +109,27 @@ def tracing(stmt: ir.Stmt, env) -> ir.Stmt:
             box = t.boxes[f.name()]
             stmt = ir.make_block([_event(f"Begin realization {f.name()}.0", box), stmt,
                                   _event(f"End realization {f.name()}.0", box)])
+    tags = [_type_and_dim_tag(f, stmt) for f in env.order if f.name() in traced]
     name = env.outputs[0].name()
-    return ir.make_block([_event(f"Begin pipeline {name}.0", []), stmt, _event(f"End pipeline {name}.0", [])])
+    return ir.make_block([_event(f"Begin pipeline {name}.0", []), *tags, stmt, _event(f"End pipeline {name}.0", [])])
+
+
+_TYPE_CODES = {"int": 0, "uint": 1, "float": 2, "handle": 3}
+
+
+def _type_and_dim_tag(f, stmt: ir.Stmt) -> ir.Stmt:
+    """Halide's first trace tag of a Func: its types and the box touched of it in the pipeline."""
+    box = box_touched(stmt, f.name(), include_provides=True) or []
+    types = "".join(f" {_TYPE_CODES[t.code]} {t.bits} {t.lanes}" for t in f.types())
+    parts = [ir.StringImm(f'Tag {f.name()}.0() tag = "func_type_and_dim: {len(f.types())}{types} {len(box)}')]
+    for iv in box:
+        if iv.is_bounded():
+            extent = simplify(ir.Add(ir.Sub(iv.max, iv.min), ir.IntImm(_I32, 1)))
+            parts += [ir.StringImm(" "), iv.min, ir.StringImm(" "), extent]
+        else:
+            parts.append(ir.StringImm(" 0 0"))
+    parts.append(ir.StringImm('"'))
+    return ir.Evaluate(_trace(*parts))
 
 
 def _realized_boxes(stmt: ir.Stmt) -> dict:
