@@ -228,8 +228,12 @@ def schedule_to_json(funcs, rename: dict | None = None) -> str:
     """The schedules of the given Funcs (by name) as JSON: the replayable directive log.
     rename: name tokens written as others (Pipeline's canonical names for generated ones)."""
     for f in funcs:
-        if any(method == "specialize" for _, method, _ in f._schedule.log):
+        methods = {method for _, method, _ in f._schedule.log}
+        if "specialize" in methods:
             raise CompileError(f"The schedule of {f.name()} uses specialize(), whose conditions are Exprs; "
+                               "it can't be written as JSON")
+        if "symbolic_bound" in methods:
+            raise CompileError(f"The schedule of {f.name()} bounds a Var by an Expr that is not a constant; "
                                "it can't be written as JSON")
     data = {f.name(): [list(entry) for entry in f._schedule.log] for f in funcs}
     return json.dumps(_renamed(data, rename) if rename else data, sort_keys=True)
@@ -465,6 +469,9 @@ def schedule_to_python(funcs) -> str:
     for f in funcs:
         for stage, method, args in f._schedule.log:
             target = f.name() if stage == 0 else f"{f.name()}.update({stage - 1})"
+            if method == "symbolic_bound":
+                lines.append(f"# {target}.bound({_source_arg(args[0])}, ...) over Exprs: not written as source")
+                continue
             shown = [f"hl.Partition.{a}" if method == "partition" and k == 1 else _source_arg(a)
                      for k, a in enumerate(args)]
             lines.append(f"{target}.{method}({', '.join(shown)})")

@@ -540,9 +540,19 @@ class FuncScheduling(Schedulable):
         c = ir.const_int(ext)
         if c is not None and c < 0:
             raise CompileError(f"Func {self.name()}.bound: extent of {name} must be non-negative, got {c}")
-        self._schedule.bounds[name] = ("bound", to_ir(min), ext)
-        self._log("bound", _json_var(v), _const_arg(min), _const_arg(extent))
+        lo = to_ir(min)
+        self._schedule.bounds[name] = ("bound", lo, ext)
+        self._log_bound("bound", v, lo, ext)
         return self
+
+    def _log_bound(self, method: str, v, *args: ir.Expr) -> None:
+        """A bound whose Exprs are constants is logged as ints; one over Params or buffer sizes
+        (`bound(x, 0, input.width())`) is logged as symbolic: such a schedule can't be a record."""
+        values = [ir.const_int(a) for a in args]
+        if any(c is None for c in values):
+            self._log("symbolic_bound", _json_var(v))
+        else:
+            self._log(method, _json_var(v), *values)
 
     def bound_extent(self, v, extent):
         self._require_defined()
@@ -551,8 +561,9 @@ class FuncScheduling(Schedulable):
             raise CompileError(f"Func {self.name()}.bound_extent: {name} is not a pure Var of {self.name()}")
         from .expr import to_ir
 
-        self._schedule.bounds[name] = ("bound_extent", None, to_ir(extent))
-        self._log("bound_extent", _json_var(v), _const_arg(extent))
+        ext = to_ir(extent)
+        self._schedule.bounds[name] = ("bound_extent", None, ext)
+        self._log_bound("bound_extent", v, ext)
         return self
 
     def align_bounds(self, v, modulus, remainder=0):

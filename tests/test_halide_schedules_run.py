@@ -267,3 +267,24 @@ def test_a_shifted_split_of_a_stored_func_does_not_recompute_it_from_stale_value
     bx = ((pad[:, :-2] + pad[:, 1:-1] + pad[:, 2:]) % 65536) // 3
     want = ((bx[:-2] + bx[1:-1] + bx[2:]) % 65536) // 3
     np.testing.assert_array_equal(np.asarray(blur_y.realize([11, 9])), want)
+
+
+def test_a_bound_by_an_input_size_runs_and_refuses_to_become_a_record():
+    """Halide's interpolate generator bounds its output by the input's width and height: a
+    bound over Exprs, fine to run; a schedule record holds constants only, so it says why not."""
+    x, y = hl.Var("x"), hl.Var("y")
+    im = hl.ImageParam(hl.Float(32), 2, "sb_in")
+    out = hl.Func("sb_out")
+    out[x, y] = im[x, y] * 2
+    out.bound(x, 0, im.width()).bound_extent(y, im.height())
+    data = np.arange(12, dtype=np.float32).reshape(3, 4)
+    im.set(hl.Buffer(data))
+    np.testing.assert_array_equal(np.asarray(out.realize([4, 3])), data * 2)
+    with pytest.raises(hl.HalideError, match=r"Bounds given for sb_out in x \(from 0 to 3\) do not cover"):
+        out.realize([5, 3])
+    with pytest.raises(hl.HalideError, match="bounds a Var by an Expr that is not a constant"):
+        hl.Pipeline(out).schedule_to_json()
+    from pyhalide.schedule import schedule_to_python
+
+    assert schedule_to_python([out]).splitlines() == [
+        f"# sb_out.bound(hl.Var('{v}'), ...) over Exprs: not written as source" for v in "xy"]
