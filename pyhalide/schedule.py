@@ -11,10 +11,10 @@ applies to its own copy of the Func graph.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field, replace
 
 from .errors import CompileError
+from .names import map_name_tokens
 
 # loop kinds, as in ir.For
 SERIAL, PARALLEL, VECTORIZED, UNROLLED = "serial", "parallel", "vectorized", "unrolled"
@@ -239,13 +239,12 @@ def schedule_to_json(funcs, rename: dict | None = None) -> str:
     return json.dumps(_renamed(data, rename) if rename else data, sort_keys=True)
 
 
-_NAME_TOKEN = re.compile(r"[^.$]+")  # as lowering/copy_graph's: names joined by "." and "$"
 
 
 def _renamed(data, rename: dict):
     """The JSON data with every name token that `rename` maps replaced (keys and strings)."""
     if isinstance(data, str):
-        return _NAME_TOKEN.sub(lambda m: rename.get(m.group(0), m.group(0)), data)
+        return map_name_tokens(data, rename)
     if isinstance(data, list):
         return [_renamed(x, rename) for x in data]
     if isinstance(data, dict):

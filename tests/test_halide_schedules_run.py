@@ -288,3 +288,34 @@ def test_a_bound_by_an_input_size_runs_and_refuses_to_become_a_record():
 
     assert schedule_to_python([out]).splitlines() == [
         f"# sb_out.bound(hl.Var('{v}'), ...) over Exprs: not written as source" for v in "xy"]
+
+
+def test_two_funcs_given_one_name_are_two_funcs():
+    """Halide names a second Func given a name `name$1`, so a pipeline may hold several Funcs
+    named alike (its local_laplacian generator names every pyramid level's upsampling `upy`).
+    pyhalide lowers them as Halide does; where a schedule names one by name (a loop level), or a
+    record would, it can't tell which is meant and says so."""
+    x = hl.Var("x")
+    levels = [hl.Func("same_level")]
+    levels[0][x] = x * 3
+    for _ in range(2):
+        up = hl.Func("same_level")
+        up[x] = levels[-1][x] + levels[-1][x + 1]
+        levels.append(up)
+    levels[0].compute_root()
+    levels[1].compute_root().vectorize(x, 4)
+    want = np.array([12 * (i + 1) for i in range(8)])  # 3x + 3(x+1) + 3(x+1) + 3(x+2)
+    np.testing.assert_array_equal(np.asarray(levels[2].realize([8])), want)
+    out = hl.Func("same_out")
+    out[x] = levels[2][x]
+    levels[1].compute_at(out, x)
+    np.testing.assert_array_equal(np.asarray(out.realize([8])), want)
+    extra = hl.Func("same_extra")
+    extra[x] = x + 7
+    top = hl.Func("same_level")
+    top[x] = levels[2][x] + extra[x]
+    extra.compute_at(top, x)  # which same_level's loop?
+    with pytest.raises(hl.HalideError, match="two different Funcs in the pipeline are named same_level"):
+        top.realize([8])
+    with pytest.raises(hl.HalideError, match="Two different Funcs are both named same_level"):
+        hl.Pipeline(out).schedule_to_json()

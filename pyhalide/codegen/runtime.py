@@ -39,11 +39,19 @@ def num_threads() -> int:
     return n
 
 
+def as_printed(line: str) -> str:
+    """A trace's pipeline events name the pipeline as its C function is named: a Func's unique
+    name upy$1 makes `Begin pipeline upy_1.0()`, as Halide prints."""
+    if line.startswith(("Begin pipeline ", "End pipeline ")):
+        return line.replace("$", "_")
+    return line
+
+
 @ctypes.CFUNCTYPE(None, ctypes.c_char_p)
 def _write_text(text: bytes) -> None:
     """Where print() and tracing write: Python's sys.stdout, as in Halide's bindings (so output
     interleaves with the program's own prints and can be captured)."""
-    sys.stdout.write(text.decode(errors="replace"))
+    sys.stdout.write(as_printed(text.decode(errors="replace")))
 
 
 _TEXT_ADDRESS = ctypes.cast(_write_text, ctypes.c_void_p).value
@@ -64,7 +72,7 @@ class UserNames:
     def writer_address(self) -> int:
         if self._writer is None:
             self._writer = ctypes.CFUNCTYPE(None, ctypes.c_char_p)(
-                lambda text: sys.stdout.write(self.text(text.decode(errors="replace"))))
+                lambda text: sys.stdout.write(as_printed(self.text(text.decode(errors="replace")))))
         return ctypes.cast(self._writer, ctypes.c_void_p).value
 
 

@@ -18,14 +18,12 @@ from contextlib import contextmanager
 
 from .. import ir
 from ..call_graph import image_wrapper_for, reachable_funcs, wrapper_for
-from ..errors import HalideError
+from ..errors import CompileError, HalideError
 from ..func import Definition
 from ..ir_mutator import IRMutator, IRVisitor
-from ..names import generated_prefix, is_generated
+from ..names import generated_prefix, is_generated, map_name_tokens, name_tokens
 from ..schedule import LoopLevel, Split
 from ..var import ReductionVariable
-
-_TOKEN = re.compile(r"[^.$]+")  # names are built from user names joined by "." (loops) and "$" (RVars)
 
 
 class _Names(IRVisitor):
@@ -38,7 +36,7 @@ class _Names(IRVisitor):
         self.found = found
 
     def _add(self, name: str):
-        for token in _TOKEN.findall(name):
+        for token in name_tokens(name):
             self.found.setdefault(token)
 
     def visit_Variable(self, v):
@@ -102,7 +100,7 @@ class _Renamer:
             return name
         out = self.memo.get(name)
         if out is None:
-            out = self.memo[name] = _TOKEN.sub(lambda m: self.mapping.get(m.group(0), m.group(0)), name)
+            out = self.memo[name] = map_name_tokens(name, self.mapping)
         return out
 
     def level(self, level: LoopLevel | None) -> LoopLevel | None:
@@ -177,10 +175,13 @@ class _Rebuild(IRMutator):
 def copy_graph(outputs) -> tuple[list, dict[str, object], list, dict[str, str]]:
     """(copied outputs, every copied Func by its new name, the user's Funcs that were copied, the
     user's name of each renamed name)."""
-    originals = list(reachable_funcs(outputs).values())
+    reached = reachable_funcs(outputs, same_names=True)
+    originals = list(reached.values())
+    _refuse_ambiguous_levels(originals)
     mapping = canonical_names(originals)
     rename = _Renamer(mapping)
-    copies = {id(f): f._lowering_copy(rename(f.name()), rename.schedule(f._schedule)) for f in originals}
+    # a second Func given a name is lowered as name$1 (Halide names it so when it is made)
+    copies = {id(f): f._lowering_copy(rename(key), rename.schedule(f._schedule)) for key, f in reached.items()}
     for f in originals:
         c = copies[id(f)]
         rebuild = _Rebuild(f, copies, rename)
@@ -191,7 +192,27 @@ def copy_graph(outputs) -> tuple[list, dict[str, object], list, dict[str, str]]:
     return [copies[id(f)] for f in outputs], by_name, originals, {new: old for old, new in mapping.items()}
 
 
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+def _refuse_ambiguous_levels(funcs) -> None:
+    """A loop level names its Func: where two Funcs have that name, it could be either."""
+    count: dict[str, int] = {}
+    for f in funcs:
+        count[f.name()] = count.get(f.name(), 0) + 1
+    for f in funcs:
+        for what, level in (("computed", f._schedule.compute_level), ("stored", f._schedule.store_level)):
+            if level is not None and level.kind == "at" and count.get(level.func_name, 0) > 1:
+                raise CompileError(f"Func {f.name()} is {what} at a loop of {level.func_name}, but two different "
+                                   f"Funcs in the pipeline are named {level.func_name}: give them distinct names")
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\$\d+)?")
+
+
+def to_user_names(text: str, user_names: dict[str, str]) -> str:
+    """Text about the lowered pipeline (a loop nest, an error, a trace line) in the user's names:
+    the canonical names never equal a name the user gave, so each maps back unambiguously."""
+    if not user_names:
+        return text
+    return _WORD.sub(lambda m: map_name_tokens(m.group(0), user_names), text)
 
 
 @contextmanager
@@ -203,11 +224,3 @@ def errors_in_user_names(user_names: dict[str, str]):
         if user_names and e.args and isinstance(e.args[0], str):
             e.args = (to_user_names(e.args[0], user_names), *e.args[1:])
         raise
-
-
-def to_user_names(text: str, user_names: dict[str, str]) -> str:
-    """Text about the lowered pipeline (a loop nest, an error, a trace line) in the user's names:
-    the canonical names never equal a name the user gave, so each maps back unambiguously."""
-    if not user_names:
-        return text
-    return _WORD.sub(lambda m: user_names.get(m.group(0), m.group(0)), text)

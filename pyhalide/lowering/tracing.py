@@ -110,7 +110,7 @@ def tracing(stmt: ir.Stmt, env) -> ir.Stmt:
             stmt = ir.make_block([_event(f"Begin realization {f.name()}.0", box), stmt,
                                   _event(f"End realization {f.name()}.0", box)])
     tags = [_type_and_dim_tag(f, stmt) for f in env.order if f.name() in traced]
-    name = env.outputs[0].name()
+    name = env.outputs[0].name()  # (printed as the pipeline's C name: codegen.runtime.as_printed)
     return ir.make_block([_event(f"Begin pipeline {name}.0", []), *tags, stmt, _event(f"End pipeline {name}.0", [])])
 
 
