@@ -116,6 +116,7 @@ from .operators import (
     u32_sat,
     u64,
     u64_sat,
+    undef,
 )
 from .param import Dimension, ImageParam, OutputImageParam, Param
 from .pipeline import Callable, Module, Pipeline, StmtOutputFormat

@@ -617,11 +617,14 @@ class Func(FuncScheduling):
                     f"(arguments {names.index(a.name()) + 1} and {i + 1})"
                 )
             names.append(a.name())
+        from .operators import is_undef
+
         ir_values = []
         for k, v in enumerate(values):
             if isinstance(v, Expr) and not v.defined():
                 raise HalideError(f"In pure definition of Func {self._name}: value {k} is undefined")
-            ir_values.append(to_ir(v))
+            # hl.undef: any value will do (Halide leaves it uninitialised); pyhalide's is zero
+            ir_values.append(ir.make_const(v.type(), 0) if is_undef(v) else to_ir(v))
         self._check_declared(len(names), [e.type for e in ir_values])
         for k, e in enumerate(ir_values):
             if e.type.lanes != 1 or e.type.is_handle():
@@ -672,6 +675,8 @@ class Func(FuncScheduling):
         types = self.types()
         if len(values) != len(types):
             raise HalideError(f"{where}: {len(values)} values, but the pure definition has {len(types)}")
+        from .operators import is_undef
+
         ir_values = []
         for k, (v, t) in enumerate(zip(values, types)):
             e = coerce_python(v, t) if not isinstance(v, Expr) and not hasattr(v, "_as_expr") else to_ir(v)
@@ -682,6 +687,9 @@ class Func(FuncScheduling):
                 )
             ir_values.append(e)
         ir_args = tuple(_call_arg(self._name, i, a) for i, a in enumerate(args))
+        # hl.undef leaves an element as it was: it is written back unchanged
+        ir_values = [ir.Call(t, self._name, ir_args, ir.HALIDE, k, self) if is_undef(v) else e
+                     for k, (v, t, e) in enumerate(zip(values, types, ir_values))]
         # Pure Vars must appear unadorned, in the same position as in the pure definition.
         lhs_pure = {}
         for i, a in enumerate(ir_args):

@@ -12,6 +12,7 @@ from .expr import (
     Expr,
     cast_ir,
     coerce_python,
+    const_from_python,
     cxx_type_name,
     fold_cast,
     is_python_number,
@@ -20,7 +21,8 @@ from .expr import (
     to_ir,
     wrap,
 )
-from .types import Bool, Float, Int, Type, UInt
+from .ir_printer import expr_to_string
+from .types import Bool, Float, Int, Type, UInt, promote
 
 _is_python_number = is_python_number
 
@@ -295,14 +297,83 @@ def absd(a, b) -> Expr:
 
 
 def lerp(zero_val, one_val, weight) -> Expr:
-    """zero*(1-w) + one*w for floating-point values."""
+    """zero*(1-w) + one*w, as Halide computes it: in floats for float values; for integer values
+    (up to 32 bits) with the weight, float in [0, 1] or unsigned over its whole range, scaled to
+    the values' width and the blend rounded to nearest, exactly (Halide's lower_lerp)."""
     z, o = match_types(zero_val, one_val)
-    if not z.type.is_float():
-        raise HalideError(f"lerp of {z.type} values is not supported yet; cast to a float type first")
-    w = to_ir(weight) if not _is_python_number(weight) else coerce_python(weight, z.type)
-    w = cast_ir(z.type, w)
-    one = ir.make_const(z.type, 1.0)
-    return wrap(ir.Add(ir.Mul(z, ir.Sub(one, w)), ir.Mul(o, w)))
+    w = const_from_python(weight) if is_python_number(weight) else to_ir(weight)
+    if z.type != o.type:
+        raise HalideError(f"Can't lerp between values of types {z.type} and {o.type}")
+    if not (w.type.is_uint() or w.type.is_float()):
+        raise HalideError(f"A lerp weight must be an unsigned integer or a float, but lerp weight "
+                          f"{expr_to_string(w)} has type {w.type}.")
+    t = z.type
+    if not t.is_float() and t.bits > 32:
+        raise HalideError("Lerping between 64-bit integers is not supported")
+    cw = ir.const_value(w)
+    if not t.is_float() and w.type.is_float() and cw is not None and not 0.0 <= cw <= 1.0:
+        raise HalideError(f"Floating-point weight for lerp with integer arguments is {cw}, which is not in "
+                          "the range [0.0, 1.0].")
+    if t.is_float():
+        return wrap(_float_lerp(z, o, w))
+    if t.is_bool():
+        half = ir.make_const(w.type, 0.5 if w.type.is_float() else w.type.max_value() // 2)
+        return wrap(ir.Select(ir.GT(w, half), o, z))
+    return wrap(_integer_lerp(z, o, w))
+
+
+def _float_lerp(z: ir.Expr, o: ir.Expr, w: ir.Expr) -> ir.Expr:
+    if w.type.is_uint():  # an unsigned weight spans [0, 1] over its range
+        w = ir.Div(cast_ir(z.type, w), ir.make_const(z.type, float(2 ** w.type.bits - 1)))
+    ct = promote(z.type, w.type)  # (a float64 weight blends float32 values in float64)
+    w = cast_ir(ct, w)
+    blend = ir.Add(ir.Mul(cast_ir(ct, z), ir.Sub(ir.make_const(ct, 1.0), w)), ir.Mul(cast_ir(ct, o), w))
+    return cast_ir(z.type, blend)
+
+
+def _integer_lerp(z: ir.Expr, o: ir.Expr, w: ir.Expr) -> ir.Expr:
+    """In the unsigned type of the values' width (signed values biased into it), the weight
+    scaled to that width: (z * (max - w) + o * w + max / 2) / max in twice the width."""
+    t = z.type
+    bits = t.bits
+    ct, wide = UInt(bits), UInt(2 * bits)
+    bias = ir.make_const(ct, -t.min_value() if t.is_int() else 0)  # the signed minimum, as unsigned
+    z, o = ir.Sub(cast_ir(ct, z), bias), ir.Sub(cast_ir(ct, o), bias)  # (wrapping)
+    top = ir.make_const(ct, ct.max_value())
+    if w.type.is_float():
+        scale = ir.make_const(Float(64), 4294967295.0) if bits == 32 else ir.make_const(w.type, float(ct.max_value()))
+        typed = cast_ir(ct, ir.Mul(scale, cast_ir(scale.type, w)))
+    elif w.type.bits == bits:
+        typed = w
+    else:
+        factor, left, shift = 1, builtins.abs(w.type.bits - bits), builtins.min(bits, w.type.bits)
+        while left:
+            factor, left, shift = factor + (factor << shift), left - shift, shift * 2
+        if w.type.bits < bits:  # spread the weight's bits over the wider range (0xab -> 0xabab)
+            typed = ir.Mul(cast_ir(ct, w), ir.make_const(ct, factor))
+        else:
+            typed = cast_ir(ct, ir.Div(w, ir.make_const(w.type, factor)))
+    inverse = ir.Sub(top, typed)
+    blend = ir.Add(ir.Mul(cast_ir(wide, z), cast_ir(wide, inverse)), ir.Mul(cast_ir(wide, o), cast_ir(wide, typed)))
+    divisor = ir.make_const(wide, ct.max_value())
+    rounded = ir.Div(ir.Add(blend, ir.make_const(wide, ct.max_value() // 2)), divisor)
+    return cast_ir(t, ir.Add(cast_ir(ct, rounded), bias))
+
+
+UNDEF = "undef"
+
+
+def undef(t: Type) -> Expr:
+    """Halide's undef(type): in an update, a Tuple element left as it was (`f[x] = (f[x][0] + 1,
+    hl.undef(f.types()[1]))`); pyhalide rewrites it to the element's current value."""
+    if not isinstance(t, Type):
+        raise HalideError(f"undef takes an hl.Type, got {t!r}")
+    return wrap(ir.Call(t, UNDEF, (), ir.INTRINSIC))
+
+
+def is_undef(v) -> bool:
+    e = getattr(v, "_ir", None) if isinstance(v, Expr) else None
+    return isinstance(e, ir.Call) and e.call_type == ir.INTRINSIC and e.name == UNDEF
 
 
 def logical_not(a) -> Expr:

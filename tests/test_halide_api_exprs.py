@@ -374,3 +374,74 @@ def test_rdom_indexing_and_expr_truth_as_halides_bindings():
         bool(x < 1)
     with pytest.raises(hl.HalideError):
         _ = (x < 1) and (x > 0)
+
+
+def _lerp_realized(lib, zero, one, weight):
+    x = lib.Var("x")
+    zb, ob, wb = lib.Buffer(zero), lib.Buffer(one), lib.Buffer(weight)
+    f = lib.Func("lerp_f")
+    f[x] = lib.lerp(zb[x], ob[x], wb[x])
+    return np.array(f.realize([len(zero)]))
+
+
+@pytest.mark.parametrize("values", ["uint8", "int8", "uint16", "int16", "uint32", "int32"])
+@pytest.mark.parametrize("weights", ["uint8", "uint16", "uint32", "float32"])
+def test_integer_lerp_rounds_as_halide(values, weights):
+    """Integer lerp blends in twice the width and rounds to nearest; the weight, float in [0, 1]
+    or unsigned over its range, is scaled to the values' width first. Bit for bit as Halide 21."""
+    rng = np.random.default_rng(11)
+    vt, wt = np.dtype(values), np.dtype(weights)
+    vi = np.iinfo(vt)
+    zero = rng.integers(vi.min, vi.max, 600, endpoint=True).astype(vt)
+    one = rng.integers(vi.min, vi.max, 600, endpoint=True).astype(vt)
+    zero[:4], one[:4] = [vi.min, vi.max, vi.min, vi.max], [vi.max, vi.min, vi.min, vi.max]
+    if wt.kind == "f":
+        weight = rng.random(600).astype(wt)
+        weight[:3] = [0, 1, 0.5]
+        top = 1
+    else:
+        top = np.iinfo(wt).max
+        weight = rng.integers(0, top, 600, endpoint=True).astype(wt)
+        weight[:3] = [0, top, top // 2]
+    ours = _lerp_realized(hl, zero, one, weight)
+    assert ours.dtype == vt
+    assert ours[0] == zero[0] and ours[1] == one[1]  # weight 0 gives zero, the full weight one
+    exact = zero.astype(np.float64) + (one.astype(np.float64) - zero) * (weight.astype(np.float64) / top)
+    # a float weight is truncated to the values' width (an error below a unit), then the blend rounds
+    assert np.all(np.abs(ours - exact) <= 1.5 + 1e-6 * np.abs(exact))
+    halide = pytest.importorskip("halide", reason="the real Halide (pip install halide==21.*) is the oracle")
+    np.testing.assert_array_equal(ours, _lerp_realized(halide, zero, one, weight))
+
+
+def test_lerp_refuses_what_halide_refuses():
+    x = hl.Var("x")
+    with pytest.raises(hl.HalideError, match="A lerp weight must be an unsigned integer or a float"):
+        hl.lerp(hl.u8(x), hl.u8(x), hl.i32(x))
+    with pytest.raises(hl.HalideError, match="Lerping between 64-bit integers is not supported"):
+        hl.lerp(hl.u64(x), hl.u64(x), hl.u8(x))
+    with pytest.raises(hl.HalideError, match=r"weight for lerp with integer arguments is 1.5, which is not in"):
+        hl.lerp(hl.u8(x), hl.u8(x), 1.5)
+    f = hl.Func("lerp_const")
+    f[x] = hl.lerp(0, hl.u8(200), hl.u8(x))  # an int constant takes the other value's type
+    assert f.type() == hl.UInt(8) and list(f.realize([3])) == [0, 1, 2]
+
+
+def test_undef_leaves_a_tuple_element_as_it_was():
+    """Values as Halide 21 computes them for the same updates."""
+    x = hl.Var("x")
+    assert repr(hl.undef(hl.Int(32))) == "<halide.Expr of type int32: undef()>"
+    f = hl.Func("undef_f")
+    f[x] = (x, x * 2)
+    f[x] = (f[x][0] + 10, hl.undef(hl.Int(32)))
+    a, b = f.realize([3])
+    assert list(a) == [10, 11, 12] and list(b) == [0, 2, 4]
+    r = hl.RDom([(0, 3)], "undef_r")
+    g = hl.Func("undef_g")
+    g[x] = (x, hl.f32(x))
+    g[r.x * 2] = (hl.undef(hl.Int(32)), g[r.x * 2][1] * 0.5)  # at even points only
+    a, b = g.realize([6])
+    assert list(a) == [0, 1, 2, 3, 4, 5] and list(b) == [0.0, 1.0, 1.0, 3.0, 2.0, 5.0]
+    with pytest.raises(hl.HalideError, match="Tuple element 1 of update definition has type int32, but pure"):
+        g[x] = (g[x][0], hl.undef(hl.Int(32)))  # element 1 holds float32
+    with pytest.raises(hl.HalideError, match="undef takes an hl.Type"):
+        hl.undef(3)
