@@ -130,6 +130,7 @@ class StageInfo:
     expensive: int  # divisions, modulo by a variable, transcendental calls, per point
     accesses: list = field(default_factory=list)
     self_loads: int = 0  # reads of the Func itself (an update's accumulator)
+    scatter: bool = False  # an update whose left-hand coordinates depend on loaded values (a histogram's bin)
 
 
 @dataclass
@@ -275,7 +276,8 @@ class Analysis:
             # Non-pure left-hand dimensions (a histogram's bin) are not loops; their coordinates
             # come from the right-hand side.
             ops, expensive = count_ops(loop_exprs(d))
-            stage = StageInfo(info.name, s, pure, rvars, ops, expensive)
+            stage = StageInfo(info.name, s, pure, rvars, ops, expensive,
+                              scatter=s > 0 and bool(_call_sites(list(d.args))))
             sites = _call_sites(loop_exprs(d))
             grouped: dict[str, list] = {}
             for c in sites:

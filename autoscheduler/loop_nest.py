@@ -18,7 +18,7 @@ far, and states with the same Funcs decided compare fairly.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .analysis import GATHER, Analysis, FuncInfo, StageInfo, hi_name, lo_name
 
@@ -38,7 +38,7 @@ FEATURES = (
     "par_tasks",  # parallel tasks run
     "stages",  # loop nests emitted
 )
-FEATURE_VERSION = 8
+FEATURE_VERSION = 9
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,10 @@ class Decision:
     # updates: the reduction's outermost RVar split into bands of this many iterations, each band
     # reduced into its own partial result in parallel (rfactor), then the partials combined
     rfactor: int = 0
+    # updates writing at loaded coordinates (a histogram): the reduction outside the Func's first
+    # dimension, and its small dimensions (a histogram's channels) innermost and unrolled, so
+    # each value loaded feeds every bin it lands in at once; scalar
+    pixel_major: bool = False
 
     def describe(self) -> str:
         where = self.placement if self.placement != "at" else f"at {self.consumer}.s{self.stage}[{self.level}]"
@@ -77,6 +81,8 @@ class Decision:
             bits.append("columns")
         if self.rfactor:
             bits.append(f"rfactor {self.rfactor}")
+        if self.pixel_major:
+            bits.append("pixel-major")
         return " ".join(bits)
 
     @staticmethod
@@ -111,6 +117,8 @@ class Decision:
                 fields["columns"] = True
             elif w == "rfactor":
                 fields["rfactor"] = int(words.pop(0))
+            elif w == "pixel-major":
+                fields["pixel_major"] = True
             else:
                 raise ValueError(f"not a decision: {text!r}")
         return Decision(**fields)
@@ -165,6 +173,9 @@ def natural_vector(info: FuncInfo, hw: Hardware) -> int:
     return max(1, hw.vector_bits // max(8, info.max_bits))
 
 
+SMALL_DIM = 4  # a dimension this short (colour channels) is unrolled where a pixel-major update reads it
+
+
 def stage_loops(info: FuncInfo, stage: StageInfo, d: Decision, extents: dict, rv_extents: list,
                 cores: int) -> tuple[list, int]:
     """The loops of one stage, outermost first (the vector lanes are not a loop here), and the
@@ -200,7 +211,13 @@ def stage_loops(info: FuncInfo, stage: StageInfo, d: Decision, extents: dict, rv
     inner_loops = [Loop(n, dims, "inner", t, unrolled=unroll and (k < len(inner) - 1 or vectors_unrolled)
                         and (not tile or tile.get(dims[0], 0) > 0))
                    for k, (n, dims, t) in enumerate(inner)]
-    if unroll and stage.rvars and d.rvars_outside:
+    if d.pixel_major and stage.scatter:
+        # y, then the reduction, then x, then the small dimensions unrolled (innermost last)
+        first = [lp for lp in inner_loops if lp.dims[0] == info.dims[0]]
+        small = [replace(lp, unrolled=True) for lp in inner_loops if lp.trip <= SMALL_DIM and lp not in first]
+        rest = [lp for lp in inner_loops if lp.trip > SMALL_DIM and lp not in first]
+        loops, vector = outer + rest + rvar_loops + first + small, 0
+    elif unroll and stage.rvars and d.rvars_outside:
         # a register tile: the dims the tile leaves whole go outside the reduction, which goes
         # right outside the unrolled block it accumulates in registers
         whole = [lp for lp in inner_loops[:-1] if not lp.unrolled]
@@ -237,6 +254,9 @@ class StageModel:
     vector: int
     points: int  # per realization
     rv_extents: list
+    # points that share one evaluation of what they read: a pixel-major update's unrolled small
+    # dimensions (its channels) use one value loaded, and what is computed from it, for all
+    shared: int = 1
 
 
 @dataclass
@@ -420,7 +440,7 @@ class Model:
                 sm = gm.stages[s]
                 lanes = self.lanes(gm.name, sm.vector)
                 sp = gm.speedup(s)
-                evals = loads * sm.points * gm.realizations * gm.warm
+                evals = loads * sm.points * gm.realizations * gm.warm / sm.shared
                 all_evals += evals
                 st = info.stages[0]
                 feats["ops"] += evals * st.ops / lanes / sp
@@ -460,7 +480,8 @@ class Model:
             rv_extents = [max(1, int(ext(self.a.env))) for _, _, ext in st.rvars]
             loops, vector = stage_loops(info, st, d, extents, rv_extents, hw.cores)
             points = math.prod(extents[v] for v in st.pure_dims) * math.prod(rv_extents)
-            sm = StageModel(loops, vector, points, rv_extents)
+            shared = math.prod(lp.trip for lp in loops if lp.unrolled) if d.pixel_major and st.scatter else 1
+            sm = StageModel(loops, vector, points, rv_extents, shared)
             fm.stages.append(sm)
             sp = fm.speedup(st.index)
             lanes = self.lanes(name, vector)
@@ -473,18 +494,23 @@ class Model:
                 inner_extent = min(e_full, (d.tile[0] or e_full) if d.tile else e_full)
                 waste = e0.trip * vector / max(1, inner_extent)
             work = points * realizations * waste * warm
-            feats["ops"] += work * st.ops / lanes / sp
-            feats["expensive"] += work * st.expensive / lanes / sp
+            feats["ops"] += work * st.ops / lanes / sp / shared
+            feats["expensive"] += work * st.expensive / lanes / sp / shared
             register_tiled = self._register_tiled(st, loops, vector, d)
             n_values = len(info.func.types())
             if register_tiled:
                 sweeps = work / max(1, math.prod(rv_extents))
                 feats["stores"] += sweeps * n_values / lanes / sp
                 feats["loads"] += sweeps * st.self_loads / lanes / sp
+            elif st.scatter and vector:
+                # a vector of bins read and written at loaded coordinates: a gather per lane for
+                # the accumulator, and one store per lane
+                feats["stores"] += work * n_values / sp
+                feats["gathers"] += work * st.self_loads / sp
             else:
                 feats["stores"] += work * n_values / lanes / sp
                 feats["loads"] += work * st.self_loads / lanes / sp
-            self._input_loads(info, st, work, lanes, sp, feats, 1.0, fm, reader=(fm, st.index, None))
+            self._input_loads(info, st, work / shared, lanes, sp, feats, 1.0, fm, reader=(fm, st.index, None))
             # a loop's overhead is paid per entry into the innermost real loop: loops of one
             # iteration and unrolled loops are no loops (a stage with no real loop is straight-line
             # code, entered nowhere)
@@ -823,8 +849,9 @@ def _line_bytes(box, elem: int, row: int | None = None) -> float:
 
 
 def _charge_loads(feats: dict, n: float, stride: float, lanes: int, sp: float) -> None:
-    """n element loads, `lanes` to a vector: dense or strided vector loads, or gathers."""
-    if stride == GATHER or (lanes > 1 and stride > 4):
+    """n element loads, `lanes` to a vector: dense or strided vector loads, or gathers (scalar
+    code loads any element with one load)."""
+    if lanes > 1 and (stride == GATHER or stride > 4):
         feats["gathers"] += n / sp
     else:
         feats["loads"] += n * max(1.0, stride if lanes > 1 else 1.0) / lanes / sp

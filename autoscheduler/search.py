@@ -58,7 +58,7 @@ class Problem:
         # be read depends on the consumer's loop order, which is decided first
         self.producers = {n: sorted({acc.producer for st in info.stages for acc in st.accesses
                                      if not acc.is_input and acc.producer in funcs and acc.producer != n
-                                     and space.panel_read(info, acc)})
+                                     and (space.panel_read(info, acc) or _scatters(info))})
                           for n, info in funcs.items()}
 
     def extend(self, state: State, name: str, decision: Decision, ahead: bool = True) -> State:
@@ -85,6 +85,12 @@ class Problem:
         may be), under the consumers decided in `models`."""
         options = self.space.simple_options(name, models)
         return min(self.cost_model.predict(self.model.evaluate(name, d, models).features) for d in options)
+
+
+def _scatters(info) -> bool:
+    """A Func with an update writing at loaded coordinates (a histogram): how its loops walk
+    decides how often its producers' values are read (a bin per pixel, once per channel)."""
+    return any(st.scatter for st in info.stages)
 
 
 class BeamSearch:

@@ -146,6 +146,8 @@ class Space:
                     par = self._parallel(placement, extents, tile, info, col)
                     out.append(Decision(placement, consumer, stage, level, tile, vector, par, rv_out, unroll,
                                         columns=col))
+        if placement == "root" and any(st.scatter for st in info.stages):
+            out.append(Decision(placement, consumer, stage, level, (), vector, 1, pixel_major=True))
         if has_reduction and vector and len(extents) > 1:
             out += self._register_tiles(placement, consumer, stage, level, info, extents, vector)
         elif vector and len(extents) > 1:

@@ -393,3 +393,55 @@ def test_a_long_pipeline_gets_a_narrower_beam_within_the_state_budget():
     _, _, by = _blur_pipeline()
     small = auto_schedule(by, estimates={"by": [(0, 512), (0, 512)]}, example_inputs={"input": np.zeros((512, 512))})
     assert small.stats["beam_width"] == 32
+
+
+def _grid_histogram(img):
+    """A bilateral grid's histogram: each cell of 4 x 4 pixels adds each pixel (and a count) to
+    the bin of its value, two channels."""
+    x, y, z, c = hl.Var("x"), hl.Var("y"), hl.Var("z"), hl.Var("c")
+    inp = hl.Buffer(img, "grid_in")
+    clamped = hl.BoundaryConditions.repeat_edge(inp)
+    r = hl.RDom([hl.Range(0, 4), hl.Range(0, 4)], name="r")
+    val = hl.clamp(clamped[x * 4 + r.x, y * 4 + r.y], hl.f32(0), hl.f32(1))
+    hist, out = hl.Func("grid_hist"), hl.Func("grid_out")
+    hist[x, y, z, c] = hl.f32(0)
+    hist[x, y, hl.i32(val * 7 + 0.5), c] += hl.mux(c, [val, hl.f32(1)])
+    out[x, y, z, c] = hist[x, y, z, c] * 2
+    return out
+
+
+def test_a_scattering_update_is_offered_pixel_major_and_charged_per_lane():
+    """An update writing at loaded coordinates (a histogram's bin) vectorized is a gather and a
+    store per lane: the model charges it so. The space also offers it pixel-major: the reduction
+    outside the cells, the channels innermost and unrolled (a pixel read once for both), scalar.
+    Applied, that schedule computes the histogram."""
+    from autoscheduler.api import make_problem
+    from autoscheduler.apply import apply_directives, directives
+    from autoscheduler.loop_nest import Decision
+    from autoscheduler.search import State
+
+    img = np.random.default_rng(9).random((64, 96)).astype(np.float32)
+    out = _grid_histogram(img)
+    want = np.asarray(out.realize([24, 16, 8, 2])).copy()
+    region = {"grid_out": [(0, 24), (0, 16), (0, 8), (0, 2)]}
+    problem = make_problem([out], None, region, None, {"parallelism": 2}, None)
+    st = State({}, 0.0)
+    for name in problem.order[: problem.order.index("grid_hist")]:
+        st = problem.extend(st, name, problem.space.options(name, st.models)[0])
+    options = problem.space.options("grid_hist", st.models)
+    pixel_major = [d for d in options if d.pixel_major]
+    assert len(pixel_major) == 1 and Decision.parse(pixel_major[0].describe()) == pixel_major[0]
+    vectorized = next(d for d in options if d.rvars_outside and d.vector)
+    fm = problem.model.evaluate("grid_hist", vectorized, st.models)
+    cells = 24 * 16 * 2 * 16  # cells x channels x the RDom's points
+    assert fm.features["gathers"] >= cells and fm.features["stores"] >= cells  # per lane, not per vector
+    st = problem.extend(st, "grid_hist", pixel_major[0])
+    for name in problem.order[problem.order.index("grid_hist") + 1:]:
+        st = problem.extend(st, name, problem.space.options(name, st.models)[0])
+    funcs = {n: info.func for n, info in problem.model.a.funcs.items()}
+    for f in funcs.values():
+        f.reset_schedule()
+    dirs = directives(problem.model.a, st.models, set(), problem.model.output_regions)
+    assert ("grid_hist", 1, "unroll", ("c", 2)) in [d[:3] + (tuple(d[3][:2]),) for d in dirs], dirs
+    apply_directives(funcs, dirs)
+    np.testing.assert_array_equal(np.asarray(out.realize([24, 16, 8, 2])), want)
