@@ -363,7 +363,6 @@ class Generator:
                       f"'{name}.type' as a GeneratorParam.")
         _check(dims >= 0, f"No dimensionality has been specified for {name}. Try specifying one in code, or by "
                           f"setting '{name}.dim' as a GeneratorParam.")
-        _check(decl.is_input or isinstance(decl, OutputBuffer), f"{name}: not an Input or Output")
         self._ios[name] = (decl, types, dims)
 
     def _add_dynamic(self, name: str, io, kinds, method: str) -> None:
