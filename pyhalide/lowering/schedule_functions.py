@@ -131,14 +131,18 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
     def within_region(name: str, value: ir.Expr) -> ir.Expr:
         """A pure Var of the stage that a split may run past the region: what those iterations
         read is not required of the producers computed outside the stage's loops (Halide's rule;
-        see bounds.WITHIN_REGION)."""
-        if name not in pure_vars:
+        see bounds.WITHIN_REGION). Not where f is stored outside the loop it is computed in:
+        there the iterations past this region write where other iterations' regions lie, so what
+        they compute must be right (Halide 21 gets such schedules wrong)."""
+        if name not in pure_vars or stored_outside_compute:
             return value
         lo, hi = dim_bound(f, stage, name, "min"), dim_bound(f, stage, name, "max")
         outermost = var(sched.dims[-1].internal)
         return ir.Call(_I32, WITHIN_REGION, (value, lo, hi, outermost), ir.INTRINSIC)
 
     pure_vars = {name for name, pure in stage_dims(f, stage) if pure}
+    store = f._schedule.store_level
+    stored_outside_compute = store is not None and not store.is_inlined() and store != f._schedule.compute_level
     items: list[tuple[str, str, ir.Expr]] = []  # ("let", name, value) / ("guard", "", cond), last first
     fixed: set[str] = set()  # dimensions made by an earlier split (the inner one) or fuse
     shifted: dict[str, int] = {}  # dimensions descending from a ShiftInwards split's outer: its factor
