@@ -19,6 +19,7 @@ from pyhalide.bounds import Interval, bounds_of_expr
 from pyhalide.call_graph import bound_exprs, call_graph, loop_exprs, wrapper_for
 from pyhalide.errors import HalideError
 from pyhalide.ir_mutator import children
+from pyhalide.pipeline import Pipeline
 from pyhalide.simplify import simplify
 
 # ------------------------------------------------------------------ numeric closures
@@ -204,26 +205,36 @@ def _interval_closures(iv: Interval):
 
 class Analysis:
     """The algorithm as the search sees it: FuncInfos by name, consumers first in `order`, plus
-    the values of Params and input extents (from estimates) that the closures read."""
+    the values of Params and input extents (from estimates) that the closures read.
+
+    Funcs go by Pipeline.funcs_by_name's names (a second `Func("f")` made in this process is `f`
+    here if the pipeline has no other), so decisions, records and the printed source name Funcs
+    as the same program built in any process does."""
 
     def __init__(self, outputs, env: dict, input_shapes: dict):
         graph = call_graph(outputs)
+        self.canonical = Pipeline(list(outputs))._canonical_names()  # Func.name() -> name here
+        canon = self.name_of
         self.env = dict(env)  # Param values and ImageParam fields, by name
         self.input_shapes = input_shapes  # input name -> [(min, extent)] per dimension
         self.input_bytes: dict[str, int] = {}
-        output_names = {f.name() for f in outputs}
+        output_names = {canon(f.name()) for f in outputs}
         self.funcs: dict[str, FuncInfo] = {}
-        for name in graph.order:
-            f = graph.funcs[name]
+        for own in graph.order:
+            f, name = graph.funcs[own], canon(own)
             types = f.types()
             self.funcs[name] = FuncInfo(
                 name, f, [a.name() for a in f.args()], sum(t.bytes() for t in types),
                 max(t.bits for t in types), name in output_names,
-                consumers={g: set(s) for g, s in graph.callers.get(name, {}).items()},
+                consumers={canon(g): set(s) for g, s in graph.callers.get(own, {}).items()},
             )
-        for name in graph.order:
+        self.order = [canon(n) for n in graph.order]
+        for name in self.order:
             self._analyse_stages(self.funcs[name])
-        self.order = list(graph.order)
+
+    def name_of(self, func_name: str) -> str:
+        """The name here of the Func named func_name (its own name: Func.name())."""
+        return self.canonical.get(func_name, func_name)
 
     def inputs_always_in_bounds(self, output_regions: dict) -> bool:
         """Whether every read of an input stays inside it however large a region is computed
@@ -281,17 +292,17 @@ class Analysis:
             sites = _call_sites(loop_exprs(d))
             grouped: dict[str, list] = {}
             for c in sites:
-                if c.call_type == ir.HALIDE and c.name == info.name:
+                if c.call_type == ir.HALIDE and c.name == f.name():
                     stage.self_loads += 1
                     continue
-                key = wrapper_for(c.func, f).name() if c.call_type == ir.HALIDE else c.name
+                key = self.name_of(wrapper_for(c.func, f).name()) if c.call_type == ir.HALIDE else c.name
                 grouped.setdefault(key, []).append(c)
                 if c.call_type == ir.IMAGE:
                     self.input_bytes[c.name] = c.type.bytes()
             for producer, calls in grouped.items():
                 stage.accesses.append(self._access(stage, producer, calls, scope))
             for c in _call_sites(bound_exprs(d)):
-                key = wrapper_for(c.func, f).name() if c.call_type == ir.HALIDE else c.name
+                key = self.name_of(wrapper_for(c.func, f).name()) if c.call_type == ir.HALIDE else c.name
                 if c.call_type == ir.IMAGE:
                     self.input_bytes[c.name] = c.type.bytes()
                 acc = Access(key, c.call_type == ir.IMAGE, 0, [None] * len(c.args), in_bounds_of_rdom=True)

@@ -16,6 +16,7 @@ from pyhalide import ir
 from pyhalide.call_graph import bound_exprs, loop_exprs, reachable_funcs
 from pyhalide.errors import HalideError
 from pyhalide.ir_mutator import children
+from pyhalide.names import func_name_family
 from pyhalide.param import ImageParam, Param
 
 from .analysis import Analysis
@@ -142,7 +143,7 @@ def gather_estimates(outputs, estimates: dict | None, example_inputs: dict | Non
     example_inputs = dict(example_inputs or {})
     regions = {}
     for f in outputs:
-        given = estimates.get(f.name(), estimates.get(f))
+        given = estimates.get(f.name(), estimates.get(f, estimates.get(func_name_family(f.name()))))
         est = f.estimates()
         if given is not None:
             est = [tuple(e) if e is not None else None for e in given]
@@ -226,8 +227,8 @@ def _fixed_decisions(analysis: Analysis) -> dict:
             continue
         level = info.func._schedule.compute_level
         fixed[name] = INLINE if level.is_inlined() and not info.is_output else Decision("root")
-        if level.kind == "at" and level.func_name in analysis.funcs:
-            fixed[level.func_name] = Decision("root")
+        if level.kind == "at" and analysis.name_of(level.func_name) in analysis.funcs:
+            fixed[analysis.name_of(level.func_name)] = Decision("root")
     return fixed
 
 
@@ -237,6 +238,7 @@ def make_problem(outputs, target=None, estimates=None, example_inputs=None, para
     params = params or {}
     regions, shapes, env = gather_estimates(outputs, estimates, example_inputs)
     analysis = Analysis(outputs, env, shapes)
+    regions = {analysis.name_of(n): r for n, r in regions.items()}
     hw = hardware(target, params)
     model = Model(analysis, regions, hw)
     space = Space(model, hw, _fixed_decisions(analysis))

@@ -158,7 +158,7 @@ def python_source(dirs: list[tuple]) -> str:
             if a not in var_names:
                 var_names.append(a)
     lines = ["def apply_schedule(pipeline):", "    import pyhalide as hl", "",
-             "    f = {func.name(): func for func in pipeline.funcs()}"]
+             "    f = pipeline.funcs_by_name()"]
     ident: dict[str, str] = {}
     for k, n in enumerate(var_names):
         i = _identifier(n, k)

@@ -65,7 +65,7 @@ def candidates(seed: int, n_random: int, params: dict, scale: str = "train") -> 
         seen.add(key)
         dirs = directives(problem.model.a, models, set(problem.space.fixed), problem.model.output_regions)
         fresh, _ = rp.build(hl)
-        funcs = {f.name(): f for f in hl.Pipeline(fresh).funcs()}
+        funcs = hl.Pipeline(fresh).funcs_by_name()
         apply_directives(funcs, dirs)
         out.append({"seed": seed, "scale": scale, "schedule": hl.Pipeline(fresh).schedule_to_json(),
                     "features": total_features(models).tolist(),

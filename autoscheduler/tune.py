@@ -234,7 +234,7 @@ class _Tuning:
             if name not in self.problem.space.fixed:
                 a.funcs[name].func.reset_schedule()
         try:
-            apply_directives({f.name(): f for f in pipeline.funcs()}, dirs)
+            apply_directives(pipeline.funcs_by_name(), dirs)
             return pipeline.schedule_to_json()
         finally:
             pipeline.set_schedule(self.hand)

@@ -12,6 +12,7 @@ from . import ir
 from .errors import HalideError, HalideValueError
 from .expr import Expr, to_ir, wrap
 from .func import Func
+from .names import func_name_family
 from .operators import clamp, likely, select
 from .types import Int
 from .var import Range, Var
@@ -73,7 +74,7 @@ def _wrap_source(source, name: str, bounds, coord_fn, value_fn=None) -> Func:
         coords.append(coord_fn(a, lo, ext))
         cond = (a >= lo) & (a < lo + ext)
         inside = cond if inside is None else inside & cond
-    f = Func(f"{name}_{source.name()}")
+    f = Func(f"{name}_{func_name_family(source.name())}")
     read = source[tuple(coords)]
     f[tuple(args)] = read if value_fn is None or inside is None else value_fn(inside, read)
     return f

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import ir
-from .errors import CompileError
+from .errors import CompileError, InternalError
 from .ir_mutator import IRVisitor
 
 
@@ -19,33 +19,24 @@ class _CalledFuncs(IRVisitor):
 
     visit_once = True
 
-    def __init__(self, same_names: bool = False):
+    def __init__(self):
         super().__init__()
         self.funcs: dict[str, object] = {}
-        self.same_names = same_names
 
     def visit_Call(self, c):
         if c.call_type == ir.HALIDE:
-            _add_func(self.funcs, c.name, c.func, self.same_names)
+            _add_func(self.funcs, c.name, c.func)
         self.visit_children(c)
 
 
-def _add_func(funcs: dict, name: str, f, same_names: bool) -> None:
-    """funcs[name] = f, refusing another Func of that name; or, with same_names (lowering, which
-    tells Funcs apart by object, as Halide's unique names do), keying it `name$1`, `name$2`..."""
-    known = funcs.setdefault(name, f)
-    if known is f:
-        return
-    if not same_names:
-        raise CompileError(f"Two different Funcs are both named {name}; give them distinct names")
-    k = 1
-    while funcs.get(f"{name}${k}", f) is not f:
-        k += 1
-    funcs[f"{name}${k}"] = f
+def _add_func(funcs: dict, name: str, f) -> None:
+    """funcs[name] = f. Funcs are named uniquely when made (names.unique_func_name)."""
+    if funcs.setdefault(name, f) is not f:
+        raise InternalError(f"two different Funcs are both named {name}")
 
 
-def called_funcs(exprs, same_names: bool = False) -> dict[str, object]:
-    v = _CalledFuncs(same_names)
+def called_funcs(exprs) -> dict[str, object]:
+    v = _CalledFuncs()
     for e in exprs:
         if e is not None:
             v.visit(e)
@@ -100,9 +91,9 @@ def image_wrapper_for(image, consumer):
     return wrappers.get(consumer.name(), wrappers.get(""))
 
 
-def scheduled_callees(f, same_names: bool = False) -> dict[str, object]:
+def scheduled_callees(f) -> dict[str, object]:
     """The Funcs f's scheduled definitions call, after wrappers (of Funcs and of images), by name
-    (first use first; same_names: see _add_func)."""
+    (first use first)."""
     out: dict[str, object] = {}
     exprs = [e for d in f.scheduled_definitions() for e in (*loop_exprs(d), *bound_exprs(d))]
     images = _CalledImages()
@@ -111,18 +102,17 @@ def scheduled_callees(f, same_names: bool = False) -> dict[str, object]:
     for img in images.images:
         w = image_wrapper_for(img, f)
         if w is not None:
-            _add_func(out, w.name(), w, same_names)
-    for g in called_funcs(exprs, same_names).values():
+            _add_func(out, w.name(), w)
+    for g in called_funcs(exprs).values():
         if g is not f:
-            _add_func(out, (w := wrapper_for(g, f)).name(), w, same_names)
+            _add_func(out, (w := wrapper_for(g, f)).name(), w)
     return out
 
 
-def reachable_funcs(outputs, same_names: bool = False) -> dict[str, object]:
+def reachable_funcs(outputs) -> dict[str, object]:
     """Every Func the outputs need under their current schedules (wrappers and rfactor's
-    intermediates included), by name; refuses undefined Funcs, and two different Funcs with one
-    name unless same_names (see _add_func). The order is that of a depth-first walk from the
-    outputs, so it depends only on the program."""
+    intermediates included), by name; refuses undefined Funcs. The order is that of a
+    depth-first walk from the outputs, so it depends only on the program."""
     funcs: dict[str, object] = {}
     seen: set[int] = set()
     stack = list(reversed(outputs))
@@ -132,9 +122,9 @@ def reachable_funcs(outputs, same_names: bool = False) -> dict[str, object]:
             continue
         if not f.defined():
             raise CompileError(f"Func {f.name()} is called but has not been defined")
-        _add_func(funcs, f.name(), f, same_names)
+        _add_func(funcs, f.name(), f)
         seen.add(id(f))
-        stack.extend(reversed(list(scheduled_callees(f, same_names).values())))
+        stack.extend(reversed(list(scheduled_callees(f).values())))
     return funcs
 
 

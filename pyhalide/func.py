@@ -9,7 +9,7 @@ from .deep_recursion import deep
 from .errors import HalideError
 from .expr import Expr, cast_ir, coerce_python, to_ir, wrap
 from .ir_mutator import IRVisitor
-from .names import unique_name
+from .names import unique_func_name, unique_name
 from .schedule import FuncSchedule
 from .scheduling import FuncScheduling, Schedulable
 from .types import Int, Type
@@ -338,7 +338,7 @@ class Func(FuncScheduling):
             declared = (tuple(types), dims)
         elif args and isinstance(args[0], str):
             name = args[0]
-        self._name = name or unique_name("f")
+        self._name = unique_func_name(name or unique_name("f"))
         self._pure_args: tuple[str, ...] | None = None
         self._init: Definition | None = None
         self._updates: list[Definition] = []

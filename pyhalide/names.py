@@ -23,6 +23,32 @@ def unique_name(prefix: str) -> str:
     return name
 
 
+_func_names: set[str] = set()  # every name a Func was given or renamed to
+_renamed: dict[str, str] = {}  # "f$1" -> "f": the names of Funcs renamed when made
+
+
+def unique_func_name(name: str) -> str:
+    """A Func's name as Halide makes it: the name given, the first time; after that, `name$1`,
+    `name$2`... (a `$` in the name given becomes `_`), so no two Funcs share a name. Lowering
+    numbers these canonically again (lowering/copy_graph.py)."""
+    if name not in _func_names:
+        _func_names.add(name)
+        return name
+    base = name.replace("$", "_")
+    k = 1
+    while f"{base}${k}" in _func_names:
+        k += 1
+    unique = f"{base}${k}"
+    _func_names.add(unique)
+    _renamed[unique] = base
+    return unique
+
+
+def func_name_family(name: str) -> str:
+    """The name a Func was given, before unique_func_name renamed it."""
+    return _renamed.get(name, name)
+
+
 def is_generated(name: str) -> bool:
     return name in _generated
 

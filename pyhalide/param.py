@@ -5,7 +5,7 @@ from __future__ import annotations
 from . import ir
 from .errors import HalideError
 from .expr import Expr, wrap
-from .names import unique_name
+from .names import func_name_family, unique_name
 from .types import Type
 
 constraint_epoch = 0  # counts changes of any buffer's dimension constraints
@@ -411,7 +411,7 @@ class ImageParam(OutputImageParam):
                 if not hasattr(g, "_schedule"):
                     raise HalideError(f"ImageParam {self._name}.in_: consumers must be Funcs, got {g!r}")
             keys = [g.name() for g in consumers]
-            name = f"{self._name}_im_in_{'_'.join(keys)}"
+            name = f"{self._name}_im_in_{'_'.join(func_name_family(k) for k in keys)}"
         found = {id(self._wrappers.get(k)) for k in keys}
         if len(found) == 1 and self._wrappers.get(keys[0]) is not None:
             return self._wrappers[keys[0]]

@@ -14,6 +14,7 @@ from .errors import HalideError, InternalError
 from .func import Func
 from .ir_printer import stmt_to_string
 from .lowering.copy_graph import to_user_names
+from .names import func_name_family
 from .types import Int
 
 
@@ -152,15 +153,27 @@ class Pipeline:
             self.set_schedule(saved)
             raise
 
+    def funcs_by_name(self) -> dict[str, Func]:
+        """funcs() by the names schedule records and the autoscheduler's source use: a Func's
+        name, except where it depends on what the process made before (a second `Func("f")` is
+        `f$1`, an anonymous one `f12`); those are numbered again in a walk of this pipeline."""
+        canonical = self._canonical_names()
+        return {canonical.get(f.name(), f.name()): f for f in self.funcs()}
+
     def _canonical_names(self) -> dict[str, str]:
-        """Generated names (hl.minimum's Func "minimum7": counters that depend on what the process
-        made before) -> the names a fresh process gives them: schedule records use those, so a
-        record made here applies to the same algorithm built anywhere."""
+        """Names that depend on what the process made before (hl.minimum's Func "minimum7", a
+        second Func("f") "f$1") -> the names a fresh process gives them: schedule records use
+        those, so a record made here applies to the same algorithm built anywhere. The Funcs a
+        schedule made (wrappers, rfactor's intermediates) are numbered after the algorithm's."""
         from .call_graph import algorithm_funcs
-        from .lowering.copy_graph import canonical_names
+        from .lowering.copy_graph import canonical_names, number_made_funcs
 
         self._require_defined()
-        return canonical_names(algorithm_funcs(self._outputs), schedules=False)
+        algorithm = algorithm_funcs(self._outputs)
+        mapping = canonical_names(algorithm, schedules=False)
+        known = {id(f) for f in algorithm}
+        taken = {mapping.get(f.name(), f.name()) for f in algorithm}
+        return number_made_funcs([f for f in self.funcs() if id(f) not in known], mapping, taken)
 
     def structural_hash(self) -> str:
         """A hash of what the pipeline computes, independent of names, schedules and estimates."""
@@ -613,8 +626,11 @@ class Pipeline:
         self._set_target(None)
         seen = []
         lowered = lower(self._outputs, self._target, hook=lambda name, stmt: seen.append((name, stmt)))
-        text = loop_nest_text(next(stmt for name, stmt in seen if name == "simplify"))
-        print(to_user_names(text, lowered.env.user_names), end="")
+        text = to_user_names(loop_nest_text(next(stmt for name, stmt in seen if name == "simplify")),
+                             lowered.env.user_names)
+        # as Halide prints it: each Func by the name it was given, without the `$1` made unique by
+        given = {f.name(): func_name_family(f.name()) for f in self.funcs()}
+        print(to_user_names(text, {n: g for n, g in given.items() if n != g}), end="")
 
     def compile_to_lowered_stmt(self, filename: str, arguments=None, fmt=None, target=None) -> None:
         """The lowered Stmt as text, or (fmt=hl.StmtOutputFormat.HTML) as an HTML page of it,

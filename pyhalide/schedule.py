@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field, replace
 
 from .errors import CompileError
-from .names import map_name_tokens
+from .names import func_name_family, map_name_tokens
 
 # loop kinds, as in ir.For
 SERIAL, PARALLEL, VECTORIZED, UNROLLED = "serial", "parallel", "vectorized", "unrolled"
@@ -226,7 +226,8 @@ def stage_touched(schedule: FuncSchedule, stage: int) -> bool:
 
 def schedule_to_json(funcs, rename: dict | None = None) -> str:
     """The schedules of the given Funcs (by name) as JSON: the replayable directive log.
-    rename: name tokens written as others (Pipeline's canonical names for generated ones)."""
+    rename: name tokens written as others (Pipeline's canonical names); by default the Funcs'
+    names as a fresh process makes them (see copy_graph.canonical_func_names)."""
     for f in funcs:
         methods = {method for _, method, _ in f._schedule.log}
         if "specialize" in methods:
@@ -235,6 +236,10 @@ def schedule_to_json(funcs, rename: dict | None = None) -> str:
         if "symbolic_bound" in methods:
             raise CompileError(f"The schedule of {f.name()} bounds a Var by an Expr that is not a constant; "
                                "it can't be written as JSON")
+    if rename is None:
+        from .lowering.copy_graph import canonical_func_names
+
+        rename = canonical_func_names(funcs)
     data = {f.name(): [list(entry) for entry in f._schedule.log] for f in funcs}
     return json.dumps(_renamed(data, rename) if rename else data, sort_keys=True)
 
@@ -409,10 +414,15 @@ def validate_schedule_json(text: str) -> dict:
 
 def apply_schedule_json(funcs, text: str, rename: dict | None = None) -> None:
     """Replay a JSON schedule (from schedule_to_json) onto Funcs with the same names (after
-    `rename`, of the record's name tokens). The record is validated first; if any directive is
-    refused, every Func's schedule is put back as it was."""
+    `rename`, of the record's name tokens; by default those schedule_to_json gives the Funcs).
+    The record is validated first; if any directive is refused, every Func's schedule is put
+    back as it was."""
     from .func import Func
 
+    if rename is None:
+        from .lowering.copy_graph import canonical_func_names
+
+        rename = {c: n for n, c in canonical_func_names(funcs).items()}
     data = validate_schedule_json(text)
     if rename:
         data = _renamed(data, rename)
@@ -426,6 +436,12 @@ def apply_schedule_json(funcs, text: str, rename: dict | None = None) -> None:
             result = getattr(target, method)(*[_decode_arg(a, by_name) for a in args])
             if method in ("rfactor", "in_", "clone_in"):  # later entries may schedule the Func it made
                 by_name[result.name()] = result
+                family = func_name_family(result.name())
+                if family != result.name():  # the record names it as a fresh process would
+                    k = 0
+                    while (name := family if k == 0 else f"{family}${k}") in by_name:
+                        k += 1
+                    by_name[name] = result
 
     todo = dict(data)
     try:
@@ -463,11 +479,13 @@ def _decode_arg(a, by_name):
 
 
 def schedule_to_python(funcs) -> str:
-    """Python source that applies the same schedule (paste it after the algorithm)."""
+    """Python source that applies the same schedule (paste it after the algorithm). A Func is
+    written as a variable named as the Func was (`f` for a second Func("f"), named `f$1`)."""
     lines = []
     for f in funcs:
+        name = _func_variable(f.name())
         for stage, method, args in f._schedule.log:
-            target = f.name() if stage == 0 else f"{f.name()}.update({stage - 1})"
+            target = name if stage == 0 else f"{name}.update({stage - 1})"
             if method == "symbolic_bound":
                 lines.append(f"# {target}.bound({_source_arg(args[0])}, ...) over Exprs: not written as source")
                 continue
@@ -477,18 +495,22 @@ def schedule_to_python(funcs) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
+def _func_variable(func_name: str) -> str:
+    return func_name_family(func_name).replace("$", "_")
+
+
 def _source_arg(a) -> str:
     if isinstance(a, list):
         return "[" + ", ".join(_source_arg(x) for x in a) + "]"
     if isinstance(a, dict) and "func" in a and len(a) == 1:
-        return a["func"]
+        return _func_variable(a["func"])
     if isinstance(a, dict) and a.get("loop_level"):
         lv = a["loop_level"]
         if lv["kind"] == "root":
             return "hl.LoopLevel.root()"
         if lv["kind"] == "inlined":
             return "hl.LoopLevel.inlined()"
-        return f"hl.LoopLevel({lv['func']}, hl.Var({lv['var']!r}), {lv['stage']})"
+        return f"hl.LoopLevel({_func_variable(lv['func'])}, hl.Var({lv['var']!r}), {lv['stage']})"
     if isinstance(a, dict) and "var" in a:
         return f"hl.{'RVar' if a.get('rvar') else 'Var'}({a['var']!r})"
     if isinstance(a, str) and a in TailStrategy.ALL:

@@ -11,6 +11,7 @@ import contextlib
 
 from . import ir
 from .errors import CompileError
+from .names import func_name_family
 from .schedule import (
     GPU_BLOCK,
     GPU_LANE,
@@ -585,7 +586,7 @@ class FuncScheduling(Schedulable):
         wrappers = self._schedule.wrappers
         if consumers is None:
             if "" not in wrappers:
-                wrappers[""] = _make_wrapper(self, f"{self.name()}_global_wrapper")
+                wrappers[""] = _make_wrapper(self, f"{func_name_family(self.name())}_global_wrapper")
             self._log("in_")
             return wrappers[""]
         return self._stand_in("in_", consumers, lambda name: _make_wrapper(self, name), "in")
@@ -616,7 +617,9 @@ class FuncScheduling(Schedulable):
         if len(existing) == 1 and wrappers.get(consumers[0].name()) is not None:
             stand_in = wrappers[consumers[0].name()]
         else:
-            stand_in = make(f"{self.name()}_{infix}_{'_'.join(g.name() for g in consumers)}")
+            # named from the names given, so a fresh process names it alike
+            stand_in = make(f"{func_name_family(self.name())}_{infix}_"
+                            f"{'_'.join(func_name_family(g.name()) for g in consumers)}")
             for g in consumers:
                 wrappers[g.name()] = stand_in
         self._log(method, [{"func": g.name()} for g in consumers])
@@ -856,7 +859,7 @@ def rfactor(stage: Schedulable, pairs):
     clash = set(new_vars) & set(f._pure_args)
     if clash:
         raise CompileError(f"{where}: rfactor's new Vars {sorted(clash)} are already pure Vars of {f.name()}")
-    intm = Func(f"{f.name()}_s{s}_intm")
+    intm = Func(f"{func_name_family(f.name())}_s{s}_intm")
     pure = f._pure_args + tuple(new_vars)
     from .var import Var
 

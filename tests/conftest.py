@@ -1,4 +1,4 @@
-"""Shared test configuration: Hypothesis profiles.
+"""Shared test configuration: Hypothesis profiles, and a fixture for Func names.
 
 Select one with HYPOTHESIS_PROFILE=extended (100 examples) or thorough (1000), or pytest's
 --hypothesis-profile=...
@@ -6,9 +6,24 @@ Select one with HYPOTHESIS_PROFILE=extended (100 examples) or thorough (1000), o
 
 import os
 
+import pytest
 from hypothesis import settings
 
 settings.register_profile("default", max_examples=30, deadline=None)
 settings.register_profile("extended", max_examples=100, deadline=None)
 settings.register_profile("thorough", max_examples=1000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+@pytest.fixture
+def fresh_func_names():
+    """Funcs named as in a fresh process, for tests whose messages name them (Halide names a Func
+    given a name used before `f$1`). The names the test made stay taken after it."""
+    from pyhalide import names
+
+    before, renamed = set(names._func_names), dict(names._renamed)
+    names._func_names.clear()
+    names._renamed.clear()
+    yield
+    names._func_names.update(before)
+    names._renamed.update(renamed)

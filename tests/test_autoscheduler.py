@@ -341,7 +341,7 @@ def test_every_rfactor_option_of_a_row_sum_applies_and_computes_it():
     for o in options:
         state = problem.extend(first, "rows", o)
         out = build()
-        funcs = {f.name(): f for f in hl.Pipeline(out).funcs()}
+        funcs = hl.Pipeline(out).funcs_by_name()
         apply_directives(funcs, directives(problem.model.a, state.models, set(), problem.model.output_regions))
         assert np.array_equal(np.asarray(out.realize([5, 3])), want), o.describe()
 

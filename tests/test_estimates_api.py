@@ -288,7 +288,7 @@ def test_apply_autoscheduler_schedules_and_computes_the_same(registry):
     scheduled_json = p.schedule_to_json()
     _, _, by2, _ = _blur("auto")
     p2 = hl.Pipeline(by2)
-    exec(results.schedule_source, {"hl": hl, **{f.name(): f for f in p2.funcs()}})
+    exec(results.schedule_source, {"hl": hl, **p2.funcs_by_name()})  # a Func per name given: variables
     assert p2.schedule_to_json() == scheduled_json
 
 

@@ -150,7 +150,7 @@ def test_call_returns_the_output_func_with_inputs_by_position_or_name(gens):
     with jit():
         f = gens.Brighten.call(hl.Buffer(data), 1.5)
         g = gens.Brighten.call(gain=0.5, input=hl.Buffer(data), generator_params={"offset": 10, "scale": 2.0})
-    assert isinstance(f, hl.Func) and f.name() == "output"
+    assert isinstance(f, hl.Func) and f.name().split("$")[0] == "output"  # output$1 where made before
     np.testing.assert_array_equal(np.asarray(f.realize([32, 4])), (data + 2.0) * 1.5)
     np.testing.assert_array_equal(np.asarray(g.realize([32, 4])), (data + 10.0) * 0.5 * 2.0)
 

@@ -5,6 +5,8 @@ are checked against numpy, so these run without Halide installed."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -74,7 +76,7 @@ def test_a_func_with_an_update_left_unscheduled_is_computed_inside_its_consumer(
     np.testing.assert_array_equal(np.asarray(out.realize([8, 3])), want)
     out.compile_to_lowered_stmt(str(tmp_path / "scan.stmt"), [])
     nest = (tmp_path / "scan.stmt").read_text()
-    assert nest.index("(scan_out.s0.x,") < nest.index("produce scan {")
+    assert nest.index(f"({out.name()}.s0.x,") < nest.index(f"produce {s.name()} {{")
 
 
 def test_a_func_realized_in_a_serial_and_a_parallel_loop_compiles():
@@ -290,31 +292,45 @@ def test_a_bound_by_an_input_size_runs_and_refuses_to_become_a_record():
 
 
 def test_two_funcs_given_one_name_are_two_funcs():
-    """Halide names a second Func given a name `name$1`, so a pipeline may hold several Funcs
-    named alike (its local_laplacian generator names every pyramid level's upsampling `upy`).
-    pyhalide lowers them as Halide does; where a schedule names one by name (a loop level), or a
-    record would, it can't tell which is meant and says so."""
+    """As in Halide, a second Func given a name is named `name$1` when made (its local_laplacian
+    generator names every pyramid level's upsampling `upy`), so loop levels and records name
+    each one; records name them as a fresh process would (see Pipeline.funcs_by_name)."""
     x = hl.Var("x")
-    levels = [hl.Func("same_level")]
+    given = hl.Func("same_level")
+    levels = [given]
     levels[0][x] = x * 3
     for _ in range(2):
         up = hl.Func("same_level")
         up[x] = levels[-1][x] + levels[-1][x + 1]
         levels.append(up)
+    assert all(re.fullmatch(r"same_level\$\d+", f.name()) for f in levels[1:])
+    assert len({f.name() for f in levels}) == 3
     levels[0].compute_root()
     levels[1].compute_root().vectorize(x, 4)
     want = np.array([12 * (i + 1) for i in range(8)])  # 3x + 3(x+1) + 3(x+1) + 3(x+2)
     np.testing.assert_array_equal(np.asarray(levels[2].realize([8])), want)
-    out = hl.Func("same_out")
-    out[x] = levels[2][x]
-    levels[1].compute_at(out, x)
-    np.testing.assert_array_equal(np.asarray(out.realize([8])), want)
     extra = hl.Func("same_extra")
     extra[x] = x + 7
     top = hl.Func("same_level")
     top[x] = levels[2][x] + extra[x]
-    extra.compute_at(top, x)  # which same_level's loop?
-    with pytest.raises(hl.HalideError, match="two different Funcs in the pipeline are named same_level"):
-        top.realize([8])
-    with pytest.raises(hl.HalideError, match="Two different Funcs are both named same_level"):
-        hl.Pipeline(out).schedule_to_json()
+    extra.compute_at(top, x)  # top's own loop: its name says which same_level
+    np.testing.assert_array_equal(np.asarray(top.realize([8])), want + np.arange(8) + 7)
+    record = hl.Pipeline(top).schedule_to_json()
+    assert hl.Pipeline(top).funcs_by_name() == dict(zip(["same_level", "same_extra", "same_level$1",
+                                                         "same_level$2", "same_level$3"],
+                                                        [top, extra, levels[2], levels[1], levels[0]]))
+    assert '"func": "same_level", "kind": "at"' in record  # extra is computed at top's loop
+    # the same program built again (names same_level$4...): the record applies to it as it is
+    again = [hl.Func("same_level")]
+    again[0][x] = x * 3
+    for _ in range(2):
+        up = hl.Func("same_level")
+        up[x] = again[-1][x] + again[-1][x + 1]
+        again.append(up)
+    extra2, top2 = hl.Func("same_extra"), hl.Func("same_level")
+    extra2[x] = x + 7
+    top2[x] = again[2][x] + extra2[x]
+    hl.Pipeline(top2).apply_schedule_json(record)
+    assert hl.Pipeline(top2).schedule_to_json() == record
+    assert extra2._schedule.compute_level.func_name == top2.name()
+    np.testing.assert_array_equal(np.asarray(top2.realize([8])), want + np.arange(8) + 7)

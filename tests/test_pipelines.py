@@ -317,5 +317,5 @@ def test_two_funcs_with_one_name_are_two_funcs_as_in_halide():
     c = hl.Func("uses_both")
     c[x] = a[x] + b[x]
     assert list(c.realize([3])) == [1, 3, 5]
-    with pytest.raises(hl.HalideError, match="Two different Funcs are both named same_name"):
-        hl.Pipeline(c).schedule_to_json()  # a record names Funcs: which same_name?
+    assert a.name() != b.name() and b.name().startswith("same_name$")  # Halide's names
+    assert set(hl.Pipeline(c).funcs_by_name()) == {"uses_both", "same_name", "same_name$1"}

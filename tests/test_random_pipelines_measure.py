@@ -166,7 +166,7 @@ def _tiny_schedule(**directives) -> str:
     """A schedule of the test pipeline: `g` (and any hook named True) compute_root."""
     outputs, _, _ = PipelineSpec("test", "tiny", "").build(hl)
     p = hl.Pipeline(outputs)
-    funcs = {f.name(): f for f in p.funcs()}
+    funcs = p.funcs_by_name()
     funcs["g"].compute_root()
     for name, on in directives.items():
         if on:
@@ -222,7 +222,7 @@ def test_reference_schedule_roots_every_func():
     outputs, _ = random_pipeline(7, "test").build(hl)
     p = reference_schedule(outputs)
     record = json.loads(p.schedule_to_json())
-    assert set(record) == {f.name() for f in p.funcs()}
+    assert set(record) == set(p.funcs_by_name())
     assert all(any(entry[1] == "compute_at" for entry in entries) for entries in record.values())
 
 

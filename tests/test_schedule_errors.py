@@ -11,6 +11,8 @@ import pytest
 
 import pyhalide as hl
 
+pytestmark = pytest.mark.usefixtures("fresh_func_names")  # the messages checked name Funcs "f", "cs"...
+
 x, y = hl.Var("x"), hl.Var("y")
 xo, xi, yo, yi = hl.Var("xo"), hl.Var("xi"), hl.Var("yo"), hl.Var("yi")
 

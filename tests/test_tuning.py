@@ -33,7 +33,7 @@ def _schedule(root: bool = True) -> str:
     outputs, _, _ = TINY.build(hl)
     p = hl.Pipeline(outputs)
     if root:
-        next(f for f in p.funcs() if f.name() == "g").compute_root()
+        p.funcs_by_name()["g"].compute_root()
     return p.schedule_to_json()
 
 

@@ -18,10 +18,10 @@ from contextlib import contextmanager
 
 from .. import ir
 from ..call_graph import image_wrapper_for, reachable_funcs, wrapper_for
-from ..errors import CompileError, HalideError
+from ..errors import HalideError
 from ..func import Definition
 from ..ir_mutator import IRMutator, IRVisitor
-from ..names import generated_prefix, is_generated, map_name_tokens, name_tokens
+from ..names import func_name_family, generated_prefix, is_generated, map_name_tokens, name_tokens
 from ..schedule import LoopLevel, Split
 from ..var import ReductionVariable
 
@@ -74,11 +74,12 @@ def canonical_names(funcs, schedules: bool = True) -> dict[str, str]:
         if schedules:
             for name in _schedule_names(f._schedule):
                 finder._add(name)
-    given = {t for t in found if not is_generated(t)}
+    families = _renamed_families(funcs)
+    given = {t for t in found if not is_generated(t) and t not in families}
+    mapping = _number_families(families, given)
     counters: dict[str, int] = {}
-    mapping: dict[str, str] = {}
     for token in found:
-        if token in given:
+        if token in given or token in families:
             continue
         prefix = generated_prefix(token)
         k = counters.get(prefix, 0)
@@ -88,6 +89,55 @@ def canonical_names(funcs, schedules: bool = True) -> dict[str, str]:
         if f"{prefix}{k}" != token:
             mapping[token] = f"{prefix}{k}"
     return mapping
+
+
+def _renamed_families(funcs) -> dict[str, str]:
+    """The pipeline's Funcs whose name family (the name they were given) has a renamed member
+    here ("f$7", see names.unique_func_name): their names by family, in the walk's order."""
+    names = [f.name() for f in funcs]
+    renamed = {func_name_family(n) for n in names if func_name_family(n) != n}
+    return {n: func_name_family(n) for n in names if func_name_family(n) in renamed}
+
+
+def _number_families(families: dict[str, str], given: set[str]) -> dict[str, str]:
+    """Each family numbered again in order of first use: the first keeps the name given, the
+    next are `name$1`, `name$2`..., so a pipeline's Func names don't depend on what the process
+    made before (only those that change)."""
+    mapping: dict[str, str] = {}
+    counters: dict[str, int] = {}
+    for name, family in families.items():
+        k = counters.get(family, 0)
+        while (candidate := family if k == 0 else f"{family}${k}") in given:
+            k += 1
+        counters[family] = k + 1
+        if candidate != name:
+            mapping[name] = candidate
+    return mapping
+
+
+def canonical_func_names(funcs) -> dict[str, str]:
+    """The Funcs' names as a fresh process would make them (only those that differ): each name
+    family numbered again in the order given (see _number_families)."""
+    families = _renamed_families(funcs)
+    return _number_families(families, {f.name() for f in funcs} - families.keys())
+
+
+def number_made_funcs(made, mapping: dict[str, str], taken: set[str]) -> dict[str, str]:
+    """mapping, plus the canonical names of Funcs a schedule made (wrappers, rfactor's
+    intermediates) that were renamed when made: the first name of their family not yet taken
+    (`taken`: the algorithm's Funcs' canonical names)."""
+    taken = set(taken)
+    out = dict(mapping)
+    for f in made:
+        name, family = f.name(), func_name_family(f.name())
+        if name == family:
+            continue
+        k = 0
+        while (candidate := family if k == 0 else f"{family}${k}") in taken:
+            k += 1
+        taken.add(candidate)
+        out[name] = candidate
+    return out
 
 
 class _Renamer:
@@ -175,13 +225,10 @@ class _Rebuild(IRMutator):
 def copy_graph(outputs) -> tuple[list, dict[str, object], list, dict[str, str]]:
     """(copied outputs, every copied Func by its new name, the user's Funcs that were copied, the
     user's name of each renamed name)."""
-    reached = reachable_funcs(outputs, same_names=True)
-    originals = list(reached.values())
-    _refuse_ambiguous_levels(originals)
+    originals = list(reachable_funcs(outputs).values())
     mapping = canonical_names(originals)
     rename = _Renamer(mapping)
-    # a second Func given a name is lowered as name$1 (Halide names it so when it is made)
-    copies = {id(f): f._lowering_copy(rename(key), rename.schedule(f._schedule)) for key, f in reached.items()}
+    copies = {id(f): f._lowering_copy(rename(f.name()), rename.schedule(f._schedule)) for f in originals}
     for f in originals:
         c = copies[id(f)]
         rebuild = _Rebuild(f, copies, rename)
@@ -190,18 +237,6 @@ def copy_graph(outputs) -> tuple[list, dict[str, object], list, dict[str, str]]:
         c._pure_args = tuple(rename(n) for n in f._pure_args)
     by_name = {copies[id(f)].name(): copies[id(f)] for f in originals}
     return [copies[id(f)] for f in outputs], by_name, originals, {new: old for old, new in mapping.items()}
-
-
-def _refuse_ambiguous_levels(funcs) -> None:
-    """A loop level names its Func: where two Funcs have that name, it could be either."""
-    count: dict[str, int] = {}
-    for f in funcs:
-        count[f.name()] = count.get(f.name(), 0) + 1
-    for f in funcs:
-        for what, level in (("computed", f._schedule.compute_level), ("stored", f._schedule.store_level)):
-            if level is not None and level.kind == "at" and count.get(level.func_name, 0) > 1:
-                raise CompileError(f"Func {f.name()} is {what} at a loop of {level.func_name}, but two different "
-                                   f"Funcs in the pipeline are named {level.func_name}: give them distinct names")
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\$\d+)?")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import ir
-from ..errors import CompileError
+from ..errors import CompileError, InternalError
 from ..ir_mutator import IRVisitor
 from ..schedule import LoopLevel
 from .copy_graph import copy_graph, errors_in_user_names
@@ -34,9 +34,8 @@ class _Calls(IRVisitor):
 
     def visit_Call(self, c):
         if c.call_type == ir.HALIDE:
-            known = self.funcs.setdefault(c.name, c.func)
-            if known is not c.func:
-                raise CompileError(f"Two different Funcs are both named {c.name}; give them distinct names")
+            if self.funcs.setdefault(c.name, c.func) is not c.func:  # names are unique (names.unique_func_name)
+                raise InternalError(f"two different Funcs are both named {c.name}")
         elif c.call_type == ir.IMAGE:
             self._input(self.images, c.name, c.image, "input images")
         self.visit_children(c)

@@ -236,7 +236,7 @@ def schedules(draw, name: str) -> Schedule:
 
     built = PIPELINES[name](pyhalide)  # only for the structure: names of Funcs, stages, loops
     names = list(built.funcs)
-    outputs = {f.name() for f in built.outputs}
+    outputs = {n for n, f in built.funcs.items() if any(f is o for o in built.outputs)}
     loops: dict[tuple, list] = {}  # (func, stage) -> current loop names, innermost first
     rv: dict[tuple, set] = {}
     steps: list[Step] = []
