@@ -6,6 +6,9 @@ Variants: pyhalide-naive (the default schedule), pyhalide-hand, pyhalide-auto (t
 autoscheduler), pyhalide-tuned (measured autotuning, `--tune-budget` seconds per app; a finished
 run's record in the tuning database is reused, so a second run does not tune again), numpy (the
 app's reference), torch (conv_layer, where installed),
+pyhalide-greedy, pyhalide-random and pyhalide-compute_root (the autoscheduler's baselines: the
+greedy grouping, the model's best of 32 random schedules, Li2018-style compute_root; asked for by
+name only),
 halide-hand (the real Halide, same algorithm and schedule) and halide-adams2019 (Halide's own
 autoscheduler). Outputs are checked against the reference before anything is timed; all
 variants use the same inputs and thread count, and are timed in alternating rounds so they see
@@ -25,6 +28,7 @@ import numpy as np
 
 VARIANTS = ["pyhalide-naive", "pyhalide-hand", "pyhalide-auto", "pyhalide-tuned", "numpy", "torch", "halide-hand",
             "halide-adams2019"]
+BASELINES = ["pyhalide-greedy", "pyhalide-random", "pyhalide-compute_root"]  # the search's rivals
 SETTLE_SECONDS = 0.25  # pause before each variant's runs, so other libraries' spinning threads sleep
 SHORT_SECONDS, WARM_SECONDS, BURST = 0.2, 0.1, 3  # faster variants: 0.1 s of warm-up, then 3 timed runs
 SLOW_SECONDS = 5.0  # a variant whose first run takes longer is timed once, not repeated
@@ -83,14 +87,16 @@ def build_variants(app, inputs, which: set[str], size: str = "default", tune_bud
         built = app.build(pyhalide, inputs)
         app.schedule(pyhalide, built)
         out["pyhalide-hand"] = (app.runner(pyhalide, built), compiled(pyhalide, built, contract), "")
-    if "pyhalide-auto" in which:
+    for variant in ("pyhalide-auto", *BASELINES):
+        if variant not in which:
+            continue
         try:
             built = app.build(pyhalide, inputs)
-            auto_s, strategy = _pyhalide_auto(built)
-            out["pyhalide-auto"] = (app.runner(pyhalide, built), auto_s + compiled(pyhalide, built, contract),
-                                    f"autoschedule {auto_s:.2f} s ({strategy})")
+            auto_s, strategy = _pyhalide_auto(built, "Adams2019" if variant == "pyhalide-auto" else variant[9:])
+            out[variant] = (app.runner(pyhalide, built), auto_s + compiled(pyhalide, built, contract),
+                            f"autoschedule {auto_s:.2f} s ({strategy})")
         except Exception as e:  # a failure to schedule an app is a result, not a crash
-            print(f"  pyhalide-auto: {type(e).__name__}: {e}")
+            print(f"  {variant}: {type(e).__name__}: {e}")
     if "pyhalide-tuned" in which:
         try:
             built = app.build(pyhalide, inputs)
@@ -121,14 +127,15 @@ def build_variants(app, inputs, which: set[str], size: str = "default", tune_bud
     return out
 
 
-def _pyhalide_auto(built) -> tuple[float, str]:
-    """pyhalide's autoscheduler on the app's algorithm, with the output's size as its estimate."""
+def _pyhalide_auto(built, strategy: str = "Adams2019") -> tuple[float, str]:
+    """pyhalide's autoscheduler (or a baseline strategy) on the app's algorithm, with the output's
+    size as its estimate."""
     from autoscheduler import auto_schedule
 
     mins = built.output_mins or [0] * len(built.output_sizes)
     t0 = time.perf_counter()
     result = auto_schedule(built.output, estimates={built.output.name(): list(zip(mins, built.output_sizes))},
-                           params={"parallelism": _threads(), "use_records": 0})
+                           params={"parallelism": _threads(), "use_records": 0}, strategy=strategy)
     return time.perf_counter() - t0, result.stats["strategy"]
 
 
@@ -218,7 +225,7 @@ def run_app(name: str, size: str, rounds: int, which: set[str], tune_budget_s: f
         med, best = statistics.median(times[variant]), min(times[variant])
         records.append(Record(name, variant, med * 1e3, best * 1e3, compile_s, ok, len(times[variant]),
                               flops / med / 1e9 if flops else None, note))
-    records.sort(key=lambda r: VARIANTS.index(r.variant))
+    records.sort(key=lambda r: (VARIANTS + BASELINES).index(r.variant))
     return records
 
 
@@ -252,7 +259,7 @@ def plot(records: list[Record], path: str) -> None:
     import matplotlib.pyplot as plt
 
     apps = list(dict.fromkeys(r.app for r in records))
-    variants = [v for v in VARIANTS if any(r.variant == v for r in records)]
+    variants = [v for v in VARIANTS + BASELINES if any(r.variant == v for r in records)]
     fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(apps)), 4.5))
     width = 0.8 / len(variants)
     for i, v in enumerate(variants):
