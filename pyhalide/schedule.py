@@ -418,10 +418,9 @@ def apply_schedule_json(funcs, text: str, rename: dict | None = None) -> None:
     The record is validated first; if any directive is refused, every Func's schedule is put
     back as it was."""
     from .func import Func
+    from .lowering.copy_graph import canonical_func_names, first_free_name
 
     if rename is None:
-        from .lowering.copy_graph import canonical_func_names
-
         rename = {c: n for n, c in canonical_func_names(funcs).items()}
     data = validate_schedule_json(text)
     if rename:
@@ -438,10 +437,7 @@ def apply_schedule_json(funcs, text: str, rename: dict | None = None) -> None:
                 by_name[result.name()] = result
                 family = func_name_family(result.name())
                 if family != result.name():  # the record names it as a fresh process would
-                    k = 0
-                    while (name := family if k == 0 else f"{family}${k}") in by_name:
-                        k += 1
-                    by_name[name] = result
+                    by_name[first_free_name(family, by_name)] = result
 
     todo = dict(data)
     try:

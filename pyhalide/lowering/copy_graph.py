@@ -99,17 +99,23 @@ def _renamed_families(funcs) -> dict[str, str]:
     return {n: func_name_family(n) for n in names if func_name_family(n) in renamed}
 
 
-def _number_families(families: dict[str, str], given: set[str]) -> dict[str, str]:
+def first_free_name(family: str, taken) -> str:
+    """The first of `family`, `family$1`, `family$2`... not in taken."""
+    k = 0
+    while (candidate := family if k == 0 else f"{family}${k}") in taken:
+        k += 1
+    return candidate
+
+
+def _number_families(families: dict[str, str], taken: set[str]) -> dict[str, str]:
     """Each family numbered again in order of first use: the first keeps the name given, the
-    next are `name$1`, `name$2`..., so a pipeline's Func names don't depend on what the process
-    made before (only those that change)."""
+    next are `name$1`, `name$2`..., skipping names taken, so a pipeline's Func names don't
+    depend on what the process made before (only those that change)."""
+    taken = set(taken)
     mapping: dict[str, str] = {}
-    counters: dict[str, int] = {}
     for name, family in families.items():
-        k = counters.get(family, 0)
-        while (candidate := family if k == 0 else f"{family}${k}") in given:
-            k += 1
-        counters[family] = k + 1
+        candidate = first_free_name(family, taken)
+        taken.add(candidate)
         if candidate != name:
             mapping[name] = candidate
     return mapping
@@ -126,18 +132,8 @@ def number_made_funcs(made, mapping: dict[str, str], taken: set[str]) -> dict[st
     """mapping, plus the canonical names of Funcs a schedule made (wrappers, rfactor's
     intermediates) that were renamed when made: the first name of their family not yet taken
     (`taken`: the algorithm's Funcs' canonical names)."""
-    taken = set(taken)
-    out = dict(mapping)
-    for f in made:
-        name, family = f.name(), func_name_family(f.name())
-        if name == family:
-            continue
-        k = 0
-        while (candidate := family if k == 0 else f"{family}${k}") in taken:
-            k += 1
-        taken.add(candidate)
-        out[name] = candidate
-    return out
+    renamed = {f.name(): func_name_family(f.name()) for f in made if func_name_family(f.name()) != f.name()}
+    return {**mapping, **_number_families(renamed, taken)}
 
 
 class _Renamer:
