@@ -12,7 +12,7 @@ from .analysis import Analysis
 from .loop_nest import FuncModel, rfactor_names, stage_loops
 
 ALLOWED = {"compute_root", "compute_at", "store_at", "split", "reorder", "vectorize", "unroll", "fuse", "parallel",
-           "rfactor"}
+           "rfactor", "unscheduled"}
 
 
 def directives(analysis: Analysis, models: dict[str, FuncModel], fixed: set,
@@ -46,7 +46,9 @@ def directives(analysis: Analysis, models: dict[str, FuncModel], fixed: set,
             # computing past the region: guarded where that would read past an input or write
             # past an output.
             st_guard = st.index > 0 and (guard or info.is_output)
-            out += _stage_directives(name, info, st, sm, d, extents, st_guard)
+            stage_dirs = _stage_directives(name, info, st, sm, d, extents, st_guard)
+            # an update left as written is the search's choice: say so (no "not scheduled" warning)
+            out += stage_dirs or ([(name, st.index, "unscheduled", ())] if st.index > 0 else [])
     return out
 
 

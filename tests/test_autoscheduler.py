@@ -445,3 +445,16 @@ def test_a_scattering_update_is_offered_pixel_major_and_charged_per_lane():
     assert ("grid_hist", 1, "unroll", ("c", 2)) in [d[:3] + (tuple(d[3][:2]),) for d in dirs], dirs
     apply_directives(funcs, dirs)
     np.testing.assert_array_equal(np.asarray(out.realize([24, 16, 8, 2])), want)
+
+
+def test_updates_the_search_leaves_as_written_are_marked_so_and_warn_of_nothing(capsys):
+    """A histogram's update left as written (compute_root's baseline vectorizes the pure stage
+    only) is the search's choice: `update(0).unscheduled()`, so no "has not been scheduled"
+    warning, in the applied schedule and in the printed source."""
+    img = np.arange(64 * 48, dtype=np.uint8).reshape(48, 64)
+    _, out = _histogram(img)
+    r = auto_schedule(out, estimates={out.name(): [(0, 256)]}, params={"parallelism": 2}, strategy="compute_root")
+    assert "f['hist'].update(0).unscheduled()" in r.schedule_source
+    capsys.readouterr()
+    np.testing.assert_array_equal(np.asarray(out.realize([256])), np.bincount(img.ravel(), minlength=256) * 2)
+    assert "has not been scheduled" not in capsys.readouterr().out
