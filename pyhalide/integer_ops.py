@@ -1,8 +1,9 @@
 """Halide's integer intrinsics that avoid overflow, built from ordinary Exprs: widening and
-saturating arithmetic, halving adds, rounding-to-zero division, plus fract, evaluate (and
-evaluate_may_gpu), vars and funcs. Each widens both operands to twice their bits (the intrinsics
-exist for 8-, 16- and 32-bit integers), computes exactly there, and narrows as Halide defines:
-saturating, or wrapping for halving_sub."""
+saturating arithmetic, halving adds, rounding-to-zero division, rounding and widening shifts,
+multiply-shifts, extract_bits and concat_bits; plus fract, the value-preserving hints
+(strict_float, likely_if_innermost, unsafe_promise_clamped), evaluate (and evaluate_may_gpu),
+vars and funcs. The widening ones compute exactly in the type of twice the bits (8-, 16- and
+32-bit integers) and narrow as Halide defines: saturating, or wrapping for halving_sub."""
 
 from __future__ import annotations
 
@@ -84,6 +85,142 @@ def rounding_halving_add(a, b) -> Expr:
 def halving_sub(a, b) -> Expr:
     """(a - b) / 2 rounded down, computed without overflow and wrapped to the operands' type."""
     return _halved("halving_sub", a, b, ir.Sub, False)
+
+
+def _integer(name: str, e) -> ir.Expr:
+    x = to_ir(e)
+    if not (x.type.is_int() or x.type.is_uint()) or x.type.is_bool():
+        raise HalideError(f"{name} takes integers, got {x.type}")
+    return x
+
+
+def _widen_right(name: str, a, b, op) -> Expr:
+    x, y = _integer(name, a), _integer(name, b)
+    if x.type.bits != 2 * y.type.bits or x.type.lanes != y.type.lanes:
+        raise HalideError(f"{name}: the first operand must have twice the bits of the second, got {x.type} and "
+                          f"{y.type}")
+    return wrap(op(x, cast_ir(x.type, y)))
+
+
+def widen_right_add(a, b) -> Expr:
+    """a + b, where a has twice b's bits: b widened, the sum wrapping in a's type."""
+    return _widen_right("widen_right_add", a, b, ir.Add)
+
+
+def widen_right_sub(a, b) -> Expr:
+    """a - b, where a has twice b's bits: b widened, the difference wrapping in a's type."""
+    return _widen_right("widen_right_sub", a, b, ir.Sub)
+
+
+def widen_right_mul(a, b) -> Expr:
+    """a * b, where a has twice b's bits: b widened, the product wrapping in a's type."""
+    return _widen_right("widen_right_mul", a, b, ir.Mul)
+
+
+def widening_shift_left(a, b) -> Expr:
+    """a << b in the type of twice a's bits (a negative b shifts right, as `<<` does)."""
+    x = _integer("widening_shift_left", a)
+    return wrap(cast_ir(_wide("widening_shift_left", x.type), x)) << b
+
+
+def widening_shift_right(a, b) -> Expr:
+    """a >> b in the type of twice a's bits (a negative b shifts left, as `>>` does)."""
+    x = _integer("widening_shift_right", a)
+    return wrap(cast_ir(_wide("widening_shift_right", x.type), x)) >> b
+
+
+def _rounded_right_shift(x: Expr, b: Expr) -> Expr:
+    """x >> b (b > 0) rounded to the nearest integer, ties up: the floor plus the last bit shifted
+    out. (x + (1 << (b - 1))) >> b without the add, which could overflow; it fits x's type."""
+    return (x >> b) + ((x >> (b - 1)) & 1)
+
+
+def rounding_shift_right(a, b) -> Expr:
+    """a >> b rounded to the nearest integer (ties up); a negative b shifts left, wrapping."""
+    x, shift = wrap(_integer("rounding_shift_right", a)), wrap(_integer("rounding_shift_right", b))
+    left = x if to_ir(shift).type.is_uint() else x << (0 - shift)
+    return wrap(ir.Select(to_ir(shift > 0), to_ir(_rounded_right_shift(x, shift)), to_ir(left)))
+
+
+def rounding_shift_left(a, b) -> Expr:
+    """a << b, wrapping; a negative b shifts right rounding to the nearest integer (ties up)."""
+    x, shift = wrap(_integer("rounding_shift_left", a)), wrap(_integer("rounding_shift_left", b))
+    if to_ir(shift).type.is_uint():
+        return x << shift
+    return wrap(ir.Select(to_ir(shift >= 0), to_ir(x << shift), to_ir(_rounded_right_shift(x, 0 - shift))))
+
+
+def _product_shifted(name: str, a, b, q, rounding: bool) -> Expr:
+    t, product = _in_wide(name, a, b, ir.Mul)
+    shift = wrap(_integer(name, q))
+    shifted = wrap(product) >> shift
+    if rounding:
+        shifted = wrap(ir.Select(to_ir(shift > 0), to_ir(_rounded_right_shift(wrap(product), shift)), to_ir(shifted)))
+    return wrap(_clamped_to(t, to_ir(shifted)))
+
+
+def mul_shift_right(a, b, q) -> Expr:
+    """(a * b) >> q, the product exact in twice the bits, the result saturated to a's type."""
+    return _product_shifted("mul_shift_right", a, b, q, False)
+
+
+def rounding_mul_shift_right(a, b, q) -> Expr:
+    """(a * b) >> q rounded to the nearest integer (ties up), saturated to a's type."""
+    return _product_shifted("rounding_mul_shift_right", a, b, q, True)
+
+
+def extract_bits(t: Type, e, lsb) -> Expr:
+    """The bits of e from lsb up, as many as t has, as a t (bits above e's are zero)."""
+    x = _integer_or_float("extract_bits", e)
+    u = Type("uint", x.type.bits, x.type.lanes)
+    shifted = wrap(ir.Reinterpret(u, x) if x.type != u else x) >> lsb
+    out = cast_ir(Type("uint", t.bits, x.type.lanes), to_ir(shifted))
+    return wrap(out if t.is_uint() else ir.Reinterpret(t.with_lanes(x.type.lanes), out))
+
+
+def concat_bits(parts) -> Expr:
+    """The bits of the parts side by side, the first least significant: n parts of one integer
+    type make an integer of n times the bits and the same signedness."""
+    xs = [_integer("concat_bits", p) for p in parts]
+    if not xs or any(x.type != xs[0].type for x in xs):
+        raise HalideError(f"concat_bits takes one or more Exprs of one integer type, got "
+                          f"{', '.join(str(x.type) for x in xs) or 'none'}")
+    t, n = xs[0].type, len(xs)
+    if t.bits * n > 64:
+        raise HalideError(f"concat_bits: {n} parts of {t} make more than 64 bits")
+    wide = Type("uint", t.bits * n, t.lanes)
+    narrow = Type("uint", t.bits, t.lanes)
+    total = None
+    for k, x in enumerate(xs):
+        bits = cast_ir(wide, x if t.is_uint() else ir.Reinterpret(narrow, x))
+        term = wrap(bits) << wrap(ir.make_const(wide, k * t.bits))
+        total = term if total is None else total | term
+    out = to_ir(total)
+    return wrap(out if t.is_uint() else ir.Reinterpret(Type(t.code, t.bits * n, t.lanes), out))
+
+
+def _integer_or_float(name: str, e) -> ir.Expr:
+    x = to_ir(e)
+    if x.type.is_bool():
+        raise HalideError(f"{name} takes a number, got {x.type}")
+    return x
+
+
+def strict_float(e) -> Expr:
+    """e, with float arithmetic left exactly as written: pyhalide never reassociates floats."""
+    return wrap(to_ir(e))
+
+
+def likely_if_innermost(e) -> Expr:
+    """e, marked likely where it is in the innermost loop: a hint for loop partitioning, which
+    pyhalide's own partitioning makes without it (the value is e)."""
+    return wrap(to_ir(e))
+
+
+def unsafe_promise_clamped(value, lo, hi) -> Expr:
+    """value, which the caller promises lies in [lo, hi]; pyhalide does not use the promise."""
+    to_ir(lo), to_ir(hi)
+    return wrap(to_ir(value))
 
 
 def div_round_to_zero(a, b) -> Expr:

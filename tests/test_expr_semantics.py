@@ -863,3 +863,111 @@ def test_float_sums_in_the_programs_order_are_halides_under_strict_float():
     want = (((s[:-1, :-1] + s[1:, :-1]) + s[:-1, 1:]) + s[1:, 1:]) / np.float32(4)
     assert np.array_equal(results[0], results[1])
     np.testing.assert_allclose(results[0], want, rtol=0, atol=1e-6)  # numpy's sin may differ by an ulp
+
+
+def _shift_ref(v: int, s: int, bits: int, signed: bool, left: bool) -> int:
+    """Python's exact shift of v, Halide's way (a negative amount shifts the other way), wrapped
+    to `bits`."""
+    if s < 0:
+        s, left = -s, not left
+    r = v << s if left else v >> s
+    r &= (1 << bits) - 1
+    return r - (1 << bits) if signed and r >= 1 << (bits - 1) else r
+
+
+def _round_right_ref(v: int, s: int) -> int:
+    return (v + (1 << (s - 1))) >> s  # exact in Python's integers
+
+
+_SHIFT_TYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32]
+
+
+@pytest.mark.parametrize("dtype", _SHIFT_TYPES)
+def test_shift_and_bit_intrinsics_against_exact_integers(dtype):
+    """Halide's rounding, widening and multiply-shift intrinsics, extract_bits and concat_bits,
+    against Python's exact integers (shifts by less than the bits; a 32-bit shift by 32 is
+    undefined in Halide)."""
+    rng = np.random.default_rng(11)
+    info = np.iinfo(dtype)
+    bits, signed, n = info.bits, info.min < 0, 300
+    a = rng.integers(info.min, info.max, n, endpoint=True).astype(dtype)
+    b = rng.integers(info.min, info.max, n, endpoint=True).astype(dtype)
+    sdt = np.dtype(f"int{bits}")
+    s = rng.integers(-(bits - 1), bits - 1, n, endpoint=True).astype(sdt)
+    q = rng.integers(0, 2 * bits - 1, n).astype(np.dtype(f"uint{bits}"))
+    lsb = rng.integers(0, bits, n).astype(np.int32)
+    x = hl.Var("x")
+    A, B, S, Q, L = (hl.Buffer(v, nm) for v, nm in ((a, "sa"), (b, "sb"), (s, "ss"), (q, "sq"), (lsb, "sl")))
+
+    def got(e):
+        f = hl.Func("shift_case")
+        f[x] = e
+        return [int(v) for v in np.asarray(f.realize([n]))]
+
+    av, bv, sv, qv, lv = ([int(v) for v in arr] for arr in (a, b, s, q, lsb))
+    wide_bits = 2 * bits
+
+    def narrow(v, k=bits, sgn=signed):
+        return _shift_ref(v, 0, k, sgn, True)
+
+    def saturate(v):
+        return min(max(v, int(info.min)), int(info.max))
+
+    assert got(hl.widening_shift_left(A[x], S[x])) == [_shift_ref(v, t, wide_bits, signed, True)
+                                                       for v, t in zip(av, sv)]
+    assert got(hl.widening_shift_right(A[x], S[x])) == [_shift_ref(v, t, wide_bits, signed, False)
+                                                        for v, t in zip(av, sv)]
+    assert got(hl.rounding_shift_right(A[x], S[x])) == [
+        narrow(_round_right_ref(v, t)) if t > 0 else _shift_ref(v, -t, bits, signed, True) for v, t in zip(av, sv)]
+    assert got(hl.rounding_shift_left(A[x], S[x])) == [
+        _shift_ref(v, t, bits, signed, True) if t >= 0 else narrow(_round_right_ref(v, -t)) for v, t in zip(av, sv)]
+    assert got(hl.mul_shift_right(A[x], B[x], Q[x])) == [saturate((v * w) >> t) for v, w, t in zip(av, bv, qv)]
+    assert got(hl.rounding_mul_shift_right(A[x], B[x], Q[x])) == [
+        saturate(_round_right_ref(v * w, t) if t else v * w) for v, w, t in zip(av, bv, qv)]
+    unsigned = [v & ((1 << bits) - 1) for v in av]
+    assert got(hl.extract_bits(hl.UInt(8), A[x], L[x])) == [(u >> t) & 0xFF for u, t in zip(unsigned, lv)]
+    assert got(hl.extract_bits(hl.Int(8), A[x], L[x])) == [narrow((u >> t) & 0xFF, 8, True)
+                                                           for u, t in zip(unsigned, lv)]
+    if bits <= 16:
+        ub = [v & ((1 << bits) - 1) for v in bv]
+        assert got(hl.concat_bits([A[x], B[x]])) == [narrow(u | (w << bits), wide_bits, signed)
+                                                     for u, w in zip(unsigned, ub)]
+        wide = np.dtype(f"{'int' if signed else 'uint'}{wide_bits}")
+        wv = rng.integers(np.iinfo(wide).min, np.iinfo(wide).max, n, endpoint=True).astype(wide)
+        W = hl.Buffer(wv, "sw")
+        for name, op in (("add", lambda p, r: p + r), ("sub", lambda p, r: p - r), ("mul", lambda p, r: p * r)):
+            want = [narrow(op(int(p), r), wide_bits, signed) for p, r in zip(wv, av)]
+            assert got(getattr(hl, f"widen_right_{name}")(W[x], A[x])) == want, name
+
+
+@pytest.mark.parametrize("dtype", _SHIFT_TYPES)
+def test_shift_and_bit_intrinsics_match_the_real_halide(dtype):
+    real = pytest.importorskip("halide", reason="the real Halide (pip install halide) is the second oracle")
+    rng = np.random.default_rng(12)
+    info = np.iinfo(dtype)
+    bits, n = info.bits, 400
+    top = bits if bits < 32 else bits - 1  # 8- and 16-bit shifts by their width are defined too
+    a = rng.integers(info.min, info.max, n, endpoint=True).astype(dtype)
+    b = rng.integers(info.min, info.max, n, endpoint=True).astype(dtype)
+    s = rng.integers(-top, top, n, endpoint=True).astype(np.dtype(f"int{bits}"))
+    u = rng.integers(0, top, n, endpoint=True).astype(np.dtype(f"uint{bits}"))
+    q = rng.integers(0, 2 * bits - 1, n).astype(np.dtype(f"uint{bits}"))
+    cases = [(name, (a, amount)) for name in ("widening_shift_left", "widening_shift_right", "rounding_shift_left",
+                                              "rounding_shift_right") for amount in (s, u)]
+    cases += [(name, (a, b, q)) for name in ("mul_shift_right", "rounding_mul_shift_right")]
+    for name, arrays in cases:
+        results = []
+        for lib in (hl, real):
+            x = lib.Var("x")
+            f = lib.Func("real_" + name)
+            f[x] = getattr(lib, name)(*[lib.Buffer(v, f"r{k}")[x] for k, v in enumerate(arrays)])
+            results.append(np.asarray(f.realize([n])))
+        assert results[0].dtype == results[1].dtype and np.array_equal(*results), (name, arrays[-1].dtype)
+
+
+def test_value_preserving_hints_are_their_values():
+    x = hl.Var("x")
+    f = hl.Func("hinted")
+    f[x] = (hl.strict_float(hl.f32(x) * 0.5) + hl.f32(hl.likely_if_innermost(x))
+            + hl.f32(hl.unsafe_promise_clamped(x * 2, 0, 14)))
+    assert list(np.asarray(f.realize([8]))) == [v * 0.5 + v + 2 * v for v in range(8)]
