@@ -33,6 +33,24 @@ def compare(name: str, trials: int, threads: int, size: str) -> dict:
     return out
 
 
+def plot(results: dict, path: str) -> None:
+    """Best time against trials, model-guided beside random, an app a panel."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(results), figsize=(4 * len(results), 3.5), squeeze=False)
+    for ax, (name, r) in zip(axes[0], results.items()):
+        for proposer in ("model", "random"):
+            curve = [b * 1e3 if b else None for b in r[proposer]["curve"]]
+            ax.step(range(1, len(curve) + 1), curve, where="post", label=proposer)
+        ax.set(title=name, xlabel="trials", ylabel="best (ms)")
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
 def main(argv=None) -> None:
     from apps import NAMES
 
@@ -40,11 +58,15 @@ def main(argv=None) -> None:
     p.add_argument("apps", nargs="*")
     p.add_argument("--trials", type=int, default=64)
     p.add_argument("--size", default="default")
-    p.add_argument("--json")
-    p.add_argument("--plot")
+    p.add_argument("--json", help="write the results here; with --merge, update this file's apps")
+    p.add_argument("--merge", action="store_true", help="keep the other apps of an existing --json file")
+    p.add_argument("--plot", help="a PNG of every app in the results (the merged file's too)")
     args = p.parse_args(argv)
     threads = int(os.environ.get("HL_NUM_THREADS", "2"))
     results = {}
+    if args.merge and args.json and os.path.exists(args.json):
+        with open(args.json) as f:
+            results = json.load(f)
     for name in args.apps or NAMES:
         r = results[name] = compare(name, args.trials, threads, args.size)
         m, rnd = r["model"]["best_s"], r["random"]["best_s"]
@@ -55,20 +77,7 @@ def main(argv=None) -> None:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
     if args.plot:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        fig, axes = plt.subplots(1, len(results), figsize=(4 * len(results), 3.5), squeeze=False)
-        for ax, (name, r) in zip(axes[0], results.items()):
-            for proposer in ("model", "random"):
-                curve = [b * 1e3 if b else None for b in r[proposer]["curve"]]
-                ax.step(range(1, len(curve) + 1), curve, where="post", label=proposer)
-            ax.set(title=name, xlabel="trials", ylabel="best (ms)")
-            ax.legend()
-        fig.tight_layout()
-        fig.savefig(args.plot, dpi=100)
+        plot(results, args.plot)
 
 
 if __name__ == "__main__":
