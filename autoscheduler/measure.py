@@ -73,16 +73,18 @@ class PipelineSpec:
     of autoscheduler.random_pipelines) or `PipelineSpec("app", name, size)` (an app of the gallery,
     apps.load(name), with app.inputs(size)) or `PipelineSpec("function", "module:function", "")`
     (a user's function, importable in a fresh process, returning the output Func, a list of them
-    or a Pipeline, with estimates on the outputs and the inputs bound: see _FunctionSource).
-    Kind "test" is for this module's tests only (see _TestPipeline)."""
+    or a Pipeline, with estimates on the outputs and the inputs bound: see _FunctionSource) or
+    `PipelineSpec.of_outputs(outputs)` (Funcs built in this process, carried to the workers as
+    a pickle made here: see _OutputsSource). Kind "test" is for this module's tests only (see
+    _TestPipeline)."""
 
     kind: str
-    name: int | str
+    name: int | str | bytes
     size: str
 
     def __post_init__(self):
-        if self.kind not in ("random", "app", "function", "test"):
-            raise ValueError(f"PipelineSpec kind must be 'random', 'app' or 'function', got {self.kind!r}")
+        if self.kind not in ("random", "app", "function", "outputs", "test"):
+            raise ValueError(f"PipelineSpec kind must be 'random', 'app', 'function' or 'outputs', got {self.kind!r}")
 
     @classmethod
     def random(cls, seed: int, scale: str = "train") -> PipelineSpec:
@@ -97,6 +99,26 @@ class PipelineSpec:
         if not isinstance(path, str) or path.count(":") != 1:
             raise ValueError(f"a pipeline function is named 'module:function', got {path!r}")
         return cls("function", path, "")
+
+    @classmethod
+    def of_outputs(cls, outputs_or_pipeline) -> PipelineSpec:
+        """The algorithm of Funcs (or a Pipeline) built in this process, with their schedules,
+        estimates and bound inputs, pickled here for the spawned workers. The pickle is made by
+        this process for its own workers and never stored: the database keeps schedules only."""
+        import pickle
+
+        import pyhalide as hl
+
+        if isinstance(outputs_or_pipeline, hl.Pipeline):
+            outputs = outputs_or_pipeline.outputs()
+        else:
+            outputs = list(outputs_or_pipeline) if isinstance(outputs_or_pipeline, list | tuple) \
+                else [outputs_or_pipeline]
+        for f in outputs:
+            if not isinstance(f, hl.Func):
+                raise TypeError(f"tune: expected output Funcs or a Pipeline, got {f!r}")
+        _estimated(outputs, "tune")
+        return cls("outputs", pickle.dumps(outputs), "")
 
     @classmethod
     def of(cls, spec) -> PipelineSpec:
@@ -137,6 +159,10 @@ class PipelineSpec:
     def describe(self) -> str:
         return self._source().describe()
 
+    def __repr__(self) -> str:
+        name = f"<{len(self.name)} bytes>" if isinstance(self.name, bytes) else repr(self.name)
+        return f"PipelineSpec({self.kind!r}, {name}, {self.size!r})"
+
 
 _REFERENCES: dict[PipelineSpec, list[np.ndarray]] = {}
 _SOURCES: dict[PipelineSpec, object] = {}
@@ -145,7 +171,8 @@ _SOURCES: dict[PipelineSpec, object] = {}
 def _source(spec: PipelineSpec):
     src = _SOURCES.get(spec)
     if src is None:
-        kinds = {"random": _RandomSource, "app": _AppSource, "function": _FunctionSource, "test": _TestPipeline}
+        kinds = {"random": _RandomSource, "app": _AppSource, "function": _FunctionSource, "outputs": _OutputsSource,
+                 "test": _TestPipeline}
         src = _SOURCES[spec] = kinds[spec.kind](spec)
     return src
 
@@ -237,30 +264,64 @@ class _FunctionSource:
             made = self.fn()
         outputs = made.outputs() if isinstance(made, hl.Pipeline) else \
             list(made) if isinstance(made, list | tuple) else [made]
-        sizes, mins = [], []
-        for f in outputs:
-            est = f.estimates()
-            if any(e is None for e in est):
-                raise ValueError(f"{self.path}: the output {f.name()} needs set_estimates to be tuned")
-            mins.append([int(m) for m, _ in est])
-            sizes.append([int(e) for _, e in est])
-        return outputs, sizes, mins
+        return (outputs, *_estimated(outputs, self.path))
 
     def reference(self):
-        import pyhalide as hl
-
-        from .random_pipelines import output_buffers, reference_schedule
-
-        outputs, sizes, mins = self.build(hl)
-        buffers = output_buffers(hl, outputs, sizes, mins)
-        reference_schedule(outputs).realize(buffers)
-        return [np.array(np.asarray(b)) for b in buffers]
+        return _roots_reference(self)
 
     def check(self, results, expected) -> bool:
         return _same(results, expected)
 
     def describe(self) -> str:
         return f"function {self.path}"
+
+
+def _estimated(outputs, who: str) -> tuple[list, list]:
+    """The outputs' estimated (sizes, mins); every output must have them."""
+    sizes, mins = [], []
+    for f in outputs:
+        est = f.estimates()
+        if any(e is None for e in est):
+            raise ValueError(f"{who}: the output {f.name()} needs set_estimates to be tuned")
+        mins.append([int(m) for m, _ in est])
+        sizes.append([int(e) for _, e in est])
+    return sizes, mins
+
+
+def _roots_reference(source) -> list[np.ndarray]:
+    """The outputs of a fresh build with every Func computed at root, at the estimated region."""
+    import pyhalide as hl
+
+    from .random_pipelines import output_buffers, reference_schedule
+
+    outputs, sizes, mins = source.build(hl)
+    buffers = output_buffers(hl, outputs, sizes, mins)
+    reference_schedule(outputs).realize(buffers)
+    return [np.array(np.asarray(b)) for b in buffers]
+
+
+class _OutputsSource:
+    """Funcs built in the tuning process (PipelineSpec.of_outputs): every build unpickles a fresh
+    copy, inputs (Buffers, bound ImageParams) and hand schedules included. The reference is the
+    same algorithm with every Func computed at root."""
+
+    def __init__(self, spec: PipelineSpec):
+        self.data = spec.name
+
+    def build(self, hl):
+        import pickle
+
+        outputs = pickle.loads(self.data)  # made by this run's own process: see of_outputs
+        return (outputs, *_estimated(outputs, "tune"))
+
+    def reference(self):
+        return _roots_reference(self)
+
+    def check(self, results, expected) -> bool:
+        return _same(results, expected)
+
+    def describe(self) -> str:
+        return "the pipeline of " + ", ".join(f.name() for f in self.build(None)[0])
 
 
 class _TestPipeline:

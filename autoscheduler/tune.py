@@ -145,7 +145,11 @@ def _measure_on_worker(runner: LocalRunner, spec: PipelineSpec, text: str, cutof
 
 def as_spec(spec) -> PipelineSpec:
     """A PipelineSpec from what a user names: "apps.blur" or "blur" (a gallery app),
-    "module:function" (their own), a tuple for PipelineSpec.of, or a PipelineSpec."""
+    "module:function" (their own), output Funcs or a Pipeline built here, a tuple for
+    PipelineSpec.of, or a PipelineSpec."""
+    if isinstance(spec, hl.Func | hl.Pipeline) or (isinstance(spec, list) and spec and
+                                                    all(isinstance(f, hl.Func) for f in spec)):
+        return PipelineSpec.of_outputs(spec)
     if isinstance(spec, str):
         if ":" in spec:
             return PipelineSpec.function(spec)
@@ -420,11 +424,22 @@ def tune(spec, budget_s: float = 60.0, trials: int | None = None, batch_size: in
     record for the same key answers at once. progress(trial: Trial, result_so_far) is called after
     each candidate. Ctrl-C stops the run and returns the best so far (the run stays resumable).
     proposer="random": the baseline, uniformly random legal schedules (give it a db of its own to
-    compare it with the model-guided loop: a run goes on from the records of its key)."""
+    compare it with the model-guided loop: a run goes on from the records of its key).
+    spec may also be output Funcs or a Pipeline built in this process (with set_estimates on
+    the outputs and their inputs bound): the best schedule is then applied to them."""
+    resolved = as_spec(spec)
+    result = _tune(resolved, budget_s, trials, batch_size, seed, threads, params, db, runner, reuse, progress,
+                   proposer)
+    if resolved.kind == "outputs":
+        result.apply(spec)
+    return result
+
+
+def _tune(spec: PipelineSpec, budget_s, trials, batch_size, seed, threads, params, db, runner, reuse, progress,
+          proposer) -> TuneResult:
     if proposer not in ("model", "random"):
         raise ValueError(f"proposer must be 'model' or 'random', got {proposer!r}")
     t0 = time.perf_counter()
-    spec = as_spec(spec)
     own_runner = runner is None
     runner = runner or LocalRunner(threads)
     own_db = not isinstance(db, TuningDB)

@@ -363,3 +363,42 @@ def test_apply_autoscheduler_autotunes_with_halides_params(tmp_path, monkeypatch
     tuned = np.asarray(hl.Pipeline(out).realize([64, 48]))
     unscheduled = np.asarray(hl.Pipeline(tp.small_blur()).realize([64, 48]))
     assert np.array_equal(tuned, unscheduled)
+
+
+def test_funcs_built_in_this_process_are_tuned_and_the_best_applied_to_them(tmp_path):
+    """tune(output) on Funcs made here (no module to import): the workers get a pickle of them,
+    made by this process for its own workers (never stored), the best measured schedule is
+    applied to the user's Funcs, and a second tune of the same algorithm, rebuilt, answers from
+    the records."""
+    import numpy as np
+
+    import autoscheduler
+
+    def build():
+        x, y = hl.Var("x"), hl.Var("y")
+        img = (np.arange(60 * 80, dtype=np.uint16).reshape(60, 80) * 7) % 4000
+        inp = hl.Buffer(img, "here_in")
+        bx, by = hl.Func("here_bx"), hl.Func("here_by")
+        bx[x, y] = inp[x, y] + inp[x + 1, y] + inp[x + 2, y]
+        by[x, y] = bx[x, y] + bx[x, y + 1] + bx[x, y + 2]
+        by.set_estimates([(0, 78), (0, 58)])
+        rows = img.astype(np.int64)
+        sums = rows[:, :-2] + rows[:, 1:-1] + rows[:, 2:]
+        return by, (sums[:-2] + sums[1:-1] + sums[2:]) % 65536
+
+    out, want = build()
+    db = tmp_path / "here.sqlite"
+    r = autoscheduler.tune(out, budget_s=60, trials=4, batch_size=4, db=str(db),
+                           runner=LocalRunner(threads=1, timeout_s=60, repeats=2))
+    assert not r.from_records and r.time_s > 0
+    assert json.loads(hl.Pipeline(out).schedule_to_json()) == json.loads(r.schedule)
+    np.testing.assert_array_equal(np.asarray(out.realize([78, 58])), want)
+    again, _ = build()
+    r2 = autoscheduler.tune(hl.Pipeline(again), budget_s=60, trials=4, db=str(db),
+                            runner=LocalRunner(threads=1, timeout_s=60, repeats=2))
+    assert r2.from_records and r2.schedule == r.schedule
+    assert json.loads(hl.Pipeline(again).schedule_to_json()) == json.loads(r.schedule)
+    unestimated = hl.Func("here_unestimated")
+    unestimated[hl.Var("x")] = hl.Var("x") * 2
+    with pytest.raises(ValueError, match="the output here_unestimated.* needs set_estimates"):
+        autoscheduler.tune(unestimated, budget_s=1, db=str(db))
