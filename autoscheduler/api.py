@@ -335,20 +335,30 @@ def _flag(value) -> bool:
 
 def _autotune(pipeline, params: dict, seed: int, t0: float) -> Result:
     """Measured autotuning (autoscheduler.tune) from apply_autoscheduler's or auto_schedule's
-    params: autotune=1, spec="module:function" (the function that builds this pipeline, importable
-    in the worker processes that measure candidates), budget_s, trials; then the best applied."""
+    params: autotune=1, budget_s, trials, and optionally spec="module:function" (a function that
+    builds this pipeline, importable in the worker processes that measure candidates); without
+    it the pipeline itself is measured (its inputs must be bound). Then the best is applied."""
+    from pyhalide.param import ImageParam, Param
     from pyhalide.structural_hash import structural_hash
 
     from .tune import tune
 
     spec = params.get("spec")
-    if not isinstance(spec, str) or ":" not in spec:
-        raise HalideError("autoscheduler: autotune measures candidates in worker processes, which rebuild the "
-                          "pipeline: pass spec='module:function' naming the function that builds it "
-                          "(returning the output Func(s) with estimates and inputs bound)")
+    if spec is None:
+        unbound = [a.name() for a in pipeline.infer_arguments()
+                   if (isinstance(a, ImageParam) and not a._is_bound()) or (isinstance(a, Param) and not a.is_set())]
+        if unbound:
+            raise HalideError(f"autoscheduler: autotune runs the pipeline to time it, but {', '.join(unbound)} "
+                              "has no value: bind the inputs (ImageParam.set, Param.set), or pass "
+                              "spec='module:function' naming a function that builds the pipeline with them bound")
+        target = pipeline
+    elif isinstance(spec, str) and ":" in spec:
+        target = spec
+    else:
+        raise HalideError(f"autoscheduler: spec must be 'module:function', got {spec!r}")
     threads = int(params.get("parallelism", os.cpu_count() or 1))
     trials = params.get("trials")
-    r = tune(spec, budget_s=float(params.get("budget_s", 60.0)), trials=int(trials) if trials else None,
+    r = tune(target, budget_s=float(params.get("budget_s", 60.0)), trials=int(trials) if trials else None,
              seed=seed, threads=threads, db=params.get("records"))
     if r.key.algorithm != structural_hash(pipeline.outputs()):
         raise HalideError(f"autoscheduler: {spec} builds another algorithm than this pipeline's")

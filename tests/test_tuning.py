@@ -346,8 +346,13 @@ def test_apply_autoscheduler_autotunes_with_halides_params(tmp_path, monkeypatch
     monkeypatch.syspath_prepend(str(TESTS))
     import tuning_pipelines as tp
 
-    with pytest.raises(hl.HalideError, match="spec="):
-        hl.Pipeline(tp.small_blur()).apply_autoscheduler(
+    img = hl.ImageParam(hl.UInt(16), 2, "autotune_unbound")
+    unbound = hl.Func("autotune_unbound_out")
+    unbound[hl.Var("x"), hl.Var("y")] = img[hl.Var("x"), hl.Var("y")] * 2
+    unbound.set_estimates([(0, 8), (0, 8)])
+    img.set_estimates([(0, 8), (0, 8)])
+    with pytest.raises(hl.HalideError, match="to time it, but autotune_unbound has no value"):
+        hl.Pipeline(unbound).apply_autoscheduler(
             hl.get_jit_target_from_environment(), hl.AutoschedulerParams("Adams2019", {"autotune": 1}))
     out = tp.small_blur()
     params = hl.AutoschedulerParams("Adams2019", {"parallelism": 2, "autotune": True, "trials": 4,
@@ -363,6 +368,12 @@ def test_apply_autoscheduler_autotunes_with_halides_params(tmp_path, monkeypatch
     tuned = np.asarray(hl.Pipeline(out).realize([64, 48]))
     unscheduled = np.asarray(hl.Pipeline(tp.small_blur()).realize([64, 48]))
     assert np.array_equal(tuned, unscheduled)
+    # without a spec the pipeline itself is tuned: the same algorithm, so its records answer
+    again = tp.small_blur()
+    res = hl.Pipeline(again).apply_autoscheduler(hl.get_jit_target_from_environment(), hl.AutoschedulerParams(
+        "Adams2019", {"parallelism": 2, "autotune": True, "trials": 4}))
+    assert res.details.stats["strategy"] == "record"
+    assert hl.Pipeline(again).schedule_to_json() == hl.Pipeline(out).schedule_to_json()
 
 
 def test_funcs_built_in_this_process_are_tuned_and_the_best_applied_to_them(tmp_path):
