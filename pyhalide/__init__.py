@@ -37,6 +37,7 @@ from .integer_ops import (
     halving_add,
     halving_sub,
     likely_if_innermost,
+    memoize_tag,
     mod_round_to_zero,
     mul_shift_right,
     rounding_halving_add,
@@ -149,7 +150,7 @@ from .target import (
     target_feature_for_device_api,
 )
 from .types import Bool, Float, Handle, Int, Type, TypeCode, UInt
-from .var import Range, RDom, RVar, Var, _
+from .var import Range, RDom, RVar, Var, VarOrRVar, _
 
 _0, _1, _2, _3, _4, _5, _6, _7, _8, _9 = (Var.implicit(i) for i in range(10))  # Halide's implicit Vars
 

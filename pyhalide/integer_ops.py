@@ -217,6 +217,14 @@ def likely_if_innermost(e) -> Expr:
     return wrap(to_ir(e))
 
 
+def memoize_tag(result, *tags) -> Expr:
+    """result; Halide adds the tags to a memoized Func's cache key, and pyhalide keeps no cache
+    (see Func.memoize), so only the result matters."""
+    for t in tags:
+        to_ir(t)
+    return wrap(to_ir(result))
+
+
 def unsafe_promise_clamped(value, lo, hi) -> Expr:
     """value, which the caller promises lies in [lo, hi]; pyhalide does not use the promise."""
     to_ir(lo), to_ir(hi)

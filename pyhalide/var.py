@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import abc
+
 from . import ir
 from .errors import HalideError
 from .expr import Expr, to_ir, wrap
@@ -292,3 +294,20 @@ for _op in (
 ).split():
     setattr(RDom, _op, _forward(_op))
 RDom.__hash__ = object.__hash__
+
+
+class VarOrRVar(abc.ABC):  # noqa: B024 - a virtual base: Var and RVar are registered, nothing is abstract
+    """Halide's VarOrRVar: wherever a schedule takes one, pyhalide takes a Var or an RVar as it
+    is, so `VarOrRVar(v)` is v itself (a one-dimensional RDom gives its RVar), and
+    `isinstance(v, VarOrRVar)` holds for both."""
+
+    def __new__(cls, v):
+        if isinstance(v, RDom):
+            v = v._as_expr()
+        if not isinstance(v, Var | RVar):
+            raise HalideError(f"VarOrRVar takes a Var or an RVar, got {v!r}")
+        return v
+
+
+VarOrRVar.register(Var)
+VarOrRVar.register(RVar)

@@ -287,3 +287,17 @@ def test_dividing_a_bounded_float_by_a_param_bounds_an_index_by_the_params_sign(
         got = np.asarray(out.realize([5]))
         want = np.trunc(np.clip(values, 0, 1) / np.float32(s)).astype(np.int32) * 2
         np.testing.assert_array_equal(got, want)
+
+
+def test_var_or_rvar_and_memoize_tag_as_halides():
+    """VarOrRVar(v) is the Var or RVar itself (pyhalide's schedules take either), isinstance holds
+    for both; memoize_tag's value is its first argument (pyhalide keeps no memoization cache)."""
+    x, r = hl.Var("vr_x"), hl.RDom([(0, 4)], "vr_r")
+    assert hl.VarOrRVar(x) is x and hl.VarOrRVar(r.x) is r.x and hl.VarOrRVar(r).name() == "vr_r$x"
+    assert isinstance(x, hl.VarOrRVar) and isinstance(r.x, hl.VarOrRVar) and not isinstance(hl.Expr(1), hl.VarOrRVar)
+    with pytest.raises(hl.HalideError, match="VarOrRVar takes a Var or an RVar, got 3"):
+        hl.VarOrRVar(3)
+    f = hl.Func("vr_f")
+    f[x] = hl.memoize_tag(x * 2, x + 1)
+    f.split(hl.VarOrRVar(x), hl.Var("vr_xo"), hl.Var("vr_xi"), 2)
+    assert list(f.realize([5])) == [0, 2, 4, 6, 8]
