@@ -147,7 +147,12 @@ from .target import (
     get_jit_target_from_environment,
     get_target_from_environment,
     host_supports_target_device,
+    target_arch_is,
+    target_bits,
     target_feature_for_device_api,
+    target_has_feature,
+    target_natural_vector_size,
+    target_os_is,
 )
 from .types import Bool, Float, Handle, Int, Type, TypeCode, UInt
 from .var import Range, RDom, RVar, Var, VarOrRVar, _

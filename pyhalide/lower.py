@@ -33,6 +33,7 @@ from .lowering.specialize_residues import specialize_residues
 from .lowering.storage_flattening import storage_flattening
 from .lowering.storage_folding import storage_folding
 from .lowering.strip_promises import strip_promises
+from .lowering.target_queries import resolve_target_queries
 from .lowering.tracing import tracing
 from .lowering.unit_strides import specialize_unit_strides
 from .lowering.unroll_loops import unroll_loops
@@ -92,6 +93,7 @@ def lowering_passes(env):
         # Inlining must see the whole nest, so it runs after the loops exist; bounds inference
         # must run after it, so that calls made through inlined Funcs count.
         ("inline functions", lambda s: inline_functions(s, env)),
+        ("target queries", lambda s: resolve_target_queries(s, env.target)),
         ("bounds inference", lambda s: bounds_inference(s, env)),
         # Tracing prints what the Provides and calls do, so it goes in before sliding window moves them.
         ("tracing", lambda s: tracing(s, env)),

@@ -13,8 +13,12 @@ import os
 import platform
 import sys
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from .errors import HalideError
+
+if TYPE_CHECKING:
+    from .expr import Expr
 
 # Instruction-set features: the CPU backend always uses every feature the host has.
 _ISA = {
@@ -669,3 +673,80 @@ def get_jit_target_from_environment() -> Target:
                           f"with no_bounds_query: {spec}")
     t.set_feature("jit")
     return t
+
+
+# ------------------------------------------------------------------ target queries in Exprs
+# An intrinsic call target_query(kind, what) that lowering answers for the target it compiles
+# for (lowering/target_queries.py); `what` names the arch, OS or feature, or, for
+# natural_vector_size, is a zero of the type asked about (as Halide prints it).
+TARGET_QUERY = "target_query"
+
+
+def _query(t, kind: str, what):
+    from . import ir
+    from .expr import wrap
+
+    return wrap(ir.Call(t, TARGET_QUERY, (ir.StringImm(kind), what), ir.INTRINSIC))
+
+
+def target_arch_is(arch) -> Expr:
+    """Whether the target compiled for has this TargetArch (a bool Expr)."""
+    from . import ir
+    from .types import Bool
+
+    if not isinstance(arch, TargetArch):
+        raise HalideError(f"target_arch_is takes an hl.TargetArch, got {arch!r}")
+    return _query(Bool(), "arch_is", ir.StringImm(arch.value))
+
+
+def target_os_is(os_) -> Expr:
+    """Whether the target compiled for has this TargetOS (a bool Expr)."""
+    from . import ir
+    from .types import Bool
+
+    if not isinstance(os_, TargetOS):
+        raise HalideError(f"target_os_is takes an hl.TargetOS, got {os_!r}")
+    return _query(Bool(), "os_is", ir.StringImm(os_.value))
+
+
+def target_has_feature(feature) -> Expr:
+    """Whether the target compiled for has this TargetFeature (a bool Expr)."""
+    from . import ir
+    from .types import Bool
+
+    return _query(Bool(), "has_feature", ir.StringImm(_feature_name(feature)))
+
+
+def target_bits() -> Expr:
+    """The target's bits (32 or 64), as an int32 Expr."""
+    from . import ir
+    from .types import Int
+
+    return _query(Int(32), "bits", ir.StringImm(""))
+
+
+def target_natural_vector_size(t) -> Expr:
+    """Lanes of type t in one vector of the target compiled for, as an int32 Expr."""
+    from . import ir
+    from .types import Int, Type
+
+    if not isinstance(t, Type):
+        raise HalideError(f"target_natural_vector_size takes an hl.Type, got {t!r}")
+    return _query(Int(32), "natural_vector_size", ir.make_const(t.element_of(), 0))
+
+
+def answer_target_query(call, target: Target):
+    """The constant a target_query Call has for this target."""
+    from . import ir
+    from .types import Bool, Int
+
+    kind, what = call.args[0].value, call.args[1]
+    if kind == "arch_is":
+        return ir.make_const(Bool(), target.arch.value == what.value)
+    if kind == "os_is":
+        return ir.make_const(Bool(), target.os.value == what.value)
+    if kind == "has_feature":
+        return ir.make_const(Bool(), target.has_feature(what.value))
+    if kind == "bits":
+        return ir.make_const(Int(32), target.bits)
+    return ir.make_const(Int(32), target.natural_vector_size(what.type))
