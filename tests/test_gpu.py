@@ -257,3 +257,22 @@ def test_gallery_gpu_kernels_stay_within_the_recorded_resources(name):
             assert r.spill_stores == 0 and r.stack_bytes == 0 and r.shared_bytes <= 48 * 1024, r
             assert r.registers <= max(64, want[kname]["registers"]), (r, want[kname])
             assert r.shared_bytes == want[kname]["shared_bytes"], (r, want[kname])
+
+
+def test_a_func_computed_inside_a_single_thread_kernels_loops_is_that_threads_array(device):
+    """A histogram update run by gpu_single_thread, its clamped input computed per row of the
+    RDom (inside the kernel's serial loops): the input's buffer is thread 0's own array, not a
+    shared one, and the result is the algorithm's (found by the GPU schedule fuzz)."""
+    x = hl.Var("st_x")
+    img = (np.arange(8 * 10, dtype=np.uint8).reshape(8, 10) * 13) % 251
+    clamped = hl.BoundaryConditions.repeat_edge(hl.Buffer(img, "st_in"))
+    r = hl.RDom([hl.Range(0, 10), hl.Range(0, 8)], "st_r")
+    hist = hl.Func("st_hist")
+    hist[x] = 0
+    hist[hl.i32(clamped[r.x, r.y]) % 16] += 1
+    hist.compute_root().update(0).gpu_single_thread()
+    clamped.compute_at(hist, r.y)
+    got = np.asarray(hist.realize([16], CUDA))
+    np.testing.assert_array_equal(got, np.bincount((img % 16).ravel(), minlength=16))
+    source = hl.Pipeline(hist).cuda_source()
+    assert "        uint8_t v_repeat_edge_st_in[10];" in source and "__shared__ uint8_t" not in source

@@ -243,7 +243,14 @@ class _BlockLevel:
         if isinstance(s, ir.Evaluate) and isinstance(s.value, ir.IntImm):
             return s
         self._check_thread_level(s, "")
-        return ir.make_block([self._guard_unused_dims(s, 0), barrier()])
+        return ir.make_block([self._guard_unused_dims(self._one_thread(s), 0), barrier()])
+
+    def _one_thread(self, s: ir.Stmt) -> ir.Stmt:
+        """Code one thread runs (a gpu_single_thread stage, code outside thread loops): what it
+        allocates inside its loops is that thread's own array."""
+        if isinstance(s, ir.Allocate):
+            return self._local(s, self._one_thread(s.body), "inside single-thread code (thread 0's) of")
+        return map_statements(s, self._one_thread)
 
     def _guard_unused_dims(self, s: ir.Stmt, used: int) -> ir.Stmt:
         """s runs only on threads whose ids are 0 in the dimensions past `used`."""
@@ -264,6 +271,19 @@ class _BlockLevel:
                                f"{s.name} takes {size}); a block has at most {MAX_SHARED_BYTES}: use smaller tiles")
         return ir.Allocate(s.name, s.type, extents, body, SHARED)
 
+    def _local(self, s: ir.Allocate, body: ir.Stmt, where: str) -> ir.Stmt:
+        """s as a GPU thread's own array (registers or local memory)."""
+        if s.memory_type not in ("Auto", "Register", "Stack"):
+            raise CompileError(f"Func {s.name} is computed {where} kernel {self.kernel_name}, where each thread "
+                               f"holds its own copy; store_in({s.memory_type}) is not possible there (compute it at "
+                               "the block loop for shared memory)")
+        extents = self._constant_extents(s, "a GPU thread's local memory")
+        size = self._elements(extents) * s.type.bytes()
+        if size > MAX_LOCAL_BYTES:
+            raise CompileError(f"Func {s.name} needs {size} bytes per GPU thread in kernel {self.kernel_name}; at "
+                               f"most {MAX_LOCAL_BYTES} are allowed: compute it at a more inner loop")
+        return ir.Allocate(s.name, s.type, extents, body, LOCAL)
+
     def _thread_nest(self, s: ir.Stmt) -> ir.Stmt:
         """Inside a thread nest: thread loops become lets of thread ids, allocations local arrays."""
         if isinstance(s, ir.For) and s.for_type in _THREAD_KINDS:
@@ -275,17 +295,7 @@ class _BlockLevel:
                 body = ir.IfThenElse(ir.LT(tid, s.extent), body)
             return ir.LetStmt(s.name, _plus(s.min, tid), body)
         if isinstance(s, ir.Allocate):
-            if s.memory_type not in ("Auto", "Register", "Stack"):
-                raise CompileError(f"Func {s.name} is computed inside the GPU thread loops of kernel "
-                                   f"{self.kernel_name}, where each thread holds its own copy; store_in("
-                                   f"{s.memory_type}) is not possible there (compute it at the block loop for "
-                                   "shared memory)")
-            extents = self._constant_extents(s, "a GPU thread's local memory")
-            size = self._elements(extents) * s.type.bytes()
-            if size > MAX_LOCAL_BYTES:
-                raise CompileError(f"Func {s.name} needs {size} bytes per GPU thread in kernel {self.kernel_name}; at "
-                                   f"most {MAX_LOCAL_BYTES} are allowed: compute it at a more inner loop")
-            return ir.Allocate(s.name, s.type, extents, self._thread_nest(s.body), LOCAL)
+            return self._local(s, self._thread_nest(s.body), "inside the GPU thread loops of")
         if isinstance(s, ir.For) and s.for_type == ir.GPU_BLOCK:
             raise CompileError(f"Loop {s.name} is a gpu_block loop inside the GPU thread loops of kernel "
                                f"{self.kernel_name}: block loops must be outside thread loops")
