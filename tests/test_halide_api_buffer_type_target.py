@@ -374,25 +374,32 @@ def test_jit_target_must_be_this_machine(monkeypatch):
     assert str(hl.get_target_from_environment()) == "x86-32-windows"
 
 
+def _target_answers(lib, name: str, vector_type, feature):
+    """A Func whose one value packs the answers to the five target queries, digit by digit."""
+    x = lib.Var("x")
+    f = lib.Func(name)
+    f[x] = (lib.select(lib.target_arch_is(lib.TargetArch.X86), 1, 0) + lib.target_bits() * 10
+            + lib.target_natural_vector_size(vector_type) * 1000
+            + lib.select(lib.target_has_feature(feature), 100, 0)
+            + lib.select(lib.target_os_is(lib.TargetOS.Linux), 1000000, 0))
+    return f
+
+
 def test_target_queries_are_answered_for_the_target_compiled_for():
     """target_arch_is / target_os_is / target_bits / target_has_feature / target_natural_vector_size
     are Exprs lowering answers for the target it compiles for (as Halide's), so one algorithm
     can ask, e.g. in a specialize() or an RDom as wide as the vector."""
     host = hl.get_jit_target_from_environment()
-    x = hl.Var("tq_x")
-    f = hl.Func("tq_f")
-    f[x] = (hl.select(hl.target_arch_is(hl.TargetArch.X86), 1, 0) + hl.target_bits() * 10
-            + hl.target_natural_vector_size(hl.Float(32)) * 1000
-            + hl.select(hl.target_has_feature(hl.TargetFeature.AVX2), 100, 0)
-            + hl.select(hl.target_os_is(hl.TargetOS.Linux), 100000, 0))
+    f = _target_answers(hl, "tq_f", hl.Float(32), hl.TargetFeature.AVX2)
     want = (int(host.arch == hl.TargetArch.X86) + host.bits * 10 + host.natural_vector_size(hl.Float(32)) * 1000
-            + 100 * host.has_feature(hl.TargetFeature.AVX2) + 100000 * int(host.os == hl.TargetOS.Linux))
+            + 100 * host.has_feature(hl.TargetFeature.AVX2) + 1000000 * int(host.os == hl.TargetOS.Linux))
     assert list(f.realize([1])) == [want]
     plain = hl.Target("x86-64-linux")  # no AVX: 4 float lanes, and the feature is off
-    assert list(f.realize([1], plain)) == [1 + 640 + 4000 + 100000]
+    assert list(f.realize([1], plain)) == [1 + 640 + 4000 + 1000000]
     from pyhalide.reference import realize as reference_realize
 
     assert reference_realize([f], [1])[0].tolist() == [want]
+    x = hl.Var("tq_x")
     g = hl.Func("tq_g")  # the queries in a specialization's condition
     g[x] = x
     g.specialize(hl.target_has_feature(hl.TargetFeature.AVX2)).vectorize(x, 8)
@@ -403,13 +410,6 @@ def test_target_queries_are_answered_for_the_target_compiled_for():
 
 def test_target_queries_match_the_real_halide():
     real = pytest.importorskip("halide", reason="the real Halide (pip install halide) is the second oracle")
-    results = []
-    for lib in (hl, real):
-        x = lib.Var("x")
-        f = lib.Func("tq_real")
-        f[x] = (lib.select(lib.target_arch_is(lib.TargetArch.X86), 1, 0) + lib.target_bits() * 10
-                + lib.target_natural_vector_size(lib.UInt(8)) * 1000
-                + lib.select(lib.target_has_feature(lib.TargetFeature.AVX512_Skylake), 100, 0)
-                + lib.select(lib.target_os_is(lib.TargetOS.Linux), 1000000, 0))
-        results.append(list(f.realize([1])))
+    results = [list(_target_answers(lib, "tq_real", lib.UInt(8), lib.TargetFeature.AVX512_Skylake).realize([1]))
+               for lib in (hl, real)]
     assert results[0] == results[1]
