@@ -623,8 +623,9 @@ class _Eval:
         if fn is None:
             raise HalideError(f"reference: cannot evaluate IR node {type(node).__name__}")
         r = fn(self, node)
-        # keep env and mask alive so that their ids stay unique while memoized
-        self.memo[key] = (r, self.env, self.mask)
+        # keep node, env and mask alive so that their ids stay unique while memoized (a node
+        # made during evaluation would otherwise free its id for the next one)
+        self.memo[key] = (r, self.env, self.mask, node)
         return r
 
     def under(self, mask, node):
