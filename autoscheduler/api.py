@@ -258,11 +258,7 @@ def auto_schedule(outputs_or_pipeline, target=None, estimates=None, example_inpu
     this algorithm, shapes and machine, which is otherwise applied without searching; autotune=1
     with spec="module:function", budget_s and trials: measured autotuning, see _autotune)."""
     t0 = time.perf_counter()
-    if isinstance(outputs_or_pipeline, hl.Pipeline):
-        pipeline = outputs_or_pipeline
-    else:
-        outs = outputs_or_pipeline if isinstance(outputs_or_pipeline, list | tuple) else [outputs_or_pipeline]
-        pipeline = hl.Pipeline(list(outs))
+    pipeline = outputs_or_pipeline if isinstance(outputs_or_pipeline, hl.Pipeline) else hl.Pipeline(outputs_or_pipeline)
     params = {str(k): v for k, v in (params or {}).items()}
     target = hl.Target(target) if isinstance(target, str) else target
     if _flag(params.get("use_records", 1)):

@@ -109,14 +109,9 @@ class PipelineSpec:
 
         import pyhalide as hl
 
-        if isinstance(outputs_or_pipeline, hl.Pipeline):
-            outputs = outputs_or_pipeline.outputs()
-        else:
-            outputs = list(outputs_or_pipeline) if isinstance(outputs_or_pipeline, list | tuple) \
-                else [outputs_or_pipeline]
-        for f in outputs:
-            if not isinstance(f, hl.Func):
-                raise TypeError(f"tune: expected output Funcs or a Pipeline, got {f!r}")
+        pipeline = outputs_or_pipeline if isinstance(outputs_or_pipeline, hl.Pipeline) else \
+            hl.Pipeline(outputs_or_pipeline)  # (which refuses anything but Funcs)
+        outputs = pipeline.outputs()
         _estimated(outputs, "tune")
         return cls("outputs", pickle.dumps(outputs), "")
 

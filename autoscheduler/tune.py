@@ -185,8 +185,7 @@ class TuneResult:
 
     def apply(self, outputs_or_pipeline) -> None:
         pipeline = outputs_or_pipeline if isinstance(outputs_or_pipeline, hl.Pipeline) else \
-            hl.Pipeline(list(outputs_or_pipeline) if isinstance(outputs_or_pipeline, list | tuple)
-                        else [outputs_or_pipeline])
+            hl.Pipeline(outputs_or_pipeline)
         pipeline.apply_schedule_json(self.schedule)
 
     def spearman(self) -> float:

@@ -15,10 +15,7 @@ from .types import Type
 
 def _same_integers(name: str, a, b) -> tuple[ir.Expr, ir.Expr]:
     x, y = match_types(a, b)
-    t = x.type
-    if not (t.is_int() or t.is_uint()) or t.is_bool():
-        raise HalideError(f"{name} takes integers, got {t}")
-    return x, y
+    return _integer(name, x), y
 
 
 def _wide(name: str, t: Type, signed: bool | None = None) -> Type:
@@ -88,6 +85,7 @@ def halving_sub(a, b) -> Expr:
 
 
 def _integer(name: str, e) -> ir.Expr:
+    """e as IR, which must be an integer (not bool)."""
     x = to_ir(e)
     if not (x.type.is_int() or x.type.is_uint()) or x.type.is_bool():
         raise HalideError(f"{name} takes integers, got {x.type}")
