@@ -26,7 +26,12 @@ DEFAULT_WEIGHTS = {
     "ops": 0.12e-9,  # three to four vector instructions a cycle
     "expensive": 2e-9,
     "loads": 0.2e-9,  # two loads a cycle, from L1
-    "gathers": 1.5e-9,
+    # a lane's load at a data-dependent index costs what a scalar load does (a 256-entry table
+    # read per lane: 0.22-0.31 ns an element, vectorized or not, measured at one thread on an
+    # AVX-512 Zen 5); a histogram's read-modify-write of a bin per lane is dearer (a tile of
+    # bilateral_grid's histogram vectorized over x: about 2 ns a lane)
+    "gathers": 0.3e-9,
+    "scatters": 1.5e-9,
     "stores": 0.3e-9,
     "bytes_l1": 0.01e-9,
     "bytes_cache": 0.04e-9,

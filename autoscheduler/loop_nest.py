@@ -27,6 +27,7 @@ FEATURES = (
     "expensive",  # divisions by a variable, transcendental calls
     "loads",  # dense vector loads (or scalar loads in scalar code)
     "gathers",  # loads of one element per lane (data-dependent or strided indices)
+    "scatters",  # read-modify-writes of one element per lane at loaded coordinates (a histogram's bins)
     "stores",
     "bytes_l1",  # bytes written and read back of storage that fits in the L1 cache
     "bytes_cache",  # bytes written and read back of storage that fits in the L2 cache
@@ -38,7 +39,7 @@ FEATURES = (
     "par_tasks",  # parallel tasks run
     "stages",  # loop nests emitted
 )
-FEATURE_VERSION = 9
+FEATURE_VERSION = 10
 
 
 @dataclass(frozen=True)
@@ -503,10 +504,10 @@ class Model:
                 feats["stores"] += sweeps * n_values / lanes / sp
                 feats["loads"] += sweeps * st.self_loads / lanes / sp
             elif st.scatter and vector:
-                # a vector of bins read and written at loaded coordinates: a gather per lane for
-                # the accumulator, and one store per lane
+                # a vector of bins read and written at loaded coordinates: a read-modify-write
+                # per lane of the accumulator, and one store per lane
                 feats["stores"] += work * n_values / sp
-                feats["gathers"] += work * st.self_loads / sp
+                feats["scatters"] += work * st.self_loads / sp
             else:
                 feats["stores"] += work * n_values / lanes / sp
                 feats["loads"] += work * st.self_loads / lanes / sp

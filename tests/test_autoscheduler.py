@@ -434,7 +434,7 @@ def test_a_scattering_update_is_offered_pixel_major_and_charged_per_lane():
     vectorized = next(d for d in options if d.rvars_outside and d.vector)
     fm = problem.model.evaluate("grid_hist", vectorized, st.models)
     cells = 24 * 16 * 2 * 16  # cells x channels x the RDom's points
-    assert fm.features["gathers"] >= cells and fm.features["stores"] >= cells  # per lane, not per vector
+    assert fm.features["scatters"] >= cells and fm.features["stores"] >= cells  # per lane, not per vector
     st = problem.extend(st, "grid_hist", pixel_major[0])
     for name in problem.order[problem.order.index("grid_hist") + 1:]:
         st = problem.extend(st, name, problem.space.options(name, st.models)[0])
