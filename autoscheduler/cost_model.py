@@ -26,15 +26,18 @@ DEFAULT_WEIGHTS = {
     "ops": 0.12e-9,  # three to four vector instructions a cycle
     "expensive": 2e-9,
     "loads": 0.2e-9,  # two loads a cycle, from L1
+    # (the measured figures: `python -m benchmarks.unit_costs`, one thread, AVX-512 Zen 5)
     # a lane's load at a data-dependent index costs what a scalar load does (a 256-entry table
-    # read per lane: 0.22-0.31 ns an element, vectorized or not, measured at one thread on an
-    # AVX-512 Zen 5); a histogram's read-modify-write of a bin per lane is dearer (a tile of
-    # bilateral_grid's histogram vectorized over x: about 2 ns a lane)
+    # read per lane: 0.23-0.28 ns an element, vectorized or not); a histogram's read-modify-write
+    # of a bin per lane is dearer: 0.6 ns with the bins in L1, about 2 ns in a vectorized tile of
+    # bilateral_grid's histogram, whose bins and strided pixels spill to L2
     "gathers": 0.3e-9,
     "scatters": 1.5e-9,
     "stores": 0.3e-9,
     "bytes_l1": 0.01e-9,
-    "bytes_cache": 0.04e-9,
+    # a line buffer in L2 streams at L1's cost: a 3-row window of 12 KB to 768 KB, written and
+    # read back per pixel, ran at 0.28-0.35 ns a pixel at one thread (AVX-512 Zen 5)
+    "bytes_cache": 0.012e-9,
     "bytes_l3": 0.06e-9,
     "bytes_mem": 0.08e-9,  # about 12 GB/s per core
     "allocs": 3e-9,

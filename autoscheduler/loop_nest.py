@@ -651,7 +651,7 @@ class Model:
         it needs moves forward in one of its dimensions only, overlapping the last): (dimension,
         step, window extent, storage region folded to the window) or None."""
         reads = self._context(name, models)[1]
-        key = ("slide", d.consumer, d.stage, d.level, d.store)
+        key = ("slide", d.consumer, d.stage, d.level, d.store, d.vector, d.tile)
         if key not in reads:
             reads[key] = self._sliding(name, d, models)
         return reads[key]
@@ -678,6 +678,11 @@ class Model:
         k = moved[0]
         step, window = there[k][0] - here[k][0], here[k][1]
         if there[k][1] != window or not 0 < step < window:
+            return None
+        # the compiler slides only along a dimension that no split shifting inwards computes past
+        # the region (lowering/sliding_window): not along the vectorized dimension, nor a tiled one
+        tile = dict(zip(info.dims, d.tile)) if d.tile else {}
+        if (k == 0 and d.vector > 1 and window >= d.vector) or 0 < tile.get(info.dims[k], 0) < window:
             return None
         storage = self.site_region(name, d.consumer, d.stage, d.store, models)
         fold = 1 << (window - 1).bit_length()

@@ -62,8 +62,8 @@ class Space:
                 region = self.model.evaluate(name, base, models).region
                 here = self._loop_options("at", c, cs, level, info, [ext for _, ext in region])
                 out += here
-                for store in self._store_levels(name, base, models):
-                    out += [replace(o, store=store) for o in here]
+                for store in range(level - 1, -1, -1):
+                    out += self._sliding_options(name, here, store, models)
         if self.around is not None and name in self.around:
             out = self._near(self.around[name], out, info, extents)
         return out
@@ -116,11 +116,11 @@ class Space:
         return any(lp.kind == "outer" and extents[lp.dims[0]] % tile[lp.dims[0]]
                    for lp in m.stages[cs].loops[: level + 1])
 
-    def _store_levels(self, name: str, base: Decision, models: dict) -> list[int]:
-        """Outer loops of the consumer to store `name` at, computing it at base.level, where it
-        then slides (each iteration computes only what the last did not)."""
-        return [s for s in range(base.level - 1, -1, -1)
-                if self.model.sliding(name, replace(base, store=s), models) is not None]
+    def _sliding_options(self, name: str, here: list, store: int, models: dict) -> list[Decision]:
+        """The options computed at a loop, stored instead at the consumer's outer loop `store`,
+        of those that then slide (each iteration computes only what the last did not)."""
+        stored = [replace(o, store=store) for o in here]
+        return [o for o in stored if self.model.sliding(name, o, models) is not None]
 
     def _loop_options(self, placement, consumer, stage, level, info, extents) -> list[Decision]:
         v = natural_vector(info, self.hw)

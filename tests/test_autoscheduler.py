@@ -232,6 +232,51 @@ def test_sliding_windows_and_shared_producers_are_in_the_space():
         assert np.array_equal(np.asarray(out.realize([90, 70])), expected)
 
 
+def test_every_sliding_option_slides_in_the_compiler(monkeypatch):
+    """The model's sliding windows are the compiler's: under a tiled consumer, each option that
+    stores a producer outside the loop it is computed in slides there, along the dimension the
+    model says. (The compiler does not slide along a dimension a split shifts inwards, so a
+    vectorized producer never slides along x: a model that said it did charged full-width storage
+    as a small folded window.)"""
+    import pyhalide.lower as lower
+    from autoscheduler.api import make_problem
+    from autoscheduler.apply import apply_directives, directives
+    from autoscheduler.loop_nest import Decision
+    from autoscheduler.search import State
+
+    x, y = hl.Var("x"), hl.Var("y")
+    img = np.random.default_rng(1).random((70, 200)).astype(np.float32)
+    g, out = hl.Func("g"), hl.Func("out")
+    g[x, y] = hl.Buffer(img, "in")[x, y] * 2
+    out[x, y] = g[x, y] + g[x + 1, y] + g[x + 2, y] + g[x, y + 2]
+    want = np.asarray(out.realize([198, 68])).copy()
+    windows = []
+
+    def recording(stmt, env):
+        stmt, found = sliding_window(stmt, env)
+        windows.extend(found)
+        return stmt, found
+
+    sliding_window = lower.sliding_window
+    monkeypatch.setattr(lower, "sliding_window", recording)
+    problem = make_problem([out], estimates={"out": [(0, 198), (0, 68)]},
+                          params={"parallelism": 2, "vector_bits": 256})
+    state = problem.extend(State({}, 0.0), "out", Decision("root", tile=(64, 16), vector=8))
+    stored = [d for d in problem.space.options("g", state.models) if d.store is not None]
+    assert stored and all(problem.model.sliding("g", d, state.models)[0] == 1 for d in stored if d.vector)
+    for d in stored:
+        dim = problem.model.sliding("g", d, state.models)[0]
+        funcs = {name: info.func for name, info in problem.model.a.funcs.items()}
+        for f in funcs.values():
+            f.reset_schedule()
+        apply_directives(funcs, directives(problem.model.a, problem.extend(state, "g", d).models, set(),
+                                           problem.model.output_regions))
+        windows.clear()
+        got = np.asarray(out.realize([198, 68]))
+        assert [(w.func, w.dim) for w in windows] == [("g", dim)], d.describe()
+        assert np.array_equal(got, want), d.describe()
+
+
 def test_decisions_read_back_from_their_descriptions():
     from autoscheduler.loop_nest import INLINE, Decision
 
