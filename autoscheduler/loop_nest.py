@@ -33,13 +33,14 @@ FEATURES = (
     "bytes_cache",  # bytes written and read back of storage that fits in the L2 cache
     "bytes_l3",  # bytes written and read back (or read again) that fit in a core's share of L3
     "bytes_mem",  # bytes written and read back of storage that does not, and input bytes read
+    "bytes_partial_rows",  # of those from L3 or memory, the bytes walked a piece of each row at a time
     "allocs",  # realizations of Funcs computed inside loops
     "loop_entries",  # entries into innermost loops: a short innermost loop costs its overhead often
     "par_launches",  # parallel loops started: waking the thread pool
     "par_tasks",  # parallel tasks run
     "stages",  # loop nests emitted
 )
-FEATURE_VERSION = 10
+FEATURE_VERSION = 11
 
 
 @dataclass(frozen=True)
@@ -535,18 +536,24 @@ class Model:
                 # storage traffic: written once per realization, then read back by the consumers
                 # (read_traffic: from this storage's cache tier, or again where a consumer's
                 # loops re-read more than the cache holds)
-                feats[level] += bytes_region * realizations / (sp if in_cache else min(sp, 2.0))
                 row = storage[0][1] if storage else None
+                written = bytes_region * realizations / (sp if in_cache else min(sp, 2.0))
+                feats[level] += written
+                if level in FAR_TIERS and self.walks_partial_rows(
+                        fm, st.index, lambda env: [(env[lo_name(v)], env[hi_name(v)]) for v in info.dims], row):
+                    feats["bytes_partial_rows"] += written
                 for gm, cs, _, _, _ in contexts:
                     if (gm.name, cs, row) not in reads:
                         reads[gm.name, cs, row] = self.read_traffic(
                             gm, cs, lambda env, g=gm.name, cs=cs: self.demand(name, g, cs, env, models)[0],
                             info.bytes_per_point, row)
-                    mem, extra, tier = reads[gm.name, cs, row]
+                    mem, extra, tier, partial = reads[gm.name, cs, row]
                     if d.placement == "at":  # re-reads come from this storage while it is live
                         tier = min(tier, level, key=TIERS.index)
                     rsp = gm.speedup(cs)
                     feats[level] += mem / (rsp if in_cache else min(rsp, 2.0))
+                    if partial and level in FAR_TIERS:
+                        feats["bytes_partial_rows"] += mem / min(rsp, 2.0)
                     if not self.streams_behind_fmas(gm, cs, tier):
                         feats[tier] += extra / rsp
         if d.placement == "at":
@@ -748,9 +755,10 @@ class Model:
         return min(1.0, vectors_b / max(1, n * vectors_p))
 
     def read_traffic(self, fm: FuncModel, s: int, box_of, elem: int,
-                     row: int | None = None) -> tuple[float, float, str]:
-        """(bytes from memory, bytes from a cache, which cache) that the realizations of stage s
-        of fm read of one producer; box_of(env) is the producer's box over a loop env. What one
+                     row: int | None = None) -> tuple[float, float, str, bool]:
+        """(bytes from memory, bytes from a cache, which cache, whether the bytes from memory are
+        walked in pieces of rows) that the realizations of stage s of fm read of one producer;
+        box_of(env) is the producer's box over a loop env. What one
         realization reads that fits in the cache comes from memory once (the lines realizations
         share, from the cache); what does not is fetched again by each iteration of the
         outermost loop whose iteration does fit (per-loop footprints, as a cache sees them).
@@ -764,7 +772,8 @@ class Model:
         if per <= cap:
             total = per * n
             unique = _line_bytes(box_of(self.stage_env(fm, s, None, total=True)), elem, row) or total
-            return min(unique, total), max(0.0, total - unique), _tier(per, self.hw)
+            return (min(unique, total), max(0.0, total - unique), _tier(per, self.hw),
+                    self.walks_partial_rows(fm, s, box_of, row))
         iters, footprint = 1, per
         for k, lp in enumerate(fm.stages[s].loops):
             iters *= lp.trip
@@ -773,7 +782,27 @@ class Model:
                 break
         total = iters * footprint * n
         unique = min(total, _line_bytes(box_of(self.stage_env(fm, s, None, total=True)), elem, row) or total)
-        return unique, total - unique, _tier(per, self.hw)
+        return unique, total - unique, _tier(per, self.hw), self.walks_partial_rows(fm, s, box_of, row)
+
+    def walks_partial_rows(self, fm: FuncModel, s: int, box_of, row: int | None) -> bool:
+        """Whether stage s of fm walks an array (box_of: its box over a loop env; row: its rows'
+        width) a piece of each row at a time: at the innermost loop whose iteration spans more
+        rows than the innermost iteration, the box is narrower than the array (tiles, strips). The L3 cache and memory
+        stream whole rows best: a copy of a 2560x1536 float image ran 1.7-1.9x slower in any
+        tiling, 64x64 to 512-wide column strips, than row by row (benchmarks.unit_costs)."""
+        if row is None:
+            return False
+        innermost = None
+        for k in range(len(fm.stages[s].loops) - 1, -2, -1):
+            box = box_of(self.stage_env(fm, s, k if k >= 0 else None))
+            if box is None or len(box) < 2 or any(b is None for b in box):
+                return False
+            rows = math.prod(hi - lo + 1 for lo, hi in box[1:])
+            if innermost is None:
+                innermost = rows  # the rows one iteration reads (a stencil's several)
+            elif rows > innermost:  # the loop that moves on to other rows
+                return box[0][1] - box[0][0] + 1 < row
+        return False
 
     def _input_loads(self, info, st, work, lanes, sp, feats, ctx_stride=1.0, fm: FuncModel | None = None,
                      reader=None):
@@ -799,9 +828,11 @@ class Model:
                 else:
                     def box_of(env, acc=acc, r=region_of):
                         return self._input_box(info, st, acc, r(env))
-                mem, extra, tier = self.read_traffic(rm, rs, box_of, elem, shape[0][1] if shape else None)
+                mem, extra, tier, partial = self.read_traffic(rm, rs, box_of, elem, shape[0][1] if shape else None)
             if reader is not None and mem:
                 feats["bytes_mem"] += mem / min(sp, 2.0)
+                if partial:
+                    feats["bytes_partial_rows"] += mem / min(sp, 2.0)
                 if not self.streams_behind_fmas(reader[0], reader[1], tier):
                     feats[tier] += extra / sp
             elif shape:
@@ -825,6 +856,7 @@ CACHE_LINE = 64
 
 
 TIERS = ("bytes_l1", "bytes_cache", "bytes_l3", "bytes_mem")  # fastest first
+FAR_TIERS = ("bytes_l3", "bytes_mem")
 
 
 def _tier(nbytes: float, hw: Hardware) -> str:

@@ -6,7 +6,9 @@ At one thread (HL_NUM_THREADS=1), nanoseconds per element of:
 - a histogram's read-modify-write of a bin per pixel, scalar and vectorized over columns (what a
   `scatters` lane costs when the bins stay in cache);
 - a 3-row line buffer (a producer computed per row of its consumer, stored outside, sliding),
-  from 3 KB to 768 KB (`bytes_l1` against `bytes_cache`: L2-resident windows stream at L1's cost).
+  from 3 KB to 768 KB (`bytes_l1` against `bytes_cache`: L2-resident windows stream at L1's cost);
+- a copy of an image (beyond L2) row by row, and tiled or in column strips (`bytes_partial_rows`:
+  the L3 cache and memory stream whole rows best).
 """
 
 from __future__ import annotations
@@ -79,8 +81,26 @@ def line_buffers() -> dict:
     return out
 
 
+def row_walks() -> dict:
+    data = hl.Buffer(np.random.default_rng(3).random((H, W)).astype(np.float32), "image")
+    out = {}
+    for tile in ((W, H), (512, H), (64, H), (512, 64), (64, 64)):
+        x, y, xo, yo, xi, yi = (hl.Var(n) for n in ("x", "y", "xo", "yo", "xi", "yi"))
+        f = hl.Func("copied")
+        f[x, y] = data[x, y] * 2 + 1
+        if tile[1] < H:
+            f.tile(x, y, xo, yo, xi, yi, *tile).vectorize(xi, 16)
+        elif tile[0] < W:
+            f.split(x, xo, xi, tile[0]).reorder(xi, y, xo).vectorize(xi, 16)
+        else:
+            f.vectorize(x, 16)
+        label = "copy by rows" if tile == (W, H) else f"copy in {tile[0]}x{tile[1]} tiles"
+        out[label] = _ns_per_element(f, hl.Buffer(hl.Float(32), [W, H]), W * H)
+    return out
+
+
 def main() -> None:
-    for label, ns in {**table_reads(), **histogram_updates(), **line_buffers()}.items():
+    for label, ns in {**table_reads(), **histogram_updates(), **line_buffers(), **row_walks()}.items():
         print(f"{label:28s} {ns:6.3f} ns/element")
 
 

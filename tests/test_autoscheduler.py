@@ -277,6 +277,30 @@ def test_every_sliding_option_slides_in_the_compiler(monkeypatch):
         assert np.array_equal(got, want), d.describe()
 
 
+def test_tiles_and_column_strips_are_charged_for_walking_pieces_of_rows():
+    """The L3 cache and memory stream whole rows best: an input read, or a root Func written, a
+    piece of each row at a time (tiles, column strips) is charged bytes_partial_rows on top of
+    its traffic; row by row, it is not."""
+    from autoscheduler.api import make_problem
+    from autoscheduler.loop_nest import Decision
+    from autoscheduler.search import State
+
+    x, y = hl.Var("x"), hl.Var("y")
+    big = hl.Buffer(np.zeros((1536, 2560), np.float32), "big")
+    out = hl.Func("out")
+    out[x, y] = big[x, y] * 2 + big[x, y + 1]
+    problem = make_problem([out], estimates={"out": [(0, 2560), (0, 1535)]}, params={"parallelism": 2})
+
+    def partial_bytes(decision):
+        return problem.extend(State({}, 0.0), "out", decision).models["out"].features["bytes_partial_rows"]
+
+    assert partial_bytes(Decision("root", vector=16, parallel=1)) == 0
+    assert partial_bytes(Decision("root", tile=(0, 64), vector=16, parallel=1)) == 0  # whole rows, in strips
+    input_and_output = 2 * 2560 * 1535 * 4 / 2  # per core
+    for tile in ((512, 64), (64, 0)):
+        assert partial_bytes(Decision("root", tile=tile, vector=16, parallel=1)) >= 0.9 * input_and_output, tile
+
+
 def test_decisions_read_back_from_their_descriptions():
     from autoscheduler.loop_nest import INLINE, Decision
 
