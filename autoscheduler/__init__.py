@@ -10,7 +10,8 @@ Li2018) for `hl.Pipeline.apply_autoscheduler`.
 Roles, one module each: `analysis` (the algorithm, read once), `loop_nest` (a candidate evaluated
 numerically), `space` (the legal decisions), `cost_model` (features to seconds), `search`
 (beam, greedy, random, compute-root), `apply` (decisions to directives and Python source), `api`;
-measured tuning: `measure` (workers), `records` (the SQLite database), `tune` (the loop), `jit`
+measured tuning: `measure` (workers), `records` (the SQLite database), `fit` (weights from
+measurements, for `train` and `tune`), `tune` (the loop), `jit`
 (`autotuned`), `cli`.
 """
 

@@ -33,11 +33,11 @@ from pyhalide.structural_hash import structural_hash
 from .api import gather_estimates, make_problem
 from .apply import apply_directives, directives, python_source
 from .cost_model import CostModel
+from .fit import _ranks, fit_ranking, total_features
 from .loop_nest import FEATURES
 from .measure import KEEP_BUILT, Measurement, MeasurePool, PipelineSpec, default_workers, measure
 from .records import Record, TuningDB, TuningKey, machine_fingerprint
 from .search import BeamSearch, State, random_state, recorded_state
-from .train import _ranks, fit_ranking, total_features
 
 CONFIRM = 3  # the fastest candidates timed again at the end of a run
 CUTOFF = 3.0  # a candidate this many times slower than the best so far is timed once
