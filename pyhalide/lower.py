@@ -16,6 +16,7 @@ from . import ir
 from .ir_mutator import cycle_collector_paused
 from .ir_printer import stmt_to_string
 from .lowering.allocation_bounds import allocation_bounds
+from .lowering.bound_shapes import specialize_bound_shapes
 from .lowering.bounds_inference import bounds_inference, buffer_names
 from .lowering.buffer_checks import buffer_checks
 from .lowering.copy_graph import errors_in_user_names
@@ -73,6 +74,13 @@ class LoweredPipeline:
         return self.env.target
 
     @functools.cached_property
+    def bound_inputs(self) -> list:
+        """(name, Buffer) of the input Buffers the algorithm names directly (not ImageParams)."""
+        from .buffer import Buffer
+
+        return [(b.name, b.source) for b in self.buffers if not b.is_output and type(b.source) is Buffer]
+
+    @functools.cached_property
     def user_names(self):
         """The runtime's UserNames for this pipeline's renamed names (None when none was renamed)."""
         from .codegen.runtime import UserNames
@@ -121,9 +129,11 @@ def lowering_passes(env):
     ]
 
 
-def layout_passes(dense_buffers: list[str], kernels: list[Kernel] | None = None):
+def layout_passes(dense_buffers: list[str], kernels: list[Kernel] | None = None, bound_shapes: dict | None = None):
     """(name, function) of the passes that finish a lowered Stmt for one buffer layout, in order.
-    With a `kernels` list (GPU targets), the GPU loop nests are moved into it as Kernels."""
+    With a `kernels` list (GPU targets), the GPU loop nests are moved into it as Kernels;
+    `bound_shapes` (buffer name -> (min, extent, stride) per dimension) are the shapes of the
+    Buffers bound in the algorithm, compiled in as constants."""
 
     def extract_kernels(stmt):
         host, found = gpu_kernels(stmt)
@@ -137,6 +147,9 @@ def layout_passes(dense_buffers: list[str], kernels: list[Kernel] | None = None)
         ("gpu host copies", gpu_host_copies),
     ]
     return [
+        # A Buffer the algorithm names is part of the pipeline, as in Halide's JIT: its shape is
+        # known, so clamps and index arithmetic fold.
+        ("bound buffer shapes", lambda s: specialize_bound_shapes(s, bound_shapes or {})),
         # Knowing which strides are 1 turns unit-stride accesses into dense vector loads and stores.
         ("unit strides", lambda s: specialize_unit_strides(s, dense_buffers)),
         # Halide's arithmetic rules as C-like operations, for every backend. Last: the simplifier
@@ -162,10 +175,12 @@ def _run(passes, stmt, hook):
 
 
 @cycle_collector_paused()
-def finish_lowering(stmt: ir.Stmt, dense_buffers: list[str], hook=None, kernels: list | None = None) -> ir.Stmt:
+def finish_lowering(stmt: ir.Stmt, dense_buffers: list[str], hook=None, kernels: list | None = None,
+                    bound_shapes: dict | None = None) -> ir.Stmt:
     """The Stmt a code generator compiles, for buffers whose dimension 0 is dense as listed (and,
-    given a `kernels` list, the GPU kernels it launches, appended to it)."""
-    return _run(layout_passes(dense_buffers, kernels), stmt, hook)
+    given a `kernels` list, the GPU kernels it launches, appended to it; given `bound_shapes`, the
+    shapes of the Buffers bound in the algorithm as constants)."""
+    return _run(layout_passes(dense_buffers, kernels, bound_shapes), stmt, hook)
 
 
 @cycle_collector_paused()

@@ -218,16 +218,20 @@ class Pipeline:
         """Native code for one buffer layout: per buffer, its axis order and whether dimension 0 is
         dense (stride 1), which lets vector loads and stores be contiguous."""
         lowered = self._lower()
-        compiled = self._compiled.get(layouts)
+        shapes = _bound_shapes(lowered)
+        compiled = self._compiled.get((layouts, shapes))
         if compiled is None:
-            compiled = self._compile_now(lowered, layouts)
+            compiled = self._compile_now(lowered, layouts, shapes)
         return compiled
 
     @deep
-    def _compile_now(self, lowered, layouts):
+    def _compile_now(self, lowered, layouts, shapes):
+        """Compiled for these layouts and these shapes of the Buffers the algorithm names (its
+        shapes are compiled in: a Buffer reshaped since, with set_min, compiles again)."""
         from .codegen.runtime import CompiledPipeline
 
-        compiled = self._compiled[layouts] = CompiledPipeline(lowered, layouts, self._target)
+        compiled = CompiledPipeline(lowered, layouts, self._target, _shape_constants(lowered))
+        self._compiled[layouts, shapes] = compiled
         return compiled
 
     def _default_layouts(self):
@@ -473,7 +477,8 @@ class Pipeline:
         if constrained:
             _check_constraints(constrained, self._buffer_owners(lowered), buffers)
         layouts = tuple(_layout(b) for b in buffers)
-        compiled = self._compiled.get(layouts) or self._compile_now(lowered, layouts)
+        shapes = _bound_shapes(lowered)
+        compiled = self._compiled.get((layouts, shapes)) or self._compile_now(lowered, layouts, shapes)
         params = [s.param.get() for s in lowered.scalars]
         compiled.run(buffers, params, lowered.user_names)
 
@@ -1059,6 +1064,25 @@ def _allocate(t, shape: list[tuple[int, int, int]], name: str) -> Buffer:
                                                 strides=tuple(s * item for s in reversed(strides)))
         buf = Buffer(array, name)
     return buf.set_min(mins)
+
+
+def _bound_shapes(lowered) -> tuple:
+    """What the compiled code assumes of the input Buffers the algorithm names directly (their
+    shapes are compiled in, as Halide's JIT does): the per-call key, a few attribute reads."""
+    key = []
+    for _, buf in lowered.bound_inputs:
+        a = buf._shape_array()
+        key.append((a.shape, a.strides, tuple(buf._mins), tuple(buf._axis)))
+    return tuple(key)
+
+
+def _shape_constants(lowered) -> dict:
+    """Buffer name -> (min, extent, stride) per dimension, of the Buffers the algorithm names."""
+    shapes = {}
+    for name, buf in lowered.bound_inputs:
+        a = buf._shape_array()
+        shapes[name] = tuple((m, a.shape[ax], a.strides[ax] // a.itemsize) for m, ax in zip(buf._mins, buf._axis))
+    return shapes
 
 
 def _layout(buf: Buffer) -> tuple:

@@ -319,3 +319,28 @@ def test_two_funcs_with_one_name_are_two_funcs_as_in_halide():
     assert list(c.realize([3])) == [1, 3, 5]
     assert a.name() != b.name() and b.name().startswith("same_name$")  # Halide's names
     assert set(hl.Pipeline(c).funcs_by_name()) == {"uses_both", "same_name", "same_name$1"}
+
+
+def test_a_bound_buffers_shape_is_compiled_in_and_a_new_shape_compiles_again():
+    """As in Halide's JIT, a Buffer the algorithm names is part of the pipeline: its mins, extents
+    and strides are compiled in as constants (clamps and index arithmetic fold). Moved with
+    set_min, it compiles again, and the checks still guard every read."""
+    x, y = hl.Var("x"), hl.Var("y")
+    data = np.arange(60, dtype=np.int32).reshape(6, 10)
+    img = hl.Buffer(data, "img")
+    f = hl.Func("f")
+    f[x, y] = hl.BoundaryConditions.repeat_edge(img)[x - 1, y + 1] * 2
+    p = hl.Pipeline(f)
+    want = data[np.clip(np.arange(1, 7), 0, 5)][:, np.clip(np.arange(-1, 11), 0, 9)] * 2
+    assert np.array_equal(np.asarray(p.realize([12, 6])), want)
+    img.set_min([3, 2])  # the same data, now covering x in [3, 13) and y in [2, 8)
+    out = hl.Buffer(hl.Int(32), [12, 6])
+    out.set_min([4, 1])
+    p.realize(out)
+    rows, cols = np.clip(np.arange(2, 8) - 2, 0, 5), np.clip(np.arange(3, 15) - 3, 0, 9)
+    assert np.array_equal(np.asarray(out), data[rows][:, cols] * 2)
+    assert len(p._compiled) == 2
+    g = hl.Func("g")
+    g[x, y] = img[x, y]
+    with pytest.raises(hl.HalideError, match="img"):
+        g.realize([4, 4])  # reads x, y from 0: before the mins, now 3 and 2

@@ -14,18 +14,19 @@ from ..simplify import simplify
 
 
 def specialize_unit_strides(stmt, dense_buffers: list[str]):
-    """Only the expressions that mention such a stride are simplified again, each on its own (the
-    whole Stmt again costs up to a second)."""
     if not dense_buffers:
         return stmt
     one = ir.make_const(ir.Int(32), 1)
-    return _UnitStrides({f"{name}.stride.0": one for name in dense_buffers}).mutate(stmt)
+    return KnownValues({f"{name}.stride.0": one for name in dense_buffers}).mutate(stmt)
 
 
-class _UnitStrides(IRMutator):
-    def __init__(self, strides: dict):
+class KnownValues(IRMutator):
+    """Variables replaced by constants, and each expression that mentioned one simplified again
+    (on its own: the whole Stmt again costs up to a second)."""
+
+    def __init__(self, values: dict):
         super().__init__()
-        self.strides = strides
+        self.values = values
         self.memo: dict[int, tuple] = {}
 
     def mutate(self, node):
@@ -34,7 +35,7 @@ class _UnitStrides(IRMutator):
         hit = self.memo.get(id(node))
         if hit is None:
             if isinstance(node, ir.Expr):
-                new = substitute(self.strides, node)
+                new = substitute(self.values, node)
                 result = node if new is node else simplify(new)
             else:
                 result = super().mutate(node)
