@@ -18,5 +18,6 @@ def specialize_bound_shapes(stmt, shapes: dict):
     """shapes: buffer name -> ((min, extent, stride) per dimension)."""
     values = {f"{name}.{field}.{d}": ir.make_const(ir.Int(32), int(v))
               for name, dims in shapes.items() for d, dim in enumerate(dims)
-              for field, v in zip(("min", "extent", "stride"), dim)}
+              for field, v in zip(("min", "extent", "stride"), dim)
+              if -(1 << 31) <= v < (1 << 31)}  # (a larger one stays a variable, checked as before)
     return KnownValues(values).mutate(stmt) if values else stmt
