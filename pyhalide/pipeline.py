@@ -773,6 +773,9 @@ class Callable:
             layouts.append(_layout(const) if const is not None else
                            (tuple(range(spec.dimensions - 1, -1, -1)), True))
         self._compiled = pipeline._compile(tuple(layouts))
+        # the shapes of the Buffers the algorithm names are compiled in: moved since, compiled again
+        self._lowered, self._layouts, self._target = lowered, tuple(layouts), pipeline._target
+        self._shapes = _bound_shapes(lowered)
         # buffers with constrained dimensions, checked on every call (none: nothing to do per call)
         self._constrained = pipeline._constrained(lowered)
         self._owners = pipeline._buffer_owners(lowered)
@@ -793,6 +796,12 @@ class Callable:
             _check_constraints(self._constrained, self._owners,
                                [b if isinstance(b, Buffer) else Buffer(b) for b in buffers],
                                {name: args[i] for name, i in self._param_args})
+        if self._shapes and _bound_shapes(self._lowered) != self._shapes:
+            from .codegen.runtime import CompiledPipeline
+
+            self._shapes = _bound_shapes(self._lowered)
+            self._compiled = CompiledPipeline(self._lowered, self._layouts, self._target,
+                                              _shape_constants(self._lowered))
         self._compiled.run(buffers, [args[i] for i in self._params], self._names_in_text)
 
     def _by_name(self, args: tuple, kwargs: dict) -> tuple:

@@ -340,6 +340,18 @@ def test_a_bound_buffers_shape_is_compiled_in_and_a_new_shape_compiles_again():
     rows, cols = np.clip(np.arange(2, 8) - 2, 0, 5), np.clip(np.arange(3, 15) - 3, 0, 9)
     assert np.array_equal(np.asarray(out), data[rows][:, cols] * 2)
     assert len(p._compiled) == 2
+    table = hl.Buffer(np.arange(8, dtype=np.int32), "table")
+    k = hl.ImageParam(hl.Int(32), 1, "k")
+    h = hl.Func("h")
+    h[x] = table[hl.clamp(k[x], 3, 7)]
+    call = hl.Pipeline(h).compile_to_callable([k])
+    keys = hl.Buffer(np.array([0, 3, 7], np.int32))
+    got = hl.Buffer(hl.Int(32), [3])
+    call(keys, got)
+    assert list(np.asarray(got)) == [3, 3, 7]
+    table.set_min([3])  # a Callable compiled before the move computes with the new mins too
+    call(keys, got)
+    assert list(np.asarray(got)) == [0, 0, 4]
     g = hl.Func("g")
     g[x, y] = img[x, y]
     with pytest.raises(hl.HalideError, match="img"):
