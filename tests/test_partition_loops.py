@@ -210,3 +210,32 @@ def test_clamped_coordinates_are_partitioned_into_prologue_steady_state_and_epil
     f.realize(out)
     want = data[np.clip(np.arange(lo, lo + width) + shift, 0, size - 1)]
     assert np.array_equal(np.asarray(out), want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(width=st.integers(8, 90), lo=st.integers(-40, 40), shift=st.integers(-20, 20), size=st.integers(1, 70))
+def test_vectorized_clamps_leave_the_steady_state(width, lo, shift, size):
+    """A vectorized boundary condition: each vector tests whether its lanes need the clamp
+    (`all_true(ramp <= w - 1 && ramp >= 0)`), and the loop is partitioned on that test as Halide
+    does, so the steady state loads densely with no test; the result is the clamped one wherever
+    the output starts, whatever the widths (at least a vector: ShiftInwards)."""
+    data = np.arange(size, dtype=np.int32) * 7 - 5
+    p = hl.Param(hl.Int(32), "vshift")
+    p.set(shift)
+    f = hl.Func("vclamped")
+    f[x] = hl.BoundaryConditions.repeat_edge(hl.Buffer(data, "vcl_in"))[x + p] * 3
+    f.vectorize(x, 8)
+    out = hl.Buffer(hl.Int(32), [width])
+    out.set_min([lo])
+    f.realize(out)
+    assert np.array_equal(np.asarray(out), data[np.clip(np.arange(lo, lo + width) + shift, 0, size - 1)] * 3)
+
+
+def test_the_steady_state_of_a_vectorized_clamp_has_no_lane_test():
+    data = np.arange(500, dtype=np.float32)
+    f = hl.Func("vsteady")
+    f[x] = hl.BoundaryConditions.repeat_edge(hl.Buffer(data, "vst_in"))[x - 3] * 2
+    f.vectorize(x, 16)
+    f.compile_jit()
+    loops = [n for n in _loops(_final_stmt(f)) if n[0] == "vsteady.s0.x.x"]
+    assert len(loops) == 3 and loops[1][1] == 0 and loops[0][1] > 0, loops  # prologue, steady state, epilogue

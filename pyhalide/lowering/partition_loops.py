@@ -67,7 +67,40 @@ def _conjuncts(cond: ir.Expr) -> list[ir.Expr]:
         return _conjuncts(cond.a) + _conjuncts(cond.b)
     if isinstance(cond, ir.Call) and cond.call_type == ir.INTRINSIC and cond.name == "likely":
         return _conjuncts(cond.args[0])
+    if isinstance(cond, ir.Call) and cond.call_type == ir.INTRINSIC and cond.name == "all_true":
+        # every lane of a conjunction: each conjunct on every lane, and a ramp against a
+        # broadcast holds on every lane where it holds on the extreme one (the vectorized
+        # clamps' test, `all_true(ramp(x, 1, 16) <= x16(w - 1) && ...)`)
+        arg = cond.args[0]
+        if isinstance(arg, ir.And):
+            return _conjuncts(ir.Call(cond.type, "all_true", (arg.a,), ir.INTRINSIC)) + \
+                _conjuncts(ir.Call(cond.type, "all_true", (arg.b,), ir.INTRINSIC))
+        scalar = _extreme_lane(arg)
+        return [cond] if scalar is None else [scalar]
     return [cond]
+
+
+_FLIPPED = {ir.LT: ir.GT, ir.LE: ir.GE, ir.GT: ir.LT, ir.GE: ir.LE}
+
+
+def _extreme_lane(cmp: ir.Expr) -> ir.Expr | None:
+    """The scalar comparison that holds exactly when `cmp`, a ramp compared with a broadcast,
+    holds on every lane: that of the ramp's last lane for an upper bound of an increasing ramp,
+    of its first for a lower bound; None for anything else."""
+    if not isinstance(cmp, ir.LT | ir.LE | ir.GT | ir.GE):
+        return None
+    kind, ramp, other = type(cmp), cmp.a, cmp.b
+    if isinstance(ramp, ir.Broadcast) and isinstance(other, ir.Ramp):
+        kind, ramp, other = _FLIPPED[kind], other, ramp
+    if not (isinstance(ramp, ir.Ramp) and isinstance(other, ir.Broadcast)) or ramp.base.type != _I32:
+        return None
+    stride = ir.const_int(ramp.stride)
+    if stride is None:
+        return None
+    upper = kind in (ir.LT, ir.LE)
+    last = ir.Add(ramp.base, ir.IntImm(_I32, stride * (ramp.lanes - 1)))
+    lane = last if (stride > 0) == upper else ramp.base
+    return kind(lane, other.value)
 
 
 def _solve(cond: ir.Expr, v: str):
@@ -260,6 +293,7 @@ class _Conditions(IRMutator):
     def visit_IfThenElse(self, s):
         kept, solved = [], []
         for c in _conjuncts(s.condition):
+            c = self._mins(c)  # (a ShiftInwards min in a ramp's base: settled, then solved)
             full = self._expanded(c)
             answer = None if full is None else _solve(full, self.v)
             (kept if answer is None else solved).append(c)
