@@ -787,9 +787,10 @@ class Model:
     def walks_partial_rows(self, fm: FuncModel, s: int, box_of, row: int | None) -> bool:
         """Whether stage s of fm walks an array (box_of: its box over a loop env; row: its rows'
         width) a piece of each row at a time: at the innermost loop whose iteration spans more
-        rows than the innermost iteration, the box is narrower than the array (tiles, strips). The L3 cache and memory
-        stream whole rows best: a copy of a 2560x1536 float image ran 1.7-1.9x slower in any
-        tiling, 64x64 to 512-wide column strips, than row by row (benchmarks.unit_costs)."""
+        rows than the innermost iteration, the box is narrower than the array (tiles, strips).
+        The L3 cache and memory stream whole rows best: a copy of a 2560x1536 float image ran
+        1.7-1.9x slower in any tiling, 64x64 to 512-wide column strips, than row by row
+        (benchmarks.unit_costs)."""
         if row is None:
             return False
         innermost = None

@@ -1087,11 +1087,8 @@ def _bound_shapes(lowered) -> tuple:
 
 def _shape_constants(lowered) -> dict:
     """Buffer name -> (min, extent, stride) per dimension, of the Buffers the algorithm names."""
-    shapes = {}
-    for name, buf in lowered.bound_inputs:
-        a = buf._shape_array()
-        shapes[name] = tuple((m, a.shape[ax], a.strides[ax] // a.itemsize) for m, ax in zip(buf._mins, buf._axis))
-    return shapes
+    return {name: tuple((dim.min(), dim.extent(), dim.stride()) for dim in map(buf.dim, range(buf.dimensions())))
+            for name, buf in lowered.bound_inputs}
 
 
 def _layout(buf: Buffer) -> tuple:
