@@ -21,7 +21,7 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from ..errors import CompileError
-from . import thread_pool
+from . import heap, thread_pool
 
 _lock = threading.Lock()
 _state: dict = {}
@@ -201,16 +201,18 @@ def _remember(key: str, obj: bytes) -> None:
 
 
 def _link(obj: bytes, symbols: tuple[str, ...], imports: bool):
-    """Link an object into the JIT. With imports, it may call the thread pool's entry point."""
-    pool = thread_pool.address() if imports else None  # before taking the lock: it links too
+    """Link an object into the JIT. With imports, it may call the runtime: the thread pool's
+    entry point and the heap's malloc and free."""
+    # before taking the lock: they link too
+    runtime = {thread_pool.SYMBOL: thread_pool.address(), **heap.addresses()} if imports else {}
     with _lock:
         st = _init()
         _library_counter[0] += 1
         builder = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
         for symbol in symbols:
             builder.export_symbol(symbol)
-        if pool is not None:
-            builder.import_symbol(thread_pool.SYMBOL, pool)
+        for name, address in runtime.items():
+            builder.import_symbol(name, address)
         return builder.link(st["lljit"], f"pyhalide_lib{_library_counter[0]}")
 
 
@@ -220,7 +222,7 @@ class JITFunction:
     def __init__(self, ir_text: str, symbol: str, disk_cache: bool = True, imports: bool = True,
                  also: tuple[str, ...] = ()):
         """disk_cache=False for code that holds this process's addresses: no other process can use it.
-        imports=False for the thread pool itself; `also`: more functions to find (`address_of`)."""
+        imports=False for the runtime itself (thread pool, heap); `also`: more functions to find (`address_of`)."""
         obj, path = _object_for(ir_text, disk=disk_cache)
         symbols = (symbol, *also)
         try:

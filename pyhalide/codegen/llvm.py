@@ -21,7 +21,7 @@ from ..errors import CompileError, InternalError
 from ..ir_mutator import IRVisitor
 from ..lowering.lower_arithmetic import not_lowered
 from ..types import Int, Type
-from . import calling_convention, parallel, x86
+from . import calling_convention, heap, parallel, x86
 from .calls import emit_call
 from .interrupts import INTERRUPTED
 from .llvm_types import I32, I64, PTR, VOID, llvm_type
@@ -176,7 +176,7 @@ class CodeGen:
             return b.alloca(ty, size=size, name=name)
 
     def free_heap_allocations(self):
-        free = self.declare("free", VOID, [PTR])
+        free = self.declare(heap.FREE, VOID, [PTR])
         for p in reversed(self.f.heap_allocs):
             self.b.call(free, [p])
 
@@ -548,7 +548,7 @@ class CodeGen:
             ext = b.select(b.icmp_signed("<", ext, ll.Constant(I64, 0)), ll.Constant(I64, 0), ext)
             size = b.mul(size, ext)
         size = b.select(b.icmp_unsigned("==", size, ll.Constant(I64, 0)), ll.Constant(I64, 1), size)
-        ptr = b.call(self.declare("malloc", PTR, [I64]), [size], name=s.name)
+        ptr = b.call(self.declare(heap.MALLOC, PTR, [I64]), [size], name=s.name)
         failed = self.f.fn.append_basic_block(f"{s.name}.alloc_failed")
         ok = self.f.fn.append_basic_block(f"{s.name}.alloc_ok")
         b.cbranch(b.icmp_unsigned("==", ptr, ll.Constant(PTR, None)), failed, ok)
@@ -560,7 +560,7 @@ class CodeGen:
         self.f.heap_allocs.append(ptr)
         self._with_host(s.name, ptr, s.body)
         self.f.heap_allocs.pop()
-        b.call(self.declare("free", VOID, [PTR]), [ptr])
+        b.call(self.declare(heap.FREE, VOID, [PTR]), [ptr])
 
     def _with_host(self, name: str, ptr, body) -> None:
         """Emit body with `name` stored at ptr; outside it the name means what it meant before (a
