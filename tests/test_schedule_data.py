@@ -366,7 +366,7 @@ def test_memory_types(tmp_path):
         assert (f"in {memory}" in stmt.read_text()) == (memory != "Auto")
         llvm = tmp_path / f"{memory}.ll"
         g.compile_to_llvm_assembly(str(llvm))
-        assert ("@malloc" in llvm.read_text()) == (memory == "Heap"), memory  # Auto: small, so on the stack
+        assert ("@pyhalide_malloc" in llvm.read_text()) == (memory == "Heap"), memory  # Auto: small, so on the stack
 
 
 def test_lower_shows_every_pass_to_the_hook():
