@@ -354,6 +354,31 @@ def test_a_chain_of_line_buffers_all_slide():
     assert _windows_of(c) == [("chain_a", 5), ("chain_b", 3)]
 
 
+def test_an_upsampling_chain_slides_at_every_level(tmp_path):
+    """A pyramid collapsed per output row (local_laplacian's schedule): level 1's rows move every
+    other output row, level 2's every fourth. Each level slides (a row it already has is not
+    computed again) although its region stays put for some rows, and level 1 folds to the four
+    rows asked for; level 2, whose window the arithmetic cannot bound, keeps whole storage."""
+    img = np.random.default_rng(6).integers(0, 1000, (9, 12)).astype(np.int32)
+    inp = hl.Buffer(img, name="up_in")
+    l1, l2, out = hl.Func("up_l1"), hl.Func("up_l2"), hl.Func("up_out")
+    l2[x, y] = inp[x, y] * 3
+    l1[x, y] = l2[x, y / 2] + l2[x, (y + 1) / 2] + y
+    out[x, y] = l1[x, y / 2] * 2 + l1[x, (y + 1) / 2]
+    l1.store_root().compute_at(out, y).fold_storage(y, 4)
+    l2.store_root().compute_at(out, y)
+    got = np.asarray(out.realize([12, 30]))
+    ys = np.arange(30)
+    l2_ = img * 3
+    l1_ = l2_[np.arange(16) // 2] + l2_[(np.arange(16) + 1) // 2] + np.arange(16)[:, None]
+    assert np.array_equal(got, l1_[ys // 2] * 2 + l1_[(ys + 1) // 2])
+    assert _windows_of(out) == [("up_l1", 2), ("up_l2", 0)]
+    out.compile_to_lowered_stmt(str(tmp_path / "up.stmt"), [])
+    stmt = (tmp_path / "up.stmt").read_text()
+    for level in ("up_l1", "up_l2"):  # each level's rows start past what it has computed before
+        assert f"for<serial> ({level}.s0.y, {level}.s0.y.min," in stmt
+
+
 def test_sliding_through_a_guarded_split_consumer_computes_every_row():
     """Regression (fuzzer): a producer computed inside a GuardWithIf-split consumer in a chain
     of line buffers used to skip rows, and one computed at the split's inner loop wrote past

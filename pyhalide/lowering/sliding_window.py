@@ -28,7 +28,8 @@ _I32 = Int(32)
 
 @dataclass
 class Window:
-    """f slides along loop `loop` in dimension `dim`, needing at most `width` coordinates at once."""
+    """f slides along loop `loop` in dimension `dim`, needing at most `width` coordinates at once
+    (0: not known, and then not foldable)."""
 
     func: str
     dim: int
@@ -135,27 +136,61 @@ class _Slide(IRMutator):
                 if e is None or loop.name in free_variables(e):
                     return None
         prev = {loop.name: ir.Sub(ir.Variable(loop.name, _I32), ir.make_const(_I32, 1))}
-        # The region must only move forward (its min and max never decrease from one iteration to
-        # the next) and have a bounded width.
-        # (each bound is worked out only if the ones before it allow sliding)
-        step_lo = _least_over_iterations(ir.Sub(lo_e, substitute(prev, lo_e)), loop, first=1)
-        if step_lo is None or step_lo < 0:
-            return None
-        step_hi = _least_over_iterations(ir.Sub(hi_e, substitute(prev, hi_e)), loop, first=1)
-        if step_hi is None or step_hi <= 0:
-            return None
-        width = _least_over_iterations(ir.Sub(lo_e, hi_e), loop, first=0)
-        if width is None:
-            return None
-        width = -width
-        # Folding keeps one window only if no loop inside L moves it (else several are live).
+        # The region must only move forward: its min and max never decrease from one iteration
+        # to the next. Where a loop inside L moves it too, the previous iteration's max is taken
+        # at the same inner iteration, which must have run then: the max must grow every
+        # iteration, by what the arithmetic proves. Otherwise a region that stays put (as an
+        # upsampling consumer's does every other iteration) is computed in none of it, and a form
+        # that never decreases (_non_decreasing) is enough.
         inner_loops = {inner.name for inner in self.loops[1:]}
-        foldable = not (inner_loops & (free_variables(lo_e) | free_variables(hi_e)))
-        self.windows.append(Window(f.name(), f._pure_args.index(var), loop.name, width + 1, foldable))
+        moves_inside = bool(inner_loops & (free_variables(lo_e) | free_variables(hi_e)))
+        for bound, least_step in ((lo_e, 0), (hi_e, 1 if moves_inside else 0)):
+            step = _least_over_iterations(ir.Sub(bound, substitute(prev, bound)), loop, first=1)
+            if step is None and (moves_inside or not _non_decreasing(bound, loop.name)):
+                return None
+            if step is not None and step < least_step:
+                return None
+        least = _least_over_iterations(ir.Sub(lo_e, hi_e), loop, first=0)
+        if least is None and moves_inside:
+            return None
+        width = None if least is None else 1 - least
+        # Folding keeps one window only if no loop inside L moves it (else several are live), and
+        # only a window of known width.
+        foldable = width is not None and not moves_inside
+        self.windows.append(Window(f.name(), f._pure_args.index(var), loop.name, width or 0, foldable))
         needed_min = ir.Variable(f"{f.name()}.{var}.min", _I32)
         prev_max = substitute(prev, hi_e)
         later = ir.GT(ir.Variable(loop.name, _I32), loop.min)
         return ir.Select(later, ir.Max(needed_min, ir.Add(prev_max, ir.make_const(_I32, 1))), needed_min)
+
+
+def _non_decreasing(e: ir.Expr, var: str) -> bool:
+    """Whether e never decreases as var grows, from its form alone: sums, positive scalings,
+    divisions by positive constants, mins and maxes of such, and the select a sliding consumer's
+    own min is, `select(var > c, max(m, p), m)` (once var passes c it stays past, and the true
+    value is never below the false one). For regions whose steps the arithmetic of
+    _least_over_iterations cannot bound (a division of a max of divisions)."""
+    if var not in free_variables(e):
+        return True
+    if isinstance(e, ir.Variable):
+        return e.name == var
+    if isinstance(e, (ir.Add, ir.Min, ir.Max)):
+        return _non_decreasing(e.a, var) and _non_decreasing(e.b, var)
+    if isinstance(e, ir.Sub):
+        return _non_decreasing(e.a, var) and var not in free_variables(e.b)
+    if isinstance(e, (ir.Mul, ir.Div)):
+        c = ir.const_int(e.b)
+        return c is not None and c > 0 and _non_decreasing(e.a, var)
+    if isinstance(e, ir.Select):
+        cond = e.condition
+        turns_true = ((isinstance(cond, (ir.GT, ir.GE)) and var not in free_variables(cond.b)
+                       and _non_decreasing(cond.a, var))
+                      or (isinstance(cond, (ir.LT, ir.LE)) and var not in free_variables(cond.a)
+                          and _non_decreasing(cond.b, var)))
+        above = isinstance(e.true_value, ir.Max) and e.false_value in (e.true_value.a, e.true_value.b)
+        return (turns_true and above and _non_decreasing(e.true_value, var)
+                and _non_decreasing(e.false_value, var))
+    return False
 
 
 def _computed_past_region(splits, pure_vars) -> set[str]:
