@@ -71,6 +71,8 @@ class LocalLaplacian(App):
         x, y, c, k = hl.Var("x"), hl.Var("y"), hl.Var("c"), hl.Var("k")
         f32, i32 = hl.Float(32), hl.Int(32)
 
+        halves = {}  # the x halves of the downsamples, by name: schedules may place them
+
         def downsample(f, name):
             """[1, 3, 3, 1] / 8 in x, then in y, taking every other sample."""
             dx, dy = hl.Func(name + "_dx"), hl.Func(name)
@@ -79,6 +81,7 @@ class LocalLaplacian(App):
                                  + f[(2 * x + 2, y) + rest]) / 8.0
             dy[(x, y) + rest] = (dx[(x, 2 * y - 1) + rest] + 3.0 * (dx[(x, 2 * y) + rest] + dx[(x, 2 * y + 1) + rest])
                                  + dx[(x, 2 * y + 2) + rest]) / 8.0
+            halves[name + "_dx"] = dx
             return dy
 
         def upsample(f, name):
@@ -139,24 +142,22 @@ class LocalLaplacian(App):
         color[x, y, c] = out_g[0][x, y] * (floating[x, y, c] + hl.f32(EPS)) / (gray[x, y] + hl.f32(EPS))
         output[x, y, c] = hl.cast(hl.UInt(16), hl.clamp(color[x, y, c], 0.0, 1.0) * 65535.0)
 
-        funcs = {"remap": remap, "gray": gray, "output": output}
+        funcs = {"remap": remap, "gray": gray, "output": output, **halves}
         funcs.update({f"gPyramid{j}": g_pyr[j] for j in range(J)})
         funcs.update({f"inGPyramid{j}": in_pyr[j] for j in range(J)})
         funcs.update({f"outGPyramid{j}": out_g[j] for j in range(J)})
         return Built(output, [w, h, 3], hl.UInt(16), funcs, {"x": x, "y": y, "c": c, "k": k, "J": J})
 
-    # Halide's app computes the big output pyramid levels per output row, kept across a strip
-    # (sliding window). pyhalide lowers that ~15x slower (minutes at 8 levels) for a ~10% gain,
-    # so by default those levels are root stages too.
-    sliding_window = False
-
     def schedule(self, hl, built):
-        """Halide's CPU schedule: the output in parallel strips of 64 rows, channels innermost;
-        the big pyramid levels (1-4) at root, parallel over rows and vectorised; the small
-        levels (5+) at root, serial or parallel over the intensity levels. The output pyramid
-        levels are root stages too, or (sliding_window) computed per output row and kept
-        across the strip. Everything else (the halves of each downsample and upsample, the
-        Laplacians, the colour) is inlined into its consumer."""
+        """Halide's CPU schedule for this app (apps/local_laplacian in Halide's repository), with
+        16-wide vectors for AVX-512: the output in parallel strips of 64 rows, channels innermost;
+        the big pyramid levels (1-4) at root, parallel over rows (strips of 8 for the remapped
+        ones) and vectorised; the remapped level 0 cloned into level 1's x-downsample and computed
+        per row of level 1, kept across its strip (a sliding window: each row remapped once, not
+        once per tap); the output pyramid levels computed per output row, kept across the strip
+        in four folded rows; the small levels (5+) at root. Everything else (the other halves of
+        the downsamples and upsamples, the Laplacians, the colour) is inlined into its
+        consumer."""
         x, y, c, k, J = (built.vars[v] for v in ("x", "y", "c", "k", "J"))
         f = built.funcs
         out = f["output"]
@@ -165,21 +166,26 @@ class LocalLaplacian(App):
         strip = min(64, max(1, built.output_sizes[1] // 4))  # 64 rows, fewer on tiny images
         f["remap"].compute_root()
         out.reorder(c, x, y).split(y, yo, yi, strip).parallel(yo).vectorize(x, vec)
-        f["gray"].compute_root().parallel(y, 32).vectorize(x, vec)
+        f["gray"].compute_root().never_partition([y]).parallel(y, 32).vectorize(x, vec)
         for j in range(1, min(J, 5)):
+            g_yo, g_yi = hl.Var(f"g{j}_yo"), hl.Var(f"g{j}_yi")
             f[f"inGPyramid{j}"].compute_root().parallel(y, 32).vectorize(x, vec)
-            f[f"gPyramid{j}"].compute_root().reorder_storage(x, k, y).reorder(k, y).parallel(y, 8).vectorize(x, vec)
+            (f[f"gPyramid{j}"].compute_root().reorder_storage(x, k, y).reorder(k, y)
+             .split(y, g_yo, g_yi, 8).parallel(g_yo).vectorize(x, vec))
+            (f[f"outGPyramid{j}"].store_at(out, yo).compute_at(out, yi).fold_storage(y, 4)
+             .vectorize(x, vec, hl.TailStrategy.RoundUp))
+            if j > 1:  # as Halide's: smaller code, no slower
+                f[f"inGPyramid{j}"].never_partition_all()
+                f[f"gPyramid{j}"].never_partition_all()
+        if J > 1:
+            g1 = f["gPyramid1"]
+            (f["gPyramid0"].clone_in(f["gPyramid1_dx"]).store_at(g1, hl.Var("g1_yo"))
+             .compute_at(g1, hl.Var("g1_yi")).vectorize(x, vec))
+        f["outGPyramid0"].compute_at(out, yi).hoist_storage(out, yo).vectorize(x, vec, hl.TailStrategy.RoundUp)
         for j in range(5, J):
             f[f"inGPyramid{j}"].compute_root()
             f[f"gPyramid{j}"].compute_root().parallel(k)
-        for j in range(J):
-            og = f[f"outGPyramid{j}"]
-            if j >= 5:
-                og.compute_root()
-            elif self.sliding_window:
-                (og.compute_at(out, yi) if j == 0 else og.store_at(out, yo).compute_at(out, yi)).vectorize(x, vec)
-            else:
-                og.compute_root().parallel(y, 8).vectorize(x, vec)
+            f[f"outGPyramid{j}"].compute_root()
 
     def reference(self, inputs):
         """numpy, in float32. Every level is an array with the coordinate of its first sample
