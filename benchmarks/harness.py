@@ -45,6 +45,8 @@ class Record:
     runs: int
     gflops: float | None = None
     note: str = ""
+    gbytes: float | None = None  # apps without a flop count: compulsory traffic per second
+    copy_gbs: float | None = None  # ... and a parallel copy of as many bytes, measured beside
 
 
 def _halide():
@@ -185,12 +187,16 @@ def _threads() -> int:
 
 def run_app(name: str, size: str, rounds: int, which: set[str], tune_budget_s: float = 120.0) -> list[Record]:
     from apps import load
+    from autoscheduler.peaks import copy_bandwidth
 
     app = load(name)
     inputs = app.inputs(size)
     expected = app.reference(inputs)
     flops = app.flops(inputs) if hasattr(app, "flops") else None
+    # inputs read once, the output written once: what a copy of the same bytes moves
+    traffic = None if flops else sum(a.nbytes for a in inputs.values()) + np.asarray(expected).nbytes
     variants = build_variants(app, inputs, which, size, tune_budget_s)
+    copy_gbs = copy_bandwidth(traffic // 2) if traffic else None
     records, active = [], {}
     for variant, (run, compile_s, note) in variants.items():
         t0 = time.perf_counter()
@@ -199,7 +205,8 @@ def run_app(name: str, size: str, rounds: int, which: set[str], tune_budget_s: f
         ok = app.check(np.asarray(result), expected)
         if first > SLOW_SECONDS:
             records.append(Record(name, variant, first * 1e3, first * 1e3, compile_s, ok, 1,
-                                  flops / first / 1e9 if flops else None, (note + "; timed once: slow").strip("; ")))
+                                  flops / first / 1e9 if flops else None, (note + "; timed once: slow").strip("; "),
+                                  traffic / first / 1e9 if traffic else None, copy_gbs))
             continue
         active[variant] = (run, compile_s, note, ok, first)
     times = {v: [] for v in active}
@@ -224,7 +231,8 @@ def run_app(name: str, size: str, rounds: int, which: set[str], tune_budget_s: f
     for variant, (_, compile_s, note, ok, _first) in active.items():
         med, best = statistics.median(times[variant]), min(times[variant])
         records.append(Record(name, variant, med * 1e3, best * 1e3, compile_s, ok, len(times[variant]),
-                              flops / med / 1e9 if flops else None, note))
+                              flops / med / 1e9 if flops else None, note,
+                              traffic / med / 1e9 if traffic else None, copy_gbs))
     records.sort(key=lambda r: (VARIANTS + BASELINES).index(r.variant))
     return records
 
@@ -233,12 +241,15 @@ def print_table(name: str, records: list[Record], peaks: dict | None) -> None:
     by = {r.variant: r for r in records}
     hand = by.get("pyhalide-hand")
     print(f"\n{name}")
-    print(f"  {'variant':18s} {'median ms':>10s} {'min ms':>9s} {'compile s':>9s} {'hand is':>9s}  ok   GFLOP/s")
+    print(f"  {'variant':18s} {'median ms':>10s} {'min ms':>9s} {'compile s':>9s} {'hand is':>9s}  ok   "
+          "GFLOP/s, or GB/s of compulsory traffic")
     for r in records:
         ratio = f"{r.median_ms / hand.median_ms:8.2f}x" if hand else "      -"
         gf = f"{r.gflops:7.1f}" if r.gflops else "      -"
         if r.gflops and peaks:
             gf += f" ({100 * r.gflops / peaks['fma_gflops']:.0f}% of peak)"
+        elif r.gbytes:
+            gf = f"{r.gbytes:7.1f} GB/s ({100 * r.gbytes / r.copy_gbs:.0f}% of a copy of as many bytes)"
         print(f"  {r.variant:18s} {r.median_ms:10.2f} {r.min_ms:9.2f} {r.compile_s:9.2f} {ratio}  "
               f"{'yes' if r.correct else 'NO '}  {gf}  {r.note}")
     if hand is None:
@@ -306,7 +317,8 @@ def main(argv=None) -> None:
 
     peaks = measure_peaks(_threads())
     print(f"machine: {os.cpu_count()} cores, {_threads()} threads used; measured float32 FMA peak "
-          f"{peaks['fma_gflops']:.0f} GFLOP/s, copy bandwidth {peaks['copy_gbs']:.1f} GB/s")
+          f"{peaks['fma_gflops']:.0f} GFLOP/s, copy bandwidth {peaks['copy_gbs']:.1f} GB/s "
+          "(64 MiB, from memory)")
     records = []
     for name in names:
         recs = run_app(name, args.size, args.rounds, which, args.tune_budget)
