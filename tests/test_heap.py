@@ -1,7 +1,7 @@
-"""pyhalide's heap for Func storage (codegen/heap.py): large blocks are kept and handed out again
-(no page faults on a pipeline's second call), always 64-byte aligned, never one block to two
-holders at once (many threads), within the limit (the oldest dropped first), and a forked child
-keeps working."""
+"""pyhalide's heap for Func storage (codegen/heap.py): large blocks allocated outside parallel
+loops are kept and handed out again (no page faults on a pipeline's second call), always 64-byte
+aligned, never one block to two holders at once (many threads), within the limit (the oldest
+dropped first), and a forked child keeps working."""
 
 from __future__ import annotations
 
@@ -34,7 +34,8 @@ class Heap:
                                    also=(heap.FREE, heap._CACHED))
             malloc, free = self._fn.address, self._fn.address_of(heap.FREE)
             self.cached = ctypes.CFUNCTYPE(ctypes.c_int64)(self._fn.address_of(heap._CACHED))
-        self.malloc = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_int64)(malloc)
+        shared = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32)(malloc)
+        self.malloc = lambda size, keep=1: shared(size, keep)
         self.free = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(free)
 
 
@@ -55,6 +56,30 @@ def test_a_freed_large_block_is_handed_out_again_for_what_it_covers():
     h.free(big)
     h.free(tiny)
     assert h.cached() == 12 * MIB
+
+
+def test_a_private_block_is_neither_kept_nor_handed_a_kept_one():
+    """What a parallel task allocates (shared=0) stays with glibc, which gives it back to the
+    same thread."""
+    h = Heap(64 * MIB)
+    kept = h.malloc(2 * MIB)
+    h.free(kept)
+    private = h.malloc(2 * MIB, 0)
+    assert private != kept and private % 64 == 0
+    h.free(private)
+    assert h.cached() == 2 * MIB
+
+
+def test_storage_a_parallel_task_allocates_is_not_kept():
+    f, g = hl.Func("heap_task_f"), hl.Func("heap_task_g")
+    f[x, y] = x + y
+    g[x, y] = f[x, y] + f[x + 1, y]
+    f.compute_at(g, y)  # one 160 KB row per task
+    g.parallel(y)
+    heap.release()
+    got = np.asarray(g.realize([40000, 8]))
+    assert heap.cached_bytes() == 0
+    assert np.array_equal(got, 2 * (np.arange(40000)[None, :] + np.arange(8)[:, None]) + 1)
 
 
 def test_small_blocks_are_aligned_and_not_kept():

@@ -107,6 +107,7 @@ class Function:
     scope: dict[str, list] = field(default_factory=dict)
     hosts: dict[str, ll.Value] = field(default_factory=dict)
     heap_allocs: list[ll.Value] = field(default_factory=list)
+    in_task: bool = False  # a parallel loop's task: the storage it allocates stays its thread's
 
 
 class CodeGen:
@@ -145,11 +146,11 @@ class CodeGen:
         return self.f.b
 
     @contextmanager
-    def emitting_into(self, fn: ll.Function, leave_with_error=None):
+    def emitting_into(self, fn: ll.Function, leave_with_error=None, in_task: bool = False):
         """Emit into fn (from its new entry block) until the block ends; yields the builder."""
         saved = getattr(self, "f", None)
         entry = fn.append_basic_block("entry")
-        self.f = Function(fn, _NumberingBuilder(entry), entry, leave_with_error)
+        self.f = Function(fn, _NumberingBuilder(entry), entry, leave_with_error, in_task=in_task)
         try:
             yield self.f.b
         finally:
@@ -548,7 +549,9 @@ class CodeGen:
             ext = b.select(b.icmp_signed("<", ext, ll.Constant(I64, 0)), ll.Constant(I64, 0), ext)
             size = b.mul(size, ext)
         size = b.select(b.icmp_unsigned("==", size, ll.Constant(I64, 0)), ll.Constant(I64, 1), size)
-        ptr = b.call(self.declare(heap.MALLOC, PTR, [I64]), [size], name=s.name)
+        # storage a parallel task allocates stays its thread's (heap.py)
+        shared = ll.Constant(I32, 0 if self.f.in_task else 1)
+        ptr = b.call(self.declare(heap.MALLOC, PTR, [I64, I32]), [size, shared], name=s.name)
         failed = self.f.fn.append_basic_block(f"{s.name}.alloc_failed")
         ok = self.f.fn.append_basic_block(f"{s.name}.alloc_ok")
         b.cbranch(b.icmp_unsigned("==", ptr, ll.Constant(PTR, None)), failed, ok)

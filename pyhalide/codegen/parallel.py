@@ -54,7 +54,7 @@ def emit_parallel_for(cg: CodeGen, s: ir.For) -> None:
     task = ll.Function(cg.module, ll.FunctionType(VOID, [PTR]), f"{cg.fn_name}.par.{len(cg.module.functions)}")
     task.linkage = "internal"
     data = task.args[0]
-    with cg.emitting_into(task) as tb:
+    with cg.emitting_into(task, in_task=True) as tb:
         t_lo = tb.load(field_ptr(tb, data, _LO), typ=I32)
         t_extent = tb.load(field_ptr(tb, data, _EXTENT), typ=I32)
         counter = field_ptr(tb, data, _COUNTER)
