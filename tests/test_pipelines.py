@@ -356,3 +356,35 @@ def test_a_bound_buffers_shape_is_compiled_in_and_a_new_shape_compiles_again():
     g[x, y] = img[x, y]
     with pytest.raises(hl.HalideError, match="img"):
         g.realize([4, 4])  # reads x, y from 0: before the mins, now 3 and 2
+
+
+def test_a_store_to_one_buffer_does_not_make_llvm_reload_another(tmp_path):
+    """Loads and stores carry one alias type per buffer (as Halide tags them): both channels of a
+    histogram update reuse the one load of the input pixel, where the first bin's store had
+    made LLVM load the pixel again (bilateral_grid's histogram)."""
+    import re
+
+    xx, c = hl.Var("x"), hl.Var("c")
+    inp = hl.ImageParam(hl.Int(32), 1, "alias_in")
+    r = hl.RDom([(0, inp.width())], name="ar")
+    h = hl.Func("alias_h")
+    h[xx, c] = 0
+    h[hl.clamp(inp[r.x], 0, 7), c] += hl.select(c == 0, inp[r.x], 1)
+    h.bound(c, 0, 2).bound(xx, 0, 8)
+    h.update(0).reorder(c, r.x).unroll(c)
+    path = tmp_path / "alias.ll"
+    h.compile_to_llvm_assembly(str(path), [inp], "alias")
+    text = path.read_text()
+    tags = dict(re.findall(r'^(!\d+) = !\{(!\d+), !\d+, i64 0\}$', text, re.M))
+    names = dict(re.findall(r'^(!\d+) = !\{!"([\w$]+)", !\d+, i64 0\}$', text, re.M))
+    input_tags = {t for t, node in tags.items() if names.get(node) == "alias_in"}
+    assert input_tags
+    loads = [ln for ln in text.splitlines() if " = load i32" in ln and ln.rsplit("!tbaa ", 1)[-1] in input_tags]
+    assert len(loads) == 1, loads
+    data = np.arange(20, dtype=np.int32) % 9
+    inp.set(hl.Buffer(data))
+    want = np.zeros((2, 8), np.int64)
+    for v in data:
+        want[0, min(max(v, 0), 7)] += v
+        want[1, min(max(v, 0), 7)] += 1
+    np.testing.assert_array_equal(np.asarray(h.realize([8, 2])), want)

@@ -127,6 +127,7 @@ class CodeGen:
         self._strings: dict[str, ll.GlobalVariable] = {}
         self._rules: dict[type, Callable] = {}
         self._constants: dict[tuple, ll.Constant] = {}
+        self._alias_tags: dict[str, ll.MDValue] = {}
         self.loop_depth = 0  # Fors around the statement being emitted, through parallel tasks
         self.f: Function
 
@@ -175,6 +176,21 @@ class CodeGen:
         with b.goto_block(self.f.entry):
             b.position_at_start(self.f.entry)
             return b.alloca(ty, size=size, name=name)
+
+    def tagged(self, access, buffer: str):
+        """A load or store marked as touching `buffer` only (LLVM's type-based alias analysis, one
+        type per buffer, as Halide tags its accesses): a store to one buffer then does not make
+        LLVM load another again (bilateral_grid's histogram re-read its input pixel after each
+        bin's update)."""
+        tag = self._alias_tags.get(buffer)
+        if tag is None:
+            if not self._alias_tags:
+                self._alias_root = self.module.add_metadata([ll.MetaDataString(self.module, "pyhalide buffers")])
+            node = self.module.add_metadata([ll.MetaDataString(self.module, buffer), self._alias_root,
+                                             ll.Constant(I64, 0)])
+            tag = self._alias_tags[buffer] = self.module.add_metadata([node, node, ll.Constant(I64, 0)])
+        access.set_metadata("tbaa", tag)
+        return access
 
     def free_heap_allocations(self):
         free = self.declare(heap.FREE, VOID, [PTR])
@@ -391,11 +407,13 @@ class CodeGen:
         mem_t = llvm_type(t.element_of(), memory=True)
         align = t.element_of().bytes()
         if t.lanes == 1:
-            v = b.load(self._element_ptr(host, e.index, t), typ=mem_t, align=align)
+            v = self.tagged(b.load(self._element_ptr(host, e.index, t), typ=mem_t, align=align), e.name)
         elif _is_dense(e.index):
-            v = b.load(self._element_ptr(host, e.index.base, t), typ=llvm_type(t, memory=True), align=align)
+            v = self.tagged(b.load(self._element_ptr(host, e.index.base, t), typ=llvm_type(t, memory=True),
+                                   align=align), e.name)
         elif isinstance(e.index, ir.Broadcast):
-            v = self.splat(b.load(self._element_ptr(host, e.index.value, t), typ=mem_t, align=align), t.lanes)
+            v = self.splat(self.tagged(b.load(self._element_ptr(host, e.index.value, t), typ=mem_t, align=align),
+                                       e.name), t.lanes)
         else:
             v = x86.load(self, host, e.index, t)
         if t.is_bool():
@@ -500,9 +518,9 @@ class CodeGen:
             v = self.b.zext(v, llvm_type(t, memory=True))
         align = t.element_of().bytes()
         if t.lanes == 1:
-            self.b.store(v, self._element_ptr(host, s.index, t), align=align)
+            self.tagged(self.b.store(v, self._element_ptr(host, s.index, t), align=align), s.name)
         elif _is_dense(s.index):
-            self.b.store(v, self._element_ptr(host, s.index.base, t), align=align)
+            self.tagged(self.b.store(v, self._element_ptr(host, s.index.base, t), align=align), s.name)
         else:
             x86.store(self, host, s.index, v, t)
 
