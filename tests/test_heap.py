@@ -139,7 +139,7 @@ def _faults_during(fn) -> int:
 
 
 def test_a_pipeline_called_again_reuses_its_storage():
-    """A 32 MiB root intermediate: the first call faults its pages in, the second does not."""
+    """An 8 MiB root intermediate: the first call faults its pages in, the second does not."""
     width, height = 2048, 1024
     f, g = hl.Func("heap_f"), hl.Func("heap_g")
     f[x, y] = hl.cast(hl.Float(32), x + y * 3)
