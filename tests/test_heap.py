@@ -34,8 +34,8 @@ class Heap:
                                    also=(heap.FREE, heap._CACHED))
             malloc, free = self._fn.address, self._fn.address_of(heap.FREE)
             self.cached = ctypes.CFUNCTYPE(ctypes.c_int64)(self._fn.address_of(heap._CACHED))
-        shared = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32)(malloc)
-        self.malloc = lambda size, keep=1: shared(size, keep)
+        malloc_fn = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32)(malloc)
+        self.malloc = lambda size, shared=1: malloc_fn(size, shared)
         self.free = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(free)
 
 

@@ -127,6 +127,7 @@ class CodeGen:
         self._strings: dict[str, ll.GlobalVariable] = {}
         self._rules: dict[type, Callable] = {}
         self._constants: dict[tuple, ll.Constant] = {}
+        self._alias_root: ll.MDValue | None = None  # made with the first tag
         self._alias_tags: dict[str, ll.MDValue] = {}
         self.loop_depth = 0  # Fors around the statement being emitted, through parallel tasks
         self.f: Function
@@ -184,7 +185,7 @@ class CodeGen:
         bin's update)."""
         tag = self._alias_tags.get(buffer)
         if tag is None:
-            if not self._alias_tags:
+            if self._alias_root is None:
                 self._alias_root = self.module.add_metadata([ll.MetaDataString(self.module, "pyhalide buffers")])
             node = self.module.add_metadata([ll.MetaDataString(self.module, buffer), self._alias_root,
                                              ll.Constant(I64, 0)])
