@@ -56,6 +56,10 @@ class App:
     # A hand schedule for an NVIDIA GPU (target host-cuda), on apps where one makes sense:
     # `gpu_schedule(self, hl, built)`, written against `hl` like `schedule`. None: no GPU schedule.
     gpu_schedule = None
+    # Other GPU hand schedules worth measuring beside it, by name: {name: method(hl, built)}.
+    # `python -m benchmarks.gpu` times each next to `gpu_schedule` (tests check each computes
+    # the reference), so the default can be the one the GPU measured fastest.
+    gpu_variants: dict = {}
 
     def reference(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
         """The same computation in numpy/scipy, written independently of the algorithm."""

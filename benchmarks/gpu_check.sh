@@ -1,15 +1,24 @@
 #!/usr/bin/env bash
-# Every GPU test and GPU benchmark in one run, for a machine with an NVIDIA GPU (under 5 minutes),
-# then the CPU gallery on all of its cores. Needs only what the repository and the machine provide
-# (numpy, llvmlite, and pycuda or cuda-bindings, NVRTC or nvcc; torch or cupy for cuBLAS/cuDNN).
-# Writes $OUT/env.json, gpu_tests.log, gpu_bench.json and cpu_gallery.json ($OUT: ./gpu_check_out).
+# Every GPU test and GPU benchmark in one run, for a machine with an NVIDIA GPU (about 5 minutes),
+# then the CPU gallery on all of its cores and on one. Needs what the repository and the machine
+# provide (numpy, llvmlite, and pycuda or cuda-bindings, NVRTC or nvcc; torch or cupy for
+# cuBLAS/cuDNN); wheels in .whl/ (say, llvmlite for a machine whose own is older) are installed
+# into a private folder first. With Halide's tutorial in $HALIDE_TUTORIAL (a folder holding
+# lesson_12_using_the_gpu.py, importing pyhalide, with CUDA among its targets), lesson 12 runs too.
+# Writes under $OUT: env.json, gpu_tests.log, lesson_12.log, gpu_bench.json and .log, cpu_gallery_N.json
+# and .log (N threads).
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu_check_out}
 mkdir -p "$OUT"
+PY=${PYTHON:-python3}
+if compgen -G ".whl/*.whl" >/dev/null; then
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/pyhalide_site \
+    .whl/*.whl && export PYTHONPATH=/tmp/pyhalide_site
+fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 export PYHALIDE_CACHE_DIR="${PYHALIDE_CACHE_DIR:-$OUT/cache}"
-PY=${PYTHON:-python3}
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1 | tee "$OUT/nvidia_smi.txt"
 
 "$PY" - <<'PYEOF' | tee "$OUT/env.json"
 import importlib, json, os, shutil, sys
@@ -29,13 +38,22 @@ print(json.dumps({"python": sys.version.split()[0], "cores": os.cpu_count(), "pa
                   "capability": getattr(device, "capability", None), "unavailable": reason}, indent=1))
 PYEOF
 
-echo "== GPU tests (kernels on the device, plus the CPU-side CUDA tests)"
-timeout 150 "$PY" -m pytest -q -p no:cacheprovider tests/test_gpu.py 2>&1 | tee "$OUT/gpu_tests.log" | tail -25
+echo "== GPU tests (pytest -m gpu: kernels on the device)"
+timeout 120 "$PY" -m pytest -p no:cacheprovider -m gpu -rs tests/test_gpu.py 2>&1 | tee "$OUT/gpu_tests.log" | tail -40
+
+if [ -n "${HALIDE_TUTORIAL:-}" ]; then
+  echo "== Halide's lesson 12 on the GPU"
+  (cd "$HALIDE_TUTORIAL" && timeout 45 "$PY" lesson_12_using_the_gpu.py) 2>&1 | tee "$OUT/lesson_12.log" | tail -20
+fi
 
 echo "== GPU benchmarks"
-timeout 150 "$PY" -m benchmarks.gpu --json "$OUT/gpu_bench.json" 2>&1 | tail -12
+timeout 150 "$PY" -m benchmarks.gpu --json "$OUT/gpu_bench.json" 2>&1 | tee "$OUT/gpu_bench.log" | cut -c1-400
 
-echo "== CPU gallery on $(nproc) cores"
-HL_NUM_THREADS=$(nproc) OPENBLAS_NUM_THREADS=$(nproc) OMP_NUM_THREADS=$(nproc) \
-  timeout 150 "$PY" -m benchmarks --variants pyhalide-hand,numpy,halide-hand --rounds 3 \
-  --json "$OUT/cpu_gallery.json" 2>&1 | tail -60
+echo "== CPU gallery on $(nproc) cores, then pyhalide alone on one"
+for threads in "$(nproc)" 1; do
+  variants=$([ "$threads" = 1 ] && echo pyhalide-hand || echo pyhalide-hand,numpy,halide-hand)
+  HL_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads \
+    timeout $([ "$threads" = 1 ] && echo 60 || echo 90) "$PY" -m benchmarks --variants "$variants" --rounds 3 --json "$OUT/cpu_gallery_$threads.json" \
+    >"$OUT/cpu_gallery_$threads.log" 2>&1
+  grep -E "^machine|^[a-z_]+$|pyhalide-hand" "$OUT/cpu_gallery_$threads.log"
+done

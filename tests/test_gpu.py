@@ -227,9 +227,36 @@ def _gallery(name: str, size: str):
     return app, inputs, built
 
 
-@pytest.mark.parametrize("name", GPU_APPS)
-def test_gallery_gpu_schedules_compute_the_reference(name, device):
-    app, inputs, built = _gallery(name, "small")
+def _gallery_schedules():
+    import apps
+
+    return [(name, v) for name in GPU_APPS for v in [None, *apps.load(name).gpu_variants]]
+
+
+@pytest.mark.parametrize("name, variant", _gallery_schedules())
+def test_gallery_gpu_schedules_compute_the_reference(name, variant, device):
+    _check_gallery_schedule(name, variant)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name, variant", _gallery_schedules())
+def test_gallery_gpu_schedules_on_the_gpu(name, variant):
+    reason = _gpu_reason()
+    if reason:
+        pytest.skip(reason)
+    _check_gallery_schedule(name, variant)
+
+
+def _check_gallery_schedule(name, variant):
+    import apps
+
+    app = apps.load(name)
+    inputs = app.inputs("small")
+    built = app.build(hl, inputs)
+    if variant is None:
+        app.gpu_schedule(hl, built)
+    else:
+        app.gpu_variants[variant](app, hl, built)
     built.output.compile_jit(CUDA)
     got, want = app.realize(hl, built), app.reference(inputs)
     if app.exact:

@@ -175,6 +175,30 @@ def test_unroll_and_split_tails():
         assert list(np.asarray(f.realize([7]))) == [v * v + 1 for v in range(7)]
 
 
+@pytest.mark.parametrize("tail", [hl.TailStrategy.ShiftInwards, hl.TailStrategy.GuardWithIf])
+def test_a_producer_region_of_constant_or_bounded_size_unrolls(tail):
+    """A producer computed per tile of 8 (plus its 2-wide window) has a region whose extent is
+    `max - min + 1` of lets the tile loop sets: 10 once they are substituted, so unroll(x)
+    needs no split (Halide's GPU gemm unrolls its per-k slivers of A and B this way). Under
+    GuardWithIf the last tile's region is shorter: the copies are guarded by the extent's
+    constant upper bound, as Halide unrolls such loops."""
+    from pyhalide.ir_printer import stmt_to_string
+    from pyhalide.lower import lower
+
+    src = hl.Func("ur_src")
+    src[x] = x * 3
+    f = hl.Func("ur_f")
+    f[x] = src[x] + src[x + 1] + src[x + 2]
+    xo, xi = hl.Var("xo"), hl.Var("xi")
+    f.split(x, xo, xi, 8, tail)
+    src.compute_at(f, xo).unroll(x)
+    text = stmt_to_string(lower([f]).stmt)
+    assert "for<" not in text.split("produce ur_src")[1].split("consume ur_src")[0]  # the loop is gone
+    assert text.count("ur_src[") >= 10 + 3
+    got = np.asarray(f.realize([21]))
+    np.testing.assert_array_equal(got, [3 * (3 * v + 3) for v in range(21)])
+
+
 def test_schedule_json_round_trip_and_python_source():
     img = np.random.default_rng(2).integers(0, 65536, (40, 70), dtype=np.uint16)
     blur_x, blur_y = halide_blur(img)

@@ -12,7 +12,7 @@ class Blur(App):
     description = "3x3 box blur, uint16 (Halide's blur app)"
 
     def inputs(self, size="default"):
-        h, w = (64, 96) if size == "small" else (1920, 2560)
+        h, w = {"small": (64, 96), "gpu": (1536, 2560)}.get(size, (1920, 2560))
         return self.inputs_from_image(sample_image(h, w))
 
     def inputs_from_image(self, img):
@@ -46,6 +46,32 @@ class Blur(App):
         blur_x, blur_y = built.funcs["blur_x"], built.funcs["blur_y"]
         blur_y.gpu_tile(x, y, xo, yo, xi, yi, 32, 8, hl.TailStrategy.GuardWithIf)
         blur_x.compute_at(blur_y, xo).gpu_threads(x, y)
+
+    def gpu_rows_per_thread(self, hl, built, width=64, rows=8, threads_y=4):
+        """Each thread computes `rows` outputs down a column: blur_x computed per thread for
+        its rows + 2 (in registers, unrolled), so each input row is read once per thread and
+        not again by the thread below; tiles of `width` x rows * threads_y, no shared memory."""
+        x, y = built.vars["x"], built.vars["y"]
+        xo, yo, xi, yi, yt, yj = (hl.Var(n) for n in ("xo", "yo", "xi", "yi", "yt", "yj"))
+        blur_x, blur_y = built.funcs["blur_x"], built.funcs["blur_y"]
+        w, h = built.output_sizes
+        width, threads_y = min(width, w), max(1, min(threads_y, h // rows))  # the last tiles shift inwards
+        blur_y.tile(x, y, xo, yo, xi, yi, width, rows * threads_y).split(yi, yt, yj, rows)
+        blur_y.reorder(yj, xi, yt, xo, yo).gpu_blocks(xo, yo).gpu_threads(xi, yt).unroll(yj)
+        blur_x.compute_at(blur_y, xi).unroll(y)
+
+    def gpu_inline(self, hl, built):
+        """A thread per output pixel in 64x4 tiles, blur_x inlined: the nine loads per pixel
+        come from the L1 cache."""
+        x, y = built.vars["x"], built.vars["y"]
+        xo, yo, xi, yi = hl.Var("xo"), hl.Var("yo"), hl.Var("xi"), hl.Var("yi")
+        built.funcs["blur_y"].gpu_tile(x, y, xo, yo, xi, yi, 64, 4, hl.TailStrategy.GuardWithIf)
+
+    gpu_variants = {
+        "inline_64x4": lambda self, hl, built: self.gpu_inline(hl, built),
+        "rows_per_thread_64x8": lambda self, hl, built: self.gpu_rows_per_thread(hl, built),
+        "rows_per_thread_32x16": lambda self, hl, built: self.gpu_rows_per_thread(hl, built, 32, 16, 4),
+    }
 
     def reference(self, inputs):
         img = inputs["input"]

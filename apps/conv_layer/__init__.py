@@ -96,6 +96,31 @@ class ConvLayer(App):
         relu.fuse(y, b, yn).gpu_blocks(yn)
         conv.compute_at(relu, ci)
 
+    def gpu_register_blocks(self, hl, built, channels=4, pixels=4, threads=(32, 5)):
+        """Register blocking on the GPU: each thread computes `channels` adjacent output channels
+        by `pixels` adjacent pixels of a row (conv per thread, unrolled), so each step of the
+        reduction loads `channels` filter values and `pixels` input values for channels x
+        pixels multiply-adds; a warp spans 32 x channels channels (its filter loads one
+        contiguous run). Blocks of threads[0] x threads[1] threads; the grid's third
+        dimension runs over rows of every image."""
+        c, x, y, b, r = (built.vars[v] for v in ("c", "x", "y", "n", "r"))
+        conv, relu = built.funcs["conv"], built.funcs["relu"]
+        n_c, w = built.output_sizes[0], built.output_sizes[1]
+        ch, px = min(channels, n_c), min(pixels, w)
+        tc, tx = max(1, min(threads[0], n_c // ch)), max(1, min(threads[1], w // px))
+        co, ci, ct, cj, xo, xi, xt, xj, yn = (hl.Var(n) for n in ("co", "ci", "ct", "cj", "xo", "xi", "xt", "xj", "yn"))
+        relu.split(c, co, ci, ch * tc).split(ci, ct, cj, ch)  # the last blocks shift inwards
+        relu.split(x, xo, xi, px * tx).split(xi, xt, xj, px)
+        relu.reorder(cj, xj, ct, xt, co, xo, y, b).fuse(y, b, yn)
+        relu.gpu_blocks(co, xo, yn).gpu_threads(ct, xt).unroll(cj).unroll(xj)
+        conv.compute_at(relu, ct).unroll(c).unroll(x)
+        conv.update(0).reorder(c, x, r.x, r.y, r.z, y, b).unroll(c).unroll(x)
+
+    gpu_variants = {
+        "registers_4x4": lambda self, hl, built: self.gpu_register_blocks(hl, built),
+        "registers_8x4": lambda self, hl, built: self.gpu_register_blocks(hl, built, 8, 4, (16, 5)),
+    }
+
     def torch_runner(self, torch, inputs, threads: int = 2):
         """PyTorch CPU on the same data: conv2d + bias + ReLU in its native NCHW layout (the
         layout changes happen once, outside the timed call; the result is a view in ours)."""

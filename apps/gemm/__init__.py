@@ -97,6 +97,30 @@ class Gemm(App):
         a_panel.compute_at(prod, ko).split(y, yt, ty, 16).reorder(yt, x, ty).gpu_threads(x, ty).unroll(yt)
         b_panel.compute_at(prod, ko).split(x, xt, tx, 16).reorder(xt, tx, y).gpu_threads(tx, y).unroll(xt)
 
+    def gpu_register_tiles(self, hl, built, block=(64, 16), per_thread=(4, 8), k_step=8):
+        """Halide's CUDA mat_mul schedule (apps/cuda_mat_mul): no shared memory; each thread
+        keeps a per_thread tile of C in registers (prod computed per thread, unrolled), and for
+        every k_step values of k copies the matching slivers of A and B into registers (served
+        by the L1 cache, shared between the threads of a block) before the unrolled products."""
+        x, y, k = built.vars["x"], built.vars["y"], built.vars["k"]
+        a_panel, b_panel = built.funcs["a_panel"], built.funcs["b_panel"]
+        prod, out = built.funcs["prod"], built.funcs["out"]
+        xi, yi, xii, yii = hl.Var("xi"), hl.Var("yi"), hl.Var("xii"), hl.Var("yii")
+        w, h = built.output_sizes
+        bx, by = (block if min(w, h) >= max(block) else (per_thread[0] * 2, per_thread[1] * 2))
+        out.tile(x, y, xi, yi, bx, by).tile(xi, yi, xii, yii, per_thread[0], per_thread[1])  # last tiles shift inwards
+        out.gpu_blocks(x, y).gpu_threads(xi, yi).unroll(xii).unroll(yii)
+        prod.compute_at(out, xi).unroll(x).unroll(y)
+        prod.update(0).reorder(x, y, k).unroll(x).unroll(y).unroll(k, k_step)
+        b_panel.compute_at(prod, k).unroll(x).unroll(y)
+        a_panel.compute_at(prod, k).unroll(x).unroll(y)
+
+    gpu_variants = {
+        "registers_64x16_4x8": lambda self, hl, built: self.gpu_register_tiles(hl, built),
+        "registers_64x64_4x8": lambda self, hl, built: self.gpu_register_tiles(hl, built, (64, 64)),
+        "registers_128x64_8x8": lambda self, hl, built: self.gpu_register_tiles(hl, built, (128, 64), (8, 8), 4),
+    }
+
     def reference(self, inputs):
         """numpy's matmul (OpenBLAS)."""
         return inputs["A"] @ inputs["B"]

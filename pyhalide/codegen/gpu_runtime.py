@@ -400,11 +400,13 @@ class CudaBindingsDevice(Device):
         self._check(self.cu.cuMemcpyDtoH(host, address, nbytes)[0], "cuMemcpyDtoH")
 
     def launch(self, module, kernel, grid, args):
+        # kernelParams as the driver takes it, an array of pointers to the values (the one form
+        # every cuda-bindings version accepts as a plain address)
         values = [ctypes.c_void_p(v) if t is None else np.ctypeslib.as_ctypes_type(t.to_numpy())(v) for v, t in args]
-        types = [type(v) for v in values]
+        params = (ctypes.c_void_p * max(len(values), 1))(*[ctypes.addressof(v) for v in values])
         bx, by, bz = kernel.threads
         err = self.cu.cuLaunchKernel(module[1][kernel.name], *(int(g) for g in grid), bx, by, bz, 0, 0,
-                                     (tuple(v.value for v in values), tuple(types)), 0)[0]
+                                     ctypes.addressof(params), 0)[0]
         self._check(err, f"cuLaunchKernel({kernel.name})")
 
     def synchronize(self):
