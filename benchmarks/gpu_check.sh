@@ -5,7 +5,7 @@
 # cuBLAS/cuDNN); wheels in .whl/ (say, llvmlite for a machine whose own is older) are installed
 # into a private folder first. With Halide's tutorial in $HALIDE_TUTORIAL (a folder holding
 # lesson_12_using_the_gpu.py, importing pyhalide, with CUDA among its targets), lesson 12 runs too.
-# Writes under $OUT: env.json, gpu_tests.log, lesson_12.log, gpu_bench.json and .log, cpu_gallery_N.json
+# CPU_GALLERY=0 skips the gallery. Writes under $OUT: env.json, gpu_tests.log, lesson_12.log, gpu_bench.json and .log, cpu_gallery_N.json
 # and .log (N threads).
 set -u
 cd "$(dirname "$0")/.."
@@ -17,8 +17,8 @@ if compgen -G ".whl/*.whl" >/dev/null; then
     .whl/*.whl && export PYTHONPATH=/tmp/pyhalide_site
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-export PYHALIDE_CACHE_DIR="${PYHALIDE_CACHE_DIR:-$OUT/cache}"
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1 | tee "$OUT/nvidia_smi.txt"
+export PYHALIDE_CACHE_DIR="${PYHALIDE_CACHE_DIR:-/tmp/pyhalide_gpu_check_cache}"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1
 
 "$PY" - <<'PYEOF' | tee "$OUT/env.json"
 import importlib, json, os, shutil, sys
@@ -49,6 +49,7 @@ fi
 echo "== GPU benchmarks"
 timeout 150 "$PY" -m benchmarks.gpu --json "$OUT/gpu_bench.json" 2>&1 | tee "$OUT/gpu_bench.log" | cut -c1-400
 
+[ "${CPU_GALLERY:-1}" = 0 ] && exit 0
 echo "== CPU gallery on $(nproc) cores, then pyhalide alone on one"
 for threads in "$(nproc)" 1; do
   variants=$([ "$threads" = 1 ] && echo pyhalide-hand || echo pyhalide-hand,numpy,halide-hand)

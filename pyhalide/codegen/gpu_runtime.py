@@ -81,24 +81,37 @@ def compile_ptx(source: str, capability: int, fp_contract: bool = False) -> str:
     """PTX for compute capability `capability` (NVRTC where installed, else nvcc), cached on disk
     by source, architecture and options. Floats are not contracted into FMAs unless asked, so GPU
     results match the CPU's bit for bit (transcendental functions aside)."""
-    arch = f"compute_{capability}"
+    return _compile(source, capability, fp_contract, machine_code=False).decode()
+
+
+def compile_cubin(source: str, capability: int, fp_contract: bool = False) -> bytes:
+    """Machine code (a cubin) for sm_<capability>, what a device loads: unlike PTX, which the
+    driver compiles and refuses when it is newer than the driver, a cubin from a newer toolkit of
+    the same major version loads (CUDA's minor-version compatibility)."""
+    return _compile(source, capability, fp_contract, machine_code=True)
+
+
+def _compile(source: str, capability: int, fp_contract: bool, machine_code: bool) -> bytes:
+    arch = f"{'sm' if machine_code else 'compute'}_{capability}"
     options = [f"--gpu-architecture={arch}", f"--fmad={'true' if fp_contract else 'false'}", "-std=c++17"]
     nvrtc = _nvrtc()
     tool = "nvrtc" if nvrtc is not None else nvcc_path()
     if tool is None:
         raise DeviceUnavailable("Compiling CUDA kernels needs NVRTC (pip install 'pyhalide[cuda]') or nvcc on PATH; "
                                 "neither was found")
-    path = _cache_path("ptx", "\0".join([tool, *options, source]), ".ptx")
+    path = _cache_path("cubin" if machine_code else "ptx", "\0".join([tool, *options, source]),
+                       ".cubin" if machine_code else ".ptx")
     if path.exists():
-        return path.read_text()
-    ptx = _nvrtc_compile(nvrtc, source, options) if nvrtc is not None else _nvcc_compile(tool, source, options)
+        return path.read_bytes()
+    compiled = (_nvrtc_compile(nvrtc, source, options, machine_code) if nvrtc is not None
+                else _nvcc_compile(tool, source, options, machine_code))
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(ptx)
+    tmp.write_bytes(compiled)
     os.replace(tmp, path)
-    return ptx
+    return compiled
 
 
-def _nvrtc_compile(nvrtc, source: str, options: list[str]) -> str:
+def _nvrtc_compile(nvrtc, source: str, options: list[str], machine_code: bool) -> bytes:
     err, prog = nvrtc.nvrtcCreateProgram(source.encode(), b"pyhalide.cu", 0, [], [])
     opts = [o.encode() for o in options]
     (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
@@ -106,24 +119,27 @@ def _nvrtc_compile(nvrtc, source: str, options: list[str]) -> str:
         _, size = nvrtc.nvrtcGetProgramLogSize(prog)
         log = b" " * size
         nvrtc.nvrtcGetProgramLog(prog, log)
-        raise HalideError(f"NVRTC failed to compile the generated CUDA code:\n{log.decode(errors='replace')}")
-    _, size = nvrtc.nvrtcGetPTXSize(prog)
-    ptx = b" " * size
-    nvrtc.nvrtcGetPTX(prog, ptx)
+        raise HalideError(f"NVRTC failed to compile the generated CUDA code ({' '.join(options)}):\n"
+                          f"{log.decode(errors='replace')}")
+    get_size, get = ((nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN) if machine_code
+                     else (nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX))
+    _, size = get_size(prog)
+    out = b" " * size
+    get(prog, out)
     nvrtc.nvrtcDestroyProgram(prog)
-    return ptx.rstrip(b"\0 ").decode()
+    return out if machine_code else out.rstrip(b"\0 ")
 
 
-def _nvcc_compile(nvcc: str, source: str, options: list[str]) -> str:
+def _nvcc_compile(nvcc: str, source: str, options: list[str], machine_code: bool) -> bytes:
     arch = options[0].split("=")[1]
     with tempfile.TemporaryDirectory() as d:
-        src, out = Path(d, "k.cu"), Path(d, "k.ptx")
+        src, out = Path(d, "k.cu"), Path(d, "k.out")
         src.write_text(source)
-        r = subprocess.run([nvcc, "-ptx", f"-arch={arch}", options[1], options[2], str(src), "-o", str(out)],
-                           capture_output=True, text=True)
+        r = subprocess.run([nvcc, "-cubin" if machine_code else "-ptx", f"-arch={arch}", options[1], options[2],
+                            str(src), "-o", str(out)], capture_output=True, text=True)
         if r.returncode != 0:
             raise HalideError(f"nvcc failed to compile the generated CUDA code:\n{r.stderr}")
-        return out.read_text()
+        return out.read_bytes()
 
 
 @dataclass(frozen=True)
@@ -171,6 +187,16 @@ class Device:
 
     def load(self, source: str, kernels: list[Kernel], target):
         raise NotImplementedError
+
+    capability = 0  # the GPU's compute capability, 10 * major + minor
+
+    def _compile(self, source: str, target) -> bytes:
+        """Machine code for this GPU's own architecture: the target's cuda_capability is the
+        least a GPU must have (CUDA 13's compilers no longer build for 7.0, the default)."""
+        if target.cuda_capability() > self.capability:
+            raise DeviceUnavailable(f"Target {target} asks for CUDA compute capability "
+                                    f"{target.cuda_capability() / 10:.1f}; this GPU has {self.capability / 10:.1f}")
+        return compile_cubin(source, self.capability, target.has_feature("fp_contract"))
 
     def malloc(self, nbytes: int) -> int:
         raise NotImplementedError
@@ -306,8 +332,7 @@ class PyCudaDevice(Device):
         self.capability = cap[0] * 10 + cap[1]
 
     def load(self, source, kernels, target):
-        ptx = compile_ptx(source, min(target.cuda_capability(), self.capability), target.has_feature("fp_contract"))
-        module = self.drv.module_from_buffer(ptx.encode())
+        module = self.drv.module_from_buffer(self._compile(source, target))
         return {k.name: module.get_function(k.name) for k in kernels}
 
     def malloc(self, nbytes):
@@ -374,8 +399,7 @@ class CudaBindingsDevice(Device):
 
     def load(self, source, kernels, target):
         self._ctx()
-        ptx = compile_ptx(source, min(target.cuda_capability(), self.capability), target.has_feature("fp_contract"))
-        err, module = self.cu.cuModuleLoadData(ptx.encode() + b"\0")
+        err, module = self.cu.cuModuleLoadData(self._compile(source, target))
         self._check(err, "cuModuleLoadData")
         functions = {}
         for k in kernels:
