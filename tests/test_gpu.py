@@ -303,3 +303,24 @@ def test_a_func_computed_inside_a_single_thread_kernels_loops_is_that_threads_ar
     np.testing.assert_array_equal(got, np.bincount((img % 16).ravel(), minlength=16))
     source = hl.Pipeline(hist).cuda_source()
     assert "        uint8_t v_repeat_edge_st_in[10];" in source and "__shared__ uint8_t" not in source
+
+
+@pytest.mark.parametrize("offset", [0, 1])
+def test_a_thread_copying_consecutive_elements_loads_them_as_one_vector(offset, device):
+    """Each thread copies 4 consecutive floats of a row into its registers (a producer computed
+    per thread, unrolled): the CUDA C loads them with one 16-byte load where the address is
+    aligned to 16 bytes, element by element where not (the input a view one float in, rows of
+    37 floats: most rows misaligned), and the result is the same either way."""
+    x, y = hl.Var("vl_x"), hl.Var("vl_y")
+    xb, xo, xi = hl.Var("vl_xb"), hl.Var("vl_xo"), hl.Var("vl_xi")
+    data = np.arange(17 * 37, dtype=np.float32).reshape(17, 37)
+    view = data[:, offset:offset + 32]
+    row = hl.Func("vl_row")
+    row[x, y] = hl.Buffer(view, "vl_in")[x, y]
+    out = hl.Func("vl_out")
+    out[x, y] = row[x, y] * 2
+    out.split(x, xo, xi, 4).split(xo, xb, xo, 7).reorder(xi, xo, xb, y).gpu_blocks(y).gpu_threads(xo).unroll(xi)
+    row.compute_at(out, xo).unroll(x)
+    assert "hl_load_vector<float4, float>(" in hl.Pipeline(out).cuda_source(CUDA)
+    got = np.asarray(out.realize([28, 17], CUDA))
+    np.testing.assert_array_equal(got, view[:, :28] * 2)

@@ -119,6 +119,8 @@ class Gemm(App):
         "registers_64x16_4x8": lambda self, hl, built: self.gpu_register_tiles(hl, built),
         "registers_64x64_4x8": lambda self, hl, built: self.gpu_register_tiles(hl, built, (64, 64)),
         "registers_128x64_8x8": lambda self, hl, built: self.gpu_register_tiles(hl, built, (128, 64), (8, 8), 4),
+        "registers_64x32_4x8": lambda self, hl, built: self.gpu_register_tiles(hl, built, (64, 32)),
+        "registers_128x32_8x8": lambda self, hl, built: self.gpu_register_tiles(hl, built, (128, 32), (8, 8), 4),
     }
 
     def reference(self, inputs):

@@ -79,6 +79,12 @@ static inline int __clzll(unsigned long long x) { return x ? __builtin_clzll(x) 
 static inline int __ffs(unsigned int x) { return __builtin_ffs(x); }
 static inline int __ffsll(unsigned long long x) { return __builtin_ffsll(x); }
 using std::isnan; using std::isinf; using std::isfinite;
+struct alignas(8) float2 { float x, y; };
+struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(8) int2 { int32_t x, y; };
+struct alignas(16) int4 { int32_t x, y, z, w; };
+struct alignas(8) uint2 { uint32_t x, y; };
+struct alignas(16) uint4 { uint32_t x, y, z, w; };
 template <typename F> static void hl_emulate(const int64_t *grid, const int *block, F body) {
     // One std::thread per GPU thread of a block, for the whole launch: they run the blocks one
     // after another, meeting at a barrier after each (its shared memory is then reused).
@@ -112,6 +118,14 @@ template <typename T, typename S> HL_DEVICE T hl_reinterpret(S s) {
     union { S s; T t; } u;
     u.s = s;
     return u.t;
+}
+// A vector of 2 or 4 consecutive elements: one wide load where the address is aligned to it.
+template <typename V, typename T> HL_DEVICE V hl_load_vector(const T *p) {
+    if (((unsigned long long)p & (sizeof(V) - 1)) == 0) return *(const V *)p;
+    V v;
+    T *lanes = (T *)&v;
+    for (int i = 0; i < (int)(sizeof(V) / sizeof(T)); i++) lanes[i] = p[i];
+    return v;
 }
 """
 
@@ -237,8 +251,28 @@ class CudaPrinter:
         method(s)
 
     def s_Block(self, s):
-        for sub in s.stmts:
-            self.stmt(sub)
+        stmts = _flattened(s)
+        i = 0
+        while i < len(stmts):
+            group = _dense_load_group(stmts, i)
+            if group:
+                self._vector_load_stores(stmts[i:i + group])
+                i += group
+            else:
+                self.stmt(stmts[i])
+                i += 1
+
+    def _vector_load_stores(self, stores: list[ir.Store]) -> None:
+        """Stores whose values are consecutive elements of one buffer (an unrolled copy of a
+        row): one 8- or 16-byte load where the address is aligned (checked as it runs, the
+        same for every thread of a warp when their rows are), element loads where not."""
+        first = stores[0].value
+        t = c_type(first.type, memory=True)
+        vec = f"{_VECTOR_NAMES[first.type.code]}{len(stores)}"
+        tmp = self.fresh("vector_load")
+        self.emit(f"const {vec} {tmp} = hl_load_vector<{vec}, {t}>(&{self.ref(first.name)}[{self.expr(first.index)}]);")
+        for lane, st in zip("xyzw", stores):
+            self.emit(f"{self.ref(st.name)}[{self.expr(st.index)}] = {tmp}.{lane};")
 
     def s_LetStmt(self, s):
         value = self.expr(s.value)
@@ -493,6 +527,43 @@ def _added_to(value: ir.Expr, old: str) -> ir.Expr | None:
         if isinstance(mine, ir.Variable) and mine.name == old and old not in free_variables(other):
             return other
     return None
+
+
+_VECTOR_NAMES = {"float": "float", "int": "int", "uint": "uint"}
+
+
+def _flattened(s: ir.Block) -> list[ir.Stmt]:
+    out = []
+    for sub in s.stmts:
+        out.extend(_flattened(sub) if isinstance(sub, ir.Block) else [sub])
+    return out
+
+
+def _base_and_offset(index: ir.Expr) -> tuple[ir.Expr, int]:
+    if isinstance(index, ir.Add) and (k := ir.const_int(index.b)) is not None:
+        return index.a, k
+    return index, 0
+
+
+def _dense_load_group(stmts: list[ir.Stmt], i: int) -> int:
+    """How many statements from i (4 or 2, else 0) store the consecutive 32-bit elements of one
+    buffer, each read once by a plain load, into another buffer."""
+    for width in (4, 2):
+        group = stmts[i:i + width]
+        if len(group) < width or not all(_plain_copy(st) for st in group):
+            continue
+        first = group[0].value
+        base, k = _base_and_offset(first.index)
+        if first.type.bits == 32 and first.type.code in _VECTOR_NAMES and all(
+                st.value.name == first.name and st.value.type == first.type and st.name != first.name
+                and _base_and_offset(st.value.index) == (base, k + lane) for lane, st in enumerate(group)):
+            return width
+    return 0
+
+
+def _plain_copy(s: ir.Stmt) -> bool:
+    return (isinstance(s, ir.Store) and s.predicate is None and isinstance(s.value, ir.Load)
+            and s.value.predicate is None and s.value.type.lanes == 1)
 
 
 def cuda_source(kernels: list[Kernel]) -> str:

@@ -29,11 +29,13 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
 from ..errors import HalideError
 from ..lowering.gpu_kernels import MAX_GRID_DIMS, Kernel
+from ..types import Int
 from .jit import cache_root
 
 LAUNCH, COPY_TO_HOST, HOST_WRITTEN, FREE = 0, 1, 2, 3
@@ -179,6 +181,20 @@ def ptxas_report(ptx: str, capability: int) -> dict[str, KernelResources]:
 
 
 # ---------------------------------------------------------------------------- devices
+# A kernel of one thread that spins for a given number of nanoseconds of the GPU's global timer.
+_DELAY_SOURCE = r"""
+extern "C" __global__ void hl_delay(long long ns) {
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    } while (now - start < (unsigned long long)ns);
+}
+"""
+_DELAY = SimpleNamespace(name="hl_delay", threads=(1, 1, 1))
+_DELAY_NS = 500_000  # longer than the host takes to launch a kernel between two events
+
+
 class Device:
     """The launcher interface. Device addresses are ints; arguments of a launch are (value, Type)
     pairs, the Type None for a device pointer."""
@@ -218,12 +234,21 @@ class Device:
 
     # Kernel timing for benchmarks: with `profiling` on, every launch adds its kernel's time on
     # the device (CUDA events) to kernel_ms[kernel name]; the launch then waits for the kernel.
+    # Before the first event the GPU is kept busy by a kernel that waits (hl_delay), so the
+    # events and the kernel run back to back: timed from an idle GPU, the start event would be
+    # stamped when the host began the launch, adding the host's launch time (tens of
+    # microseconds through Python) to every kernel.
     profiling = False
+    _delay = None
 
     def timed_launch(self, module, kernel: Kernel, grid: tuple, args: list) -> None:
         if not self.profiling:
             self.launch(module, kernel, grid, args)
             return
+        if self.capability:
+            if self._delay is None:
+                self._delay = self.load_binary(compile_cubin(_DELAY_SOURCE, self.capability), [_DELAY.name])
+            self.launch(self._delay, _DELAY, (1, 1, 1), [(_DELAY_NS, Int(64))])
         start, stop = self.event(), self.event()
         self.record(start)
         self.launch(module, kernel, grid, args)
@@ -332,8 +357,11 @@ class PyCudaDevice(Device):
         self.capability = cap[0] * 10 + cap[1]
 
     def load(self, source, kernels, target):
-        module = self.drv.module_from_buffer(self._compile(source, target))
-        return {k.name: module.get_function(k.name) for k in kernels}
+        return self.load_binary(self._compile(source, target), [k.name for k in kernels])
+
+    def load_binary(self, binary: bytes, names: list[str]):
+        module = self.drv.module_from_buffer(binary)
+        return {name: module.get_function(name) for name in names}
 
     def malloc(self, nbytes):
         a = self.drv.mem_alloc(max(nbytes, 1))
@@ -398,14 +426,17 @@ class CudaBindingsDevice(Device):
         self._check(self.cu.cuCtxSetCurrent(self.context)[0], "cuCtxSetCurrent")
 
     def load(self, source, kernels, target):
+        return self.load_binary(self._compile(source, target), [k.name for k in kernels])
+
+    def load_binary(self, binary: bytes, names: list[str]):
         self._ctx()
-        err, module = self.cu.cuModuleLoadData(self._compile(source, target))
+        err, module = self.cu.cuModuleLoadData(binary)
         self._check(err, "cuModuleLoadData")
         functions = {}
-        for k in kernels:
-            err, fn = self.cu.cuModuleGetFunction(module, k.name.encode())
+        for name in names:
+            err, fn = self.cu.cuModuleGetFunction(module, name.encode())
             self._check(err, "cuModuleGetFunction")
-            functions[k.name] = fn
+            functions[name] = fn
         return module, functions
 
     def malloc(self, nbytes):
