@@ -97,7 +97,7 @@ class Gemm(App):
         a_panel.compute_at(prod, ko).split(y, yt, ty, 16).reorder(yt, x, ty).gpu_threads(x, ty).unroll(yt)
         b_panel.compute_at(prod, ko).split(x, xt, tx, 16).reorder(xt, tx, y).gpu_threads(tx, y).unroll(xt)
 
-    def gpu_register_tiles(self, hl, built, block=(64, 16), per_thread=(4, 8), k_step=8):
+    def gpu_register_tiles(self, hl, built, block=(64, 16), per_thread=(4, 8), k_step=8, a_by_rows=True):
         """Halide's CUDA mat_mul schedule (apps/cuda_mat_mul): no shared memory; each thread
         keeps a per_thread tile of C in registers (prod computed per thread, unrolled), and for
         every k_step values of k copies the matching slivers of A and B into registers (served
@@ -114,6 +114,8 @@ class Gemm(App):
         prod.update(0).reorder(x, y, k).unroll(x).unroll(y).unroll(k, k_step)
         b_panel.compute_at(prod, k).unroll(x).unroll(y)
         a_panel.compute_at(prod, k).unroll(x).unroll(y)
+        if not a_by_rows:  # down columns of A: element loads, fewer registers live at once
+            a_panel.reorder(y, x)
 
     gpu_variants = {
         "registers_64x16_4x8": lambda self, hl, built: self.gpu_register_tiles(hl, built),
@@ -121,6 +123,11 @@ class Gemm(App):
         "registers_128x64_8x8": lambda self, hl, built: self.gpu_register_tiles(hl, built, (128, 64), (8, 8), 4),
         "registers_64x32_4x8": lambda self, hl, built: self.gpu_register_tiles(hl, built, (64, 32)),
         "registers_128x32_8x8": lambda self, hl, built: self.gpu_register_tiles(hl, built, (128, 32), (8, 8), 4),
+        "registers_64x16_4x8_a_columns": lambda self, hl, built: self.gpu_register_tiles(hl, built, a_by_rows=False),
+        "registers_64x16_4x8_k4": lambda self, hl, built: self.gpu_register_tiles(hl, built, k_step=4),
+        "registers_128x32_8x8_k8": lambda self, hl, built: self.gpu_register_tiles(hl, built, (128, 32), (8, 8), 8),
+        "registers_128x32_8x8_a_columns": lambda self, hl, built: self.gpu_register_tiles(hl, built, (128, 32), (8, 8),
+                                                                                          4, False),
     }
 
     def reference(self, inputs):
