@@ -540,7 +540,8 @@ class Buffer:
             arr = self._host("device_malloc")
             device = cuda_device()
             offset, nbytes = span(arr)
-            self._device_copy = DeviceCopy(device, device.malloc(nbytes), nbytes, offset, owner=self)
+            self._device_copy = DeviceCopy(device, 0, nbytes, offset, owner=self)
+            self._device_copy.allocate()
         return 0
 
     def copy_to_device(self, device_api=None, target=None) -> int:
@@ -569,7 +570,7 @@ class Buffer:
         c, self._device_copy = self._device_copy, None
         if c is not None:
             self._host_dirty = c.host_dirty
-            c.device.free(c.address)
+            c.free()
         return 0
 
     def device_deallocate(self) -> None:

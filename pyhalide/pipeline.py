@@ -679,7 +679,8 @@ class Pipeline:
         self._set_target(target if target.has_feature("cuda") else target.with_feature("cuda"))
         lowered = self._lower()
         kernels = []
-        finish_lowering(lowered.stmt, dense_buffers(lowered, self._default_layouts()), kernels=kernels)
+        finish_lowering(lowered.stmt, dense_buffers(lowered, self._default_layouts()), kernels=kernels,
+                        bound_shapes=_shape_constants(lowered))  # what realize compiles
         return cuda_source(kernels)
 
 

@@ -73,7 +73,7 @@ def test_kernels_have_the_grid_block_and_memory_the_schedule_asks_for(emulated):
     assert [b.name for b in k.buffers if b.written] == ["ggemm"]
     text = hl.Pipeline([out]).cuda_source(CUDA)
     assert text.count("__syncthreads();") >= 3  # after each tile load and after the accumulation
-    assert "__shared__ float v_ga_tile[256];" in text
+    assert "__shared__ float v_ga_tile[256] __attribute__((aligned(16)));" in text
     assert host.count("gpu_launch(0, ") == 1 and "for<" not in host  # the host code only launches
 
 
@@ -302,25 +302,29 @@ def test_a_func_computed_inside_a_single_thread_kernels_loops_is_that_threads_ar
     got = np.asarray(hist.realize([16], CUDA))
     np.testing.assert_array_equal(got, np.bincount((img % 16).ravel(), minlength=16))
     source = hl.Pipeline(hist).cuda_source()
-    assert "        uint8_t v_repeat_edge_st_in[10];" in source and "__shared__ uint8_t" not in source
+    assert "        uint8_t v_repeat_edge_st_in[10] __attribute__((aligned(16)));" in source
+    assert "__shared__ uint8_t" not in source
 
 
-@pytest.mark.parametrize("offset", [0, 1])
-def test_a_thread_copying_consecutive_elements_loads_them_as_one_vector(offset, device):
+@pytest.mark.parametrize("row_length, step", [(40, 1), (37, 1), (40, -1)])
+def test_a_thread_copying_aligned_consecutive_elements_loads_them_as_one_vector(row_length, step, device):
     """Each thread copies 4 consecutive floats of a row into its registers (a producer computed
-    per thread, unrolled): the CUDA C loads them with one 16-byte load where the address is
-    aligned to 16 bytes, element by element where not (the input a view one float in, rows of
-    37 floats: most rows misaligned), and the result is the same either way."""
+    per thread, unrolled). Where the index arithmetic proves the first a multiple of 4 (rows of
+    40 floats, the output bound to start at 0), the CUDA C loads them with one 16-byte load;
+    rows of 37 floats are copied element by element. Rows in reverse order (a negative stride)
+    still start their device copy aligned. The result is the same every way."""
     x, y = hl.Var("vl_x"), hl.Var("vl_y")
     xb, xo, xi = hl.Var("vl_xb"), hl.Var("vl_xo"), hl.Var("vl_xi")
-    data = np.arange(17 * 37, dtype=np.float32).reshape(17, 37)
-    view = data[:, offset:offset + 32]
+    data = np.arange(17 * row_length, dtype=np.float32).reshape(17, row_length)[::step]
+    view = data[:, 4:36]
     row = hl.Func("vl_row")
     row[x, y] = hl.Buffer(view, "vl_in")[x, y]
     out = hl.Func("vl_out")
     out[x, y] = row[x, y] * 2
-    out.split(x, xo, xi, 4).split(xo, xb, xo, 7).reorder(xi, xo, xb, y).gpu_blocks(y).gpu_threads(xo).unroll(xi)
+    out.bound(x, 0, 28).split(x, xo, xi, 4).split(xo, xb, xo, 7).reorder(xi, xo, xb, y)
+    out.gpu_blocks(y).gpu_threads(xo).unroll(xi)
     row.compute_at(out, xo).unroll(x)
-    assert "hl_load_vector<float4, float>(" in hl.Pipeline(out).cuda_source(CUDA)
+    source = hl.Pipeline(out).cuda_source(CUDA)
+    assert ("*(const float4 *)&v_vl_in[" in source) == (row_length % 4 == 0), source
     got = np.asarray(out.realize([28, 17], CUDA))
     np.testing.assert_array_equal(got, view[:, :28] * 2)

@@ -109,6 +109,7 @@ class ConvLayer(App):
         ch, px = min(channels, n_c), min(pixels, w)
         tc, tx = max(1, min(threads[0], n_c // ch)), max(1, min(threads[1], w // px))
         co, ci, ct, cj, xo, xi, xt, xj, yn = (hl.Var(n) for n in ("co", "ci", "ct", "cj", "xo", "xi", "xt", "xj", "yn"))
+        relu.bound(c, 0, n_c)  # blocks of channels start at multiples of 4: the filter loads are vectors
         relu.split(c, co, ci, ch * tc).split(ci, ct, cj, ch)  # the last blocks shift inwards
         relu.split(x, xo, xi, px * tx).split(xi, xt, xj, px)
         relu.reorder(cj, xj, ct, xt, co, xo, y, b).fuse(y, b, yn)

@@ -108,7 +108,10 @@ class Gemm(App):
         xi, yi, xii, yii = hl.Var("xi"), hl.Var("yi"), hl.Var("xii"), hl.Var("yii")
         w, h = built.output_sizes
         bx, by = (block if min(w, h) >= max(block) else (per_thread[0] * 2, per_thread[1] * 2))
-        out.tile(x, y, xi, yi, bx, by).tile(xi, yi, xii, yii, per_thread[0], per_thread[1])  # last tiles shift inwards
+        # The output's size is the inputs': bound, its tiles' corners are multiples of the tile, so
+        # the slivers of B load as aligned 16-byte vectors. (The last tiles shift inwards.)
+        out.bound(x, 0, w).bound(y, 0, h)
+        out.tile(x, y, xi, yi, bx, by).tile(xi, yi, xii, yii, per_thread[0], per_thread[1])
         out.gpu_blocks(x, y).gpu_threads(xi, yi).unroll(xii).unroll(yii)
         prod.compute_at(out, xi).unroll(x).unroll(y)
         prod.update(0).reorder(x, y, k).unroll(x).unroll(y).unroll(k, k_step)

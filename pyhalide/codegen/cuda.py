@@ -14,6 +14,7 @@ code itself is tested on machines without a GPU (gpu_runtime.EmulatedDevice).
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -119,14 +120,6 @@ template <typename T, typename S> HL_DEVICE T hl_reinterpret(S s) {
     u.s = s;
     return u.t;
 }
-// A vector of 2 or 4 consecutive elements: one wide load where the address is aligned to it.
-template <typename V, typename T> HL_DEVICE V hl_load_vector(const T *p) {
-    if (((unsigned long long)p & (sizeof(V) - 1)) == 0) return *(const V *)p;
-    V v;
-    T *lanes = (T *)&v;
-    for (int i = 0; i < (int)(sizeof(V) / sizeof(T)); i++) lanes[i] = p[i];
-    return v;
-}
 """
 
 
@@ -184,6 +177,7 @@ class CudaPrinter:
         self.lines: list[str] = []
         self.indent = 1
         self.names: dict[str, list[str]] = {}  # IR name -> C names in scope (innermost last)
+        self.values: dict[str, list[ir.Expr]] = {}  # IR name -> values of the lets in scope (for alignment)
         self.used: set[str] = set()
 
     # -- names
@@ -254,7 +248,7 @@ class CudaPrinter:
         stmts = _flattened(s)
         i = 0
         while i < len(stmts):
-            group = _dense_load_group(stmts, i)
+            group = _dense_load_group(stmts, i, self._aligned)
             if group:
                 self._vector_load_stores(stmts[i:i + group])
                 i += group
@@ -263,22 +257,53 @@ class CudaPrinter:
                 i += 1
 
     def _vector_load_stores(self, stores: list[ir.Store]) -> None:
-        """Stores whose values are consecutive elements of one buffer (an unrolled copy of a
-        row): one 8- or 16-byte load where the address is aligned (checked as it runs, the
-        same for every thread of a warp when their rows are), element loads where not."""
+        """Stores whose values are consecutive elements of one buffer, from an index the
+        alignment analysis proves a multiple of their number (an unrolled copy of a row): one 8-
+        or 16-byte load. Device copies of buffers start aligned to 16 bytes (gpu_runtime), and
+        shared and local arrays are declared so."""
         first = stores[0].value
-        t = c_type(first.type, memory=True)
         vec = f"{_VECTOR_NAMES[first.type.code]}{len(stores)}"
-        tmp = self.fresh("vector_load")
-        self.emit(f"const {vec} {tmp} = hl_load_vector<{vec}, {t}>(&{self.ref(first.name)}[{self.expr(first.index)}]);")
+        tmp = self.fresh("vector")
+        self.emit(f"const {vec} {tmp} = *(const {vec} *)&{self.ref(first.name)}[{self.expr(first.index)}];")
         for lane, st in zip("xyzw", stores):
             self.emit(f"{self.ref(st.name)}[{self.expr(st.index)}] = {tmp}.{lane};")
+
+    def _aligned(self, index: ir.Expr, elements: int) -> bool:
+        modulus, remainder = self._modulus(index)
+        return modulus % elements == 0 and remainder % elements == 0
+
+    def _modulus(self, e: ir.Expr, depth: int = 0) -> tuple[int, int]:
+        """(m, r) with e = m * k + r for some integer k (m 0: e is r): what the index arithmetic
+        says about alignment, looking through the lets in scope (a tile's min is a loop
+        variable times the tile size)."""
+        if (c := ir.const_int(e)) is not None:
+            return 0, c
+        if depth > 32:
+            return 1, 0
+        if isinstance(e, ir.Variable):
+            scope = self.values.get(e.name)
+            return self._modulus(scope[-1], depth + 1) if scope else (1, 0)
+        if isinstance(e, ir.Cast) and e.type.is_int() and e.value.type.is_int() and e.type.bits >= e.value.type.bits:
+            return self._modulus(e.value, depth + 1)
+        if isinstance(e, ir.Add | ir.Sub | ir.Mul | ir.Min | ir.Max):
+            (ma, ra), (mb, rb) = self._modulus(e.a, depth + 1), self._modulus(e.b, depth + 1)
+            if isinstance(e, ir.Add | ir.Sub):
+                m = math.gcd(ma, mb)
+                r = ra + rb if isinstance(e, ir.Add) else ra - rb
+            elif isinstance(e, ir.Mul):
+                m, r = math.gcd(ma * mb, ma * rb, mb * ra), ra * rb
+            else:  # one of the two
+                m, r = math.gcd(ma, mb, ra - rb), ra
+            return m, (r % m if m else r)
+        return 1, 0
 
     def s_LetStmt(self, s):
         value = self.expr(s.value)
         c = self.bind(s.name)
         self.emit(f"const {c_type(s.value.type)} {c} = {value};")
+        self.values.setdefault(s.name, []).append(s.value)
         self.stmt(s.body)
+        self.values[s.name].pop()
         self.unbind(s.name)
 
     def s_ProducerConsumer(self, s):
@@ -341,9 +366,9 @@ class CudaPrinter:
         c = self.bind(s.name)
         t = c_type(s.type, memory=True)
         if s.memory_type == SHARED:
-            self.emit(f"__shared__ {t} {c}[{max(n, 1)}];")
+            self.emit(f"__shared__ {t} {c}[{max(n, 1)}] {_ALIGNED};")
         elif s.memory_type == LOCAL:
-            self.emit(f"{t} {c}[{max(n, 1)}];")
+            self.emit(f"{t} {c}[{max(n, 1)}] {_ALIGNED};")
         else:
             raise InternalError(f"cuda: allocation {s.name} in {s.memory_type} memory inside a kernel")
         self.stmt(s.body)
@@ -530,6 +555,7 @@ def _added_to(value: ir.Expr, old: str) -> ir.Expr | None:
 
 
 _VECTOR_NAMES = {"float": "float", "int": "int", "uint": "uint"}
+_ALIGNED = "__attribute__((aligned(16)))"  # arrays start where a float4 may be loaded
 
 
 def _flattened(s: ir.Block) -> list[ir.Stmt]:
@@ -545,9 +571,9 @@ def _base_and_offset(index: ir.Expr) -> tuple[ir.Expr, int]:
     return index, 0
 
 
-def _dense_load_group(stmts: list[ir.Stmt], i: int) -> int:
+def _dense_load_group(stmts: list[ir.Stmt], i: int, aligned) -> int:
     """How many statements from i (4 or 2, else 0) store the consecutive 32-bit elements of one
-    buffer, each read once by a plain load, into another buffer."""
+    buffer, each read once by a plain load from an aligned first index, into another buffer."""
     for width in (4, 2):
         group = stmts[i:i + width]
         if len(group) < width or not all(_plain_copy(st) for st in group):
@@ -556,7 +582,8 @@ def _dense_load_group(stmts: list[ir.Stmt], i: int) -> int:
         base, k = _base_and_offset(first.index)
         if first.type.bits == 32 and first.type.code in _VECTOR_NAMES and all(
                 st.value.name == first.name and st.value.type == first.type and st.name != first.name
-                and _base_and_offset(st.value.index) == (base, k + lane) for lane, st in enumerate(group)):
+                and _base_and_offset(st.value.index) == (base, k + lane) for lane, st in enumerate(group)) \
+                and aligned(first.index, width):
             return width
     return 0
 

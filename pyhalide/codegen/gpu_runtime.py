@@ -40,6 +40,7 @@ from .jit import cache_root
 
 LAUNCH, COPY_TO_HOST, HOST_WRITTEN, FREE = 0, 1, 2, 3
 OPS = {"gpu_launch": LAUNCH, "gpu_copy_to_host": COPY_TO_HOST, "gpu_host_written": HOST_WRITTEN, "gpu_free": FREE}
+VECTOR_ALIGNMENT = 16  # bytes: the widest vector load kernels make (float4)
 GPU_FAILED = -2  # what the pipeline returns when a runtime call failed (the error is kept in the GpuRun)
 CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(ctypes.c_int64), ctypes.c_int32)
 
@@ -553,6 +554,18 @@ class DeviceCopy:
     host_dirty: bool = True
     device_dirty: bool = False
     owner: object = None  # the hl.Buffer keeping it across calls, or None (freed at the end of the call)
+    allocation: int = 0  # what device.malloc returned (address is inside it)
+
+    def allocate(self) -> None:
+        """Device memory for the copy, placed so that the element at the host pointer is
+        aligned to VECTOR_ALIGNMENT bytes: kernels load aligned runs of elements as vectors."""
+        self.allocation = self.device.malloc(self.nbytes + VECTOR_ALIGNMENT)
+        self.address = self.allocation + (-(self.allocation + self.offset)) % VECTOR_ALIGNMENT
+
+    def free(self) -> None:
+        if self.allocation:
+            self.device.free(self.allocation)
+        self.address = self.allocation = 0
 
 
 def span(arr: np.ndarray) -> tuple[int, int]:
@@ -592,7 +605,7 @@ class GpuRun:
         if c.nbytes < 0:  # the host wrote it before any kernel used it
             c.nbytes = nbytes
         if c.address == 0:
-            c.address = self.device.malloc(c.nbytes)
+            c.allocate()
         if c.host_dirty:
             self.device.to_device(c.address, host - c.offset, c.nbytes)
             c.host_dirty = False
@@ -640,8 +653,8 @@ class GpuRun:
                 c.host_dirty, c.device_dirty = True, False
         elif op == FREE:
             c = self.copies.pop(args[0], None)
-            if c is not None and c.address:
-                self.device.free(c.address)
+            if c is not None:
+                c.free()
 
     def finish(self, outputs: list[np.ndarray]) -> None:
         """After the call: outputs back to the host unless a Buffer keeps them on the device; the
@@ -654,8 +667,8 @@ class GpuRun:
                     self.copy_to_host(arr.__array_interface__["data"][0])
         finally:
             for c in self.copies.values():
-                if c.owner is None and c.address:
-                    self.device.free(c.address)
+                if c.owner is None:
+                    c.free()
             self.copies.clear()
 
     @classmethod

@@ -12,7 +12,7 @@ extern "C" void kernel_0_ghist_s0_x_hxo_emulated(const int64_t *grid, const int 
 }
 #endif
 
-extern "C" __global__ void __launch_bounds__(32) kernel_1_ghist_s1_ghr_y_gryo(int32_t *__restrict__ v_ghist, const uint8_t *__restrict__ v_ghist_in, int32_t v_ghist_min_0, int32_t v_ghist_in_min_0, int32_t v_ghist_in_min_1, int32_t v_ghist_in_stride_1) {
+extern "C" __global__ void __launch_bounds__(32) kernel_1_ghist_s1_ghr_y_gryo(int32_t *__restrict__ v_ghist, const uint8_t *__restrict__ v_ghist_in, int32_t v_ghist_min_0) {
     const int32_t v_ghist_s1_ghr_y_gryo = ((int32_t)blockIdx.y);
     const int32_t v_ghist_s1_ghr_x_grxo = ((int32_t)blockIdx.x);
     const int32_t v_ghist_s1_ghr_y_gryi = ((int32_t)threadIdx.y);
@@ -21,13 +21,13 @@ extern "C" __global__ void __launch_bounds__(32) kernel_1_ghist_s1_ghr_y_gryo(in
         const int32_t v_ghist_s1_ghr_x_grxi = ((int32_t)threadIdx.x);
         const int32_t v_ghist_s1_ghr_x = ((v_ghist_s1_ghr_x_grxo * 8) + v_ghist_s1_ghr_x_grxi);
         if ((v_ghist_s1_ghr_x < 41)) {
-            const int32_t v_remainder_2 = ((int32_t)(((int32_t)(v_ghist_in[((v_ghist_s1_ghr_x - v_ghist_in_min_0) + ((v_ghist_s1_ghr_y - v_ghist_in_min_1) * v_ghist_in_stride_1))])) % 32));
+            const int32_t v_remainder_2 = ((int32_t)(((int32_t)(v_ghist_in[(v_ghist_s1_ghr_x + (v_ghist_s1_ghr_y * 41))])) % 32));
             atomicAdd((unsigned int *)&v_ghist[(((int32_t)((((uint32_t)(v_remainder_2)) + ((uint32_t)((v_remainder_2 < 0) ? 32u : 0u))))) - v_ghist_min_0)], (unsigned int)(1));
         }
     }
 }
 #ifndef __CUDACC__
 extern "C" void kernel_1_ghist_s1_ghr_y_gryo_emulated(const int64_t *grid, const int *block, const int64_t *args) {
-    hl_emulate(grid, block, [&] { kernel_1_ghist_s1_ghr_y_gryo((int32_t *)(intptr_t)args[0], (const uint8_t *)(intptr_t)args[1], hl_arg<int32_t>(args[2]), hl_arg<int32_t>(args[3]), hl_arg<int32_t>(args[4]), hl_arg<int32_t>(args[5])); });
+    hl_emulate(grid, block, [&] { kernel_1_ghist_s1_ghr_y_gryo((int32_t *)(intptr_t)args[0], (const uint8_t *)(intptr_t)args[1], hl_arg<int32_t>(args[2])); });
 }
 #endif
