@@ -328,3 +328,44 @@ def test_a_thread_copying_aligned_consecutive_elements_loads_them_as_one_vector(
     assert ("*(const float4 *)&v_vl_in[" in source) == (row_length % 4 == 0), source
     got = np.asarray(out.realize([28, 17], CUDA))
     np.testing.assert_array_equal(got, view[:, :28] * 2)
+
+
+def test_a_block_level_func_stored_in_registers_lives_in_each_threads_registers(device):
+    """prod computed at the block loop with store_in(Register): each thread keeps the 2x2
+    outputs it computes (8 apart, unrolled) in a 4-slot array of its own, across the update's
+    serial loop over k, instead of a shared 16x16 tile; the result is the algorithm's."""
+    x, y = hl.Var("tr_x"), hl.Var("tr_y")
+    xo, yo, xi, yi, tx, ty, xt, yt = (hl.Var("tr_" + n) for n in ("xo", "yo", "xi", "yi", "tx", "ty", "xt", "yt"))
+    a = np.arange(32 * 24, dtype=np.int32).reshape(24, 32) % 7
+    k = hl.RDom([hl.Range(0, 5)], "tr_k")
+    prod, out = hl.Func("tr_prod"), hl.Func("tr_out")
+    src = hl.Buffer(a, "tr_in")
+    prod[x, y] = 0
+    prod[x, y] += src[x, (y + k.x) % 24] * (k.x + 1)
+    out[x, y] = prod[x, y] * 3
+    out.tile(x, y, xo, yo, xi, yi, 16, 16).tile(xi, yi, xt, yt, tx, ty, 8, 8).reorder(xt, yt, tx, ty, xo, yo)
+    out.gpu_blocks(xo, yo).gpu_threads(tx, ty).unroll(xt).unroll(yt)
+    prod.compute_at(out, xo).tile(x, y, xt, yt, tx, ty, 8, 8).reorder(xt, yt, tx, ty)
+    prod.gpu_threads(tx, ty).unroll(xt).unroll(yt).store_in(hl.MemoryType.Register)
+    prod.update(0).tile(x, y, xt, yt, tx, ty, 8, 8).reorder(xt, yt, k.x, tx, ty).gpu_threads(tx, ty)
+    prod.update(0).unroll(xt).unroll(yt)
+    source = hl.Pipeline(out).cuda_source(CUDA)
+    kernel = source[source.index('extern "C" __global__'):]
+    assert "int32_t v_tr_prod[4] __attribute__((aligned(16)));" in kernel and "__shared__" not in kernel
+    got = np.asarray(out.realize([32, 24], CUDA))
+    want = 3 * sum(np.roll(a, -kk, axis=0) * (kk + 1) for kk in range(5))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_registers_at_block_level_refuse_elements_two_threads_touch(emulated):
+    """A thread reading its neighbour's element cannot have it in its own registers (Halide
+    would shuffle it across a warp's lanes; pyhalide says so instead of computing garbage)."""
+    x = hl.Var("tn_x")
+    xo, xi = hl.Var("tn_xo"), hl.Var("tn_xi")
+    f, out = hl.Func("tn_f"), hl.Func("tn_out")
+    f[x] = x * 2
+    out[x] = f[x] + f[x + 1]
+    out.gpu_tile(x, xo, xi, 16)
+    f.compute_at(out, xo).gpu_threads(x).store_in(hl.MemoryType.Register)
+    with pytest.raises(hl.CompileError, match=r"tn_f is stored in registers at the block level .* both touch"):
+        out.realize([64], CUDA)

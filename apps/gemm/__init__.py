@@ -74,23 +74,27 @@ class Gemm(App):
             prod.update(0).vectorize(x, vec).unroll(x)
 
     def gpu_schedule(self, hl, built):
-        """64x64 tiles of C per block of 16x16 threads, each thread 4x4 outputs 16 apart (so a
-        warp's loads from shared memory hit distinct banks), unrolled. The tile's partial sums
-        live in shared memory; k advances 16 at a time: the threads copy the matching 16x64
-        panels of A and B into shared memory (consecutive threads, consecutive addresses), meet
-        at a barrier, and each adds its 16 outputs' products."""
+        self.gpu_shared_tiles(hl, built)
+
+    def gpu_shared_tiles(self, hl, built, tile=64, accumulators="Register"):
+        """Shared-memory tiling: tile x tile outputs of C per block of 16x16 threads, each thread
+        (tile/16)^2 outputs 16 apart (so a warp's loads from shared memory hit distinct banks),
+        unrolled, its partial sums in its registers (prod stored in registers at block level:
+        each thread owns its outputs). k advances 16 at a time: the threads copy the matching
+        16 x tile panels of A and B into shared memory (consecutive threads, consecutive
+        addresses), meet at a barrier, and each adds its outputs' products."""
         x, y, k = built.vars["x"], built.vars["y"], built.vars["k"]
         a_panel, b_panel = built.funcs["a_panel"], built.funcs["b_panel"]
         prod, out = built.funcs["prod"], built.funcs["out"]
         xo, yo, xi, yi, tx, ty, xt, yt = (hl.Var(n) for n in ("xo", "yo", "xi", "yi", "tx", "ty", "xt", "yt"))
         ko, ki = hl.RVar("ko"), hl.RVar("ki")
         w, h = built.output_sizes
-        tile = 64 if min(w, h) >= 64 else 16  # the last tiles shift inwards: every tile is whole
+        tile = tile if min(w, h) >= tile else 16  # the last tiles shift inwards: every tile is whole
         out.tile(x, y, xo, yo, xi, yi, tile, tile, hl.TailStrategy.ShiftInwards)
         out.tile(xi, yi, xt, yt, tx, ty, 16, 16).reorder(xt, yt, tx, ty, xo, yo)
         out.gpu_blocks(xo, yo).gpu_threads(tx, ty).unroll(xt).unroll(yt)
         prod.compute_at(out, xo).tile(x, y, xt, yt, tx, ty, 16, 16).reorder(xt, yt, tx, ty)
-        prod.gpu_threads(tx, ty).unroll(xt).unroll(yt)
+        prod.gpu_threads(tx, ty).unroll(xt).unroll(yt).store_in(getattr(hl.MemoryType, accumulators))
         upd = prod.update(0)
         upd.split(k, ko, ki, 16).tile(x, y, xt, yt, tx, ty, 16, 16).reorder(xt, yt, ki, tx, ty, ko)
         upd.gpu_threads(tx, ty).unroll(xt).unroll(yt)
@@ -121,6 +125,8 @@ class Gemm(App):
             a_panel.reorder(y, x)
 
     gpu_variants = {
+        "shared_128": lambda self, hl, built: self.gpu_shared_tiles(hl, built, 128),
+        "shared_64_shared_accumulators": lambda self, hl, built: self.gpu_shared_tiles(hl, built, 64, "GPUShared"),
         "registers_64x16_4x8": lambda self, hl, built: self.gpu_register_tiles(hl, built),
         "registers_64x64_4x8": lambda self, hl, built: self.gpu_register_tiles(hl, built, (64, 64)),
         "registers_128x64_8x8": lambda self, hl, built: self.gpu_register_tiles(hl, built, (128, 64), (8, 8), 4),

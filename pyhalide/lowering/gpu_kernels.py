@@ -230,6 +230,8 @@ class _BlockLevel:
             self._check_thread_level(s, "inside thread loops ")
             return ir.make_block([self._guard_unused_dims(self._thread_nest(s), _thread_depth(s)), barrier()])
         if isinstance(s, ir.Allocate):
+            if s.memory_type == LOCAL:
+                return self._thread_owned(s, self.block_level(s.body))
             return self._shared(s, self.block_level(s.body))
         if isinstance(s, ir.Block | ir.For | ir.LetStmt | ir.IfThenElse | ir.ProducerConsumer):
             return map_statements(s, self.block_level)
@@ -271,6 +273,47 @@ class _BlockLevel:
                                f"{s.name} takes {size}); a block has at most {MAX_SHARED_BYTES}: use smaller tiles")
         return ir.Allocate(s.name, s.type, extents, body, SHARED)
 
+    def _thread_owned(self, s: ir.Allocate, body: ir.Stmt) -> ir.Stmt:
+        """store_in(Register) at block level, as in Halide: each thread keeps the elements it
+        touches in its own registers. Every access must be inside the thread loops, at an index
+        that is a function of the thread ids plus a constant once loops inside are unrolled (a
+        thread's tile of accumulators); no two threads may touch the same element. The constants
+        become slots of a per-thread array."""
+        owned = _ThreadOwnedAccesses(s.name, self.lets)
+        owned.mutate(body)
+        where = f"Func {s.name} is stored in registers at the block level of kernel {self.kernel_name}"
+        if owned.problem:
+            raise CompileError(f"{where}, but {owned.problem}")
+        slots = sorted(owned.slots)
+        offsets = {t for t in owned.thread_parts}
+        if len(offsets) > 1:
+            raise CompileError(f"{where}, but its accesses place threads differently "
+                               f"({' and '.join(sorted(str(t) for t in offsets)[:2])}): every stage must give each "
+                               "thread the same elements")
+        if offsets:
+            self._check_disjoint(s.name, where, offsets.pop(), slots)
+        rewrite = _ThreadOwnedAccesses(s.name, self.lets, {r: i for i, r in enumerate(slots)})
+        body = rewrite.mutate(body)
+        size = max(len(slots), 1) * s.type.bytes()
+        if size > MAX_LOCAL_BYTES:
+            raise CompileError(f"{where}: {size} bytes per thread, at most {MAX_LOCAL_BYTES} are allowed")
+        return ir.Allocate(s.name, s.type, (ir.IntImm(Int(32), max(len(slots), 1)),), body, LOCAL)
+
+    def _check_disjoint(self, name: str, where: str, offset: ir.Expr, slots: list[int]) -> None:
+        owner: dict[int, tuple[int, int, int]] = {}
+        tx, ty, tz = self.threads
+        for t in ((x, y, z) for z in range(tz) for y in range(ty) for x in range(tx)):
+            base = ir.const_int(simplify(substitute(
+                {THREAD_IDS[d]: ir.IntImm(Int(32), t[d]) for d in range(3)}, offset)))
+            if base is None:
+                raise CompileError(f"{where}, but the part of its index that depends on the thread ({offset}) is not "
+                                   "a constant for each thread")
+            for r in slots:
+                other = owner.setdefault(base + r, t)
+                if other != t:
+                    raise CompileError(f"{where}, but threads {other} and {t} both touch its element {base + r}: "
+                                       "registers are per thread; store it in GPUShared memory")
+
     def _local(self, s: ir.Allocate, body: ir.Stmt, where: str) -> ir.Stmt:
         """s as a GPU thread's own array (registers or local memory)."""
         if s.memory_type not in ("Auto", "Register", "Stack"):
@@ -309,6 +352,64 @@ class _BlockLevel:
             if isinstance(sub, ir.AssertStmt):
                 raise CompileError(f"kernel {self.kernel_name}: a run-time check inside a GPU kernel "
                                    f"({sub.message.split(',')[0]}) is not supported")
+
+
+class _ThreadOwnedAccesses(IRMutator):
+    """The loads and stores of one block-level register Func, each index split into a part
+    that depends on the thread ids and a constant slot (see _BlockLevel._thread_owned). With
+    `slot_of`, rewrites each index to its slot's position."""
+
+    def __init__(self, name: str, lets: dict[str, ir.Expr], slot_of: dict[int, int] | None = None):
+        super().__init__()
+        self.name, self.lets, self.slot_of = name, dict(lets), slot_of
+        self.slots: set[int] = set()
+        self.thread_parts: set[ir.Expr] = set()
+        self.problem = ""
+        self.in_threads = 0
+
+    def visit_LetStmt(self, s):
+        outer = self.lets.get(s.name)
+        self.lets[s.name] = s.value
+        thread_let = any(v in free_variables(s.value) for v in THREAD_IDS)
+        self.in_threads += thread_let
+        body = self.mutate(s.body)
+        self.in_threads -= thread_let
+        if outer is None:
+            del self.lets[s.name]
+        else:
+            self.lets[s.name] = outer
+        return s if body is s.body else ir.LetStmt(s.name, s.value, body)
+
+    def _slot(self, index: ir.Expr) -> ir.Expr:
+        full = index
+        for _ in range(64):
+            used = free_variables(full) & self.lets.keys()
+            if not used:
+                break
+            full = substitute({n: self.lets[n] for n in used}, full)
+        full = simplify(full)
+        slot = ir.const_int(simplify(substitute({t: ir.IntImm(Int(32), 0) for t in THREAD_IDS}, full)))
+        if not self.in_threads:
+            self.problem = self.problem or "it is used outside the GPU thread loops"
+        elif slot is None:
+            self.problem = self.problem or (f"the index {full} is not the thread's position plus a constant: "
+                                            "unroll the loops inside the thread loops that walk it")
+        else:
+            self.slots.add(slot)
+            self.thread_parts.add(simplify(ir.Sub(full, ir.IntImm(Int(32), slot))))
+            if self.slot_of is not None:
+                return ir.IntImm(Int(32), self.slot_of[slot])
+        return index
+
+    def visit_Load(self, e):
+        if e.name != self.name:
+            return self.default(e)
+        return ir.Load(e.type, e.name, self._slot(e.index), e.predicate)
+
+    def visit_Store(self, s):
+        if s.name != self.name:
+            return self.default(s)
+        return ir.Store(s.name, self.mutate(s.value), self._slot(s.index), s.predicate)
 
 
 def map_statements(s: ir.Stmt, fn) -> ir.Stmt:
