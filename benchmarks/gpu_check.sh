@@ -39,7 +39,7 @@ print(json.dumps({"python": sys.version.split()[0], "cores": os.cpu_count(), "pa
 PYEOF
 
 echo "== GPU tests (pytest -m gpu: kernels on the device)"
-timeout 120 "$PY" -m pytest -p no:cacheprovider -m gpu -rs tests/test_gpu.py 2>&1 | tee "$OUT/gpu_tests.log" | tail -40
+timeout 110 "$PY" -m pytest -p no:cacheprovider -m gpu -rs tests/test_gpu.py tests/test_gpu_fuzz.py 2>&1 | tee "$OUT/gpu_tests.log" | tail -40
 
 if [ -n "${HALIDE_TUTORIAL:-}" ]; then
   echo "== Halide's lesson 12 on the GPU"
@@ -47,7 +47,7 @@ if [ -n "${HALIDE_TUTORIAL:-}" ]; then
 fi
 
 echo "== GPU benchmarks"
-timeout 150 "$PY" -m benchmarks.gpu --json "$OUT/gpu_bench.json" 2>&1 | tee "$OUT/gpu_bench.log" | cut -c1-400
+timeout 120 "$PY" -m benchmarks.gpu --json "$OUT/gpu_bench.json" 2>&1 | tee "$OUT/gpu_bench.log" | cut -c1-400
 
 [ "${CPU_GALLERY:-1}" = 0 ] && exit 0
 echo "== CPU gallery on $(nproc) cores, then pyhalide alone on one"

@@ -30,9 +30,14 @@ def _gpu_reason():
     return gpu_runtime.cuda_unavailable_reason()
 
 
-@pytest.fixture(params=["serial", "emulated"])
+@pytest.fixture(params=["serial", "emulated", pytest.param("gpu", marks=pytest.mark.gpu)])
 def device(request, monkeypatch):
-    """The two ways to run a CUDA pipeline without a GPU."""
+    """The two ways to run a CUDA pipeline without a GPU, and the GPU where there is one."""
+    if request.param == "gpu":
+        reason = _gpu_reason()
+        if reason:
+            pytest.skip(reason)
+        return request.param
     if request.param == "emulated" and shutil.which("g++") is None:
         pytest.skip("the emulated CUDA device needs g++")
     monkeypatch.setenv("PYHALIDE_CUDA_DEVICE", request.param)
@@ -203,16 +208,6 @@ def test_golden_cuda_source(name):
     assert body == path.read_text()
 
 
-# ------------------------------------------------------------------------- on a real GPU
-@pytest.mark.gpu
-@pytest.mark.parametrize("name", sorted(gp.BUILDERS))
-def test_on_the_gpu(name):
-    reason = _gpu_reason()
-    if reason:
-        pytest.skip(reason)
-    np.testing.assert_array_equal(_run(name), gp.expected(name)[0])
-
-
 # ------------------------------------------------------------------------- the gallery
 GPU_APPS = ["blur", "gemm", "conv_layer", "bilateral_grid", "harris"]
 
@@ -235,15 +230,6 @@ def _gallery_schedules():
 
 @pytest.mark.parametrize("name, variant", _gallery_schedules())
 def test_gallery_gpu_schedules_compute_the_reference(name, variant, device):
-    _check_gallery_schedule(name, variant)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("name, variant", _gallery_schedules())
-def test_gallery_gpu_schedules_on_the_gpu(name, variant):
-    reason = _gpu_reason()
-    if reason:
-        pytest.skip(reason)
     _check_gallery_schedule(name, variant)
 
 

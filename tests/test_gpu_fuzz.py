@@ -83,6 +83,22 @@ def test_gpu_schedule_matches_reference_on_the_emulated_device(name, data, monke
     _check(name, data)
 
 
+@pytest.mark.gpu
+@settings(max_examples=EMULATED_EXAMPLES * 2, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
+                                 HealthCheck.function_scoped_fixture])
+@given(data=st.data(), name=st.sampled_from(sorted(CASES)))
+def test_gpu_schedule_matches_reference_on_the_gpu(name, data, monkeypatch):
+    from pyhalide.codegen.gpu_runtime import cuda_unavailable_reason
+
+    monkeypatch.delenv("PYHALIDE_CUDA_DEVICE", raising=False)
+    reason = cuda_unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    monkeypatch.setenv("HL_JIT_TARGET", "host-cuda")
+    _check(name, data)
+
+
 def test_zz_gpu_schedules_mostly_made_kernels():
     n = STATS["examples"]
     if n < 50:
