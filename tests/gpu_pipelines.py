@@ -77,6 +77,23 @@ def histogram(schedule: bool = True):
     return hist, [32]
 
 
+def byte_histogram(schedule: bool = True):
+    """8-bit counts that wrap (over 256 pixels per bin), neighbouring bins sharing a 32-bit word:
+    the atomic byte update swaps the whole word."""
+    x = hl.Var("x")
+    rng = np.random.default_rng(8)
+    inp = hl.Buffer(rng.integers(0, 256, (40, 50), dtype=np.uint8), name="gbyte_in")
+    r = hl.RDom([(0, 50), (0, 40)], name="gbr")
+    hist = hl.Func("gbyte_hist")
+    hist[x] = hl.u8(0)
+    hist[hl.i32(inp[r.x, r.y]) % 6] += hl.u8(1)
+    if schedule:
+        hist.gpu_tile(x, hl.Var("bxo"), hl.Var("bxi"), 8)
+        hist.update().atomic().gpu_tile(r.x, r.y, hl.RVar("gbxo"), hl.RVar("gbyo"), hl.RVar("gbxi"),
+                                        hl.RVar("gbyi"), 16, 8, TS.GuardWithIf)
+    return hist, [6]
+
+
 def scatter_max(schedule: bool = True):
     """An atomic update that is not an add: a compare-and-swap loop per element (float32 max)."""
     x = hl.Var("x")
@@ -158,7 +175,8 @@ def curve(schedule: bool = True):
     return curved, [30, 21, 3]
 
 
-BUILDERS = {"curve": curve, "blur": blur, "gemm": gemm, "histogram": histogram, "mixed": mixed,
+BUILDERS = {"curve": curve, "blur": blur, "gemm": gemm, "histogram": histogram, "byte_histogram": byte_histogram,
+            "mixed": mixed,
             "scatter_max": scatter_max, "registers": registers, "threads_only": threads_only}
 
 

@@ -384,9 +384,9 @@ class CudaPrinter:
             value = self.expr(added)
             self.emit(f"atomicAdd(({word} *)&{self.ref(st.name)}[{self.expr(st.index)}], ({word})({value}));")
             return
-        if t.bits not in (16, 32, 64) or t.is_bool():
-            raise CompileError(f"Func {st.name}: an atomic update of {t} on the GPU is not supported (16, 32 and "
-                               "64-bit types are)")
+        if t.bits in (1, 8):
+            self._byte_atomic(s)
+            return
         word = {16: "unsigned short", 32: "unsigned int", 64: "unsigned long long"}[t.bits]
         ptr = self.fresh(st.name + ".address")
         seen = self.fresh(st.name + ".seen")
@@ -400,6 +400,31 @@ class CudaPrinter:
         self.unbind(s.old)
         prev = self.fresh(st.name + ".previous")
         self.emit(f"const {word} {prev} = atomicCAS({ptr}, {seen}, hl_reinterpret<{word}>(({c_type(t)})({value})));")
+        self.emit(f"if ({prev} == {seen}) break;")
+        self.emit(f"{seen} = {prev};")
+        self.indent -= 1
+        self.emit("}")
+
+    def _byte_atomic(self, s):
+        """An atomic update of a byte (8-bit or bool): CUDA has no byte-wide compare-and-swap,
+        so the aligned 32-bit word holding it is swapped, its other bytes kept as they were."""
+        st = s.body
+        t = st.value.type
+        element = c_type(t, memory=True)
+        ptr, shift = self.fresh(st.name + ".word"), self.fresh(st.name + ".shift")
+        seen, prev = self.fresh(st.name + ".seen"), self.fresh(st.name + ".previous")
+        self.emit(f"{element} *{ptr}_byte = &{self.ref(st.name)}[{self.expr(st.index)}];")
+        self.emit(f"unsigned int *{ptr} = (unsigned int *)((unsigned long long){ptr}_byte & ~3ull);")
+        self.emit(f"const unsigned int {shift} = (unsigned int)((unsigned long long){ptr}_byte & 3ull) * 8u;")
+        self.emit(f"unsigned int {seen} = *(volatile unsigned int *){ptr};")
+        self.emit("for (;;) {")
+        self.indent += 1
+        old = self.bind(s.old)
+        self.emit(f"const {c_type(t)} {old} = ({c_type(t)})(({element})({seen} >> {shift}){' != 0' * t.is_bool()});")
+        value = self.expr(st.value)
+        self.unbind(s.old)
+        self.emit(f"const unsigned int {prev} = atomicCAS({ptr}, {seen}, ({seen} & ~(0xffu << {shift})) | "
+                  f"((unsigned int)({element})({value}) << {shift}));")
         self.emit(f"if ({prev} == {seen}) break;")
         self.emit(f"{seen} = {prev};")
         self.indent -= 1
