@@ -485,6 +485,30 @@ def settle_choices(e: ir.Expr, scope: dict[str, Interval]) -> ir.Expr:
     return _SettleChoices(scope).mutate(e)
 
 
+def constant_bound(e: ir.Expr, upper: bool) -> int | None:
+    """A constant that e never exceeds (upper) or never falls below, where its shape shows one:
+    the max of a region clamped by a min (a GuardWithIf tail) has one, whatever the other side."""
+    value = ir.const_int(e)
+    if value is not None:
+        return value
+    if isinstance(e, (ir.Min, ir.Max)):
+        a, b = constant_bound(e.a, upper), constant_bound(e.b, upper)
+        if isinstance(e, ir.Min) == upper:  # the upper bound of a min (lower of a max): either side's
+            known = [v for v in (a, b) if v is not None]
+            return (min if upper else max)(known) if known else None
+        return None if a is None or b is None else (max if upper else min)(a, b)
+    if isinstance(e, ir.Add):
+        a, b = constant_bound(e.a, upper), constant_bound(e.b, upper)
+        return None if a is None or b is None else a + b
+    if isinstance(e, ir.Sub):
+        a, b = constant_bound(e.a, upper), constant_bound(e.b, not upper)
+        return None if a is None or b is None else a - b
+    if isinstance(e, ir.Select):
+        a, b = constant_bound(e.true_value, upper), constant_bound(e.false_value, upper)
+        return None if a is None or b is None else (max if upper else min)(a, b)
+    return None
+
+
 def bounds_of_expr(e: ir.Expr, scope: dict[str, Interval] | None = None) -> Interval:
     return _Bounds(scope or {}).of(e)
 

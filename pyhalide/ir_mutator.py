@@ -230,6 +230,33 @@ class Substitution(IRMutator):
         return self._scoped(n, n.name, ("min", "extent"), "body")
 
 
+@contextmanager
+def binding(scope: dict, name: str, value):
+    """scope[name] = value for the duration (a let or loop's variable while its body is visited)."""
+    outer = scope.get(name, _UNBOUND)
+    scope[name] = value
+    try:
+        yield
+    finally:
+        if outer is _UNBOUND:
+            del scope[name]
+        else:
+            scope[name] = outer
+
+
+_UNBOUND = object()
+
+
+def substitute_lets(e: ir.Expr, lets: dict[str, ir.Expr], rounds: int = 64) -> ir.Expr:
+    """e with the values of the lets it names substituted, again for lets naming lets."""
+    for _ in range(rounds):
+        used = free_variables(e) & lets.keys()
+        if not used:
+            break
+        e = substitute({n: lets[n] for n in used}, e)
+    return e
+
+
 def substitute(replacements: dict[str, ir.Expr], node):
     """Replace free Variables by name; respects shadowing by Let/LetStmt/For."""
     if not replacements:

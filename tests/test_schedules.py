@@ -233,3 +233,30 @@ def test_rfactor_round_trips_through_json():
     apply_schedule_json([p2, o2], text)
     res = np.asarray(o2.realize([32, 32]))
     assert np.allclose(res, a @ b, rtol=1e-5, atol=1e-4)
+
+
+def test_race_check_judges_a_producer_by_the_last_stage_that_reads_it():
+    """g is read by both stages of out and computed at x, stored at y, in each; x is parallel in
+    the pure stage only. Halide judges the race by the loops of the last stage that uses g (the
+    update's, serial), runs it, and each parallel iteration writes its own elements: pyhalide
+    accepts it too (found by the differential fuzz). With the update's x parallel, both refuse."""
+    def build(parallel_update: bool):
+        img = (np.arange(14 * 14, dtype=np.int32).reshape(14, 14) * 7) % 13
+        g, out = hl.Func("lr_g"), hl.Func("lr_out")
+        g[x, y] = hl.Buffer(img, "lr_in")[x, y] * 2 + y
+        out[x, y] = g[x, y] + 1
+        out[x, y] += g[x + 1, y] * 3
+        out.parallel(y).parallel(x)
+        out.update(0).reorder(x, y)
+        if parallel_update:
+            out.update(0).parallel(x)
+        g.compute_at(out, x).store_at(out, y)
+        return out, img
+
+    out, img = build(False)
+    g = img * 2 + np.arange(14)[:, None]
+    want = g[:9, :5] + 1 + g[:9, 1:6] * 3
+    np.testing.assert_array_equal(np.asarray(out.realize([5, 9])), want)
+    out, _ = build(True)
+    with pytest.raises(hl.CompileError, match=r"lr_g\S* is stored outside the parallel loop over lr_out\S*\.s1\.x"):
+        out.realize([5, 9])

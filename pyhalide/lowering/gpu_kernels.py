@@ -27,8 +27,9 @@ import re
 from dataclasses import dataclass
 
 from .. import ir
+from ..bounds import constant_bound
 from ..errors import CompileError
-from ..ir_mutator import IRMutator, IRVisitor, free_variables, substitute
+from ..ir_mutator import IRMutator, IRVisitor, binding, free_variables, substitute, substitute_lets
 from ..simplify import simplify
 from ..types import Int, Type
 
@@ -83,24 +84,7 @@ def launch_kernel_index(s: ir.Stmt) -> int | None:
 
 def _upper_bound(e: ir.Expr) -> int | None:
     """A constant upper bound of an Int(32) extent, or None."""
-    c = ir.const_int(e)
-    if c is not None:
-        return c
-    if isinstance(e, ir.Min):
-        bounds = [b for b in (_upper_bound(e.a), _upper_bound(e.b)) if b is not None]
-        return min(bounds) if bounds else None
-    if isinstance(e, ir.Max | ir.Add):
-        a, b = _upper_bound(e.a), _upper_bound(e.b)
-        if a is None or b is None:
-            return None
-        return max(a, b) if isinstance(e, ir.Max) else a + b
-    if isinstance(e, ir.Sub) and ir.const_int(e.b) is not None:
-        a = _upper_bound(e.a)
-        return None if a is None else a - ir.const_int(e.b)
-    if isinstance(e, ir.Select):
-        a, b = _upper_bound(e.true_value), _upper_bound(e.false_value)
-        return None if a is None or b is None else max(a, b)
-    return None
+    return constant_bound(e, upper=True)
 
 
 def _plus(lo: ir.Expr, index: ir.Variable) -> ir.Expr:
@@ -195,12 +179,7 @@ class _BlockLevel:
     def _resolved(self, e: ir.Expr) -> ir.Expr:
         """e with the kernel's lets substituted, simplified: a tile's `max - min + 1` becomes its
         constant size. (Only for measuring: the Stmt keeps e as it is.)"""
-        for _ in range(64):
-            used = free_variables(e) & self.lets.keys()
-            if not used:
-                break
-            e = substitute({n: self.lets[n] for n in used}, e)
-        return simplify(e)
+        return simplify(substitute_lets(e, self.lets))
 
     def _constant_extents(self, s: ir.Allocate, where: str) -> tuple[ir.Expr, ...]:
         """Constant upper bounds of an allocation's extents (CompileError if one has none)."""
@@ -368,26 +347,15 @@ class _ThreadOwnedAccesses(IRMutator):
         self.in_threads = 0
 
     def visit_LetStmt(self, s):
-        outer = self.lets.get(s.name)
-        self.lets[s.name] = s.value
         thread_let = any(v in free_variables(s.value) for v in THREAD_IDS)
         self.in_threads += thread_let
-        body = self.mutate(s.body)
+        with binding(self.lets, s.name, s.value):
+            body = self.mutate(s.body)
         self.in_threads -= thread_let
-        if outer is None:
-            del self.lets[s.name]
-        else:
-            self.lets[s.name] = outer
         return s if body is s.body else ir.LetStmt(s.name, s.value, body)
 
     def _slot(self, index: ir.Expr) -> ir.Expr:
-        full = index
-        for _ in range(64):
-            used = free_variables(full) & self.lets.keys()
-            if not used:
-                break
-            full = substitute({n: self.lets[n] for n in used}, full)
-        full = simplify(full)
+        full = simplify(substitute_lets(index, self.lets))
         slot = ir.const_int(simplify(substitute({t: ir.IntImm(Int(32), 0) for t in THREAD_IDS}, full)))
         if not self.in_threads:
             self.problem = self.problem or "it is used outside the GPU thread loops"
@@ -467,13 +435,8 @@ class _ExtractKernels(IRMutator):
         self.in_parallel = False
 
     def visit_LetStmt(self, s):
-        outer = self.lets.get(s.name)
-        self.lets[s.name] = s.value
-        body = self.mutate(s.body)
-        if outer is None:
-            del self.lets[s.name]
-        else:
-            self.lets[s.name] = outer
+        with binding(self.lets, s.name, s.value):
+            body = self.mutate(s.body)
         return s if body is s.body else ir.LetStmt(s.name, s.value, body)
 
     def visit_Allocate(self, s):

@@ -408,7 +408,7 @@ def schedule_functions(env) -> ir.Stmt:
             continue
         store_loop = compute_loop if slevel == clevel else _level_loop(env, f, slevel, "stored at")
         stmt = _store_and_compute(stmt, f, store_loop, compute_loop, computed, realized)
-    _StoredOutsideParallel().visit(stmt)
+    _StoredOutsideParallel().check(stmt)
     return stmt
 
 
@@ -429,12 +429,21 @@ def _store_and_compute(stmt, f, store_loop: str, compute_loop: str, computed, re
 
 class _StoredOutsideParallel(IRVisitor):
     """Refuse, as Halide does, storage outside a parallel or vectorized loop that the Func is
-    computed inside: the iterations would share (and race on) one buffer."""
+    computed inside: the iterations would share (and race on) one buffer. Where a Func is
+    realized once per stage of its consumer (a compute level naming a Var of several stages),
+    Halide judges by the loops of the last stage that uses it, so pyhalide does too."""
 
     def __init__(self):
         super().__init__()
         self.loops: list[ir.For] = []
         self.realized_at: dict[str, int] = {}  # Func -> how many loops enclose its Realize
+        self.last_production: dict[str, str | None] = {}  # Func -> the race its last production has, if any
+
+    def check(self, stmt: ir.Stmt) -> None:
+        self.visit(stmt)
+        for message in self.last_production.values():
+            if message is not None:
+                raise CompileError(message)
 
     def visit_For(self, s):
         self.loops.append(s)
@@ -449,11 +458,13 @@ class _StoredOutsideParallel(IRVisitor):
     def visit_ProducerConsumer(self, pc):
         depth = self.realized_at.get(pc.name)
         if pc.is_producer and depth is not None:
+            self.last_production[pc.name] = None
             for loop in self.loops[depth:]:
                 if loop.for_type in ir.CONCURRENT and not ir.is_const(loop.extent, 1):  # (one iteration: no race)
-                    kind = loop.for_type
-                    raise CompileError(f"Func {pc.name} is stored outside the {kind} loop over {loop.name} but "
-                                       "computed within it. This is a potential race condition.")
+                    self.last_production[pc.name] = (
+                        f"Func {pc.name} is stored outside the {loop.for_type} loop over {loop.name} but computed "
+                        "within it. This is a potential race condition.")
+                    break
         self.visit_children(pc)
 
 

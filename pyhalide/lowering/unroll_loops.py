@@ -10,13 +10,11 @@ error naming the loop.
 from __future__ import annotations
 
 from .. import ir
-from ..bounds import Interval, bounds_of_expr
+from ..bounds import Interval, bounds_of_expr, constant_bound
 from ..errors import CompileError
-from ..ir_mutator import IRMutator, free_variables, substitute
+from ..ir_mutator import IRMutator, binding, substitute_lets
 from ..ir_printer import expr_to_string
 from ..simplify import simplify
-
-_SUBSTITUTION_ROUNDS = 8  # lets of lets: a region's extent names its min and max, which name loop variables
 
 
 class _Unroll(IRMutator):
@@ -28,25 +26,14 @@ class _Unroll(IRMutator):
         self.loops: dict[str, Interval] = {}  # enclosing loops' ranges
 
     def visit_LetStmt(self, s):
-        outer = self.lets.get(s.name)
-        self.lets[s.name] = s.value
-        body = self.mutate(s.body)
-        if outer is None:
-            del self.lets[s.name]
-        else:
-            self.lets[s.name] = outer
+        with binding(self.lets, s.name, s.value):
+            body = self.mutate(s.body)
         return s if body is s.body else ir.LetStmt(s.name, s.value, body)
 
     def visit_For(self, s):
-        outer = self.loops.get(s.name)
-        self.loops[s.name] = Interval(s.min, simplify(ir.Add(s.min, ir.Sub(s.extent, ir.make_const(s.extent.type, 1)))))
-        try:
+        last = simplify(ir.Add(s.min, ir.Sub(s.extent, ir.make_const(s.extent.type, 1))))
+        with binding(self.loops, s.name, Interval(s.min, last)):
             body = self.mutate(s.body)
-        finally:
-            if outer is None:
-                del self.loops[s.name]
-            else:
-                self.loops[s.name] = outer
         if s.for_type != ir.UNROLLED:
             return s if body is s.body else ir.For(s.name, s.min, s.extent, s.for_type, body)
         extent, guarded = self._constant_extent(s)
@@ -63,47 +50,17 @@ class _Unroll(IRMutator):
         extent = ir.const_int(s.extent)
         if extent is not None:
             return extent, False
-        e = s.extent
-        for _ in range(_SUBSTITUTION_ROUNDS):
-            known = {k: self.lets[k] for k in free_variables(e) if k in self.lets}
-            if not known:
-                break
-            e = substitute(known, e)
-        e = simplify(e)
+        e = simplify(substitute_lets(s.extent, self.lets))
         extent = ir.const_int(e)
         if extent is not None:
             return extent, False
         bound = bounds_of_expr(e, dict(self.loops)).max
-        most = None if bound is None else _constant_bound(simplify(bound), upper=True)
+        most = None if bound is None else constant_bound(simplify(bound), upper=True)
         if most is None:
             raise CompileError(f"Can't unroll loop {s.name}: its extent ({expr_to_string(s.extent)}) is not a "
                                "constant and has no constant upper bound. "
                                "Split it by a constant factor first (unroll(x, n)).")
         return max(most, 0), True
-
-
-def _constant_bound(e: ir.Expr, upper: bool) -> int | None:
-    """A constant that e never exceeds (upper) or never falls below, where its shape shows one:
-    the max of a region clamped by a min (a GuardWithIf tail) has one, whatever the other side."""
-    value = ir.const_int(e)
-    if value is not None:
-        return value
-    if isinstance(e, (ir.Min, ir.Max)):
-        a, b = _constant_bound(e.a, upper), _constant_bound(e.b, upper)
-        if isinstance(e, ir.Min) == upper:  # the upper bound of a min (lower of a max): either side's
-            known = [v for v in (a, b) if v is not None]
-            return (min if upper else max)(known) if known else None
-        return None if a is None or b is None else (max if upper else min)(a, b)
-    if isinstance(e, ir.Add):
-        a, b = _constant_bound(e.a, upper), _constant_bound(e.b, upper)
-        return None if a is None or b is None else a + b
-    if isinstance(e, ir.Sub):
-        a, b = _constant_bound(e.a, upper), _constant_bound(e.b, not upper)
-        return None if a is None or b is None else a - b
-    if isinstance(e, ir.Select):
-        a, b = _constant_bound(e.true_value, upper), _constant_bound(e.false_value, upper)
-        return None if a is None or b is None else (max if upper else min)(a, b)
-    return None
 
 
 def unroll_loops(stmt: ir.Stmt) -> ir.Stmt:
