@@ -260,3 +260,21 @@ def test_race_check_judges_a_producer_by_the_last_stage_that_reads_it():
     out, _ = build(True)
     with pytest.raises(hl.CompileError, match=r"lr_g\S* is stored outside the parallel loop over lr_out\S*\.s1\.x"):
         out.realize([5, 9])
+
+
+def test_a_producer_vectorized_along_its_whole_dimension_does_not_slide_there():
+    """down is vectorized over all of x (no split), stored per row of up and computed per
+    pixel: sliding it along up's x would leave a vector loop of varying extent (what the last
+    pixel did not compute). Halide runs this schedule; pyhalide computes the whole small region
+    each time instead (found by the differential fuzz)."""
+    img = (np.arange(20 * 9, dtype=np.int32).reshape(9, 20) * 5) % 17
+    inp = hl.Buffer(img, "vs_in")
+    down, up = hl.Func("vs_down"), hl.Func("vs_up")
+    down[x, y] = (inp[2 * x, y] + inp[2 * x + 1, y]) / 2
+    up[x, y] = hl.select(x % 2 == 0, down[x / 2, y], down[x / 2 + 1, y] * 3) + x / 2
+    down.vectorize(x).compute_at(up, x).store_at(up, y)
+    got = np.asarray(up.realize([5, 6]))
+    d = (img[:, 0::2] + img[:, 1::2]) // 2
+    xs = np.arange(5)
+    want = np.where(xs % 2 == 0, d[:6, xs // 2], d[:6, xs // 2 + 1] * 3) + xs // 2
+    np.testing.assert_array_equal(got, want)

@@ -124,6 +124,10 @@ class _Slide(IRMutator):
         # for, below or past the storage bounds inference sized: only guarded splits may slide.
         if var in _computed_past_region(f._schedule.stages[0].splits, f._pure_args):
             return None
+        # A loop over the whole dimension that is vectorized or unrolled needs a constant extent,
+        # which the slid region (what the last iteration did not compute) does not have.
+        if any(d.name == var and d.for_type in (ir.VECTORIZED, ir.UNROLLED) for d in f._schedule.stages[0].dims):
+            return None
         lo_e = self._expansion(f"{f.name()}.{var}.min")
         hi_e = self._expansion(f"{f.name()}.{var}.max")
         if lo_e is None or hi_e is None or loop.name not in free_variables(hi_e):
