@@ -103,6 +103,42 @@ class Gemm(App):
         a_panel.compute_at(prod, ko).split(y, yt, ty, 16).reorder(yt, x, ty).gpu_threads(x, ty).unroll(yt)
         b_panel.compute_at(prod, ko).split(x, xt, tx, 16).reorder(xt, tx, y).gpu_threads(tx, y).unroll(xt)
 
+    def gpu_vector_tiles(self, hl, built, tile=128, k_step=8):
+        """The classic CUDA sgemm shape: tile x tile outputs per block of (tile/8)^2 threads,
+        each thread 8x8 outputs as 2x2 groups of 4x4 (the groups tile/2 apart, so neighbouring
+        threads read neighbouring 16-byte runs of shared memory), accumulated in registers
+        (prod stored in registers at block level). For each k_step values of k the block copies
+        panels of A (stored transposed: rows of the tile contiguous) and B into shared memory;
+        for each k each thread copies its 4 rows of A and 4 columns of B per group into
+        registers (a_panel.in() and b_panel.in(): consecutive aligned elements, so 16-byte
+        vector loads), then does its 64 multiply-adds."""
+        x, y, k = built.vars["x"], built.vars["y"], built.vars["k"]
+        a_panel, b_panel = built.funcs["a_panel"], built.funcs["b_panel"]
+        prod, out = built.funcs["prod"], built.funcs["out"]
+        xo, yo, xi, yi, xh, yh, xr, yr, tx, ty, xv, yv = (
+            hl.Var(n) for n in ("xo", "yo", "xi", "yi", "xh", "yh", "xr", "yr", "tx", "ty", "xv", "yv"))
+        ko, ki = hl.RVar("ko"), hl.RVar("ki")
+        w, h = built.output_sizes
+        tile = tile if min(w, h) >= tile else 32  # the last tiles shift inwards: every tile is whole
+
+        def thread_tiles(stage, xx, yy, *outer):  # xx = xh * tile/2 + tx * 4 + xv, likewise yy
+            stage.split(xx, xh, xr, tile // 2).split(xr, tx, xv, 4).split(yy, yh, yr, tile // 2).split(yr, ty, yv, 4)
+            stage.reorder(xv, yv, xh, yh, *outer[:1], tx, ty, *outer[1:]).gpu_threads(tx, ty)
+            stage.unroll(xv).unroll(yv).unroll(xh).unroll(yh)
+
+        out.bound(x, 0, w).bound(y, 0, h).tile(x, y, xo, yo, xi, yi, tile, tile)
+        thread_tiles(out, xi, yi)
+        out.reorder(xv, yv, xh, yh, tx, ty, xo, yo).gpu_blocks(xo, yo)
+        prod.compute_at(out, xo).store_in(hl.MemoryType.Register)
+        thread_tiles(prod, x, y)
+        upd = prod.update(0).split(k, ko, ki, k_step)
+        thread_tiles(upd, x, y, ki, ko)  # each k: the 64 products, from registers
+        a_panel.in_(prod).compute_at(prod, yh).unroll(x).unroll(y)  # one k, 4 rows
+        b_panel.in_(prod).compute_at(prod, xh).unroll(x).unroll(y)  # 4 columns, one k
+        a_panel.compute_at(prod, ko).reorder_storage(y, x)
+        a_panel.split(y, yr, ty, 16).reorder(yr, x, ty).gpu_threads(x, ty).unroll(yr)
+        b_panel.compute_at(prod, ko).split(x, xr, tx, 16).reorder(xr, tx, y).gpu_threads(tx, y).unroll(xr)
+
     def gpu_register_tiles(self, hl, built, block=(64, 16), per_thread=(4, 8), k_step=8, a_by_rows=True):
         """Halide's CUDA mat_mul schedule (apps/cuda_mat_mul): no shared memory; each thread
         keeps a per_thread tile of C in registers (prod computed per thread, unrolled), and for
@@ -128,6 +164,9 @@ class Gemm(App):
 
     gpu_variants = {
         "shared_64": lambda self, hl, built: self.gpu_shared_tiles(hl, built, 64),
+        "vector_tiles_128": lambda self, hl, built: self.gpu_vector_tiles(hl, built),
+        "vector_tiles_128_k16": lambda self, hl, built: self.gpu_vector_tiles(hl, built, 128, 16),
+        "vector_tiles_64": lambda self, hl, built: self.gpu_vector_tiles(hl, built, 64),
         "shared_64_shared_accumulators": lambda self, hl, built: self.gpu_shared_tiles(hl, built, 64, "GPUShared"),
         "registers_64x16_4x8": lambda self, hl, built: self.gpu_register_tiles(hl, built),
         "registers_64x64_4x8": lambda self, hl, built: self.gpu_register_tiles(hl, built, (64, 64)),

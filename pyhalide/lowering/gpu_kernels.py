@@ -270,7 +270,7 @@ class _BlockLevel:
                                f"({' and '.join(sorted(str(t) for t in offsets)[:2])}): every stage must give each "
                                "thread the same elements")
         if offsets:
-            self._check_disjoint(s.name, where, offsets.pop(), slots)
+            self._check_disjoint(s.name, where, offsets.pop(), slots, owned.threads_used(self.threads))
         rewrite = _ThreadOwnedAccesses(s.name, self.lets, {r: i for i, r in enumerate(slots)})
         body = rewrite.mutate(body)
         size = max(len(slots), 1) * s.type.bytes()
@@ -278,9 +278,9 @@ class _BlockLevel:
             raise CompileError(f"{where}: {size} bytes per thread, at most {MAX_LOCAL_BYTES} are allowed")
         return ir.Allocate(s.name, s.type, (ir.IntImm(Int(32), max(len(slots), 1)),), body, LOCAL)
 
-    def _check_disjoint(self, name: str, where: str, offset: ir.Expr, slots: list[int]) -> None:
+    def _check_disjoint(self, name: str, where: str, offset: ir.Expr, slots: list[int], threads) -> None:
         owner: dict[int, tuple[int, int, int]] = {}
-        tx, ty, tz = self.threads
+        tx, ty, tz = threads
         for t in ((x, y, z) for z in range(tz) for y in range(ty) for x in range(tx)):
             base = ir.const_int(simplify(substitute(
                 {THREAD_IDS[d]: ir.IntImm(Int(32), t[d]) for d in range(3)}, offset)))
@@ -333,6 +333,9 @@ class _BlockLevel:
                                    f"({sub.message.split(',')[0]}) is not supported")
 
 
+_ALL = -1
+
+
 class _ThreadOwnedAccesses(IRMutator):
     """The loads and stores of one block-level register Func, each index split into a part
     that depends on the thread ids and a constant slot (see _BlockLevel._thread_owned). With
@@ -345,6 +348,25 @@ class _ThreadOwnedAccesses(IRMutator):
         self.thread_parts: set[ir.Expr] = set()
         self.problem = ""
         self.in_threads = 0
+        self.guards: list[tuple[int, int]] = []  # enclosing `thread id < n` conditions: (dimension, n)
+        # per dimension, the most threads an access runs on: None before any access, _ALL where
+        # some access is not limited by a guard
+        self.most_threads: list[int | None] = [None, None, None]
+
+    def threads_used(self, block) -> tuple[int, ...]:
+        return tuple(b if n in (None, _ALL) else n for n, b in zip(self.most_threads, block))
+
+    def visit_IfThenElse(self, s):
+        c = s.condition
+        guard = (isinstance(c, ir.LT) and isinstance(c.a, ir.Variable) and c.a.name in THREAD_IDS
+                 and ir.const_int(c.b) is not None)
+        if guard:
+            self.guards.append((THREAD_IDS.index(c.a.name), ir.const_int(c.b)))
+        try:
+            return self.default(s)
+        finally:
+            if guard:
+                self.guards.pop()
 
     def visit_LetStmt(self, s):
         thread_let = any(v in free_variables(s.value) for v in THREAD_IDS)
@@ -365,6 +387,13 @@ class _ThreadOwnedAccesses(IRMutator):
         else:
             self.slots.add(slot)
             self.thread_parts.add(simplify(ir.Sub(full, ir.IntImm(Int(32), slot))))
+            for d in range(3):
+                limits = [n for dim, n in self.guards if dim == d]
+                before = self.most_threads[d]
+                if not limits or before == _ALL:
+                    self.most_threads[d] = _ALL
+                else:
+                    self.most_threads[d] = max(before or 0, min(limits))
             if self.slot_of is not None:
                 return ir.IntImm(Int(32), self.slot_of[slot])
         return index
