@@ -23,7 +23,7 @@ class _Unroll(IRMutator):
     def __init__(self):
         super().__init__()
         self.lets: dict[str, ir.Expr] = {}  # enclosing LetStmts
-        self.loops: dict[str, Interval] = {}  # enclosing loops' ranges
+        self.loops: dict[str, ir.For] = {}  # enclosing loops
 
     def visit_LetStmt(self, s):
         with binding(self.lets, s.name, s.value):
@@ -31,8 +31,7 @@ class _Unroll(IRMutator):
         return s if body is s.body else ir.LetStmt(s.name, s.value, body)
 
     def visit_For(self, s):
-        last = simplify(ir.Add(s.min, ir.Sub(s.extent, ir.make_const(s.extent.type, 1))))
-        with binding(self.loops, s.name, Interval(s.min, last)):
+        with binding(self.loops, s.name, s):
             body = self.mutate(s.body)
         if s.for_type != ir.UNROLLED:
             return s if body is s.body else ir.For(s.name, s.min, s.extent, s.for_type, body)
@@ -54,7 +53,9 @@ class _Unroll(IRMutator):
         extent = ir.const_int(e)
         if extent is not None:
             return extent, False
-        bound = bounds_of_expr(e, dict(self.loops)).max
+        ranges = {name: Interval(loop.min, simplify(ir.Add(loop.min, ir.Sub(loop.extent, ir.make_const(
+            loop.extent.type, 1))))) for name, loop in self.loops.items()}
+        bound = bounds_of_expr(e, ranges).max
         most = None if bound is None else constant_bound(simplify(bound), upper=True)
         if most is None:
             raise CompileError(f"Can't unroll loop {s.name}: its extent ({expr_to_string(s.extent)}) is not a "
