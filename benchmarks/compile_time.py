@@ -111,8 +111,8 @@ def time_pyhalide(app, inputs) -> tuple[float, float]:
     t1 = time.perf_counter()
     pipeline.compile_jit(target)  # the default layouts, then CompiledPipeline (codegen, LLVM, JIT link)
     t2 = time.perf_counter()
-    if len(jit._memory_cache) != 1:
-        raise RuntimeError(f"{app.name}: expected one object compiled, the cache holds {len(jit._memory_cache)}")
+    if not jit._memory_cache:  # (the first compile of a process also builds the runtime's own objects)
+        raise RuntimeError(f"{app.name}: no object was compiled: the timing measured no LLVM work")
     return t1 - t0, t2 - t1
 
 
