@@ -239,3 +239,25 @@ def test_the_steady_state_of_a_vectorized_clamp_has_no_lane_test():
     f.compile_jit()
     loops = [n for n in _loops(_final_stmt(f)) if n[0] == "vsteady.s0.x.x"]
     assert len(loops) == 3 and loops[1][1] == 0 and loops[0][1] > 0, loops  # prologue, steady state, epilogue
+
+
+@settings(max_examples=40, deadline=None)
+@given(cells=st.integers(1, 9), size=st.integers(1, 30), shift=st.integers(-6, 6))
+def test_a_boundary_clamp_inlined_in_an_innermost_reduction_leaves_its_steady_state(cells, size, shift):
+    """bilateral_grid's histogram: each cell sums 4 pixels of a repeat_edge input (clamp(likely(
+    4 * x + r - shift), ...) below an inlined Let). The innermost loop, over r, is partitioned on
+    the clamp (its steady state reads without it); the result is the clamped sum."""
+    data = np.arange(size, dtype=np.int32) * 3 + 1
+    r = hl.RDom([hl.Range(0, 4)], "bc_r")
+    p = hl.Param(hl.Int(32), "bc_shift")
+    p.set(shift)
+    f = hl.Func("bc_sum")
+    f[x] = 0
+    f[x] += hl.BoundaryConditions.repeat_edge(hl.Buffer(data, "bc_in"))[4 * x + r.x - p]
+    f.update(0).reorder(r.x, x)
+    stmt = _final_stmt(f)
+    names = [name for name, _ in _loops(stmt)]
+    assert names.count("bc_sum.s1.bc_r$x") == 3  # prologue, steady state, epilogue
+    got = np.asarray(f.realize([cells]))
+    want = [sum(data[np.clip(4 * c + k - shift, 0, size - 1)] for k in range(4)) for c in range(cells)]
+    np.testing.assert_array_equal(got, want)

@@ -128,6 +128,17 @@ def _solve(cond: ir.Expr, v: str):
     return "lo", ir.Add(ir.Div(r, ir.IntImm(_I32, -a)), ir.IntImm(_I32, 1))
 
 
+class _WithoutLikely(IRMutator):
+    def visit_Call(self, e):
+        if e.call_type == ir.INTRINSIC and e.name == "likely":
+            return self.mutate(e.args[0])
+        return self.default(e)
+
+
+def _without_likely(e: ir.Expr) -> ir.Expr:
+    return _WithoutLikely().mutate(e) if has_call(e) else e
+
+
 def _size(e: ir.Expr) -> int:
     return 1 + sum(_size(c) for c in children(e))
 
@@ -156,11 +167,16 @@ class _Conditions(IRMutator):
     statements_only = True
     MAX_LET_DEPTH = 8  # lets of lets expanded into a condition, at most
 
-    def __init__(self, v: str):
+    def __init__(self, v: str, boundaries: bool):
         super().__init__()
         self.v = v
+        # Also the clamps of boundary conditions, `max(min(likely(x), hi), lo)`, inlined below
+        # Let expressions: worth a copy of the body only in an innermost loop, where they cost
+        # on every element (in an outer loop they are evaluated once per inner loop).
+        self.boundaries = boundaries
         self.lets: dict[str, ir.Expr] = {}  # lets inside v's loop, as written
         self.inner: set[str] = set()  # loops inside v's loop, and the lets that depend on them
+        self.expression_lets: dict[str, ir.Expr] = {}  # the Let expressions around the one being settled
         self.bounds: list[tuple[str, ir.Expr]] = []
         self.from_selects = 0  # how many of the bounds came from selects or mins (not ifs)
 
@@ -196,18 +212,29 @@ class _Conditions(IRMutator):
 
     def _mins(self, e: ir.Expr) -> ir.Expr:
         """An expression with the scalar Mins and Maxes whose first-operand case solves for v
-        recorded and replaced by that operand. Not below a Let (whose name could change
-        inside the loop)."""
+        recorded and replaced by that operand; below a Let (a boundary condition's clamp of an
+        inlined coordinate), with the Let's value known while its body is settled."""
         if not self._has_min(e):
             return e
-        memo: dict[int, tuple[ir.Expr, ir.Expr]] = {}  # the scope is fixed within e: shared subtrees once
+        memo: dict[int, tuple[ir.Expr, ir.Expr]] = {}  # let names are unique: shared subtrees once
 
         def settle(n: ir.Expr) -> ir.Expr:
             hit = memo.get(id(n))
             if hit is not None and hit[0] is n:
                 return hit[1]
-            if isinstance(n, ir.Let):
+            if isinstance(n, ir.Let) and not self.boundaries:
                 out = n
+            elif isinstance(n, ir.Let):
+                value = settle(n.value)
+                self.expression_lets[n.name] = n.value
+                try:
+                    body = settle(n.body)
+                finally:
+                    del self.expression_lets[n.name]
+                out = n if value is n.value and body is n.body else ir.Let(n.name, value, body)
+            elif isinstance(n, ir.Call) and n.call_type == ir.INTRINSIC and n.name == "likely" and n.type.lanes == 1:
+                arg = settle(n.args[0])
+                out = n if arg is n.args[0] else ir.Call(n.type, n.name, (arg,), n.call_type)
             elif isinstance(n, ir.Min | ir.Max) and n.type.lanes == 1:
                 a, b = settle(n.a), settle(n.b)
                 cond = ir.LE(a, b) if isinstance(n, ir.Min) else ir.GE(a, b)
@@ -233,8 +260,7 @@ class _Conditions(IRMutator):
             n = stack.pop()
             if isinstance(n, ir.Min | ir.Max) and n.type.lanes == 1:
                 return True
-            if not isinstance(n, ir.Let):
-                stack.extend(children(n))
+            stack.extend(children(n))
         return False
 
     def _settled(self, e: ir.Expr) -> ir.Expr:
@@ -279,14 +305,16 @@ class _Conditions(IRMutator):
         return ir.For(s.name, lo, extent, s.for_type, body)
 
     def _expanded(self, c: ir.Expr) -> ir.Expr | None:
-        """c with the loop's lets substituted; None if it depends on an inner loop."""
+        """c with the loop's lets (and the expression lets around it) substituted and `likely`
+        marks dropped; None if it depends on an inner loop."""
         for _ in range(self.MAX_LET_DEPTH):
             names = free_variables(c)
-            if names & self.inner:
-                return None
-            lets = {n: self.lets[n] for n in names if n in self.lets}
+            lets = {n: self.expression_lets[n] for n in names if n in self.expression_lets}
+            lets.update((n, self.lets[n]) for n in names if n in self.lets and n not in lets)
             if not lets:
-                return c
+                if names & self.inner:
+                    return None
+                return _without_likely(c) if self.boundaries else c
             c = substitute(lets, c)
         return None
 
@@ -340,7 +368,7 @@ class PartitionLoops(IRMutator):
         return s if body is s.body else ir.For(s.name, s.min, s.extent, s.for_type, body)
 
     def _partition(self, s: ir.For, body: ir.Stmt) -> ir.Stmt | None:
-        finder = _Conditions(s.name)
+        finder = _Conditions(s.name, boundaries=not _has_loop(body))
         steady_body = finder.mutate(body)
         if not finder.bounds:
             return None
@@ -368,6 +396,12 @@ class PartitionLoops(IRMutator):
         if his:
             parts.append(ir.For(s.name, hi_v, ir.Sub(end, hi_v), ir.SERIAL, body))
         return ir.LetStmt(lo_name, lo, ir.LetStmt(hi_name, hi, ir.make_block(parts)))
+
+
+def _has_loop(s: ir.Stmt) -> bool:
+    if isinstance(s, ir.For):
+        return True
+    return any(_has_loop(c) for c in children(s) if isinstance(c, ir.Stmt))
 
 
 def partition_loops(stmt: ir.Stmt) -> ir.Stmt:
