@@ -278,3 +278,17 @@ def test_a_producer_vectorized_along_its_whole_dimension_does_not_slide_there():
     xs = np.arange(5)
     want = np.where(xs % 2 == 0, d[:6, xs // 2], d[:6, xs // 2 + 1] * 3) + xs // 2
     np.testing.assert_array_equal(got, want)
+
+
+def test_a_whole_dimension_vectorized_inside_a_fused_loop_has_the_constant_width_its_lets_give():
+    """f vectorized over all of x, computed per iteration of out's fused (x, y) loop: its x
+    extent is `f.x.max - f.x.min + 1` of lets that are both the fused loop's x, so 1 once they
+    are substituted (Halide runs this; pyhalide refused it, found by the differential fuzz)."""
+    img = (np.arange(12 * 12, dtype=np.int32).reshape(12, 12) * 7) % 11
+    f, out = hl.Func("fv_f"), hl.Func("fv_out")
+    xy = hl.Var("fv_xy")
+    f[x, y] = hl.Buffer(img, "fv_in")[x, y] * 3 + 1
+    out[x, y] = f[x, y] * y
+    f.vectorize(x).compute_at(out, xy)
+    out.fuse(x, y, xy).parallel(xy)
+    np.testing.assert_array_equal(np.asarray(out.realize([4, 10])), (img[:10, :4] * 3 + 1) * np.arange(10)[:, None])

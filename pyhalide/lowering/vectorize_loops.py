@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from .. import ir
 from ..errors import CompileError
-from ..ir_mutator import IRMutator, IRVisitor, free_variables
+from ..ir_mutator import IRMutator, IRVisitor, binding, free_variables, substitute_lets
 from ..ir_printer import expr_to_string
+from ..simplify import simplify
 from ..types import Bool
 
 
@@ -210,11 +211,22 @@ MAX_LANES = 16384  # LLVM asserts on 65535-lane vectors (too many operands for o
 class _Vectorize(IRMutator):
     statements_only = True  # it rewrites vectorized loops; expressions hold none
 
+    def __init__(self):
+        super().__init__()
+        self.lets: dict[str, ir.Expr] = {}  # enclosing LetStmts: a region's `max - min + 1` is constant through them
+
+    def visit_LetStmt(self, s):
+        with binding(self.lets, s.name, s.value):
+            body = self.mutate(s.body)
+        return s if body is s.body else ir.LetStmt(s.name, s.value, body)
+
     def visit_For(self, s):
         body = self.mutate(s.body)
         if s.for_type != ir.VECTORIZED:
             return s if body is s.body else ir.For(s.name, s.min, s.extent, s.for_type, body)
         lanes = ir.const_int(s.extent)
+        if lanes is None:
+            lanes = ir.const_int(simplify(substitute_lets(s.extent, self.lets)))
         if lanes is None:
             raise CompileError(f"Can't vectorize loop {s.name}: its extent ({expr_to_string(s.extent)}) is not a "
                                "constant. "
