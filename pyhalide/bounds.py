@@ -501,6 +501,12 @@ def constant_bound(e: ir.Expr, upper: bool) -> int | None:
         a, b = constant_bound(e.a, upper), constant_bound(e.b, upper)
         return None if a is None or b is None else a + b
     if isinstance(e, ir.Sub):
+        if isinstance(e.a, ir.Min | ir.Max) and type(e.a) is type(e.b) and e.a.b == e.b.b:
+            # min(p, c) - min(q, c) lies between 0 and p - q (a min or max moves no faster than
+            # its operand): a GuardWithIf tile's clamped extent
+            d = constant_bound(simplify(ir.Sub(e.a.a, e.b.a)), upper)
+            if d is not None:
+                return max(d, 0) if upper else min(d, 0)
         a, b = constant_bound(e.a, upper), constant_bound(e.b, not upper)
         return None if a is None or b is None else a - b
     if isinstance(e, ir.Select):

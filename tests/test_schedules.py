@@ -292,3 +292,21 @@ def test_a_whole_dimension_vectorized_inside_a_fused_loop_has_the_constant_width
     f.vectorize(x).compute_at(out, xy)
     out.fuse(x, y, xy).parallel(xy)
     np.testing.assert_array_equal(np.asarray(out.realize([4, 10])), (img[:10, :4] * 3 + 1) * np.arange(10)[:, None])
+
+
+def test_a_producer_computed_inside_a_guarded_split_stays_inside_the_input():
+    """blur_y split by 16 with GuardWithIf over a 28-wide output, blur_x computed per x: the last
+    tile's iterations past the end compute blur_x where the clamped x says (Halide clamps the
+    split's variable inside the guarded loops, a promise_clamped), not past the input's edge."""
+    img = (np.arange(20 * 30, dtype=np.int32).reshape(20, 30) * 7) % 13
+    inp = hl.Buffer(img, "gw_in")
+    bx, by = hl.Func("gw_bx"), hl.Func("gw_by")
+    bx[x, y] = inp[x - 1, y] + inp[x, y] + inp[x + 1, y]
+    by[x, y] = bx[x, y - 1] + bx[x, y] + bx[x, y + 1]
+    by.split(x, xo, xi, 16, hl.TailStrategy.GuardWithIf)
+    bx.compute_at(by, xi)
+    out = hl.Buffer(hl.Int(32), [28, 18])
+    out.set_min([1, 1])
+    by.realize(out)
+    b = img[:, :-2] + img[:, 1:-1] + img[:, 2:]
+    np.testing.assert_array_equal(np.asarray(out), (b[:-2] + b[1:-1] + b[2:])[:18, :28])

@@ -53,10 +53,12 @@ class _Unroll(IRMutator):
         extent = ir.const_int(e)
         if extent is not None:
             return extent, False
-        ranges = {name: Interval(loop.min, simplify(ir.Add(loop.min, ir.Sub(loop.extent, ir.make_const(
-            loop.extent.type, 1))))) for name, loop in self.loops.items()}
-        bound = bounds_of_expr(e, ranges).max
-        most = None if bound is None else constant_bound(simplify(bound), upper=True)
+        most = constant_bound(e, upper=True)
+        if most is None:  # through the enclosing loops' ranges
+            ranges = {name: Interval(loop.min, simplify(ir.Add(loop.min, ir.Sub(loop.extent, ir.make_const(
+                loop.extent.type, 1))))) for name, loop in self.loops.items()}
+            bound = bounds_of_expr(e, ranges).max
+            most = None if bound is None else constant_bound(simplify(bound), upper=True)
         if most is None:
             raise CompileError(f"Can't unroll loop {s.name}: its extent ({expr_to_string(s.extent)}) is not a "
                                "constant and has no constant upper bound. "

@@ -39,8 +39,8 @@ extern "C" __global__ void __launch_bounds__(256) kernel_0_ggemm_s0_y_yo(float *
         const int32_t v_gprod_s1_y = (v_gprod_y_min + ((int32_t)threadIdx.y));
         const int32_t v_gprod_s1_x = (v_gprod_x_min + ((int32_t)threadIdx.x));
         for (int32_t v_gprod_s1_gk_x_gki = 0; v_gprod_s1_gk_x_gki < 16; v_gprod_s1_gk_x_gki++) {
-            const int32_t v_gprod_s1_gk_x = ((v_gprod_s1_gk_x_gko * 16) + v_gprod_s1_gk_x_gki);
-            v_gprod[((v_gprod_s1_x - v_gprod_x_min) + ((v_gprod_s1_y - v_gprod_y_min) * 16))] = (v_gprod[((v_gprod_s1_x - v_gprod_x_min) + ((v_gprod_s1_y - v_gprod_y_min) * 16))] + (v_ga_tile[((v_gprod_s1_gk_x - v_ga_tile_x_min) + ((v_gprod_s1_y - v_gprod_y_min) * v_ga_tile_extent_0))] * v_gb_tile[((v_gprod_s1_x - v_gprod_x_min) + ((v_gprod_s1_gk_x - v_gb_tile_y_min) * 16))]));
+            const int32_t v_gprod_s1_gk_x_unguarded = ((v_gprod_s1_gk_x_gko * 16) + v_gprod_s1_gk_x_gki);
+            v_gprod[((v_gprod_s1_x - v_gprod_x_min) + ((v_gprod_s1_y - v_gprod_y_min) * 16))] = (v_gprod[((v_gprod_s1_x - v_gprod_x_min) + ((v_gprod_s1_y - v_gprod_y_min) * 16))] + (v_ga_tile[((v_gprod_s1_gk_x_unguarded - v_ga_tile_x_min) + ((v_gprod_s1_y - v_gprod_y_min) * v_ga_tile_extent_0))] * v_gb_tile[((v_gprod_s1_x - v_gprod_x_min) + ((v_gprod_s1_gk_x_unguarded - v_gb_tile_y_min) * 16))]));
         }
         __syncthreads();
     }

@@ -16,11 +16,13 @@ extern "C" __global__ void __launch_bounds__(32) kernel_1_ghist_s1_ghr_y_gryo(in
     const int32_t v_ghist_s1_ghr_y_gryo = ((int32_t)blockIdx.y);
     const int32_t v_ghist_s1_ghr_x_grxo = ((int32_t)blockIdx.x);
     const int32_t v_ghist_s1_ghr_y_gryi = ((int32_t)threadIdx.y);
-    const int32_t v_ghist_s1_ghr_y = ((v_ghist_s1_ghr_y_gryo * 4) + v_ghist_s1_ghr_y_gryi);
-    if ((v_ghist_s1_ghr_y < 30)) {
+    const int32_t v_ghist_s1_ghr_y_unguarded = ((v_ghist_s1_ghr_y_gryo * 4) + v_ghist_s1_ghr_y_gryi);
+    const int32_t v_ghist_s1_ghr_y = hl_min<int32_t>(v_ghist_s1_ghr_y_unguarded, 29);
+    if ((v_ghist_s1_ghr_y_unguarded < 30)) {
         const int32_t v_ghist_s1_ghr_x_grxi = ((int32_t)threadIdx.x);
-        const int32_t v_ghist_s1_ghr_x = ((v_ghist_s1_ghr_x_grxo * 8) + v_ghist_s1_ghr_x_grxi);
-        if ((v_ghist_s1_ghr_x < 41)) {
+        const int32_t v_ghist_s1_ghr_x_unguarded = ((v_ghist_s1_ghr_x_grxo * 8) + v_ghist_s1_ghr_x_grxi);
+        const int32_t v_ghist_s1_ghr_x = hl_min<int32_t>(v_ghist_s1_ghr_x_unguarded, 40);
+        if ((v_ghist_s1_ghr_x_unguarded < 41)) {
             const int32_t v_remainder_2 = ((int32_t)(((int32_t)(v_ghist_in[(v_ghist_s1_ghr_x + (v_ghist_s1_ghr_y * 41))])) % 32));
             atomicAdd((unsigned int *)&v_ghist[(((int32_t)((((uint32_t)(v_remainder_2)) + ((uint32_t)((v_remainder_2 < 0) ? 32u : 0u))))) - v_ghist_min_0)], (unsigned int)(1));
         }
