@@ -292,8 +292,9 @@ def test_a_func_computed_inside_a_single_thread_kernels_loops_is_that_threads_ar
     assert "__shared__ uint8_t" not in source
 
 
-@pytest.mark.parametrize("row_length, step", [(40, 1), (37, 1), (40, -1)])
-def test_a_thread_copying_aligned_consecutive_elements_loads_them_as_one_vector(row_length, step, device):
+@pytest.mark.parametrize("row_length, step, dtype", [(40, 1, np.float32), (37, 1, np.float32), (40, -1, np.float32),
+                                                    (40, 1, np.uint16)])
+def test_a_thread_copying_aligned_consecutive_elements_loads_them_as_one_vector(row_length, step, dtype, device):
     """Each thread copies 4 consecutive floats of a row into its registers (a producer computed
     per thread, unrolled). Where the index arithmetic proves the first a multiple of 4 (rows of
     40 floats, the output bound to start at 0), the CUDA C loads them with one 16-byte load;
@@ -301,7 +302,7 @@ def test_a_thread_copying_aligned_consecutive_elements_loads_them_as_one_vector(
     still start their device copy aligned. The result is the same every way."""
     x, y = hl.Var("vl_x"), hl.Var("vl_y")
     xb, xo, xi = hl.Var("vl_xb"), hl.Var("vl_xo"), hl.Var("vl_xi")
-    data = np.arange(17 * row_length, dtype=np.float32).reshape(17, row_length)[::step]
+    data = np.arange(17 * row_length).astype(dtype).reshape(17, row_length)[::step]
     view = data[:, 4:36]
     row = hl.Func("vl_row")
     row[x, y] = hl.Buffer(view, "vl_in")[x, y]
@@ -311,7 +312,8 @@ def test_a_thread_copying_aligned_consecutive_elements_loads_them_as_one_vector(
     out.gpu_blocks(y).gpu_threads(xo).unroll(xi)
     row.compute_at(out, xo).unroll(x)
     source = hl.Pipeline(out).cuda_source(CUDA)
-    assert ("*(const float4 *)&v_vl_in[" in source) == (row_length % 4 == 0), source
+    vector = "ushort4" if dtype == np.uint16 else "float4"
+    assert (f"*(const {vector} *)&v_vl_in[" in source) == (row_length % 4 == 0), source
     got = np.asarray(out.realize([28, 17], CUDA))
     np.testing.assert_array_equal(got, view[:, :28] * 2)
 

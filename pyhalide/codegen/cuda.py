@@ -86,6 +86,10 @@ struct alignas(8) int2 { int32_t x, y; };
 struct alignas(16) int4 { int32_t x, y, z, w; };
 struct alignas(8) uint2 { uint32_t x, y; };
 struct alignas(16) uint4 { uint32_t x, y, z, w; };
+struct alignas(4) short2 { int16_t x, y; };
+struct alignas(8) short4 { int16_t x, y, z, w; };
+struct alignas(4) ushort2 { uint16_t x, y; };
+struct alignas(8) ushort4 { uint16_t x, y, z, w; };
 template <typename F> static void hl_emulate(const int64_t *grid, const int *block, F body) {
     // One std::thread per GPU thread of a block, for the whole launch: they run the blocks one
     // after another, meeting at a barrier after each (its shared memory is then reused).
@@ -258,11 +262,11 @@ class CudaPrinter:
 
     def _vector_load_stores(self, stores: list[ir.Store]) -> None:
         """Stores whose values are consecutive elements of one buffer, from an index the
-        alignment analysis proves a multiple of their number (an unrolled copy of a row): one 8-
-        or 16-byte load. Device copies of buffers start aligned to 16 bytes (gpu_runtime), and
+        alignment analysis proves a multiple of their number (an unrolled copy of a row): one load
+        of 4 to 16 bytes. Device copies of buffers start aligned to 16 bytes (gpu_runtime), and
         shared and local arrays are declared so."""
         first = stores[0].value
-        vec = f"{_VECTOR_NAMES[first.type.code]}{len(stores)}"
+        vec = f"{_VECTOR_NAMES[first.type.code, first.type.bits]}{len(stores)}"
         tmp = self.fresh("vector")
         self.emit(f"const {vec} {tmp} = *(const {vec} *)&{self.ref(first.name)}[{self.expr(first.index)}];")
         for lane, st in zip("xyzw", stores):
@@ -579,7 +583,9 @@ def _added_to(value: ir.Expr, old: str) -> ir.Expr | None:
     return None
 
 
-_VECTOR_NAMES = {"float": "float", "int": "int", "uint": "uint"}
+# CUDA's vector types of 2 and 4 lanes, by element type
+_VECTOR_NAMES = {("float", 32): "float", ("int", 32): "int", ("uint", 32): "uint", ("int", 16): "short",
+                 ("uint", 16): "ushort"}
 _ALIGNED = "__attribute__((aligned(16)))"  # arrays start where a float4 may be loaded
 
 
@@ -597,15 +603,16 @@ def _base_and_offset(index: ir.Expr) -> tuple[ir.Expr, int]:
 
 
 def _dense_load_group(stmts: list[ir.Stmt], i: int, aligned) -> int:
-    """How many statements from i (4 or 2, else 0) store the consecutive 32-bit elements of one
-    buffer, each read once by a plain load from an aligned first index, into another buffer."""
+    """How many statements from i (4 or 2, else 0) store the consecutive 16- or 32-bit elements
+    of one buffer, each read once by a plain load from an aligned first index, into another
+    buffer."""
     for width in (4, 2):
         group = stmts[i:i + width]
         if len(group) < width or not all(_plain_copy(st) for st in group):
             continue
         first = group[0].value
         base, k = _base_and_offset(first.index)
-        if first.type.bits == 32 and first.type.code in _VECTOR_NAMES and all(
+        if (first.type.code, first.type.bits) in _VECTOR_NAMES and all(
                 st.value.name == first.name and st.value.type == first.type and st.name != first.name
                 and _base_and_offset(st.value.index) == (base, k + lane) for lane, st in enumerate(group)) \
                 and aligned(first.index, width):
