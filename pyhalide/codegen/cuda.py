@@ -392,22 +392,11 @@ class CudaPrinter:
             self._byte_atomic(s)
             return
         word = {16: "unsigned short", 32: "unsigned int", 64: "unsigned long long"}[t.bits]
-        ptr = self.fresh(st.name + ".address")
-        seen = self.fresh(st.name + ".seen")
+        ptr, seen = self.fresh(st.name + ".address"), self.fresh(st.name + ".seen")
         self.emit(f"{word} *{ptr} = ({word} *)&{self.ref(st.name)}[{self.expr(st.index)}];")
         self.emit(f"{word} {seen} = *(volatile {word} *){ptr};")
-        self.emit("for (;;) {")
-        self.indent += 1
-        old = self.bind(s.old)
-        self.emit(f"const {c_type(t)} {old} = hl_reinterpret<{c_type(t)}>({seen});")
-        value = self.expr(st.value)
-        self.unbind(s.old)
-        prev = self.fresh(st.name + ".previous")
-        self.emit(f"const {word} {prev} = atomicCAS({ptr}, {seen}, hl_reinterpret<{word}>(({c_type(t)})({value})));")
-        self.emit(f"if ({prev} == {seen}) break;")
-        self.emit(f"{seen} = {prev};")
-        self.indent -= 1
-        self.emit("}")
+        self._compare_and_swap_loop(s, word, ptr, seen, lambda: f"hl_reinterpret<{c_type(t)}>({seen})",
+                                    lambda value: f"hl_reinterpret<{word}>(({c_type(t)})({value}))")
 
     def _byte_atomic(self, s):
         """An atomic update of a byte (8-bit or bool): CUDA has no byte-wide compare-and-swap,
@@ -416,19 +405,28 @@ class CudaPrinter:
         t = st.value.type
         element = c_type(t, memory=True)
         ptr, shift = self.fresh(st.name + ".word"), self.fresh(st.name + ".shift")
-        seen, prev = self.fresh(st.name + ".seen"), self.fresh(st.name + ".previous")
+        seen = self.fresh(st.name + ".seen")
         self.emit(f"{element} *{ptr}_byte = &{self.ref(st.name)}[{self.expr(st.index)}];")
         self.emit(f"unsigned int *{ptr} = (unsigned int *)((unsigned long long){ptr}_byte & ~3ull);")
         self.emit(f"const unsigned int {shift} = (unsigned int)((unsigned long long){ptr}_byte & 3ull) * 8u;")
         self.emit(f"unsigned int {seen} = *(volatile unsigned int *){ptr};")
+        self._compare_and_swap_loop(
+            s, "unsigned int", ptr, seen,
+            lambda: f"({c_type(t)})(({element})({seen} >> {shift}){' != 0' * t.is_bool()})",
+            lambda value: f"({seen} & ~(0xffu << {shift})) | ((unsigned int)({element})({value}) << {shift})")
+
+    def _compare_and_swap_loop(self, s, word: str, ptr: str, seen: str, old_value, new_word) -> None:
+        """Retry until the word at ptr still holds `seen` when the update's new value goes in:
+        old_value() reads the element out of `seen`, new_word(value) puts a value back into it."""
+        st = s.body
         self.emit("for (;;) {")
         self.indent += 1
         old = self.bind(s.old)
-        self.emit(f"const {c_type(t)} {old} = ({c_type(t)})(({element})({seen} >> {shift}){' != 0' * t.is_bool()});")
+        self.emit(f"const {c_type(st.value.type)} {old} = {old_value()};")
         value = self.expr(st.value)
         self.unbind(s.old)
-        self.emit(f"const unsigned int {prev} = atomicCAS({ptr}, {seen}, ({seen} & ~(0xffu << {shift})) | "
-                  f"((unsigned int)({element})({value}) << {shift}));")
+        prev = self.fresh(st.name + ".previous")
+        self.emit(f"const {word} {prev} = atomicCAS({ptr}, {seen}, {new_word(value)});")
         self.emit(f"if ({prev} == {seen}) break;")
         self.emit(f"{seen} = {prev};")
         self.indent -= 1
