@@ -5,8 +5,8 @@
 # cuBLAS/cuDNN); wheels in .whl/ (say, llvmlite for a machine whose own is older) are installed
 # into a private folder first. With Halide's tutorial in $HALIDE_TUTORIAL (a folder holding
 # lesson_12_using_the_gpu.py, importing pyhalide, with CUDA among its targets), lesson 12 runs too.
-# CPU_GALLERY=0 skips the gallery. Writes under $OUT: env.json, gpu_tests.log, lesson_12.log, gpu_bench.json and .log, cpu_gallery_N.json
-# and .log (N threads).
+# CPU_GALLERY=0 skips the gallery. Writes under $OUT: env.json, gpu_tests.log, lesson_12.log,
+# gpu_bench.json and .log, cpu_gallery_N.json and .log (N threads); the compile cache stays out of it.
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu_check_out}
