@@ -18,7 +18,9 @@ value of each scalar the kernel reads. Each Kernel's body binds every loop varia
   so the serial meaning of the loop nest (producer before consumer) holds: the same as running
   block and thread loops as serial loops on the CPU;
 - allocations at block level are shared memory, those inside thread loops per-thread local
-  arrays; both need constant sizes, within the target's limits (CompileError otherwise).
+  arrays; both need constant sizes, within the target's limits (CompileError otherwise). A
+  block-level allocation stored in registers (store_in(Register)) is a per-thread array of the
+  elements each thread touches, where no two threads touch the same one.
 """
 
 from __future__ import annotations
