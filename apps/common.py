@@ -61,6 +61,13 @@ class App:
     # the reference), so the default can be the one the GPU measured fastest.
     gpu_variants: dict = {}
 
+    def apply_gpu_schedule(self, hl, built: Built, variant: str | None = None) -> None:
+        """`gpu_schedule`, or the GPU variant of that name."""
+        if variant is None:
+            self.gpu_schedule(hl, built)
+        else:
+            self.gpu_variants[variant](self, hl, built)
+
     def reference(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
         """The same computation in numpy/scipy, written independently of the algorithm."""
         raise NotImplementedError

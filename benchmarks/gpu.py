@@ -49,10 +49,7 @@ def run_app(name: str, rounds: int, size: str = "gpu", variant: str | None = Non
     app = apps.load(name)
     inputs = app.inputs(size)
     built = app.build(hl, inputs)
-    if variant is None:
-        app.gpu_schedule(hl, built)
-    else:
-        app.gpu_variants[variant](app, hl, built)
+    app.apply_gpu_schedule(hl, built, variant)
     # As the CPU harness does: apps compared within a tolerance may contract multiply-adds (FMA)
     target = hl.Target("host-cuda" if app.exact else "host-cuda-fp_contract")
     t0 = time.perf_counter()

@@ -239,10 +239,7 @@ def _check_gallery_schedule(name, variant):
     app = apps.load(name)
     inputs = app.inputs("small")
     built = app.build(hl, inputs)
-    if variant is None:
-        app.gpu_schedule(hl, built)
-    else:
-        app.gpu_variants[variant](app, hl, built)
+    app.apply_gpu_schedule(hl, built, variant)
     built.output.compile_jit(CUDA)
     got, want = app.realize(hl, built), app.reference(inputs)
     if app.exact:

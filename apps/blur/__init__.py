@@ -77,8 +77,6 @@ class Blur(App):
         "shared_32x8": lambda self, hl, built: self.gpu_shared_tiles(hl, built),
         "inline_64x4": lambda self, hl, built: self.gpu_inline(hl, built),
         "rows_per_thread_32x16": lambda self, hl, built: self.gpu_rows_per_thread(hl, built, 32, 16, 4),
-        "rows_per_thread_128x8": lambda self, hl, built: self.gpu_rows_per_thread(hl, built, 128, 8, 2),
-        "rows_per_thread_64x4": lambda self, hl, built: self.gpu_rows_per_thread(hl, built, 64, 4, 4),
     }
 
     def reference(self, inputs):

@@ -124,9 +124,7 @@ class ConvLayer(App):
 
     gpu_variants = {
         "thread_per_output": lambda self, hl, built: self.gpu_thread_per_output(hl, built),
-        "registers_8x4": lambda self, hl, built: self.gpu_register_blocks(hl, built, 8, 4, (16, 5)),
         "registers_4x8": lambda self, hl, built: self.gpu_register_blocks(hl, built, 4, 8, (32, 3)),
-        "registers_8x8": lambda self, hl, built: self.gpu_register_blocks(hl, built, 8, 8, (16, 4)),
     }
 
     def torch_runner(self, torch, inputs, threads: int = 2):

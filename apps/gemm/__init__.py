@@ -78,7 +78,7 @@ class Gemm(App):
         fastest on an H200 of the schedules below (benchmarks/results/gpu_h200.json)."""
         self.gpu_shared_tiles(hl, built, 128)
 
-    def gpu_shared_tiles(self, hl, built, tile=64, accumulators="Register"):
+    def gpu_shared_tiles(self, hl, built, tile=64):
         """Shared-memory tiling: tile x tile outputs of C per block of 16x16 threads, each thread
         (tile/16)^2 outputs 16 apart (so a warp's loads from shared memory hit distinct banks),
         unrolled, its partial sums in its registers (prod stored in registers at block level:
@@ -96,7 +96,7 @@ class Gemm(App):
         out.tile(xi, yi, xt, yt, tx, ty, 16, 16).reorder(xt, yt, tx, ty, xo, yo)
         out.gpu_blocks(xo, yo).gpu_threads(tx, ty).unroll(xt).unroll(yt)
         prod.compute_at(out, xo).tile(x, y, xt, yt, tx, ty, 16, 16).reorder(xt, yt, tx, ty)
-        prod.gpu_threads(tx, ty).unroll(xt).unroll(yt).store_in(getattr(hl.MemoryType, accumulators))
+        prod.gpu_threads(tx, ty).unroll(xt).unroll(yt).store_in(hl.MemoryType.Register)
         upd = prod.update(0)
         upd.split(k, ko, ki, 16).tile(x, y, xt, yt, tx, ty, 16, 16).reorder(xt, yt, ki, tx, ty, ko)
         upd.gpu_threads(tx, ty).unroll(xt).unroll(yt)
@@ -167,17 +167,9 @@ class Gemm(App):
         "vector_tiles_128": lambda self, hl, built: self.gpu_vector_tiles(hl, built),
         "vector_tiles_128_k16": lambda self, hl, built: self.gpu_vector_tiles(hl, built, 128, 16),
         "vector_tiles_64": lambda self, hl, built: self.gpu_vector_tiles(hl, built, 64),
-        "shared_64_shared_accumulators": lambda self, hl, built: self.gpu_shared_tiles(hl, built, 64, "GPUShared"),
         "registers_64x16_4x8": lambda self, hl, built: self.gpu_register_tiles(hl, built),
-        "registers_64x64_4x8": lambda self, hl, built: self.gpu_register_tiles(hl, built, (64, 64)),
-        "registers_128x64_8x8": lambda self, hl, built: self.gpu_register_tiles(hl, built, (128, 64), (8, 8), 4),
-        "registers_64x32_4x8": lambda self, hl, built: self.gpu_register_tiles(hl, built, (64, 32)),
-        "registers_128x32_8x8": lambda self, hl, built: self.gpu_register_tiles(hl, built, (128, 32), (8, 8), 4),
         "registers_64x16_4x8_a_columns": lambda self, hl, built: self.gpu_register_tiles(hl, built, a_by_rows=False),
-        "registers_64x16_4x8_k4": lambda self, hl, built: self.gpu_register_tiles(hl, built, k_step=4),
         "registers_128x32_8x8_k8": lambda self, hl, built: self.gpu_register_tiles(hl, built, (128, 32), (8, 8), 8),
-        "registers_128x32_8x8_a_columns": lambda self, hl, built: self.gpu_register_tiles(hl, built, (128, 32), (8, 8),
-                                                                                          4, False),
     }
 
     def reference(self, inputs):

@@ -84,11 +84,6 @@ def launch_kernel_index(s: ir.Stmt) -> int | None:
     return None
 
 
-def _upper_bound(e: ir.Expr) -> int | None:
-    """A constant upper bound of an Int(32) extent, or None."""
-    return constant_bound(e, upper=True)
-
-
 def _plus(lo: ir.Expr, index: ir.Variable) -> ir.Expr:
     return index if ir.is_const(lo, 0) else ir.Add(lo, index)
 
@@ -164,7 +159,7 @@ class _BlockLevel:
                 if dim > 2:
                     raise CompileError(f"Loop {s.name} is the fourth nested GPU thread loop of kernel "
                                        f"{self.kernel_name}; a GPU block has at most 3 dimensions")
-                bound = _upper_bound(self._resolved(s.extent))
+                bound = constant_bound(self._resolved(s.extent), upper=True)
                 if bound is None:
                     raise CompileError(f"GPU thread loop {s.name} has extent {s.extent}, which has no constant upper "
                                        "bound: split it by a constant factor (gpu_tile does)")
@@ -187,7 +182,7 @@ class _BlockLevel:
         """Constant upper bounds of an allocation's extents (CompileError if one has none)."""
         extents = []
         for e in s.extents:
-            c = _upper_bound(self._resolved(e))
+            c = constant_bound(self._resolved(e), upper=True)
             if c is None:
                 raise CompileError(f"Func {s.name} is stored in {where}, which needs a size known when compiling; its "
                                    f"extent {e} depends on the inputs: split the loops it is computed in by constant "
@@ -266,13 +261,12 @@ class _BlockLevel:
         if owned.problem:
             raise CompileError(f"{where}, but {owned.problem}")
         slots = sorted(owned.slots)
-        offsets = {t for t in owned.thread_parts}
-        if len(offsets) > 1:
+        if len(owned.thread_parts) > 1:
             raise CompileError(f"{where}, but its accesses place threads differently "
-                               f"({' and '.join(sorted(str(t) for t in offsets)[:2])}): every stage must give each "
-                               "thread the same elements")
-        if offsets:
-            self._check_disjoint(s.name, where, offsets.pop(), slots, owned.threads_used(self.threads))
+                               f"({' and '.join(sorted(str(t) for t in owned.thread_parts)[:2])}): every stage must "
+                               "give each thread the same elements")
+        for offset in owned.thread_parts:
+            self._check_disjoint(where, offset, slots, owned.threads_used(self.threads))
         rewrite = _ThreadOwnedAccesses(s.name, self.lets, {r: i for i, r in enumerate(slots)})
         body = rewrite.mutate(body)
         size = max(len(slots), 1) * s.type.bytes()
@@ -280,7 +274,8 @@ class _BlockLevel:
             raise CompileError(f"{where}: {size} bytes per thread, at most {MAX_LOCAL_BYTES} are allowed")
         return ir.Allocate(s.name, s.type, (ir.IntImm(Int(32), max(len(slots), 1)),), body, LOCAL)
 
-    def _check_disjoint(self, name: str, where: str, offset: ir.Expr, slots: list[int], threads) -> None:
+    @staticmethod
+    def _check_disjoint(where: str, offset: ir.Expr, slots: list[int], threads) -> None:
         owner: dict[int, tuple[int, int, int]] = {}
         tx, ty, tz = threads
         for t in ((x, y, z) for z in range(tz) for y in range(ty) for x in range(tx)):

@@ -214,7 +214,7 @@ class _Conditions(IRMutator):
         """An expression with the scalar Mins and Maxes whose first-operand case solves for v
         recorded and replaced by that operand; below a Let (a boundary condition's clamp of an
         inlined coordinate), with the Let's value known while its body is settled."""
-        if not self._has_min(e):
+        if not self._has_min(e, self.boundaries):
             return e
         memo: dict[int, tuple[ir.Expr, ir.Expr]] = {}  # let names are unique: shared subtrees once
 
@@ -254,13 +254,14 @@ class _Conditions(IRMutator):
         return settle(e)
 
     @staticmethod
-    def _has_min(e: ir.Expr) -> bool:
+    def _has_min(e: ir.Expr, below_lets: bool) -> bool:
         stack = [e]
         while stack:
             n = stack.pop()
             if isinstance(n, ir.Min | ir.Max) and n.type.lanes == 1:
                 return True
-            stack.extend(children(n))
+            if below_lets or not isinstance(n, ir.Let):
+                stack.extend(children(n))
         return False
 
     def _settled(self, e: ir.Expr) -> ir.Expr:
