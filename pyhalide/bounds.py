@@ -20,6 +20,7 @@ from .ir_mutator import (
     free_variables,
     has_let,
     substitute,
+    substitute_lets,
     touched_names,
 )
 from .simplify import simplify
@@ -513,6 +514,28 @@ def constant_bound(e: ir.Expr, upper: bool) -> int | None:
         a, b = constant_bound(e.true_value, upper), constant_bound(e.false_value, upper)
         return None if a is None or b is None else (max if upper else min)(a, b)
     return None
+
+
+def constant_upper_bound_within(e: ir.Expr, lets: dict[str, ir.Expr],
+                                loops: dict[str, ir.For]) -> tuple[int | None, bool]:
+    """(a constant e never exceeds where it is evaluated, whether e is exactly that constant), given
+    the enclosing LetStmts' values and the enclosing loops: e with the lets substituted, if that is
+    a constant; else a bound its shape shows (a min with a constant); else one through the loops'
+    ranges. (None, False) when none is found."""
+    exact = ir.const_int(e)
+    if exact is not None:
+        return exact, True
+    e = simplify(substitute_lets(e, lets))
+    exact = ir.const_int(e)
+    if exact is not None:
+        return exact, True
+    most = constant_bound(e, upper=True)
+    if most is None:
+        ranges = {name: Interval(loop.min, simplify(ir.Add(loop.min, ir.Sub(loop.extent, ir.make_const(
+            loop.extent.type, 1))))) for name, loop in loops.items()}
+        bound = bounds_of_expr(e, ranges).max
+        most = None if bound is None else constant_bound(simplify(bound), upper=True)
+    return most, False
 
 
 def bounds_of_expr(e: ir.Expr, scope: dict[str, Interval] | None = None) -> Interval:

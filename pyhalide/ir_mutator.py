@@ -130,6 +130,23 @@ class IRMutator:
         return map_children(node, self.mutate)
 
 
+class LetScopeMutator(IRMutator):
+    """A statement pass that knows the values of the LetStmts enclosing what it visits (`lets`):
+    an extent such as a producer's `max - min + 1`, computed per iteration of an outer loop, is
+    often a constant only through them."""
+
+    statements_only = True
+
+    def __init__(self):
+        super().__init__()
+        self.lets: dict[str, ir.Expr] = {}
+
+    def visit_LetStmt(self, s):
+        with binding(self.lets, s.name, s.value):
+            body = self.mutate(s.body)
+        return s if body is s.body else ir.LetStmt(s.name, s.value, body)
+
+
 class IRVisitor:
     """Read-only walk: override visit_<NodeClass>; call self.visit_children(node) to recurse.
 

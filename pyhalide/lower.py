@@ -17,6 +17,7 @@ from .ir_mutator import cycle_collector_paused
 from .ir_printer import stmt_to_string
 from .lowering.allocation_bounds import allocation_bounds
 from .lowering.bound_shapes import specialize_bound_shapes
+from .lowering.bound_small_allocations import bound_small_allocations
 from .lowering.bounds_inference import bounds_inference, buffer_names
 from .lowering.buffer_checks import buffer_checks
 from .lowering.copy_graph import errors_in_user_names
@@ -115,6 +116,8 @@ def lowering_passes(env):
         # Flattening needs the final bounds of every Realize.
         ("storage flattening", storage_flattening),
         ("simplify", simplify),
+        # Storage whose size has a small constant bound goes on the stack, not to the heap per iteration.
+        ("bound small allocations", bound_small_allocations),
         # Unrolling and vectorizing need constant extents, which simplification exposes;
         # unrolled copies of a vectorized loop are then each vectorized.
         *gpu,

@@ -19,6 +19,7 @@ from llvmlite import ir as ll
 from .. import ir
 from ..errors import CompileError, InternalError
 from ..ir_mutator import IRVisitor
+from ..lowering.bound_small_allocations import STACK_LIMIT
 from ..lowering.lower_arithmetic import not_lowered
 from ..types import Int, Type
 from . import calling_convention, heap, parallel, x86
@@ -26,7 +27,6 @@ from .calls import emit_call
 from .interrupts import INTERRUPTED
 from .llvm_types import I32, I64, PTR, VOID, llvm_type
 
-STACK_LIMIT = 16 * 1024  # constant-size allocations up to this many bytes go on the stack (MemoryType.Auto)
 EXPLICIT_STACK_LIMIT = 1 << 20  # store_in(Stack / Register): more would overflow a worker thread's stack
 
 _PURE = ("add", "sub", "mul", "sdiv", "srem", "udiv", "urem", "shl", "ashr", "lshr", "and_", "or_", "xor",

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from .. import ir
 from ..bounds import constant_bound
 from ..errors import CompileError
-from ..ir_mutator import IRMutator, IRVisitor, binding, free_variables, substitute, substitute_lets
+from ..ir_mutator import IRVisitor, LetScopeMutator, free_variables, substitute, substitute_lets
 from ..simplify import simplify
 from ..types import Int, Type
 
@@ -333,14 +333,17 @@ class _BlockLevel:
 _ALL = -1
 
 
-class _ThreadOwnedAccesses(IRMutator):
+class _ThreadOwnedAccesses(LetScopeMutator):
     """The loads and stores of one block-level register Func, each index split into a part
     that depends on the thread ids and a constant slot (see _BlockLevel._thread_owned). With
     `slot_of`, rewrites each index to its slot's position."""
 
+    statements_only = False  # the accesses are expressions
+
     def __init__(self, name: str, lets: dict[str, ir.Expr], slot_of: dict[int, int] | None = None):
         super().__init__()
-        self.name, self.lets, self.slot_of = name, dict(lets), slot_of
+        self.lets.update(lets)
+        self.name, self.slot_of = name, slot_of
         self.slots: set[int] = set()
         self.thread_parts: set[ir.Expr] = set()
         self.problem = ""
@@ -368,10 +371,10 @@ class _ThreadOwnedAccesses(IRMutator):
     def visit_LetStmt(self, s):
         thread_let = any(v in free_variables(s.value) for v in THREAD_IDS)
         self.in_threads += thread_let
-        with binding(self.lets, s.name, s.value):
-            body = self.mutate(s.body)
-        self.in_threads -= thread_let
-        return s if body is s.body else ir.LetStmt(s.name, s.value, body)
+        try:
+            return super().visit_LetStmt(s)
+        finally:
+            self.in_threads -= thread_let
 
     def _slot(self, index: ir.Expr) -> ir.Expr:
         full = simplify(substitute_lets(index, self.lets))
@@ -450,20 +453,12 @@ def _drop_final_barriers(s: ir.Stmt) -> ir.Stmt:
     return s
 
 
-class _ExtractKernels(IRMutator):
-    statements_only = True
-
+class _ExtractKernels(LetScopeMutator):
     def __init__(self):
         super().__init__()
         self.kernels: list[Kernel] = []
         self.host_allocations: dict[str, ir.Allocate] = {}
-        self.lets: dict[str, ir.Expr] = {}
         self.in_parallel = False
-
-    def visit_LetStmt(self, s):
-        with binding(self.lets, s.name, s.value):
-            body = self.mutate(s.body)
-        return s if body is s.body else ir.LetStmt(s.name, s.value, body)
 
     def visit_Allocate(self, s):
         if s.memory_type == SHARED:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..errors import CompileError
-from ..ir_mutator import IRMutator, IRVisitor, binding, free_variables, substitute_lets
+from ..ir_mutator import IRMutator, IRVisitor, LetScopeMutator, free_variables, substitute_lets
 from ..ir_printer import expr_to_string
 from ..simplify import simplify
 from ..types import Bool
@@ -208,17 +208,8 @@ def _strip_guards(stmt: ir.Stmt, var: str) -> tuple[ir.Stmt, list[ir.Expr], list
 MAX_LANES = 16384  # LLVM asserts on 65535-lane vectors (too many operands for one SelectionDAG node)
 
 
-class _Vectorize(IRMutator):
-    statements_only = True  # it rewrites vectorized loops; expressions hold none
-
-    def __init__(self):
-        super().__init__()
-        self.lets: dict[str, ir.Expr] = {}  # enclosing LetStmts: a region's `max - min + 1` is constant through them
-
-    def visit_LetStmt(self, s):
-        with binding(self.lets, s.name, s.value):
-            body = self.mutate(s.body)
-        return s if body is s.body else ir.LetStmt(s.name, s.value, body)
+class _Vectorize(LetScopeMutator):
+    """Rewrites vectorized loops (expressions hold none)."""
 
     def visit_For(self, s):
         body = self.mutate(s.body)

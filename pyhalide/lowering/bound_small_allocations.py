@@ -1,0 +1,66 @@
+"""Bound small allocations: storage whose size is not written as a constant but never exceeds a
+small constant is given that constant size, so that the code generator puts it on the stack once
+per call instead of asking the heap for it in every iteration of the loops around it (Halide's
+BoundSmallAllocations does the same).
+
+camera_pipe's per-row Funcs (computed at a row loop, one row each) have the extent
+`r_gr.y.max - r_gr.y.min + 1`: 1 once the lets are substituted, but not as written. Six of them
+were allocated with malloc and freed in every row: 7% of the pipeline's time went to glibc.
+
+Assumes: storage is flattened (Allocate nodes; the indices of a Func's elements use its extents
+through lets of their own, not the Allocate's), and the Stmt is simplified. Guarantees: an
+Allocate outside GPU loops whose every extent has a constant upper bound (through the enclosing
+lets, or the enclosing loops' ranges) gets those bounds as its extents when it is stored on the
+Stack or in Registers, or with memory type Auto when they come to at most STACK_LIMIT bytes; its
+storage only grows, so every access stays inside it. Other Allocates are unchanged.
+"""
+
+from __future__ import annotations
+
+from .. import ir
+from ..bounds import constant_upper_bound_within
+from ..ir_mutator import LetScopeMutator, binding
+
+STACK_LIMIT = 16 * 1024  # bytes: storage of memory type Auto up to this size goes on the stack
+_GPU_LOOPS = (ir.GPU_BLOCK, ir.GPU_THREAD, ir.GPU_LANE)
+
+
+def bound_small_allocations(stmt: ir.Stmt) -> ir.Stmt:
+    return _BoundSmallAllocations().mutate(stmt)
+
+
+class _BoundSmallAllocations(LetScopeMutator):
+    def __init__(self):
+        super().__init__()
+        self.loops: dict[str, ir.For] = {}
+
+    def visit_For(self, s):
+        if s.for_type in _GPU_LOOPS:  # a kernel's storage is placed by the GPU passes
+            return s
+        with binding(self.loops, s.name, s):
+            body = self.mutate(s.body)
+        return s if body is s.body else ir.For(s.name, s.min, s.extent, s.for_type, body)
+
+    def visit_Allocate(self, s):
+        body = self.mutate(s.body)
+        extents = self._bounded_extents(s)
+        if extents is None:
+            return s if body is s.body else ir.Allocate(s.name, s.type, s.extents, body, s.memory_type)
+        return ir.Allocate(s.name, s.type, extents, body, s.memory_type)
+
+    def _bounded_extents(self, s: ir.Allocate) -> tuple | None:
+        """The constant bounds to allocate, or None to leave the Allocate as it is."""
+        if s.memory_type not in ("Auto", "Stack", "Register") or all(ir.const_int(e) is not None for e in s.extents):
+            return None
+        bounds = []
+        for e in s.extents:
+            most, _ = constant_upper_bound_within(e, self.lets, self.loops)
+            if most is None:
+                return None
+            bounds.append(max(most, 0))
+        size = s.type.bytes()
+        for n in bounds:
+            size *= n
+        if s.memory_type == "Auto" and size > STACK_LIMIT:
+            return None
+        return tuple(ir.make_const(e.type, n) for e, n in zip(s.extents, bounds, strict=True))

@@ -1,0 +1,91 @@
+"""Storage whose size has a small constant bound goes on the stack (lowering/bound_small_allocations)."""
+
+import re
+
+import numpy as np
+import pytest
+
+import pyhalide as hl
+from pyhalide.ir_printer import stmt_to_string
+from pyhalide.lower import lower
+from pyhalide.lowering.bound_small_allocations import STACK_LIMIT
+
+x, y = hl.Var("x"), hl.Var("y")
+
+
+def _around_the_pass(func) -> tuple[str, str]:
+    """The IR just before and just after bound_small_allocations."""
+    seen = []
+    lower([func], hook=lambda name, stmt: seen.append((name, stmt_to_string(stmt))))
+    at = [name for name, _ in seen].index("bound small allocations")
+    return seen[at - 1][1], seen[at][1]
+
+
+def _mallocs(func, tmp_path) -> set[str]:
+    """The names of the Funcs the compiled pipeline allocates on the heap."""
+    path = tmp_path / "pipeline.ll"
+    func.compile_to_llvm_assembly(str(path))
+    return set(re.findall(r"%\"?([\w.$]+)\"? = (?:tail )?call ptr @pyhalide_malloc", path.read_text()))
+
+
+def _row_pipeline(name: str, width: int):
+    """camera_pipe's shape: f is read at y / 2 and computed per output row pair, one row each
+    time: an extent written as `max - min + 1` of two lets with equal values."""
+    yo, yi, yii = hl.Var("yo"), hl.Var("yi"), hl.Var("yii")
+    image = np.arange(width * 8, dtype=np.int16).reshape(8, width)
+    f, g = hl.Func(name), hl.Func(f"{name}_out")
+    f[x, y] = hl.Buffer(image, name=f"{name}_in")[x, y] * 3
+    g[x, y] = f[x, y // 2] + hl.cast(hl.Int(16), y)
+    g.bound(x, 0, width).bound(y, 0, 8).split(y, yo, yi, 4).split(yi, yi, yii, 2).unroll(yii)
+    f.compute_at(g, yi).vectorize(x, 8)
+    expected = image[np.arange(8) // 2] * 3 + np.arange(8, dtype=np.int16)[:, None]
+    return g, expected
+
+
+def test_a_row_whose_extent_is_constant_through_lets_goes_on_the_stack(tmp_path):
+    g, expected = _row_pipeline("small_row", 64)
+    before, after = _around_the_pass(g)
+    assert "allocate small_row[int16 * 64 * small_row.extent.1]" in before
+    assert "allocate small_row[int16 * 64 * 1]" in after
+    assert "small_row" not in _mallocs(g, tmp_path)
+    assert np.array_equal(np.asarray(g.realize([64, 8])), expected)
+
+
+def test_storage_past_the_stack_limit_stays_on_the_heap(tmp_path):
+    width = STACK_LIMIT  # int16: twice the limit in bytes
+    g, expected = _row_pipeline("big_row", width)
+    before, after = _around_the_pass(g)
+    assert f"allocate big_row[int16 * {width} * big_row.extent.1]" in after
+    assert "big_row" in _mallocs(g, tmp_path)
+    assert np.array_equal(np.asarray(g.realize([width, 8])), expected)
+
+
+@pytest.mark.parametrize("width", [30, 32, 37])
+def test_a_guarded_tail_gets_its_largest_size(tmp_path, width):
+    """GuardWithIf: the last tile is narrower (min(8, width - xo*8) wide); the storage is sized for
+    a whole tile, and every tile computes the right values."""
+    xo, xi = hl.Var("xo"), hl.Var("xi")
+    image = np.random.default_rng(1).integers(-100, 100, (4, width + 1)).astype(np.int32)
+    inp = hl.Buffer(image, name="tail_in")
+    f, g = hl.Func("tail_f"), hl.Func("tail_g")
+    f[x, y] = inp[x, y] * 2 + 1
+    g[x, y] = f[x, y] + f[x + 1, y]
+    g.split(x, xo, xi, 8, hl.TailStrategy.GuardWithIf)
+    f.compute_at(g, xo)
+    before, after = _around_the_pass(g)
+    assert "allocate tail_f[int32 * 9 * 1]" in after and "allocate tail_f[int32 * 9 * 1]" not in before
+    assert "tail_f" not in _mallocs(g, tmp_path)
+    f2 = image * 2 + 1
+    assert np.array_equal(np.asarray(g.realize([width, 4])), f2[:, :width] + f2[:, 1:width + 1])
+
+
+def test_stack_storage_with_a_bounded_size_is_accepted(tmp_path):
+    """store_in(Stack) needs a size known when compiling; a constant bound is enough (as in Halide)."""
+    xo, xi = hl.Var("xo"), hl.Var("xi")
+    image = np.arange(4 * 21, dtype=np.int32).reshape(4, 21)
+    f, g = hl.Func("stack_f"), hl.Func("stack_g")
+    f[x, y] = hl.Buffer(image, name="stack_in")[x, y] - 5
+    g[x, y] = f[x, y] * f[x, y]
+    g.split(x, xo, xi, 8, hl.TailStrategy.GuardWithIf)
+    f.compute_at(g, xo).store_in(hl.MemoryType.Stack)
+    assert np.array_equal(np.asarray(g.realize([21, 4])), (image - 5) ** 2)
