@@ -32,6 +32,7 @@ BASELINES = ["pyhalide-greedy", "pyhalide-random", "pyhalide-compute_root"]  # t
 SETTLE_SECONDS = 0.25  # pause before each variant's runs, so other libraries' spinning threads sleep
 SHORT_SECONDS, WARM_SECONDS, BURST = 0.2, 0.1, 3  # faster variants: 0.1 s of warm-up, then 3 timed runs
 SLOW_SECONDS = 5.0  # a variant whose first run takes longer is timed once, not repeated
+COPY = "copy"  # the parallel copy of as many bytes as an app's compulsory traffic, timed beside its variants
 
 
 @dataclass
@@ -46,7 +47,7 @@ class Record:
     gflops: float | None = None
     note: str = ""
     gbytes: float | None = None  # apps without a flop count: compulsory traffic per second
-    copy_gbs: float | None = None  # ... and a parallel copy of as many bytes, measured beside
+    copy_gbs: float | None = None  # ... and a parallel copy of as many bytes, timed in the same rounds
 
 
 def _halide():
@@ -187,7 +188,7 @@ def _threads() -> int:
 
 def run_app(name: str, size: str, rounds: int, which: set[str], tune_budget_s: float = 120.0) -> list[Record]:
     from apps import load
-    from autoscheduler.peaks import copy_bandwidth
+    from autoscheduler.peaks import copy_runner
 
     app = load(name)
     inputs = app.inputs(size)
@@ -196,19 +197,21 @@ def run_app(name: str, size: str, rounds: int, which: set[str], tune_budget_s: f
     # inputs read once, the output written once: what a copy of the same bytes moves
     traffic = None if flops else sum(a.nbytes for a in inputs.values()) + np.asarray(expected).nbytes
     variants = build_variants(app, inputs, which, size, tune_budget_s)
-    copy_gbs = copy_bandwidth(traffic // 2) if traffic else None
-    records, active = [], {}
+    slow, active = [], {}
     for variant, (run, compile_s, note) in variants.items():
         t0 = time.perf_counter()
         result = run()
         first = time.perf_counter() - t0
         ok = app.check(np.asarray(result), expected)
         if first > SLOW_SECONDS:
-            records.append(Record(name, variant, first * 1e3, first * 1e3, compile_s, ok, 1,
-                                  flops / first / 1e9 if flops else None, (note + "; timed once: slow").strip("; "),
-                                  traffic / first / 1e9 if traffic else None, copy_gbs))
+            slow.append((variant, first, compile_s, ok, (note + "; timed once: slow").strip("; ")))
             continue
         active[variant] = (run, compile_s, note, ok, first)
+    if traffic:  # the copy is timed like a variant, in the same rounds: medians compare with medians
+        copy = copy_runner(traffic // 2)
+        t0 = time.perf_counter()
+        copy()
+        active[COPY] = (copy, 0.0, "", True, time.perf_counter() - t0)
     times = {v: [] for v in active}
     for _ in range(rounds):
         for variant, (run, *_rest, first) in active.items():
@@ -228,6 +231,11 @@ def run_app(name: str, size: str, rounds: int, which: set[str], tune_budget_s: f
                 t0 = time.perf_counter()
                 run()
                 times[variant].append(time.perf_counter() - t0)
+    copy_gbs = traffic / statistics.median(times.pop(COPY)) / 1e9 if traffic else None
+    active.pop(COPY, None)
+    records = [Record(name, variant, first * 1e3, first * 1e3, compile_s, ok, 1,
+                      flops / first / 1e9 if flops else None, note, traffic / first / 1e9 if traffic else None,
+                      copy_gbs) for variant, first, compile_s, ok, note in slow]
     for variant, (_, compile_s, note, ok, _first) in active.items():
         med, best = statistics.median(times[variant]), min(times[variant])
         records.append(Record(name, variant, med * 1e3, best * 1e3, compile_s, ok, len(times[variant]),
