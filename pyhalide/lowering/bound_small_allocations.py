@@ -11,8 +11,9 @@ Assumes: storage is flattened (Allocate nodes; the indices of a Func's elements 
 through lets of their own, not the Allocate's), and the Stmt is simplified. Guarantees: an
 Allocate outside GPU loops whose every extent has a constant upper bound (through the enclosing
 lets, or the enclosing loops' ranges) gets those bounds as its extents when it is stored on the
-Stack or in Registers, or with memory type Auto when they come to at most STACK_LIMIT bytes; its
-storage only grows, so every access stays inside it. Other Allocates are unchanged.
+Stack or in Registers, or, inside a loop, with memory type Auto when they come to at most
+STACK_LIMIT bytes; its storage only grows, so every access stays inside it. Other Allocates are
+unchanged.
 """
 
 from __future__ import annotations
@@ -52,6 +53,14 @@ class _BoundSmallAllocations(LetScopeMutator):
         """The constant bounds to allocate, or None to leave the Allocate as it is."""
         if s.memory_type not in ("Auto", "Stack", "Register") or all(ir.const_int(e) is not None for e in s.extents):
             return None
+        if s.memory_type == "Auto":
+            # Storage outside every loop is allocated once per call: not worth the search. Nor
+            # is storage whose constant extents alone pass the limit.
+            known = s.type.bytes()
+            for e in s.extents:
+                known *= max(ir.const_int(e) or 1, 1)
+            if not self.loops or known > STACK_LIMIT:
+                return None
         bounds = []
         for e in s.extents:
             most, _ = constant_upper_bound_within(e, self.lets, self.loops)
