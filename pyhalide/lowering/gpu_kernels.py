@@ -32,6 +32,7 @@ from .. import ir
 from ..bounds import constant_bound
 from ..errors import CompileError
 from ..ir_mutator import IRVisitor, LetScopeMutator, free_variables, substitute, substitute_lets
+from ..ir_printer import expr_to_string
 from ..simplify import simplify
 from ..types import Int, Type
 
@@ -161,8 +162,8 @@ class _BlockLevel:
                                        f"{self.kernel_name}; a GPU block has at most 3 dimensions")
                 bound = constant_bound(self._resolved(s.extent), upper=True)
                 if bound is None:
-                    raise CompileError(f"GPU thread loop {s.name} has extent {s.extent}, which has no constant upper "
-                                       "bound: split it by a constant factor (gpu_tile does)")
+                    raise CompileError(f"GPU thread loop {s.name} has extent {expr_to_string(s.extent)}, which has no "
+                                       "constant upper bound: split it by a constant factor (gpu_tile does)")
                 self.threads[dim] = max(self.threads[dim], bound)
         for name in s._children:
             value = getattr(s, name)
