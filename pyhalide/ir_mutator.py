@@ -406,5 +406,16 @@ def remember_free_variables(stmt: ir.Stmt, names) -> None:
     object.__setattr__(stmt, "_free", frozenset(names))
 
 
+def has_loop(s: ir.Stmt) -> bool:
+    """Whether s holds a For loop (at any depth; expressions are not walked)."""
+    stack = [s]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ir.For):
+            return True
+        stack.extend(c for c in children(n) if isinstance(c, ir.Stmt))
+    return False
+
+
 def uses_variable(node, name: str) -> bool:
     return name in free_variables(node)

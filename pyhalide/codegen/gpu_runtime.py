@@ -202,10 +202,14 @@ class Device:
 
     name = "device"
 
-    def load(self, source: str, kernels: list[Kernel], target):
-        raise NotImplementedError
-
     capability = 0  # the GPU's compute capability, 10 * major + minor
+
+    def load(self, source: str, kernels: list[Kernel], target):
+        """The kernels of a translation unit, compiled for this GPU and loaded."""
+        return self.load_binary(self._compile(source, target), [k.name for k in kernels])
+
+    def load_binary(self, binary: bytes, names: list[str]):
+        raise NotImplementedError
 
     def _compile(self, source: str, target) -> bytes:
         """Machine code for this GPU's own architecture: the target's cuda_capability is the
@@ -357,9 +361,6 @@ class PyCudaDevice(Device):
         cap = drv.Context.get_device().compute_capability()
         self.capability = cap[0] * 10 + cap[1]
 
-    def load(self, source, kernels, target):
-        return self.load_binary(self._compile(source, target), [k.name for k in kernels])
-
     def load_binary(self, binary: bytes, names: list[str]):
         module = self.drv.module_from_buffer(binary)
         return {name: module.get_function(name) for name in names}
@@ -425,9 +426,6 @@ class CudaBindingsDevice(Device):
 
     def _ctx(self):
         self._check(self.cu.cuCtxSetCurrent(self.context)[0], "cuCtxSetCurrent")
-
-    def load(self, source, kernels, target):
-        return self.load_binary(self._compile(source, target), [k.name for k in kernels])
 
     def load_binary(self, binary: bytes, names: list[str]):
         self._ctx()

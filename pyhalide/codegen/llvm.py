@@ -18,7 +18,7 @@ from llvmlite import ir as ll
 
 from .. import ir
 from ..errors import CompileError, InternalError
-from ..ir_mutator import IRVisitor
+from ..ir_mutator import has_loop
 from ..lowering.bound_small_allocations import STACK_LIMIT
 from ..lowering.lower_arithmetic import not_lowered
 from ..types import Int, Type
@@ -74,23 +74,6 @@ def _numbered(op: str):
 
 for _op in _PURE:
     setattr(_NumberingBuilder, _op, _numbered(_op))
-
-
-class _FindLoop(IRVisitor):
-    statements_only = True
-
-    def __init__(self):
-        super().__init__()
-        self.found = False
-
-    def visit_For(self, s):
-        self.found = True
-
-
-def _has_loop(s: ir.Stmt) -> bool:
-    finder = _FindLoop()
-    finder.visit(s)
-    return finder.found
 
 
 @dataclass
@@ -501,7 +484,7 @@ class CodeGen:
         i.add_incoming(lo, pre)
         b.cbranch(b.icmp_signed("<", i, end), body, done)
         b.position_at_end(body)
-        if self.loop_depth == 1 and _has_loop(body_stmt):
+        if self.loop_depth == 1 and has_loop(body_stmt):
             self.poll_interrupt()
         self.bind(name, i)
         self.stmt(body_stmt)

@@ -186,8 +186,8 @@ class _BlockLevel:
             c = constant_bound(self._resolved(e), upper=True)
             if c is None:
                 raise CompileError(f"Func {s.name} is stored in {where}, which needs a size known when compiling; its "
-                                   f"extent {e} depends on the inputs: split the loops it is computed in by constant "
-                                   "factors, or bound() its dimensions")
+                                   f"extent {expr_to_string(e)} depends on the inputs: split the loops it is computed "
+                                   "in by constant factors, or bound() its dimensions")
             extents.append(ir.IntImm(Int(32), max(c, 0)))
         return tuple(extents)
 
@@ -263,9 +263,9 @@ class _BlockLevel:
             raise CompileError(f"{where}, but {owned.problem}")
         slots = sorted(owned.slots)
         if len(owned.thread_parts) > 1:
-            raise CompileError(f"{where}, but its accesses place threads differently "
-                               f"({' and '.join(sorted(str(t) for t in owned.thread_parts)[:2])}): every stage must "
-                               "give each thread the same elements")
+            placements = " and ".join(sorted(expr_to_string(t) for t in owned.thread_parts)[:2])
+            raise CompileError(f"{where}, but its accesses place threads differently ({placements}): every stage "
+                               "must give each thread the same elements")
         for offset in owned.thread_parts:
             self._check_disjoint(where, offset, slots, owned.threads_used(self.threads))
         rewrite = _ThreadOwnedAccesses(s.name, self.lets, {r: i for i, r in enumerate(slots)})
@@ -283,8 +283,8 @@ class _BlockLevel:
             base = ir.const_int(simplify(substitute(
                 {THREAD_IDS[d]: ir.IntImm(Int(32), t[d]) for d in range(3)}, offset)))
             if base is None:
-                raise CompileError(f"{where}, but the part of its index that depends on the thread ({offset}) is not "
-                                   "a constant for each thread")
+                raise CompileError(f"{where}, but the part of its index that depends on the thread "
+                                   f"({expr_to_string(offset)}) is not a constant for each thread")
             for r in slots:
                 other = owner.setdefault(base + r, t)
                 if other != t:
@@ -383,8 +383,8 @@ class _ThreadOwnedAccesses(LetScopeMutator):
         if not self.in_threads:
             self.problem = self.problem or "it is used outside the GPU thread loops"
         elif slot is None:
-            self.problem = self.problem or (f"the index {full} is not the thread's position plus a constant: "
-                                            "unroll the loops inside the thread loops that walk it")
+            self.problem = self.problem or (f"the index {expr_to_string(full)} is not the thread's position plus a "
+                                            "constant: unroll the loops inside the thread loops that walk it")
         else:
             self.slots.add(slot)
             self.thread_parts.add(simplify(ir.Sub(full, ir.IntImm(Int(32), slot))))

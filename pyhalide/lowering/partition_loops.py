@@ -17,7 +17,7 @@ original body, so the result computes exactly what the loop did.
 from __future__ import annotations
 
 from .. import ir
-from ..ir_mutator import IRMutator, children, free_variables, has_call, map_children, substitute
+from ..ir_mutator import IRMutator, children, free_variables, has_call, has_loop, map_children, substitute
 from ..simplify import simplify
 from ..types import Int
 
@@ -369,7 +369,7 @@ class PartitionLoops(IRMutator):
         return s if body is s.body else ir.For(s.name, s.min, s.extent, s.for_type, body)
 
     def _partition(self, s: ir.For, body: ir.Stmt) -> ir.Stmt | None:
-        finder = _Conditions(s.name, boundaries=not _has_loop(body))
+        finder = _Conditions(s.name, boundaries=not has_loop(body))
         steady_body = finder.mutate(body)
         if not finder.bounds:
             return None
@@ -397,12 +397,6 @@ class PartitionLoops(IRMutator):
         if his:
             parts.append(ir.For(s.name, hi_v, ir.Sub(end, hi_v), ir.SERIAL, body))
         return ir.LetStmt(lo_name, lo, ir.LetStmt(hi_name, hi, ir.make_block(parts)))
-
-
-def _has_loop(s: ir.Stmt) -> bool:
-    if isinstance(s, ir.For):
-        return True
-    return any(_has_loop(c) for c in children(s) if isinstance(c, ir.Stmt))
 
 
 def partition_loops(stmt: ir.Stmt) -> ir.Stmt:
