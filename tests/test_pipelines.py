@@ -1,5 +1,7 @@
 """Halide-style programs through the JIT, checked against numpy written independently here."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -218,6 +220,23 @@ def test_debug_outputs(tmp_path):
     asm = tmp_path / "g.s"
     g.compile_to_assembly(str(asm))
     assert "pyhalide_pipeline" in asm.read_text()
+
+
+def test_innermost_loops_start_on_a_cache_line(tmp_path):
+    """A histogram's loop (load a byte, increment its bin) is about 20 bytes; LLVM aligns loops
+    to 16 bytes, and one that straddled a 64-byte line ran 1.6x slower on Zen 3 (LLVM_OPTIONS)."""
+    img = hl.Buffer(np.arange(64 * 32, dtype=np.uint8).reshape(32, 64), "align_img")
+    r = hl.RDom([hl.Range(0, 64), hl.Range(0, 32)], name="align_r")
+    hist = hl.Func("align_hist")
+    hist[x] = 0
+    hist[hl.cast(hl.Int(32), img[r.x, r.y])] += 1
+    asm = tmp_path / "hist.s"
+    hist.compile_to_assembly(str(asm))
+    lines = [line.strip() for line in asm.read_text().splitlines()]
+    increment = next(i for i, line in enumerate(lines) if re.match(r"incl\s+\(", line))
+    label = max(i for i in range(increment) if lines[i].startswith(".LBB"))
+    assert lines[label - 1].split()[:2] == [".p2align", "6"], lines[label - 1:increment + 1]
+    assert list(np.asarray(hist.realize([256]))) == [8] * 256
 
 
 def test_print_loop_nest(capsys):
