@@ -29,6 +29,16 @@ class Built:
     output_mins: list[int] | None = None  # where the output region starts, if not at 0
 
 
+def register_file(hl) -> tuple[int, int]:
+    """(float32 lanes of the host's natural vector, vector registers): what a register block of
+    accumulators must fit in. AVX-512 has 32 registers of 16 floats, AVX2 16 of 8: gemm's
+    24-accumulator block for AVX-512 spilled on AVX2 and ran 3x slower there. The same in
+    pyhalide and Halide (both read the host the same way), so both run the same schedule."""
+    target = hl.get_host_target()
+    lanes = target.natural_vector_size(hl.Float(32))
+    return lanes, (16 if target.arch == hl.TargetArch.X86 and lanes < 16 else 32)
+
+
 class App:
     """Subclasses set `name`, `description` and implement the four methods below."""
 

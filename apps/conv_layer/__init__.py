@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from apps.common import App, Built
+from apps.common import App, Built, register_file
 
 
 class ConvLayer(App):
@@ -26,7 +26,9 @@ class ConvLayer(App):
     description = "3x3 convolution layer + bias + ReLU, float32 (Halide's conv_layer)"
     exact = False  # the reduction is vectorised and FMA-contracted in Halide: a different rounding
     rtol, atol = 1e-4, 1e-4
-    tile_vectors, tile_pixels = 4, 6  # the register block: vectors of output channels x pixels
+    # the register block, vectors of output channels x pixels, by the host's vector registers:
+    # 24 accumulators of 32 registers (AVX-512), 12 of 16 (AVX2)
+    register_blocks = {32: (4, 6), 16: (2, 6)}
 
     def inputs(self, size="default"):
         # (batch, channels in, channels out, output width, output height)
@@ -62,17 +64,20 @@ class ConvLayer(App):
 
     def schedule(self, hl, built):
         """Register blocking, as Halide's CPU schedule does: each block of the output is
-        `tw` vectors of output channels by `th` pixels of one row (4 x 16 channels by 6 pixels:
-        24 accumulator registers), computed in conv per block, with the reduction over input
-        channels and the 3x3 window outside the block's loops; every reduction step loads `tw`
-        filter vectors and broadcasts `th` input values. Rows of all images are fused into one
-        parallel loop; within a row, blocks run over x inside each group of output channels."""
+        `tw` vectors of output channels by `th` pixels of one row (`register_blocks`: 4 x 16
+        channels by 6 pixels with AVX-512, 2 x 8 by 6 with AVX2), computed in conv per block,
+        with the reduction over input channels and the 3x3 window outside the block's loops;
+        every reduction step loads `tw` filter vectors and broadcasts `th` input values. Rows of
+        all images are fused into one parallel loop; within a row, blocks run over x inside each
+        group of output channels."""
         c, x, y, b, r = (built.vars[v] for v in ("c", "x", "y", "n", "r"))
         conv, relu = built.funcs["conv"], built.funcs["relu"]
         n_c, w = built.output_sizes[0], built.output_sizes[1]
-        vec = 16 if n_c >= 16 else 8 if n_c >= 8 else 1
-        tw = self.tile_vectors if n_c >= self.tile_vectors * vec else 1
-        th = min(self.tile_pixels, w)
+        lanes, registers = register_file(hl)
+        vec = next(v for v in (lanes, 8, 1) if n_c >= v)
+        tile_vectors, tile_pixels = self.register_blocks[registers]
+        tw = tile_vectors if n_c >= tile_vectors * vec else 1
+        th = min(tile_pixels, w)
         co, ci, xo, xi, yn = hl.Var("co"), hl.Var("ci"), hl.Var("xo"), hl.Var("xi"), hl.Var("yn")
         relu.split(c, co, ci, vec * tw).split(x, xo, xi, th)
         relu.reorder(ci, xi, xo, co, y, b).fuse(y, b, yn).parallel(yn).unroll(xi)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from apps.common import App, Built
+from apps.common import App, Built, register_file
 
 
 class Gemm(App):
@@ -46,22 +46,24 @@ class Gemm(App):
                      {"x": x, "y": y, "k": k})
 
     def schedule(self, hl, built):
-        """Register tiles of C, three 16-float vectors by 8 rows (24 accumulators), walked a
-        column of tiles at a time. For each column the matching panel of B (48 columns, all of
+        """Register tiles of C, three vectors by 8 rows (24 accumulators) where the host has 32
+        vector registers (AVX-512), by 4 rows (12) where it has 16 (AVX2), walked a column of
+        tiles at a time. For each column the matching panel of B (48 columns, all of
         k) is first copied into a contiguous buffer (packed, as BLAS libraries do): it then
         stays in the L2 cache for every tile of the column, and consecutive k rows are adjacent
         in memory instead of a row of B apart. Columns are the parallel tasks (one parallel
         loop per call: waking threads for a loop per column cost more than the work on this VM).
         Each tile keeps its partial sums (prod) in registers and steps through k: 3 vector loads
-        of the panel, 8 broadcasts of A and 24 multiply-adds per step. Sizes that are not
+        of the panel, a broadcast of A per row and 3 multiply-adds per row per step. Sizes that are not
         multiples of the tile are handled by shifting the last tile inwards (it overlaps its
         neighbour); matrices narrower than a tile get a smaller one."""
         x, y, k = built.vars["x"], built.vars["y"], built.vars["k"]
         b_panel, prod, out = built.funcs["b_panel"], built.funcs["prod"], built.funcs["out"]
         w, h = built.output_sizes
-        vec = 16 if w >= 16 else 1
+        lanes, registers = register_file(hl)
+        vec = lanes if w >= lanes else 1
         tx = 3 * vec if w >= 3 * vec else vec
-        ty = min(8, h)
+        ty = min(8 if registers >= 32 else 4, h)  # beside 3 panel vectors and a broadcast
         xi, yi = hl.Var("xi"), hl.Var("yi")
         out.tile(x, y, xi, yi, tx, ty).reorder(xi, yi, y, x).parallel(x).unroll(yi)
         b_panel.compute_at(out, x)
