@@ -20,6 +20,7 @@ from .lowering.bound_shapes import specialize_bound_shapes
 from .lowering.bound_small_allocations import bound_small_allocations
 from .lowering.bounds_inference import bounds_inference, buffer_names
 from .lowering.buffer_checks import buffer_checks
+from .lowering.constant_stack_indices import constant_stack_indices
 from .lowering.copy_graph import errors_in_user_names
 from .lowering.environment import Environment, build_environment, pipeline_inputs
 from .lowering.gpu_host_copies import gpu_host_copies
@@ -124,6 +125,8 @@ def lowering_passes(env):
         ("unroll loops", unroll_loops),
         ("vectorize loops", vectorize_loops),
         ("simplify", simplify),
+        # Unrolled copies index small stack storage by constants that only the lets show.
+        ("constant stack indices", constant_stack_indices),
         # The simplified guards show which loops have a steady state without them.
         ("partition loops", partition_loops),
         # A vectorized x % 2 or x / 2 is cheap only where its phase is known: loops are
