@@ -285,7 +285,7 @@ def substitute(replacements: dict[str, ir.Expr], node):
 # and images it reads, whether it holds a min or max or a let) is worked out once per node, kept
 # in the node's `_summary` slot, and shared by all passes.
 _NONE: frozenset = frozenset()
-_RANGED, _LET, _CALL = 1, 2, 4  # flags of the kinds of node an expression holds
+_RANGED, _LET, _CALL, _LOAD = 1, 2, 4, 8  # flags of the kinds of node an expression holds
 _RANGED_CLASSES = frozenset((ir.Min, ir.Max, ir.EQ, ir.NE, ir.LT, ir.LE, ir.GT, ir.GE))
 _NOTHING = (_NONE, _NONE, 0)
 
@@ -300,7 +300,8 @@ def _union(a: frozenset, b: frozenset) -> frozenset:
 
 
 def _summary(e: ir.Expr) -> tuple[frozenset, frozenset, int]:
-    """(free variables, names of Funcs and images read, flags: holds a Min, Max or comparison, a Let, a Call)."""
+    """(free variables, names of Funcs and images read, flags: holds a Min, Max or comparison, a Let,
+    a Call, a Load)."""
     hit = getattr(e, "_summary", None)
     if hit is not None:
         return hit
@@ -316,7 +317,7 @@ def _summary(e: ir.Expr) -> tuple[frozenset, frozenset, int]:
                    a_kinds | b_kinds | (_RANGED if cls in _RANGED_CLASSES else 0))
     else:
         free = called = _NONE
-        kinds = _LET if cls is ir.Let else _CALL if cls is ir.Call else 0
+        kinds = _LET if cls is ir.Let else _CALL if cls is ir.Call else _LOAD if cls is ir.Load else 0
         for c in children(e):
             c_free, c_called, c_kinds = _summary(c)
             free, called, kinds = _union(free, c_free), _union(called, c_called), kinds | c_kinds
@@ -351,6 +352,11 @@ def has_let(e: ir.Expr) -> bool:
 def has_call(e: ir.Expr) -> bool:
     """Whether expression e holds a Call node (of any kind)."""
     return bool(_summary(e)[2] & _CALL)
+
+
+def has_load(e: ir.Expr) -> bool:
+    """Whether e reads a flattened buffer (a Load)."""
+    return bool((getattr(e, "_summary", None) or _summary(e))[2] & _LOAD)
 
 
 def touched_names(node: ir.Node) -> frozenset:

@@ -20,7 +20,7 @@ that constant index; nothing else changes, and no index changes value.
 from __future__ import annotations
 
 from .. import ir
-from ..ir_mutator import LetScopeMutator, binding, free_variables, substitute
+from ..ir_mutator import LetScopeMutator, binding, free_variables, has_load, substitute
 from ..simplify import simplify
 from .bound_small_allocations import STACK_LIMIT
 
@@ -70,6 +70,12 @@ class _ResolveIndices(LetScopeMutator):
         # (let, serial) -> its value with the lets substituted: unrolled copies bind the same
         # names again, often to the very same value object, with different lets inside it
         self.expanded: dict[tuple[str, int], ir.Expr] = {}
+        self.reaches: dict[tuple[str, int], bool] = {}  # (let, serial) -> _reaches_unknown
+
+    def mutate(self, node):
+        if isinstance(node, ir.Expr) and not has_load(node):
+            return node  # nothing in it to resolve (most expressions)
+        return super().mutate(node)
 
     def visit_LetStmt(self, s):
         bound = None if s.name in self.lets else (s.value, next(self.serials))
@@ -103,10 +109,25 @@ class _ResolveIndices(LetScopeMutator):
 
     def _constant(self, index: ir.Expr) -> ir.Expr | None:
         """The index with the enclosing lets substituted, if that leaves no variable in it."""
-        if not free_variables(index):
-            return None  # constant already
+        names = free_variables(index)
+        if not names or any(self._reaches_unknown(n) for n in names):
+            return None  # constant already, or it depends on a loop inside the storage's scope
         resolved = simplify(self._substitute(index))
         return resolved if not free_variables(resolved) else None
+
+    def _reaches_unknown(self, name: str) -> bool:
+        """Whether the name, through the lets, uses a variable bound inside this scope that is not
+        a let (a loop's variable, or a let bound again): the simplified index would not be a
+        constant, and simplifying it is most of this pass's time."""
+        if name not in self.lets:
+            return False  # bound outside the storage's scope: it may cancel out
+        bound = self.lets[name]
+        if bound is None:
+            return True
+        key = (name, bound[1])
+        if key not in self.reaches:
+            self.reaches[key] = any(self._reaches_unknown(n) for n in free_variables(bound[0]))
+        return self.reaches[key]
 
     def _substitute(self, e: ir.Expr) -> ir.Expr:
         names = [n for n in free_variables(e) if self.lets.get(n) is not None]
