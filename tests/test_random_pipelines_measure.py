@@ -241,7 +241,11 @@ def test_the_pool_compiles_in_parallel_times_one_at_a_time_and_keeps_its_workers
         assert [m.status for m in results] == ["ok"] * 6
         assert all(results[i].compile_s >= 1.0 for i in (0, 2, 3, 5)) and results[1].compile_s < 1.0
         assert wall < 4.0, wall  # one worker would sleep 4 s in all
-        assert not pool._live  # each had measured 4: both replaced
+        # 8 candidates, none measured past 4 by one worker, a successor started only when one
+        # retires: at least one of the first two was replaced (which ones, and whether a
+        # successor got work, depends on the timing of a loaded machine)
+        assert pids - {w.proc.pid for w in pool._live}
+        assert all(w.done < 4 for w in pool._live)
         assert [m.status for m in pool.measure([ok])] == ["ok"]
         assert {w.proc.pid for w in pool._live}.isdisjoint(pids)
 
