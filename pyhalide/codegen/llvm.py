@@ -19,7 +19,7 @@ from llvmlite import ir as ll
 from .. import ir
 from ..errors import CompileError, InternalError
 from ..ir_mutator import has_loop
-from ..lowering.bound_small_allocations import STACK_LIMIT
+from ..lowering.bound_small_allocations import constant_elements, placed_on_stack
 from ..lowering.lower_arithmetic import not_lowered
 from ..types import Int, Type
 from . import calling_convention, heap, parallel, x86
@@ -527,19 +527,16 @@ class CodeGen:
         """On the stack when the size is constant and small (or store_in asked for Stack or
         Register), else malloc'd and freed on every way out."""
         b = self.b
-        const_extents = [ir.const_int(e) for e in s.extents]
         on_stack = s.memory_type in ("Stack", "Register")
-        if on_stack and any(c is None for c in const_extents):
+        n = constant_elements(s)
+        if on_stack and n is None:
             raise CompileError(f"Func {s.name} is stored in {s.memory_type} memory, which needs a size known when "
                                "compiling; its extents depend on the inputs (bound() or a constant split helps)")
-        if all(c is not None for c in const_extents):
-            n = 1
-            for c in const_extents:
-                n *= max(c, 0)
+        if n is not None:
             if on_stack and n * s.type.bytes() > EXPLICIT_STACK_LIMIT:
                 raise CompileError(f"Func {s.name} is stored in {s.memory_type} memory but needs {n * s.type.bytes()} "
                                    f"bytes; at most {EXPLICIT_STACK_LIMIT} fit on a thread's stack")
-            if on_stack or (s.memory_type == "Auto" and n * s.type.bytes() <= STACK_LIMIT):
+            if placed_on_stack(s):
                 ptr = self.alloca_in_entry(llvm_type(s.type, memory=True), s.name, ll.Constant(I64, max(n, 1)))
                 ptr.align = max(s.type.bytes(), 16)
                 ptr.type = PTR  # opaque, so vector stores through it type-check

@@ -21,12 +21,32 @@ from __future__ import annotations
 from .. import ir
 from ..bounds import constant_upper_bound_within
 from ..ir_mutator import LetScopeMutator, binding
+from ..schedule import GPU_LOOP_KINDS
 
 STACK_LIMIT = 16 * 1024  # bytes: storage of memory type Auto up to this size goes on the stack
-_GPU_LOOPS = (ir.GPU_BLOCK, ir.GPU_THREAD, ir.GPU_LANE)
+
+
+def constant_elements(s: ir.Allocate) -> int | None:
+    """The number of elements an Allocate holds, if its extents are constants."""
+    n = 1
+    for e in s.extents:
+        c = ir.const_int(e)
+        if c is None:
+            return None
+        n *= max(c, 0)
+    return n
+
+
+def placed_on_stack(s: ir.Allocate) -> bool:
+    """Where the code generator puts storage: on the stack when its size is a constant and it is
+    stored on the Stack or in Registers, or with memory type Auto in at most STACK_LIMIT bytes."""
+    n = constant_elements(s)
+    return n is not None and (s.memory_type in ("Stack", "Register")
+                              or (s.memory_type == "Auto" and n * s.type.bytes() <= STACK_LIMIT))
 
 
 def bound_small_allocations(stmt: ir.Stmt) -> ir.Stmt:
+
     return _BoundSmallAllocations().mutate(stmt)
 
 
@@ -36,7 +56,7 @@ class _BoundSmallAllocations(LetScopeMutator):
         self.loops: dict[str, ir.For] = {}
 
     def visit_For(self, s):
-        if s.for_type in _GPU_LOOPS:  # a kernel's storage is placed by the GPU passes
+        if s.for_type in GPU_LOOP_KINDS:  # a kernel's storage is placed by the GPU passes
             return s
         with binding(self.loops, s.name, s):
             body = self.mutate(s.body)
@@ -51,7 +71,7 @@ class _BoundSmallAllocations(LetScopeMutator):
 
     def _bounded_extents(self, s: ir.Allocate) -> tuple | None:
         """The constant bounds to allocate, or None to leave the Allocate as it is."""
-        if s.memory_type not in ("Auto", "Stack", "Register") or all(ir.const_int(e) is not None for e in s.extents):
+        if s.memory_type not in ("Auto", "Stack", "Register") or constant_elements(s) is not None:
             return None
         if s.memory_type == "Auto":
             # Storage outside every loop is allocated once per call: not worth the search. Nor

@@ -20,25 +20,14 @@ that constant index; nothing else changes, and no index changes value.
 from __future__ import annotations
 
 from .. import ir
-from ..ir_mutator import LetScopeMutator, binding, free_variables, has_load, substitute
+from ..ir_mutator import IRMutator, LetScopeMutator, binding, free_variables, has_load, substitute
+from ..schedule import GPU_LOOP_KINDS
 from ..simplify import simplify
-from .bound_small_allocations import STACK_LIMIT
-
-_GPU_LOOPS = (ir.GPU_BLOCK, ir.GPU_THREAD, ir.GPU_LANE)
+from .bound_small_allocations import placed_on_stack
 
 
 def constant_stack_indices(stmt: ir.Stmt) -> ir.Stmt:
     return _FindStackStorage().mutate(stmt)
-
-
-def _on_stack(s: ir.Allocate) -> bool:
-    extents = [ir.const_int(e) for e in s.extents]
-    if any(e is None for e in extents):
-        return False
-    size = s.type.bytes()
-    for e in extents:
-        size *= max(e, 0)
-    return s.memory_type in ("Stack", "Register") or (s.memory_type == "Auto" and size <= STACK_LIMIT)
 
 
 class _FindStackStorage(LetScopeMutator):
@@ -46,19 +35,17 @@ class _FindStackStorage(LetScopeMutator):
     accesses."""
 
     def visit_For(self, s):
-        return s if s.for_type in _GPU_LOOPS else self.default(s)
+        return s if s.for_type in GPU_LOOP_KINDS else self.default(s)
 
     def visit_Allocate(self, s):
-        if not _on_stack(s):
+        if not placed_on_stack(s):
             return self.default(s)
         resolve = _ResolveIndices(dict(self.lets), {s.name})
         body = resolve.mutate(s.body)
         return s if body is s.body else ir.Allocate(s.name, s.type, s.extents, body, s.memory_type)
 
 
-class _ResolveIndices(LetScopeMutator):
-    statements_only = False
-
+class _ResolveIndices(IRMutator):
     def __init__(self, lets: dict, stack: set[str]):
         super().__init__()
         # name -> (value, the binding's serial number), or None for a loop's variable and a let
@@ -88,7 +75,7 @@ class _ResolveIndices(LetScopeMutator):
             return self.default(s)
 
     def visit_Allocate(self, s):
-        inner = _on_stack(s)
+        inner = placed_on_stack(s)
         if inner == (s.name in self.stack):
             return self.default(s)
         (self.stack.add if inner else self.stack.discard)(s.name)

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..ir_mutator import IRMutator
-
-_GPU_LOOPS = (ir.GPU_BLOCK, ir.GPU_THREAD, ir.GPU_LANE)
+from ..schedule import GPU_LOOP_KINDS
 
 
 class _UnrollVectorsInKernels(IRMutator):
@@ -22,7 +21,7 @@ class _UnrollVectorsInKernels(IRMutator):
 
     def visit_For(self, s):
         outer = self.in_kernel
-        self.in_kernel = outer or s.for_type in _GPU_LOOPS
+        self.in_kernel = outer or s.for_type in GPU_LOOP_KINDS
         body = self.mutate(s.body)
         self.in_kernel = outer
         for_type = ir.UNROLLED if outer and s.for_type == ir.VECTORIZED else s.for_type
