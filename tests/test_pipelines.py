@@ -377,6 +377,59 @@ def test_a_bound_buffers_shape_is_compiled_in_and_a_new_shape_compiles_again():
         g.realize([4, 4])  # reads x, y from 0: before the mins, now 3 and 2
 
 
+def test_realize_into_the_same_buffer_again_skips_the_checks_but_sees_every_change(monkeypatch):
+    """A pipeline realized into one output Buffer in a loop repeats the checked call (its
+    per-call cost); any change since (a Param, an ImageParam bound again, a min moved, a Func
+    redefined or scheduled, an output made read-only) still takes effect or is still refused."""
+    from pyhalide.codegen.runtime import CompiledPipeline
+
+    prepared = []
+    real_prepare = CompiledPipeline.prepare
+    monkeypatch.setattr(CompiledPipeline, "prepare", lambda self, *a: prepared.append(1) or real_prepare(self, *a))
+    x, y = hl.Var("x"), hl.Var("y")
+    data = np.arange(48, dtype=np.int32).reshape(6, 8)
+    img = hl.Buffer(data, "img")
+    k = hl.ImageParam(hl.Int(32), 1, "k")
+    scale = hl.Param(hl.Int(32), "scale", 2)
+    f = hl.Func("f")
+    f[x, y] = img[x, y] * scale + k[y]
+    keys = np.array([1, 2, 3, 4], np.int32)
+    k.set(hl.Buffer(keys))
+    out = hl.Buffer(hl.Int(32), [8, 4])
+    p = hl.Pipeline(f)
+
+    def expect(sc, ks, x0=0, y0=0):
+        return data[y0:y0 + 4, x0:x0 + 8] * sc + ks[:, None]
+
+    p.realize(out)
+    p.realize(out)
+    assert np.array_equal(np.asarray(out), expect(2, keys)) and len(prepared) == 1  # the second call: no checks
+    scale.set(3)
+    p.realize(out)
+    assert np.array_equal(np.asarray(out), expect(3, keys)) and len(prepared) == 1  # Params are read every call
+    keys2 = np.array([10, 20, 30, 40], np.int32)
+    k.set(hl.Buffer(keys2))
+    p.realize(out)
+    assert np.array_equal(np.asarray(out), expect(3, keys2)) and len(prepared) == 2
+    k.set(hl.Buffer(np.array([1, 2], np.int32)))  # too small: still refused before anything runs
+    with pytest.raises(hl.HalideError, match="k"):
+        p.realize(out)
+    k.set(hl.Buffer(keys2))
+    out.set_min([0, 2])  # the output moved: rows 2..5, keys read at 2..5
+    keys3 = np.arange(6, dtype=np.int32) * 100
+    k.set(hl.Buffer(keys3))
+    p.realize(out)
+    assert np.array_equal(np.asarray(out), expect(3, keys3[2:], 0, 2))
+    out.set_min([0, 0])
+    k.set(hl.Buffer(keys))
+    f.vectorize(x, 4)  # a new schedule: lowered again, the same results
+    p.realize(out)
+    assert np.array_equal(np.asarray(out), expect(3, keys))
+    np.asarray(out).flags.writeable = False
+    with pytest.raises(hl.HalideError, match="read-only"):
+        p.realize(out)
+
+
 def test_a_store_to_one_buffer_does_not_make_llvm_reload_another(tmp_path):
     """Loads and stores carry one alias type per buffer (as Halide tags them): both channels of a
     histogram update reuse the one load of the input pixel, where the first bin's store had

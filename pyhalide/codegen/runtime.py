@@ -94,7 +94,7 @@ class CompiledPipeline:
         cuda = target is not None and target.has_feature("cuda")
         serial = cuda and gpu_loops_run_serially()
         self.kernels = [] if cuda and not serial else None
-        self._host_only_gpu = serial
+        self.host_only_gpu = serial
         with cycle_collector_paused():
             stmt = finish_lowering(lowered.stmt, dense, kernels=self.kernels, bound_shapes=bound_shapes)
             cg = CodeGen(lowered, stmt, SYMBOL, self.axis_maps, fp_contract=contract, gpu_loops_serial=serial)
@@ -128,8 +128,14 @@ class CompiledPipeline:
 
         Each buffer is an hl.Buffer, or a numpy array taken as an hl.Buffer of it would be
         (axes reversed, mins 0). This is the per-call path: checks are cheap and done once."""
+        arrays, scalars = self.prepare(buffers, names)
+        self.call(arrays, buffers, scalars, param_values, names)
+
+    def prepare(self, buffers: list, names: UserNames | None = None) -> tuple[list, np.ndarray]:
+        """The arrays to pass and the scalar block holding the buffers' mins, once the buffers
+        are checked against what was compiled for: both stay valid while the buffers' arrays,
+        shapes and mins do (a caller may keep them for the next call)."""
         sc = self._template.copy()
-        sc[self.layout.threads_slot] = num_threads()
         if names is not None:
             sc[self.layout.print_slot] = names.writer_address
         arrays = []
@@ -157,6 +163,13 @@ class CompiledPipeline:
                 for d, m in enumerate(mins):
                     sc[slots[d]] = m
             arrays.append(arr)
+        return arrays, sc
+
+    def call(self, arrays: list, buffers: list, sc: np.ndarray, param_values: list,
+             names: UserNames | None) -> None:
+        """Run on what prepare made of the same buffers (sc: its scalar block, or a copy of it,
+        written into here), with these Param values."""
+        sc[self.layout.threads_slot] = num_threads()
         if self._params:
             as_float = sc.view(np.float64) if self._has_float_params else None
             for (slot, is_float), v in zip(self._params, param_values):
@@ -167,7 +180,7 @@ class CompiledPipeline:
         interrupts.arm()
         if self.cuda_source is not None:
             rc = self._run_with_gpu(arrays, buffers, sc)
-        elif self._host_only_gpu:
+        elif self.host_only_gpu:
             rc = self._run_serially(arrays, buffers, sc)
         else:
             rc = self._fn(*arrays, sc)
