@@ -32,33 +32,25 @@ class Blur(App):
         return Built(blur_y, [w - 2, h - 2], hl.UInt(16), {"blur_x": blur_x, "blur_y": blur_y},
                      {"x": x, "y": y}, output_mins=[1, 1])
 
-    def schedule(self, hl, built, rows=6, strip=48):
+    def schedule(self, hl, built):
         """Register blocks, as Halide's Adams2019 autoscheduler schedules blur: per vector of
-        `rows` output rows, blur_x's rows + 2 computed into registers (stack storage with
-        constant indices), each input row loaded once per block; strips of `strip` rows in
-        parallel. 1.4x faster than Halide's app schedule (halide_app_schedule) in both
-        libraries on a Zen 3 (AVX2) host; 6 rows measured best there (4: 0.94x its speed, 8:
+        6 output rows, blur_x's 8 rows computed into registers (stack storage with
+        constant indices), each input row loaded once per block; strips of 48 rows in
+        parallel. 1.4x faster than Halide's app schedule (benchmarks/schedules.py's blur) in
+        both libraries on a Zen 3 (AVX2) host; 6 rows measured best there (4: 0.94x its speed, 8:
         0.95x, 12: 0.93x, 16: 0.75x: 16 vector registers)."""
         x, y = built.vars["x"], built.vars["y"]
         xi, yi, yii = hl.Var("xi"), hl.Var("yi"), hl.Var("yii")
         blur_x, blur_y = built.funcs["blur_x"], built.funcs["blur_y"]
         w, h = built.output_sizes
         vector = min(w, hl.get_host_target().natural_vector_size(hl.UInt(16)))
-        strip = min(strip, h)  # ShiftInwards: a split never larger than what it splits
-        rows = min(rows, strip)
+        strip = min(48, h)  # ShiftInwards: a split never larger than what it splits
+        rows = min(6, strip)
         shift = hl.TailStrategy.ShiftInwards
         blur_y.split(y, y, yi, strip, shift).split(x, x, xi, vector, shift).split(yi, yi, yii, rows, shift)
         blur_y.reorder(xi, yii, x, yi, y).vectorize(xi).unroll(yii).parallel(y)
         blur_x.compute_at(blur_y, x).store_in(hl.MemoryType.Stack)
         blur_x.split(x, x, xi, vector, shift).reorder(xi, x, y).vectorize(xi).unroll(y)
-
-    def halide_app_schedule(self, hl, built):
-        """Halide's apps/blur CPU schedule: blur_x computed per output vector, kept in a sliding
-        window over each strip of 32 rows (one new row per output row)."""
-        x, y, yi = built.vars["x"], built.vars["y"], hl.Var("yi")
-        blur_x, blur_y = built.funcs["blur_x"], built.funcs["blur_y"]
-        blur_y.split(y, y, yi, 32).parallel(y).vectorize(x, 16)
-        blur_x.store_at(blur_y, y).compute_at(blur_y, x).vectorize(x, 16)
 
     def gpu_schedule(self, hl, built):
         """The fastest on an H200 of the GPU schedules below (benchmarks/results/gpu_h200.json):
