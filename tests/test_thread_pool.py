@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -82,6 +83,38 @@ def test_parallel_pipelines_from_several_python_threads():
         t.join(timeout=120)
     assert not any(t.is_alive() for t in threads), "a realize hung"
     assert not errors, errors
+
+
+def test_python_threads_run_while_a_pipeline_runs():
+    """The compiled code runs without the GIL (its direct entry releases it, as a ctypes call
+    does): another Python thread keeps running during a long realize, not only between calls."""
+    r = hl.RDom([(0, 30000)])
+    slow = hl.Func("slow_serial")
+    slow[x] = 0
+    slow[x] += (x * r.x) % 7  # 60 million scalar steps, no parallel loop: 0.1 s or more a call
+    out = hl.Buffer(hl.Int(32), [2000])
+    slow.realize(out)
+    gaps, done = [], threading.Event()
+
+    def realize_repeatedly():
+        start = time.perf_counter()
+        while time.perf_counter() - start < 0.3:
+            slow.realize(out)
+        done.set()
+
+    worker = threading.Thread(target=realize_repeatedly)
+    t0 = time.perf_counter()
+    worker.start()
+    last = time.perf_counter()
+    while not done.is_set():
+        now = time.perf_counter()
+        gaps.append(now - last)
+        last = now
+    elapsed = time.perf_counter() - t0
+    worker.join()
+    # with the GIL held through a call, this loop would stand still for a whole call
+    assert max(gaps) < 0.05, (elapsed, max(gaps))
+    assert np.asarray(out)[5] == ((5 * np.arange(30000)) % 7).sum()
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")

@@ -11,6 +11,7 @@ itself. Entries are written to a temporary file, flushed, and renamed into place
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
 import threading
@@ -21,7 +22,7 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from ..errors import CompileError
-from . import heap, thread_pool
+from . import calling_convention, heap, thread_pool
 
 _lock = threading.Lock()
 _state: dict = {}
@@ -211,11 +212,17 @@ def _remember(key: str, obj: bytes) -> None:
             _memory_cache_bytes[0] -= len(_memory_cache.pop(next(iter(_memory_cache))))
 
 
+def _python_api() -> dict[str, int]:
+    """This process's Python C API functions that generated code calls (calling_convention)."""
+    return {name: ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value
+            for name in calling_convention.PYTHON_API}
+
+
 def _link(obj: bytes, symbols: tuple[str, ...], imports: bool):
     """Link an object into the JIT. With imports, it may call the runtime: the thread pool's
     entry point and the heap's malloc and free."""
     # before taking the lock: they link too
-    runtime = {thread_pool.SYMBOL: thread_pool.address(), **heap.addresses()} if imports else {}
+    runtime = {thread_pool.SYMBOL: thread_pool.address(), **heap.addresses(), **_python_api()} if imports else {}
     with _lock:
         st = _init()
         _library_counter[0] += 1

@@ -123,6 +123,7 @@ class CodeGen:
             self.stmt(self.body)
             if not self.b.block.is_terminated:
                 self.b.ret(ll.Constant(I32, 0))
+        calling_convention.define_direct_entry(self.module, fn)
         return str(self.module)
 
     # ------------------------------------------------------------------ helpers

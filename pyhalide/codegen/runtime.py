@@ -20,6 +20,27 @@ from .jit import JITFunction
 from .llvm import CodeGen
 
 SYMBOL = "pyhalide_pipeline"
+DIRECT_SYMBOL = f"{SYMBOL}_direct"  # the entry as a Python builtin (calling_convention.define_direct_entry)
+
+
+class _MethodDef(ctypes.Structure):
+    """CPython's PyMethodDef."""
+
+    _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p), ("ml_flags", ctypes.c_int),
+                ("ml_doc", ctypes.c_char_p)]
+
+
+_METH_FASTCALL = 0x80
+_new_builtin = ctypes.pythonapi.PyCFunction_NewEx
+_new_builtin.restype = ctypes.py_object
+_new_builtin.argtypes = [ctypes.POINTER(_MethodDef), ctypes.py_object, ctypes.py_object]
+
+
+def _builtin(address: int, name: str):
+    """A Python builtin function whose C implementation is the METH_FASTCALL function at address,
+    and the definition it points to (to keep alive as long as the function)."""
+    definition = _MethodDef(name.encode(), address, _METH_FASTCALL, None)
+    return _new_builtin(ctypes.byref(definition), None, None), definition
 
 
 _threads: dict = {}
@@ -102,10 +123,8 @@ class CompiledPipeline:
         self.cuda_source = cuda_source(self.kernels) if self.kernels else None
         self.layout = cg.layout
         self.asserts = cg.asserts
-        self._jit = JITFunction(self.llvm_ir, SYMBOL)
-        n = len(lowered.buffers) + 1
-        proto = ctypes.CFUNCTYPE(ctypes.c_int32, *([ctypes.py_object] * n))
-        self._fn = proto(self._jit.address)
+        self._jit = JITFunction(self.llvm_ir, SYMBOL, also=(DIRECT_SYMBOL,))
+        self._fn, self._fn_definition = _builtin(self._jit.address_of(DIRECT_SYMBOL), SYMBOL)
         self._specs = []
         for spec, (axes, dense) in zip(lowered.buffers, layouts):
             dtype = spec.type.to_numpy()
