@@ -1,9 +1,10 @@
 """How runtime.py calls the generated function, and how the function reports a failure.
 
-The function is `i32 NAME(ptr array_0, ..., ptr array_n, ptr scalars)`. Each array is a numpy
-ndarray object itself (passed as a ctypes.py_object): the function reads its data pointer,
-dimensions and strides from numpy's stable C layout (PyArrayObject), because getting a data
-pointer in Python costs microseconds per array and reading it here costs nothing. `scalars` is an
+The function is `i32 NAME(ptr array_0, ..., ptr array_n, ptr scalars)`, called through
+NAME_direct, a Python builtin (define_direct_entry). Each array is a numpy ndarray object itself
+(its PyObject pointer): the function reads its data pointer, dimensions and strides from
+numpy's stable C layout (PyArrayObject), because getting a data pointer in Python costs
+microseconds per array and reading it here costs nothing. `scalars` is an
 int64 ndarray holding, in order: each buffer's min per dimension, each Param (integers
 sign-extended, floats as the bits of a double), the thread count, the address of the interrupt
 flag (interrupts.py), the address of the GPU runtime's callback (gpu_runtime.py; 0 without
