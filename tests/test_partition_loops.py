@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pyhalide as hl
+from pyhalide import ir
 from pyhalide.ir_mutator import IRVisitor
 from pyhalide.lower import lower
 
@@ -241,23 +242,64 @@ def test_the_steady_state_of_a_vectorized_clamp_has_no_lane_test():
     assert len(loops) == 3 and loops[1][1] == 0 and loops[0][1] > 0, loops  # prologue, steady state, epilogue
 
 
+class _MinMax(IRVisitor):
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def visit_Min(self, e):
+        self.count += 1
+        self.visit_children(e)
+
+    visit_Max = visit_Min
+
+
+class _LoopsNamed(IRVisitor):
+    def __init__(self, name):
+        super().__init__()
+        self.name, self.found = name, []
+
+    def visit_For(self, s):
+        if s.name == self.name:
+            self.found.append(s)
+        self.visit_children(s)
+
+
+def _loops_named(stmt, name):
+    v = _LoopsNamed(name)
+    v.visit(stmt)
+    return v.found
+
+
+def _clamps_in(stmt):
+    v = _MinMax()
+    v.visit(stmt)
+    return v.count
+
+
 @settings(max_examples=40, deadline=None)
-@given(cells=st.integers(1, 9), size=st.integers(1, 30), shift=st.integers(-6, 6))
-def test_a_boundary_clamp_inlined_in_an_innermost_reduction_leaves_its_steady_state(cells, size, shift):
-    """bilateral_grid's histogram: each cell sums 4 pixels of a repeat_edge input (clamp(likely(
-    4 * x + r - shift), ...) below an inlined Let). The innermost loop, over r, is partitioned on
-    the clamp (its steady state reads without it); the result is the clamped sum."""
+@given(cells=st.integers(1, 9), size=st.integers(1, 30), shift=st.integers(-6, 6), taps=st.sampled_from([4, 20]))
+def test_a_boundary_clamp_inlined_in_a_reduction_leaves_the_steady_state(cells, size, shift, taps):
+    """bilateral_grid's histogram: each cell sums `taps` pixels of a repeat_edge input (clamp(
+    likely(taps * x + r - shift), ...) below an inlined Let). With a short reduction loop (4
+    iterations) the loop over cells is partitioned, as Halide does: its steady state reads
+    without the clamp for every r, and the 4-iteration loops are left whole; with a long one
+    (20) the reduction loop itself is. Either way the result is the clamped sum."""
     data = np.arange(size, dtype=np.int32) * 3 + 1
-    r = hl.RDom([hl.Range(0, 4)], "bc_r")
+    r = hl.RDom([hl.Range(0, taps)], "bc_r")
     p = hl.Param(hl.Int(32), "bc_shift")
     p.set(shift)
     f = hl.Func("bc_sum")
     f[x] = 0
-    f[x] += hl.BoundaryConditions.repeat_edge(hl.Buffer(data, "bc_in"))[4 * x + r.x - p]
+    f[x] += hl.BoundaryConditions.repeat_edge(hl.Buffer(data, "bc_in"))[taps * x + r.x - p]
     f.update(0).reorder(r.x, x)
     stmt = _final_stmt(f)
-    names = [name for name, _ in _loops(stmt)]
-    assert names.count("bc_sum.s1.bc_r$x") == 3  # prologue, steady state, epilogue
+    cell_loops, tap_loops = _loops_named(stmt, "bc_sum.s1.x"), _loops_named(stmt, "bc_sum.s1.bc_r$x")
+    if taps == 4:
+        assert len(cell_loops) == 3 and _clamps_in(cell_loops[1].body) == 0  # prologue, steady state, epilogue
+        assert len(tap_loops) == 3 and all(ir.const_int(lp.extent) == 4 for lp in tap_loops)
+    else:
+        assert len(cell_loops) == 1 and len(tap_loops) == 3 and _clamps_in(tap_loops[1].body) == 0
     got = np.asarray(f.realize([cells]))
-    want = [sum(data[np.clip(4 * c + k - shift, 0, size - 1)] for k in range(4)) for c in range(cells)]
+    want = [sum(data[np.clip(taps * c + k - shift, 0, size - 1)] for k in range(taps)) for c in range(cells)]
     np.testing.assert_array_equal(got, want)

@@ -10,18 +10,44 @@ loop around it; and the scalar `min` / `max` of a ShiftInwards split, `min(x_o *
 x_max - 15)`, and of clamps, `max(min(y, h - 1), 0)`, which are their first operand in the
 steady state. A condition counts for a loop when it is a comparison (or a
 conjunction of comparisons) affine in the loop's variable with a constant coefficient, and
-depends on nothing else that changes inside the loop. The prologue and epilogue keep the
+depends on nothing else that changes inside the loop but the variables of short loops (a
+constant extent of at most SHORT_LOOP) nested in it, in which it must be affine too: it then
+holds for all their iterations where it holds at their first and last. Clamps of boundary
+conditions are settled at the innermost loop that is not short, as Halide partitions an outer
+loop: bilateral_grid's histogram reads 8 x 8 pixels per grid cell through repeat_edge, and
+partitioning the loop over cells leaves the 8-iteration loops inside without a clamp, where
+partitioning those split every 8 iterations in three. The prologue and epilogue keep the
 original body, so the result computes exactly what the loop did.
 """
 
 from __future__ import annotations
 
 from .. import ir
-from ..ir_mutator import IRMutator, children, free_variables, has_call, has_loop, map_children, substitute
+from ..ir_mutator import IRMutator, children, free_variables, has_call, map_children, substitute
 from ..simplify import simplify
 from ..types import Int
 
 _I32 = Int(32)
+SHORT_LOOP = 16  # a loop of a constant extent up to this is short (see the module's docstring)
+
+
+def _short_range(s: ir.For) -> tuple[int, int] | None:
+    """(first, last) iteration of a short loop; None for any other."""
+    lo, extent = ir.const_int(s.min), ir.const_int(s.extent)
+    if lo is None or extent is None or not 0 < extent <= SHORT_LOOP:
+        return None
+    return lo, lo + extent - 1
+
+
+def _has_long_loop(s: ir.Stmt) -> bool:
+    """Whether s holds a loop that is not short (at any depth)."""
+    stack = [s]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ir.For) and _short_range(n) is None:
+            return True
+        stack.extend(c for c in children(n) if isinstance(c, ir.Stmt))
+    return False
 
 
 def _affine(e: ir.Expr, v: str):
@@ -177,6 +203,7 @@ class _Conditions(IRMutator):
         self.lets: dict[str, ir.Expr] = {}  # lets inside v's loop, as written
         self.inner: set[str] = set()  # loops inside v's loop, and the lets that depend on them
         self.expression_lets: dict[str, ir.Expr] = {}  # the Let expressions around the one being settled
+        self.short: dict[str, tuple[int, int]] = {}  # short loops inside v's loop: (first, last)
         self.bounds: list[tuple[str, ir.Expr]] = []
         self.from_selects = 0  # how many of the bounds came from selects or mins (not ifs)
 
@@ -238,11 +265,10 @@ class _Conditions(IRMutator):
             elif isinstance(n, ir.Min | ir.Max) and n.type.lanes == 1:
                 a, b = settle(n.a), settle(n.b)
                 cond = ir.LE(a, b) if isinstance(n, ir.Min) else ir.GE(a, b)
-                full = self._expanded(cond)
-                answer = None if full is None else _solve(full, self.v)
-                if answer is not None:
-                    self.bounds.append(answer)
-                    self.from_selects += 1
+                answers = self._solutions(cond)
+                if answers is not None:
+                    self.bounds.extend(answers)
+                    self.from_selects += len(answers)
                     out = a
                 else:
                     out = n if a is n.a and b is n.b else type(n)(a, b)
@@ -286,7 +312,8 @@ class _Conditions(IRMutator):
             # a boundary, say) would copy bodies for little gain, at compile time's cost
             c = e.condition
             later = isinstance(c, ir.GT) and isinstance(c.a, ir.Variable) and c.a.name == self.v
-            answers = [_solve(c, self.v)] if later and self._expanded(c) is not None else []
+            solvable = later and self._expanded(c) is not None and not free_variables(c) & self.short.keys()
+            answers = [_solve(c, self.v)] if solvable else []
             if answers and None not in answers:
                 self.bounds.extend(answers)
                 self.from_selects += len(answers)
@@ -300,7 +327,13 @@ class _Conditions(IRMutator):
 
     def visit_For(self, s):
         lo, extent = self._mins(s.min), self._mins(s.extent)
-        body = self._scoped(s.name, None, s.body)
+        short = _short_range(s)
+        if short is not None:
+            self.short[s.name] = short
+        try:
+            body = self._scoped(s.name, None, s.body)
+        finally:
+            self.short.pop(s.name, None)
         if body is s.body and lo is s.min and extent is s.extent:
             return s
         return ir.For(s.name, lo, extent, s.for_type, body)
@@ -313,21 +346,34 @@ class _Conditions(IRMutator):
             lets = {n: self.expression_lets[n] for n in names if n in self.expression_lets}
             lets.update((n, self.lets[n]) for n in names if n in self.lets and n not in lets)
             if not lets:
-                if names & self.inner:
+                if (names & self.inner) - self.short.keys():
                     return None
                 return _without_likely(c) if self.boundaries else c
             c = substitute(lets, c)
         return None
 
+    def _solutions(self, c: ir.Expr) -> list | None:
+        """The iterations of v where c holds (_solve's answers, one per extreme of each short
+        loop it depends on, all of which must hold); None if it does not solve."""
+        full = self._expanded(c)
+        if full is None:
+            return None
+        conditions = [full]
+        for name in sorted(free_variables(full) & self.short.keys()):
+            if not isinstance(full, ir.LT | ir.LE | ir.GT | ir.GE) or _affine(ir.Sub(full.a, full.b), name) is None:
+                return None
+            conditions = [substitute({name: ir.IntImm(_I32, k)}, e) for e in conditions for k in self.short[name]]
+        answers = [_solve(e, self.v) for e in conditions]
+        return None if None in answers else answers
+
     def visit_IfThenElse(self, s):
         kept, solved = [], []
         for c in _conjuncts(s.condition):
             c = self._mins(c)  # (a ShiftInwards min in a ramp's base: settled, then solved)
-            full = self._expanded(c)
-            answer = None if full is None else _solve(full, self.v)
-            (kept if answer is None else solved).append(c)
-            if answer is not None:
-                self.bounds.append(answer)
+            answers = self._solutions(c)
+            (kept if answers is None else solved).append(c)
+            if answers is not None:
+                self.bounds.extend(answers)
         then_case = self.mutate(s.then_case)
         else_case = self.mutate(s.else_case)
         if solved:
@@ -369,15 +415,19 @@ class PartitionLoops(IRMutator):
         return s if body is s.body else ir.For(s.name, s.min, s.extent, s.for_type, body)
 
     def _partition(self, s: ir.For, body: ir.Stmt) -> ir.Stmt | None:
-        finder = _Conditions(s.name, boundaries=not has_loop(body))
+        # boundary clamps: in the innermost loop that is not short (see the module's docstring)
+        finder = _Conditions(s.name, boundaries=_short_range(s) is None and not _has_long_loop(body))
         steady_body = finder.mutate(body)
         if not finder.bounds:
             return None
         if finder.from_selects == len(finder.bounds) and _size(body) > self.MAX_SELECT_BODY:
             return None
         end = ir.Add(s.min, s.extent)
-        los = [e for kind, e in finder.bounds if kind == "lo"]
-        his = [e for kind, e in finder.bounds if kind == "hi"]
+        los, his = [], []  # (each once: a clamp the body repeats gives the same bound each time)
+        for kind, e in finder.bounds:
+            same_kind = los if kind == "lo" else his
+            if e not in same_kind:
+                same_kind.append(e)
         # the steady state [lo, hi), inside the loop's range
         lo = s.min
         for e in los:
