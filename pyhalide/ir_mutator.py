@@ -356,7 +356,7 @@ def has_call(e: ir.Expr) -> bool:
 
 def has_load(e: ir.Expr) -> bool:
     """Whether e reads a flattened buffer (a Load)."""
-    return bool((getattr(e, "_summary", None) or _summary(e))[2] & _LOAD)
+    return bool(_summary(e)[2] & _LOAD)
 
 
 def touched_names(node: ir.Node) -> frozenset:

@@ -198,11 +198,16 @@ class Pipeline:
         is the per-call cost of every realize, so it stays a few attribute reads)."""
         lw = self._lowered
         target = self._target
-        if lw is None or (self._lowered_for is not target and lw.target != target) or any(
-            f._version != v for f, v in self._versions
-        ):
+        if lw is None or (self._lowered_for is not target and lw.target != target) or not self._funcs_unchanged():
             lw = self._lower_now()
         return lw
+
+    def _funcs_unchanged(self) -> bool:
+        """Whether no Func the last lowering read has been redefined or scheduled since."""
+        for f, v in self._versions:
+            if f._version != v:
+                return False
+        return True
 
     @deep
     def _lower_now(self):
@@ -783,19 +788,17 @@ class _CallPlan:
     @staticmethod
     def _state(buf: Buffer) -> tuple:
         arr = buf._array
-        return arr, arr.shape, arr.strides, arr.dtype, list(buf._mins), list(buf._axis)
+        return arr.shape, arr.strides, arr.dtype, list(buf._mins), list(buf._axis)
 
     def holds(self, pipeline: Pipeline) -> bool:
         lowered, target, epoch = self.pipeline_state
-        if pipeline._lowered is not lowered or pipeline._target is not target or _param.constraint_epoch != epoch:
+        if (pipeline._lowered is not lowered or pipeline._target is not target or _param.constraint_epoch != epoch
+                or not pipeline._funcs_unchanged()):
             return False
-        for f, v in pipeline._versions:
-            if f._version != v:
-                return False
         for source, buf in self.bindings:  # still bound to the same Buffers (an ImageParam may be set again)
             if (source if type(source) is Buffer else source._buffer) is not buf:
                 return False
-        for buf, (arr, shape, strides, dtype, mins, axis) in zip(self.buffers, self.states):
+        for buf, arr, (shape, strides, dtype, mins, axis) in zip(self.buffers, self.arrays, self.states):
             a = buf._array
             if (a is not arr or a.shape != shape or a.strides != strides or a.dtype is not dtype
                     or buf._mins != mins or buf._axis != axis):

@@ -12,6 +12,7 @@ itself. Entries are written to a temporary file, flushed, and renamed into place
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import os
 import threading
@@ -212,6 +213,7 @@ def _remember(key: str, obj: bytes) -> None:
             _memory_cache_bytes[0] -= len(_memory_cache.pop(next(iter(_memory_cache))))
 
 
+@functools.cache
 def _python_api() -> dict[str, int]:
     """This process's Python C API functions that generated code calls (calling_convention)."""
     return {name: ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value

@@ -46,7 +46,6 @@ def placed_on_stack(s: ir.Allocate) -> bool:
 
 
 def bound_small_allocations(stmt: ir.Stmt) -> ir.Stmt:
-
     return _BoundSmallAllocations().mutate(stmt)
 
 
