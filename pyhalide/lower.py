@@ -135,11 +135,12 @@ def lowering_passes(env):
     ]
 
 
-def layout_passes(dense_buffers: list[str], kernels: list[Kernel] | None = None, bound_shapes: dict | None = None):
+def layout_passes(dense_buffers: list[str], kernels: list[Kernel] | None = None,
+                  buffer_constants: dict | None = None):
     """(name, function) of the passes that finish a lowered Stmt for one buffer layout, in order.
     With a `kernels` list (GPU targets), the GPU loop nests are moved into it as Kernels;
-    `bound_shapes` (buffer name -> (min, extent, stride) per dimension) are the shapes of the
-    Buffers bound in the algorithm, compiled in as constants."""
+    `buffer_constants` (`buffer.field.dimension` -> value) are the dimensions compiled in as
+    constants: the shapes of the Buffers bound in the algorithm, the constant constraints."""
 
     def extract_kernels(stmt):
         host, found = gpu_kernels(stmt)
@@ -154,8 +155,8 @@ def layout_passes(dense_buffers: list[str], kernels: list[Kernel] | None = None,
     ]
     return [
         # A Buffer the algorithm names is part of the pipeline, as in Halide's JIT: its shape is
-        # known, so clamps and index arithmetic fold.
-        ("bound buffer shapes", lambda s: specialize_bound_shapes(s, bound_shapes or {})),
+        # known, so clamps and index arithmetic fold; so are constrained dimensions.
+        ("bound buffer shapes", lambda s: specialize_bound_shapes(s, buffer_constants or {})),
         # Knowing which strides are 1 turns unit-stride accesses into dense vector loads and stores.
         ("unit strides", lambda s: specialize_unit_strides(s, dense_buffers)),
         # Halide's arithmetic rules as C-like operations, for every backend. Last: the simplifier
@@ -182,11 +183,11 @@ def _run(passes, stmt, hook):
 
 @cycle_collector_paused()
 def finish_lowering(stmt: ir.Stmt, dense_buffers: list[str], hook=None, kernels: list | None = None,
-                    bound_shapes: dict | None = None) -> ir.Stmt:
+                    buffer_constants: dict | None = None) -> ir.Stmt:
     """The Stmt a code generator compiles, for buffers whose dimension 0 is dense as listed (and,
-    given a `kernels` list, the GPU kernels it launches, appended to it; given `bound_shapes`, the
-    shapes of the Buffers bound in the algorithm as constants)."""
-    return _run(layout_passes(dense_buffers, kernels, bound_shapes), stmt, hook)
+    given a `kernels` list, the GPU kernels it launches, appended to it; given `buffer_constants`,
+    the buffer dimensions known as constants)."""
+    return _run(layout_passes(dense_buffers, kernels, buffer_constants), stmt, hook)
 
 
 @cycle_collector_paused()

@@ -225,7 +225,7 @@ class Pipeline:
         """Native code for one buffer layout: per buffer, its axis order and whether dimension 0 is
         dense (stride 1), which lets vector loads and stores be contiguous."""
         lowered = self._lower()
-        shapes = _bound_shapes(lowered)
+        shapes = self._shapes_key(lowered)
         compiled = self._compiled.get((layouts, shapes))
         if compiled is None:
             compiled = self._compile_now(lowered, layouts, shapes)
@@ -237,7 +237,7 @@ class Pipeline:
         shapes are compiled in: a Buffer reshaped since, with set_min, compiles again)."""
         from .codegen.runtime import CompiledPipeline
 
-        compiled = CompiledPipeline(lowered, layouts, self._target, _shape_constants(lowered))
+        compiled = CompiledPipeline(lowered, layouts, self._target, self._buffer_constants(lowered))
         self._compiled[layouts, shapes] = compiled
         return compiled
 
@@ -489,7 +489,7 @@ class Pipeline:
         if constrained:
             _check_constraints(constrained, self._buffer_owners(lowered), buffers)
         layouts = tuple(_layout(b) for b in buffers)
-        shapes = _bound_shapes(lowered)
+        shapes = self._shapes_key(lowered)
         compiled = self._compiled.get((layouts, shapes)) or self._compile_now(lowered, layouts, shapes)
         params = [s.param.get() for s in lowered.scalars]
         arrays, scalars = compiled.prepare(buffers, lowered.user_names)
@@ -509,6 +509,21 @@ class Pipeline:
             return memo[2]
         self._constrained_memo = (lowered, param.constraint_epoch, found := self._find_constrained(lowered))
         return found
+
+    def _constant_constraints(self, lowered) -> tuple:
+        """(`buffer.field.dimension`, value) of the constant constraints on the buffers checked
+        before every call (outputs, ImageParams with Expr constraints): compiled in as constants,
+        as Halide does (a stride or min known makes index arithmetic fold and alignment known)."""
+        return tuple((f"{lowered.buffers[i].name}.{field}.{d}", c) for i, p in self._constrained(lowered)
+                     for d, field, c in p._constraint_list() if isinstance(c, int))
+
+    def _shapes_key(self, lowered) -> tuple:
+        """What compiled code assumes of the buffers, besides their layouts."""
+        return _bound_shapes(lowered), self._constant_constraints(lowered)
+
+    def _buffer_constants(self, lowered) -> dict[str, int]:
+        """`buffer.field.dimension` -> value of each buffer dimension compiled in as a constant."""
+        return {**_shape_constants(lowered), **dict(self._constant_constraints(lowered))}
 
     def _find_constrained(self, lowered) -> list:
         found = []
@@ -696,7 +711,7 @@ class Pipeline:
         lowered = self._lower()
         kernels = []
         finish_lowering(lowered.stmt, dense_buffers(lowered, self._default_layouts()), kernels=kernels,
-                        bound_shapes=_shape_constants(lowered))  # what realize compiles
+                        buffer_constants=self._buffer_constants(lowered))  # what realize compiles
         return cuda_source(kernels)
 
 
@@ -846,6 +861,7 @@ class Callable:
         # the shapes of the Buffers the algorithm names are compiled in: moved since, compiled again
         self._lowered, self._layouts, self._target = lowered, tuple(layouts), pipeline._target
         self._shapes = _bound_shapes(lowered)
+        self._constraint_values = dict(pipeline._constant_constraints(lowered))
         # buffers with constrained dimensions, checked on every call (none: nothing to do per call)
         self._constrained = pipeline._constrained(lowered)
         self._owners = pipeline._buffer_owners(lowered)
@@ -871,7 +887,7 @@ class Callable:
 
             self._shapes = _bound_shapes(self._lowered)
             self._compiled = CompiledPipeline(self._lowered, self._layouts, self._target,
-                                              _shape_constants(self._lowered))
+                                              {**_shape_constants(self._lowered), **self._constraint_values})
         self._compiled.run(buffers, [args[i] for i in self._params], self._names_in_text)
 
     def _by_name(self, args: tuple, kwargs: dict) -> tuple:
@@ -1062,6 +1078,12 @@ def _check_constraints(constrained: list, owners: list[str], buffers: list, para
                 raise RuntimeCheckError(f"Constraint violated: {var} ({known[var]}) == {text} ({value})")
 
 
+def _constraints_of(source) -> list:
+    """The constraints of a buffer's source: an OutputImageParam's or ImageParam's (a Buffer the
+    algorithm names, or an output without an OutputImageParam yet, has none)."""
+    return source._constraint_list() if hasattr(source, "_constraint_list") else []
+
+
 def _propose_shapes(lowered, owners, sources, shapes, queried, lets, boxes) -> dict[int, list]:
     """One bounds query, as Halide's: for each queried buffer, the region the pipeline needs of it
     (with the current shapes of all buffers), passed through its constraints, in which every
@@ -1076,7 +1098,7 @@ def _propose_shapes(lowered, owners, sources, shapes, queried, lets, boxes) -> d
     # As Halide: where a dimension is constrained to a constant or to another buffer's dimension or a
     # Param, the pipeline computes with the constrained value (so the region required depends on it)
     for i, src in enumerate(sources):
-        for d, field, c in (src._constraint_list() if src is not None else ()):
+        for d, field, c in _constraints_of(src):
             if isinstance(c, int) or isinstance(c, ir.Variable):
                 v = c if isinstance(c, int) else _value_of(c, known, f"The constraint on {owners[i]}.{field}.{d}")
                 for name in (owners[i], lowered_names[i]):
@@ -1106,7 +1128,7 @@ def _propose_shapes(lowered, owners, sources, shapes, queried, lets, boxes) -> d
     proposed = {}
     for i in queried:
         src, dims = sources[i], []
-        constraints = {(d, field): c for d, field, c in src._constraint_list()} if src is not None else {}
+        constraints = {(d, field): c for d, field, c in _constraints_of(src)}
         for d, req in enumerate(required[i]):
             values = []
             for k, field in enumerate(("min", "extent", "stride")):
@@ -1155,10 +1177,12 @@ def _bound_shapes(lowered) -> tuple:
     return tuple(key)
 
 
-def _shape_constants(lowered) -> dict:
-    """Buffer name -> (min, extent, stride) per dimension, of the Buffers the algorithm names."""
-    return {name: tuple((dim.min(), dim.extent(), dim.stride()) for dim in map(buf.dim, range(buf.dimensions())))
-            for name, buf in lowered.bound_inputs}
+def _shape_constants(lowered) -> dict[str, int]:
+    """`buffer.field.dimension` -> value, for the min, extent and stride of every dimension of the
+    Buffers the algorithm names."""
+    return {f"{name}.{field}.{d}": value for name, buf in lowered.bound_inputs for d in range(buf.dimensions())
+            for field, value in zip(("min", "extent", "stride"), (buf.dim(d).min(), buf.dim(d).extent(),
+                                                                   buf.dim(d).stride()))}
 
 
 def _layout(buf: Buffer) -> tuple:

@@ -460,3 +460,34 @@ def test_a_store_to_one_buffer_does_not_make_llvm_reload_another(tmp_path):
         want[0, min(max(v, 0), 7)] += v
         want[1, min(max(v, 0), 7)] += 1
     np.testing.assert_array_equal(np.asarray(h.realize([8, 2])), want)
+
+
+def test_a_constant_constraint_is_compiled_in_and_compiled_again_when_it_changes():
+    """As Halide: an output's dimension constrained to a constant is that constant in the
+    compiled code (checked before each call), and an ImageParam's too where it is checked
+    on every call; changing the constraint compiles again."""
+    x = hl.Var("cc_x")
+    im = hl.ImageParam(hl.Int(32), 1, "cc_im")
+    im.dim(0).set_extent(im.dim(0).extent())  # an Expr constraint: checked on every call
+    im.dim(0).set_min(0)
+    f = hl.Func("cc_f")
+    f[x] = im[x] * 3
+    f.output_buffer().dim(0).set_min(0)
+    data = hl.Buffer(np.arange(10, dtype=np.int32) + 100)
+    im.set(data)
+    assert {("cc_f.min.0", 0), ("cc_im.min.0", 0)} <= set(f._pipeline()._constant_constraints(f._pipeline()._lower()))
+    out = hl.Buffer(hl.Int(32), [6])
+    out.set_min([2])
+    with pytest.raises(hl.HalideError, match="Constraint violated"):
+        f.realize(out)
+    f.output_buffer().dim(0).set_min(None)
+    for lo in (0, 5, 0):  # the input's constraint alone changes: compiled again each time
+        data = hl.Buffer(np.arange(10, dtype=np.int32) + 100)
+        data.set_min([lo])
+        im.dim(0).set_min(None)  # (a constraint is checked against the bound buffer at once)
+        im.set(data)
+        im.dim(0).set_min(lo)
+        out = hl.Buffer(hl.Int(32), [6])
+        out.set_min([lo + 1])
+        f.realize(out)
+        np.testing.assert_array_equal(np.asarray(out), (np.arange(1, 7) + 100) * 3)

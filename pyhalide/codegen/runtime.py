@@ -105,7 +105,7 @@ def dense_buffers(lowered, layouts: tuple) -> list[str]:
 class CompiledPipeline:
     """Native code for one lowered pipeline and one choice of buffer axis orders."""
 
-    def __init__(self, lowered, layouts: tuple, target=None, bound_shapes: dict | None = None):
+    def __init__(self, lowered, layouts: tuple, target=None, buffer_constants: dict | None = None):
         self.lowered = lowered
         self.axis_maps = [list(axes) for axes, _ in layouts]
         self.layouts = layouts
@@ -117,7 +117,7 @@ class CompiledPipeline:
         self.kernels = [] if cuda and not serial else None
         self.host_only_gpu = serial
         with cycle_collector_paused():
-            stmt = finish_lowering(lowered.stmt, dense, kernels=self.kernels, bound_shapes=bound_shapes)
+            stmt = finish_lowering(lowered.stmt, dense, kernels=self.kernels, buffer_constants=buffer_constants)
             cg = CodeGen(lowered, stmt, SYMBOL, self.axis_maps, fp_contract=contract, gpu_loops_serial=serial)
             self.llvm_ir = cg.generate()
         self.cuda_source = cuda_source(self.kernels) if self.kernels else None
