@@ -310,10 +310,85 @@ def test_a_thread_copying_aligned_consecutive_elements_loads_them_as_one_vector(
     out.gpu_blocks(y).gpu_threads(xo).unroll(xi)
     row.compute_at(out, xo).unroll(x)
     source = hl.Pipeline(out).cuda_source(CUDA)
-    vector = "ushort4" if dtype == np.uint16 else "float4"
-    assert (f"*(const {vector} *)&v_vl_in[" in source) == (row_length % 4 == 0), source
+    vector = "hl_vec<uint16_t, 4>" if dtype == np.uint16 else "hl_vec<float, 4>"
+    assert (f"*(const {vector} *)(&v_vl_in[" in source) == (row_length % 4 == 0), source
     got = np.asarray(out.realize([28, 17], CUDA))
     np.testing.assert_array_equal(got, view[:, :28] * 2)
+
+
+@pytest.mark.parametrize("row_length, lanes", [(40, 8), (36, 4), (34, 2), (33, 1)])
+def test_a_thread_computing_consecutive_elements_reads_and_writes_each_run_as_one_vector(row_length, lanes, device):
+    """Each thread computes 8 consecutive uint16 outputs of a row (vectorize: unrolled in a
+    kernel), from the input's 8 consecutive elements and the next one. With the output's row
+    stride constrained to the input's (a constant, compiled in), rows of 40 elements start at
+    multiples of 8: one 16-byte load and one 16-byte store per row; rows of 36 start at
+    multiples of 4 (8-byte vectors), of 34 at even elements (4-byte ones), of 33 anywhere (every
+    access alone). The element after the run (x + 8) is read alone. The results are the same."""
+    x, y = hl.Var("vs_x"), hl.Var("vs_y")
+    xo, xi = hl.Var("vs_xo"), hl.Var("vs_xi")
+    data = (np.arange(9 * row_length, dtype=np.uint32) * 2654435761 % 65521).astype(np.uint16).reshape(9, row_length)
+    src = hl.Buffer(data, "vs_in")
+    out = hl.Func("vs_out")
+    out[x, y] = src[x, y] + src[x + 1, y] // 2
+    out.output_buffer().dim(0).set_min(0)
+    out.output_buffer().dim(1).set_stride(row_length)
+    out.bound(x, 0, 24).split(x, xo, xi, 8).reorder(xi, xo, y).gpu_blocks(y).gpu_threads(xo).vectorize(xi)
+    source = hl.Pipeline(out).cuda_source(CUDA)
+    vector = f"hl_vec<uint16_t, {lanes}>"
+    assert ("out_stride_1" in source) is False  # the constrained stride is a constant
+    assert source.count(f"*(const {vector} *)(&v_vs_in[") == (8 // lanes if lanes > 1 else 0), source
+    assert source.count(f"*({vector} *)(&v_vs_out[") == (8 // lanes if lanes > 1 else 0), source
+    if gpu_runtime.nvcc_path() or gpu_runtime._nvrtc():  # and so the PTX has it
+        ptx = gpu_runtime.compile_ptx(source, 90)
+        access = {8: "v4.u32", 4: "v4.u16", 2: "v2.u16", 1: "u16"}[lanes]  # 16, 8, 4 and 2 bytes
+        assert f"ld.global.nc.{access} " in ptx and f"st.global.{access} " in ptx, ptx
+        assert lanes == 1 or "st.global.u16" not in ptx
+    buf = hl.Buffer(hl.UInt(16), [row_length, 9]).cropped(0, 0, 24)
+    out.realize(buf, CUDA)
+    np.testing.assert_array_equal(np.asarray(buf), data[:, :24] + data[:, 1:25] // 2)
+
+
+def test_loads_only_some_paths_make_stay_scalar(device):
+    """Vector loads read only what the thread reads anyway: elements loaded under a select
+    alone are loaded alone (x .. x + 3 here), those it always loads as vectors (x + 4 ..)."""
+    x, y = hl.Var("vc_x"), hl.Var("vc_y")
+    xo, xi = hl.Var("vc_xo"), hl.Var("vc_xi")
+    data = np.arange(6 * 16, dtype=np.float32).reshape(6, 16)
+    src = hl.Buffer(data, "vc_in")
+    flag = hl.Param(hl.Int(32), "vc_flag", 1)
+    out = hl.Func("vc_out")
+    out[x, y] = hl.select(flag > 0, src[x, y], 0.0) + src[x + 4, y]
+    out.output_buffer().dim(0).set_min(0)
+    out.output_buffer().dim(1).set_stride(8)
+    out.bound(x, 0, 8).split(x, xo, xi, 4).reorder(xi, xo, y).gpu_blocks(y).gpu_threads(xo).unroll(xi)
+    source = hl.Pipeline(out).cuda_source(CUDA)
+    assert source.count("*(const hl_vec<float, 4> *)(&v_vc_in[") == 1, source
+    assert source.count("*(hl_vec<float, 4> *)(&v_vc_out[") == 1, source
+    for value, want in ((1, data[:, :8] + data[:, 4:12]), (0, data[:, 4:12])):
+        flag.set(value)
+        np.testing.assert_array_equal(np.asarray(out.realize([8, 6], CUDA)), want)
+
+
+def test_a_buffer_written_and_read_by_the_same_code_is_accessed_element_by_element(device):
+    """A running sum along each row, one thread per row, the update unrolled: each element reads
+    the one just written before it. Loading the row's aligned runs as vectors first would read
+    elements before they are written (and storing runs at once, write them after they are read):
+    the accesses of a buffer the same code both reads and writes stay scalar."""
+    x, y = hl.Var("ps_x"), hl.Var("ps_y")
+    yo, yi = hl.Var("ps_yo"), hl.Var("ps_yi")
+    data = (np.arange(8 * 8, dtype=np.int32).reshape(8, 8) * 7) % 11
+    out = hl.Func("ps_out")
+    out[x, y] = hl.Buffer(data, "ps_in")[x, y]
+    r = hl.RDom([hl.Range(1, 7)], "ps_r")
+    out[r.x, y] = out[r.x, y] + out[r.x - 1, y]
+    out.output_buffer().dim(0).set_min(0)
+    out.output_buffer().dim(1).set_stride(8)
+    out.bound(x, 0, 8).split(y, yo, yi, 4).gpu_blocks(yo).gpu_threads(yi).vectorize(x)
+    out.update(0).split(y, yo, yi, 4).gpu_blocks(yo).gpu_threads(yi).unroll(r.x)
+    source = hl.Pipeline(out).cuda_source(CUDA)
+    assert source.count("hl_vec<int32_t, 4> *)(&v_ps_in[") == 2  # the pure definition: 8 elements a row
+    assert source.count("hl_vec<int32_t, 4> *)(&v_ps_out[") == 2  # (its stores, as 2 vectors)
+    np.testing.assert_array_equal(np.asarray(out.realize([8, 8], CUDA)), np.cumsum(data, axis=1))
 
 
 def test_a_block_level_func_stored_in_registers_lives_in_each_threads_registers(device):

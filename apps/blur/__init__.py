@@ -80,6 +80,25 @@ class Blur(App):
         blur_y.reorder(yj, xi, yt, xo, yo).gpu_blocks(xo, yo).gpu_threads(xi, yt).unroll(yj)
         blur_x.compute_at(blur_y, xi).unroll(y)
 
+    def gpu_vector_rows(self, hl, built, vector=8, threads_x=32, rows=8, threads_y=4):
+        """Each thread computes `vector` adjacent outputs of `rows` rows: blur_x per thread for
+        its rows + 2 in registers; the loads and stores of a row's consecutive elements are
+        vector accesses as wide as their alignment allows (cuda_vectors). The output's min and
+        row stride are constrained to what the app's output has, so they are compiled in and its
+        row starts known: rows of 2558 elements start at even elements, so 4-byte accesses here."""
+        x, y = built.vars["x"], built.vars["y"]
+        xo, yo, xi, yi, xt, xv, yt, yj = (hl.Var(n) for n in ("xo", "yo", "xi", "yi", "xt", "xv", "yt", "yj"))
+        blur_x, blur_y = built.funcs["blur_x"], built.funcs["blur_y"]
+        (w, h), (x0, y0) = built.output_sizes, built.output_mins or (0, 0)
+        width, threads_y = min(vector * threads_x, w), max(1, min(threads_y, h // rows))
+        out = blur_y.output_buffer()
+        out.dim(0).set_min(x0)
+        out.dim(1).set_min(y0).set_stride(w)
+        blur_y.bound(x, x0, w).bound(y, y0, h)  # the last tiles shift inwards: every tile is whole
+        blur_y.tile(x, y, xo, yo, xi, yi, width, rows * threads_y).split(xi, xt, xv, vector).split(yi, yt, yj, rows)
+        blur_y.reorder(xv, yj, xt, yt, xo, yo).gpu_blocks(xo, yo).gpu_threads(xt, yt).vectorize(xv).unroll(yj)
+        blur_x.compute_at(blur_y, xt).vectorize(x).unroll(y)
+
     def gpu_inline(self, hl, built):
         """A thread per output pixel in 64x4 tiles, blur_x inlined: the nine loads per pixel
         come from the L1 cache."""
@@ -91,6 +110,8 @@ class Blur(App):
         "shared_32x8": lambda self, hl, built: self.gpu_shared_tiles(hl, built),
         "inline_64x4": lambda self, hl, built: self.gpu_inline(hl, built),
         "rows_per_thread_32x16": lambda self, hl, built: self.gpu_rows_per_thread(hl, built, 32, 16, 4),
+        "vector_rows_8x8": lambda self, hl, built: self.gpu_vector_rows(hl, built),
+        "vector_rows_2x8": lambda self, hl, built: self.gpu_vector_rows(hl, built, 2, 64, 8, 4),
     }
 
     def reference(self, inputs):

@@ -14,7 +14,6 @@ code itself is tested on machines without a GPU (gpu_runtime.EmulatedDevice).
 
 from __future__ import annotations
 
-import math
 import re
 
 import numpy as np
@@ -24,6 +23,7 @@ from ..errors import CompileError, InternalError
 from ..ir_mutator import free_variables
 from ..lowering.gpu_kernels import BARRIER, BLOCK_IDS, LOCAL, SHARED, THREAD_IDS, Kernel
 from ..types import Type
+from .cuda_vectors import Group, Lets, Plan, plan_region, touched, vector_lanes
 
 _C_IDS = {**{n: f"((int32_t)blockIdx.{'xyz'[i]})" for i, n in enumerate(BLOCK_IDS)},
           **{n: f"((int32_t)threadIdx.{'xyz'[i]})" for i, n in enumerate(THREAD_IDS)}}
@@ -80,16 +80,6 @@ static inline int __clzll(unsigned long long x) { return x ? __builtin_clzll(x) 
 static inline int __ffs(unsigned int x) { return __builtin_ffs(x); }
 static inline int __ffsll(unsigned long long x) { return __builtin_ffsll(x); }
 using std::isnan; using std::isinf; using std::isfinite;
-struct alignas(8) float2 { float x, y; };
-struct alignas(16) float4 { float x, y, z, w; };
-struct alignas(8) int2 { int32_t x, y; };
-struct alignas(16) int4 { int32_t x, y, z, w; };
-struct alignas(8) uint2 { uint32_t x, y; };
-struct alignas(16) uint4 { uint32_t x, y, z, w; };
-struct alignas(4) short2 { int16_t x, y; };
-struct alignas(8) short4 { int16_t x, y, z, w; };
-struct alignas(4) ushort2 { uint16_t x, y; };
-struct alignas(8) ushort4 { uint16_t x, y, z, w; };
 template <typename F> static void hl_emulate(const int64_t *grid, const int *block, F body) {
     // One std::thread per GPU thread of a block, for the whole launch: they run the blocks one
     // after another, meeting at a barrier after each (its shared memory is then reused).
@@ -116,6 +106,8 @@ template <typename T> static inline T hl_arg(int64_t bits) { return (T)bits; }
 template <> inline float hl_arg<float>(int64_t bits) { double d; memcpy(&d, &bits, 8); return (float)d; }
 template <> inline double hl_arg<double>(int64_t bits) { double d; memcpy(&d, &bits, 8); return d; }
 #endif
+// A run of N elements read or written as one aligned access (cuda_vectors): LDG.128 and the like
+template <typename T, int N> struct alignas(sizeof(T) * N) hl_vec { T v[N]; };
 template <typename T> HL_DEVICE T hl_min(T a, T b) { return b < a ? b : a; }
 template <typename T> HL_DEVICE T hl_max(T a, T b) { return a < b ? b : a; }
 template <typename T, typename S> HL_DEVICE T hl_reinterpret(S s) {
@@ -181,8 +173,12 @@ class CudaPrinter:
         self.lines: list[str] = []
         self.indent = 1
         self.names: dict[str, list[str]] = {}  # IR name -> C names in scope (innermost last)
-        self.values: dict[str, list[ir.Expr]] = {}  # IR name -> values of the lets in scope (for alignment)
+        self.lets = Lets()  # the lets in scope, resolved (to find consecutive accesses)
         self.used: set[str] = set()
+        self.memory = {b.name: "global" for b in kernel.buffers}  # buffer -> global, shared or local
+        self.plan: Plan | None = None  # the vector accesses of the region being printed
+        self.segment = 0  # which stretch between barriers of that region
+        self.vectors: dict[Group, list] = {}  # a group printed in part: [its C name, lanes done]
 
     # -- names
     def fresh(self, name: str) -> str:
@@ -223,7 +219,7 @@ class CudaPrinter:
         for name, t in k.scalars:
             params.append(f"{c_type(t)} {self.bind(name)}")
         threads = k.threads[0] * k.threads[1] * k.threads[2]
-        self.stmt(k.body)
+        self.region(k.body)
         head = f'extern "C" __global__ void __launch_bounds__({threads}) {k.name}({", ".join(params)}) {{'
         return "\n".join([head, *self.lines, "}", self._emulation_entry(params)])
 
@@ -248,66 +244,38 @@ class CudaPrinter:
             raise InternalError(f"cuda: no rule for {type(s).__name__}")
         method(s)
 
+    def region(self, s: ir.Stmt) -> None:
+        """Print straight-line code (a kernel's body, a loop's body, a branch) with the vector
+        accesses planned for it (cuda_vectors)."""
+        outer = self.plan, self.segment, self.vectors
+        self.plan = plan_region(s, self.lets, lambda name: self.memory.get(name) in ("global", "shared"))
+        self.segment, self.vectors = 0, {}
+        self.stmt(s)
+        self.plan, self.segment, self.vectors = outer
+
+    def nested_region(self, s: ir.Stmt) -> None:
+        self.indent += 1
+        self.region(s)
+        self.indent -= 1
+
+    def access(self, plan: dict, name: str, t: Type, index: ir.Expr, predicate) -> tuple[Group, int] | None:
+        """The vector group and lane of an access, where the region's plan has one."""
+        if self.plan is None or predicate is not None or self.memory.get(name) not in ("global", "shared") \
+                or not vector_lanes(t) or (key := self.lets.key(index)) is None:
+            return None
+        return plan.get((self.segment, name, *key))
+
     def s_Block(self, s):
-        stmts = _flattened(s)
-        i = 0
-        while i < len(stmts):
-            group = _dense_load_group(stmts, i, self._aligned)
-            if group:
-                self._vector_load_stores(stmts[i:i + group])
-                i += group
-            else:
-                self.stmt(stmts[i])
-                i += 1
-
-    def _vector_load_stores(self, stores: list[ir.Store]) -> None:
-        """Stores whose values are consecutive elements of one buffer, from an index the
-        alignment analysis proves a multiple of their number (an unrolled copy of a row): one load
-        of 4 to 16 bytes. Device copies of buffers start aligned to 16 bytes (gpu_runtime), and
-        shared and local arrays are declared so."""
-        first = stores[0].value
-        vec = f"{_VECTOR_NAMES[first.type.code, first.type.bits]}{len(stores)}"
-        tmp = self.fresh("vector")
-        self.emit(f"const {vec} {tmp} = *(const {vec} *)&{self.ref(first.name)}[{self.expr(first.index)}];")
-        for lane, st in zip("xyzw", stores):
-            self.emit(f"{self.ref(st.name)}[{self.expr(st.index)}] = {tmp}.{lane};")
-
-    def _aligned(self, index: ir.Expr, elements: int) -> bool:
-        modulus, remainder = self._modulus(index)
-        return modulus % elements == 0 and remainder % elements == 0
-
-    def _modulus(self, e: ir.Expr, depth: int = 0) -> tuple[int, int]:
-        """(m, r) with e = m * k + r for some integer k (m 0: e is r): what the index arithmetic
-        says about alignment, looking through the lets in scope (a tile's min is a loop
-        variable times the tile size)."""
-        if (c := ir.const_int(e)) is not None:
-            return 0, c
-        if depth > 32:
-            return 1, 0
-        if isinstance(e, ir.Variable):
-            scope = self.values.get(e.name)
-            return self._modulus(scope[-1], depth + 1) if scope else (1, 0)
-        if isinstance(e, ir.Cast) and e.type.is_int() and e.value.type.is_int() and e.type.bits >= e.value.type.bits:
-            return self._modulus(e.value, depth + 1)
-        if isinstance(e, ir.Add | ir.Sub | ir.Mul | ir.Min | ir.Max):
-            (ma, ra), (mb, rb) = self._modulus(e.a, depth + 1), self._modulus(e.b, depth + 1)
-            if isinstance(e, ir.Add | ir.Sub):
-                m = math.gcd(ma, mb)
-                r = ra + rb if isinstance(e, ir.Add) else ra - rb
-            elif isinstance(e, ir.Mul):
-                m, r = math.gcd(ma * mb, ma * rb, mb * ra), ra * rb
-            else:  # one of the two
-                m, r = math.gcd(ma, mb, ra - rb), ra
-            return m, (r % m if m else r)
-        return 1, 0
+        for sub in s.stmts:
+            self.stmt(sub)
 
     def s_LetStmt(self, s):
         value = self.expr(s.value)
         c = self.bind(s.name)
         self.emit(f"const {c_type(s.value.type)} {c} = {value};")
-        self.values.setdefault(s.name, []).append(s.value)
+        self.lets.push(s.name, s.value)
         self.stmt(s.body)
-        self.values[s.name].pop()
+        self.lets.pop(s.name)
         self.unbind(s.name)
 
     def s_ProducerConsumer(self, s):
@@ -328,25 +296,26 @@ class CudaPrinter:
             self.emit(f"const int32_t {end_name} = {end};")
             end = end_name
         c = self.bind(s.name)
+        # a loop or branch holding a barrier separates what the enclosing region does before and
+        # after it (as planned)
+        barrier = touched(s.body).barrier
+        self.segment += barrier
         self.emit(f"for (int32_t {c} = {lo}; {c} < {end}; {c}++) {{")
-        self.indent += 1
-        self.stmt(s.body)
-        self.indent -= 1
+        self.nested_region(s.body)
         self.emit("}")
+        self.segment += barrier
         self.unbind(s.name)
 
     def s_IfThenElse(self, s):
         self.emit(f"if ({self.expr(s.condition)}) {{")
-        self._nested(s.then_case)
+        barrier = touched(s).barrier
+        self.segment += barrier
+        self.nested_region(s.then_case)
         if s.else_case is not None:
             self.emit("} else {")
-            self._nested(s.else_case)
+            self.nested_region(s.else_case)
         self.emit("}")
-
-    def _nested(self, s):
-        self.indent += 1
-        self.stmt(s)
-        self.indent -= 1
+        self.segment += barrier
 
     def s_Store(self, s):
         value = self.expr(s.value)
@@ -355,7 +324,20 @@ class CudaPrinter:
             raise InternalError("cuda: a predicated store")
         if s.value.type.is_bool():
             value = f"(uint8_t)({value})"
-        self.emit(f"{self.ref(s.name)}[{index}] = {value};")
+        vector = self.access(self.plan.stores, s.name, s.value.type, s.index, s.predicate) if self.plan else None
+        if vector is None:
+            self.emit(f"{self.ref(s.name)}[{index}] = {value};")
+            return
+        group, lane = vector
+        vec = f"hl_vec<{c_type(group.type, memory=True)}, {group.lanes}>"
+        if group not in self.vectors:
+            self.vectors[group] = [self.fresh(s.name + ".vector"), 0]
+            self.emit(f"{vec} {self.vectors[group][0]};")
+        tmp = self.vectors[group][0]
+        self.emit(f"{tmp}.v[{lane}] = {value};")
+        self.vectors[group][1] += 1
+        if self.vectors[group][1] == group.lanes:  # the last lane: the whole run at once
+            self.emit(f"*({vec} *)({_minus(f'&{self.ref(s.name)}[{index}]', lane)}) = {tmp};")
 
     def s_Evaluate(self, s):
         if isinstance(s.value, ir.Call) and s.value.name == BARRIER:
@@ -369,6 +351,7 @@ class CudaPrinter:
             n *= max(ir.const_int(e), 0)
         c = self.bind(s.name)
         t = c_type(s.type, memory=True)
+        self.memory[s.name] = "shared" if s.memory_type == SHARED else "local"
         if s.memory_type == SHARED:
             self.emit(f"__shared__ {t} {c}[{max(n, 1)}] {_ALIGNED};")
         elif s.memory_type == LOCAL:
@@ -379,6 +362,11 @@ class CudaPrinter:
         self.unbind(s.name)
 
     def s_Atomic(self, s):
+        outer, self.plan = self.plan, None  # printed inside a loop of its own: scalar accesses
+        self._atomic(s)
+        self.plan = outer
+
+    def _atomic(self, s):
         st = s.body
         t = st.value.type
         added = _added_to(st.value, s.old)
@@ -512,13 +500,24 @@ class CudaPrinter:
         if e.predicate is not None or e.type.lanes != 1:
             raise InternalError("cuda: a vector or predicated load")
         text = f"{self.ref(e.name)}[{self.expr(e.index)}]"
+        vector = self.access(self.plan.loads, e.name, e.type, e.index, e.predicate) if self.plan else None
+        if vector is not None:  # read with its run, where the run is first needed
+            group, lane = vector
+            if group not in self.vectors:
+                vec = f"hl_vec<{c_type(group.type, memory=True)}, {group.lanes}>"
+                tmp = self.fresh(e.name + ".vector")
+                self.emit(f"const {vec} {tmp} = *(const {vec} *)({_minus(f'&{text}', lane)});")
+                self.vectors[group] = [tmp, group.lanes]
+            return f"{self.vectors[group][0]}.v[{lane}]"
         return f"({text} != 0)" if e.type.is_bool() else text
 
     def e_Let(self, e):
         value = self.expr(e.value)
         c = self.bind(e.name)
         self.emit(f"const {c_type(e.value.type)} {c} = {value};")
+        self.lets.push(e.name, e.value)
         body = self.expr(e.body)
+        self.lets.pop(e.name)
         self.unbind(e.name)
         return body
 
@@ -581,46 +580,11 @@ def _added_to(value: ir.Expr, old: str) -> ir.Expr | None:
     return None
 
 
-# CUDA's vector types of 2 and 4 lanes, by element type
-_VECTOR_NAMES = {("float", 32): "float", ("int", 32): "int", ("uint", 32): "uint", ("int", 16): "short",
-                 ("uint", 16): "ushort"}
-_ALIGNED = "__attribute__((aligned(16)))"  # arrays start where a float4 may be loaded
+def _minus(address: str, lanes: int) -> str:
+    return f"{address} - {lanes}" if lanes else address
 
 
-def _flattened(s: ir.Block) -> list[ir.Stmt]:
-    out = []
-    for sub in s.stmts:
-        out.extend(_flattened(sub) if isinstance(sub, ir.Block) else [sub])
-    return out
-
-
-def _base_and_offset(index: ir.Expr) -> tuple[ir.Expr, int]:
-    if isinstance(index, ir.Add) and (k := ir.const_int(index.b)) is not None:
-        return index.a, k
-    return index, 0
-
-
-def _dense_load_group(stmts: list[ir.Stmt], i: int, aligned) -> int:
-    """How many statements from i (4 or 2, else 0) store the consecutive 16- or 32-bit elements
-    of one buffer, each read once by a plain load from an aligned first index, into another
-    buffer."""
-    for width in (4, 2):
-        group = stmts[i:i + width]
-        if len(group) < width or not all(_plain_copy(st) for st in group):
-            continue
-        first = group[0].value
-        base, k = _base_and_offset(first.index)
-        if (first.type.code, first.type.bits) in _VECTOR_NAMES and all(
-                st.value.name == first.name and st.value.type == first.type and st.name != first.name
-                and _base_and_offset(st.value.index) == (base, k + lane) for lane, st in enumerate(group)) \
-                and aligned(first.index, width):
-            return width
-    return 0
-
-
-def _plain_copy(s: ir.Stmt) -> bool:
-    return (isinstance(s, ir.Store) and s.predicate is None and isinstance(s.value, ir.Load)
-            and s.value.predicate is None and s.value.type.lanes == 1)
+_ALIGNED = "__attribute__((aligned(16)))"  # arrays start where a 16-byte vector may be loaded
 
 
 def cuda_source(kernels: list[Kernel]) -> str:
