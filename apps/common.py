@@ -27,6 +27,7 @@ class Built:
     funcs: dict = field(default_factory=dict)  # name -> Func, the stages a schedule refers to
     vars: dict = field(default_factory=dict)  # name -> Var / RVar / RDom used by the schedule
     output_mins: list[int] | None = None  # where the output region starts, if not at 0
+    sizes: dict = field(default_factory=dict)  # name -> other sizes a schedule adapts to (gemm's K)
 
 
 def register_file(hl) -> tuple[int, int]:

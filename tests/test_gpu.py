@@ -234,11 +234,19 @@ def test_gallery_gpu_schedules_compute_the_reference(name, variant, device):
     _check_gallery_schedule(name, variant)
 
 
-def _check_gallery_schedule(name, variant):
+def test_gemm_panels_copied_in_runs_of_four_compute_the_product(device):
+    """gemm's wide panel copies (16-byte loads of A and B, 4 copies a thread), which the gallery's
+    small size (K = 30, not a multiple of the 8-deep panels) does not take: K = 16, 32 x 32 tiles."""
+    rng = np.random.default_rng(3)
+    _check_gallery_schedule("gemm", "vector_tiles_128_wide_copies",
+                            {"A": rng.random((64, 16), dtype=np.float32), "B": rng.random((16, 96), dtype=np.float32)})
+
+
+def _check_gallery_schedule(name, variant, inputs=None):
     import apps
 
     app = apps.load(name)
-    inputs = app.inputs("small")
+    inputs = inputs or app.inputs("small")
     built = app.build(hl, inputs)
     app.apply_gpu_schedule(hl, built, variant)
     built.output.compile_jit(CUDA)
@@ -247,6 +255,25 @@ def _check_gallery_schedule(name, variant):
         np.testing.assert_array_equal(got, want)
     else:
         np.testing.assert_allclose(got, want, rtol=app.rtol, atol=app.atol)
+
+
+@pytest.mark.parametrize("name, variant, wanted", [
+    # 8 outputs a thread, rows of 2558 and 2560 elements: each input and output row in 4-byte pairs
+    ("blur", "vector_rows_8x8", {"hl_vec<uint16_t, 2> *)(&v_input[": 50, "hl_vec<uint16_t, 2> *)(&v_blur_y[": 32}),
+    # the panels copied 16 bytes at a time (after the previous step's barrier), read as 16 bytes
+    ("gemm", "vector_tiles_128_wide_copies", {
+        "hl_vec<float, 4> *)(&v_A[": 1, "hl_vec<float, 4> *)(&v_B[": 1,
+        "hl_vec<float, 4> *)(&v_b_panel[": 3, "hl_vec<float, 4> *)(&v_a_panel[": 2}),
+    ("conv_layer", None, {"hl_vec<float, 4> *)(&v_filter[": 1, "hl_vec<float, 4> *)(&v_bias[": 1}),
+])
+def test_gallery_gpu_kernels_read_and_write_runs_of_elements_as_vectors(name, variant, wanted):
+    import apps
+
+    app = apps.load(name)
+    built = app.build(hl, app.inputs("gpu"))
+    app.apply_gpu_schedule(hl, built, variant)
+    source = hl.Pipeline([built.output]).cuda_source(CUDA)
+    assert {k: source.count(k) for k in wanted} == wanted
 
 
 @needs_cuda_compiler

@@ -43,7 +43,7 @@ class Gemm(App):
         prod[x, y] += a_panel[k, y] * b_panel[x, k]
         out[x, y] = prod[x, y]
         return Built(out, [n, m], hl.Float(32), {"a_panel": a_panel, "b_panel": b_panel, "prod": prod, "out": out},
-                     {"x": x, "y": y, "k": k})
+                     {"x": x, "y": y, "k": k}, sizes={"k": kk})
 
     def schedule(self, hl, built):
         """Register tiles of C, three vectors by 8 rows (24 accumulators) where the host has 32
@@ -105,7 +105,7 @@ class Gemm(App):
         a_panel.compute_at(prod, ko).split(y, yt, ty, 16).reorder(yt, x, ty).gpu_threads(x, ty).unroll(yt)
         b_panel.compute_at(prod, ko).split(x, xt, tx, 16).reorder(xt, tx, y).gpu_threads(tx, y).unroll(xt)
 
-    def gpu_vector_tiles(self, hl, built, tile=128, k_step=8):
+    def gpu_vector_tiles(self, hl, built, tile=128, k_step=8, wide_copies=False):
         """The classic CUDA sgemm shape: tile x tile outputs per block of (tile/8)^2 threads,
         each thread 8x8 outputs as 2x2 groups of 4x4 (the groups tile/2 apart, so neighbouring
         threads read neighbouring 16-byte runs of shared memory), accumulated in registers
@@ -113,7 +113,9 @@ class Gemm(App):
         panels of A (stored transposed: rows of the tile contiguous) and B into shared memory;
         for each k each thread copies its 4 rows of A and 4 columns of B per group into
         registers (a_panel.in() and b_panel.in(): consecutive aligned elements, so 16-byte
-        vector loads), then does its 64 multiply-adds."""
+        vector loads), then does its 64 multiply-adds. With wide_copies, each thread copies 4
+        consecutive elements of A's and B's rows into the panels (16-byte global loads, and
+        16-byte shared stores for B's), not 4 elements 16 apart."""
         x, y, k = built.vars["x"], built.vars["y"], built.vars["k"]
         a_panel, b_panel = built.funcs["a_panel"], built.funcs["b_panel"]
         prod, out = built.funcs["prod"], built.funcs["out"]
@@ -138,8 +140,21 @@ class Gemm(App):
         a_panel.in_(prod).compute_at(prod, yh).unroll(x).unroll(y)  # one k, 4 rows
         b_panel.in_(prod).compute_at(prod, xh).unroll(x).unroll(y)  # 4 columns, one k
         a_panel.compute_at(prod, ko).reorder_storage(y, x)
-        a_panel.split(y, yr, ty, 16).reorder(yr, x, ty).gpu_threads(x, ty).unroll(yr)
-        b_panel.compute_at(prod, ko).split(x, xr, tx, 16).reorder(xr, tx, y).gpu_threads(tx, y).unroll(xr)
+        b_panel.compute_at(prod, ko)
+        if wide_copies and built.sizes["k"] % k_step == 0:  # (else the last panels are narrower)
+            # The block's (tile/8)^2 threads copy k_step x tile elements of each, 4 at a time: a
+            # warp takes 32 rows of A (its stores, transposed, in 32 banks) or 512 bytes of a row of B
+            t_side, xq, xs, yq, ys, t, tu, tt = (
+                tile // 8, *(hl.Var(n) for n in ("xq", "xs", "yq", "ys", "t", "tu", "tt")))
+            a_panel.bound_extent(x, k_step).bound_extent(y, tile)  # (their sizes: constants to split)
+            b_panel.bound_extent(x, tile).bound_extent(y, k_step)
+            a_panel.split(x, xq, xv, 4).split(y, yq, ys, t_side).reorder(xv, ys, yq, xq).fuse(yq, xq, t)
+            a_panel.split(t, tu, tt, t_side).reorder(xv, tu, ys, tt).gpu_threads(ys, tt).unroll(xv).unroll(tu)
+            b_panel.split(x, xq, xv, 4).split(xq, xq, xs, t_side).reorder(xv, xs, xq, y).fuse(xq, y, t)
+            b_panel.split(t, tu, tt, t_side).reorder(xv, tu, xs, tt).gpu_threads(xs, tt).unroll(xv).unroll(tu)
+        else:
+            a_panel.split(y, yr, ty, 16).reorder(yr, x, ty).gpu_threads(x, ty).unroll(yr)
+            b_panel.split(x, xr, tx, 16).reorder(xr, tx, y).gpu_threads(tx, y).unroll(xr)
 
     def gpu_register_tiles(self, hl, built, block=(64, 16), per_thread=(4, 8), k_step=8, a_by_rows=True):
         """Halide's CUDA mat_mul schedule (apps/cuda_mat_mul): no shared memory; each thread
@@ -168,6 +183,7 @@ class Gemm(App):
         "shared_64": lambda self, hl, built: self.gpu_shared_tiles(hl, built, 64),
         "vector_tiles_128": lambda self, hl, built: self.gpu_vector_tiles(hl, built),
         "vector_tiles_128_k16": lambda self, hl, built: self.gpu_vector_tiles(hl, built, 128, 16),
+        "vector_tiles_128_wide_copies": lambda self, hl, built: self.gpu_vector_tiles(hl, built, wide_copies=True),
         "vector_tiles_64": lambda self, hl, built: self.gpu_vector_tiles(hl, built, 64),
         "registers_64x16_4x8": lambda self, hl, built: self.gpu_register_tiles(hl, built),
         "registers_64x16_4x8_a_columns": lambda self, hl, built: self.gpu_register_tiles(hl, built, a_by_rows=False),

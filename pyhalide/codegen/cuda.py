@@ -178,7 +178,7 @@ class CudaPrinter:
         self.memory = {b.name: "global" for b in kernel.buffers}  # buffer -> global, shared or local
         self.plan: Plan | None = None  # the vector accesses of the region being printed
         self.segment = 0  # which stretch between barriers of that region
-        self.vectors: dict[Group, list] = {}  # a group printed in part: [its C name, lanes done]
+        self.vectors: dict[Group, list] = {}  # a group printed (in part): [C name, lanes done, address]
 
     # -- names
     def fresh(self, name: str) -> str:
@@ -331,17 +331,20 @@ class CudaPrinter:
         group, lane = vector
         vec = f"hl_vec<{c_type(group.type, memory=True)}, {group.lanes}>"
         if group not in self.vectors:
-            self.vectors[group] = [self.fresh(s.name + ".vector"), 0]
+            self.vectors[group] = [self.fresh(s.name + ".vector"), 0, None]
             self.emit(f"{vec} {self.vectors[group][0]};")
-        tmp = self.vectors[group][0]
-        self.emit(f"{tmp}.v[{lane}] = {value};")
-        self.vectors[group][1] += 1
-        if self.vectors[group][1] == group.lanes:  # the last lane: the whole run at once
-            self.emit(f"*({vec} *)({_minus(f'&{self.ref(s.name)}[{index}]', lane)}) = {tmp};")
+        state = self.vectors[group]
+        self.emit(f"{state[0]}.v[{lane}] = {value};")
+        state[1] += 1
+        if lane == 0:  # the run's first element
+            state[2] = f"&{self.ref(s.name)}[{index}]"
+        if state[1] == group.lanes:  # the last lane: the whole run at once
+            self.emit(f"*({vec} *)({state[2]}) = {state[0]};")
 
     def s_Evaluate(self, s):
         if isinstance(s.value, ir.Call) and s.value.name == BARRIER:
             self.emit("__syncthreads();")
+            self.segment += 1  # (as planned: no vector access spans a barrier)
         elif not isinstance(s.value, ir.IntImm):
             self.emit(f"(void)({self.expr(s.value)});")
 
@@ -506,8 +509,9 @@ class CudaPrinter:
             if group not in self.vectors:
                 vec = f"hl_vec<{c_type(group.type, memory=True)}, {group.lanes}>"
                 tmp = self.fresh(e.name + ".vector")
-                self.emit(f"const {vec} {tmp} = *(const {vec} *)({_minus(f'&{text}', lane)});")
-                self.vectors[group] = [tmp, group.lanes]
+                first = f"&{text} - {lane}" if lane else f"&{text}"  # the run's first element
+                self.emit(f"const {vec} {tmp} = *(const {vec} *)({first});")
+                self.vectors[group] = [tmp, group.lanes, None]
             return f"{self.vectors[group][0]}.v[{lane}]"
         return f"({text} != 0)" if e.type.is_bool() else text
 
@@ -578,10 +582,6 @@ def _added_to(value: ir.Expr, old: str) -> ir.Expr | None:
         if isinstance(mine, ir.Variable) and mine.name == old and old not in free_variables(other):
             return other
     return None
-
-
-def _minus(address: str, lanes: int) -> str:
-    return f"{address} - {lanes}" if lanes else address
 
 
 _ALIGNED = "__attribute__((aligned(16)))"  # arrays start where a 16-byte vector may be loaded

@@ -31,10 +31,11 @@ from dataclasses import dataclass
 from .. import ir
 from ..bounds import constant_bound
 from ..errors import CompileError
-from ..ir_mutator import IRVisitor, LetScopeMutator, free_variables, substitute, substitute_lets
+from ..ir_mutator import IRMutator, IRVisitor, LetScopeMutator, free_variables, substitute, substitute_lets
 from ..ir_printer import expr_to_string
 from ..simplify import simplify
 from ..types import Int, Type
+from .lower_arithmetic import DIV, MOD
 
 BLOCK_IDS = ("__block_id_x", "__block_id_y", "__block_id_z")
 THREAD_IDS = ("__thread_id_x", "__thread_id_y", "__thread_id_z")
@@ -137,6 +138,19 @@ class _Uses(IRVisitor):
     visit_LetStmt = visit_Let = visit_For = visit_Allocate = _binds
 
 
+class _FoldDivisions(IRMutator):
+    """div_round_to_zero and mod_round_to_zero (C's / and %) of two integer constants, folded."""
+
+    def visit_Call(self, e):
+        e = self.default(e)
+        if e.name in (DIV, MOD) and len(e.args) == 2:
+            a, b = (ir.const_int(v) for v in e.args)
+            if a is not None and b:
+                q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
+                return ir.make_const(e.type, q if e.name == DIV else a - q * b)
+        return e
+
+
 class _BlockLevel:
     """Rewrites one kernel's body below its block loops (see the module docstring)."""
 
@@ -176,8 +190,10 @@ class _BlockLevel:
 
     def _resolved(self, e: ir.Expr) -> ir.Expr:
         """e with the kernel's lets substituted, simplified: a tile's `max - min + 1` becomes its
-        constant size. (Only for measuring: the Stmt keeps e as it is.)"""
-        return simplify(substitute_lets(e, self.lets))
+        constant size, also where a split divided it (C's division, which the arithmetic rules
+        wrote and the simplifier does not know, folded where its operands are constants). (Only
+        for measuring: the Stmt keeps e as it is.)"""
+        return simplify(_FoldDivisions().mutate(simplify(substitute_lets(e, self.lets))))
 
     def _constant_extents(self, s: ir.Allocate, where: str) -> tuple[ir.Expr, ...]:
         """Constant upper bounds of an allocation's extents (CompileError if one has none)."""
