@@ -23,7 +23,7 @@ from ..errors import CompileError, InternalError
 from ..ir_mutator import free_variables
 from ..lowering.gpu_kernels import BARRIER, BLOCK_IDS, LOCAL, SHARED, THREAD_IDS, Kernel
 from ..types import Type
-from .cuda_vectors import Group, Lets, Plan, plan_region, touched, vector_lanes
+from .cuda_vectors import Group, Lets, Plan, Touches, plan_region, vector_lanes
 
 _C_IDS = {**{n: f"((int32_t)blockIdx.{'xyz'[i]})" for i, n in enumerate(BLOCK_IDS)},
           **{n: f"((int32_t)threadIdx.{'xyz'[i]})" for i, n in enumerate(THREAD_IDS)}}
@@ -179,6 +179,7 @@ class CudaPrinter:
         self.plan: Plan | None = None  # the vector accesses of the region being printed
         self.segment = 0  # which stretch between barriers of that region
         self.vectors: dict[Group, list] = {}  # a group printed (in part): [C name, lanes done, address]
+        self.touched = Touches()
 
     # -- names
     def fresh(self, name: str) -> str:
@@ -248,7 +249,7 @@ class CudaPrinter:
         """Print straight-line code (a kernel's body, a loop's body, a branch) with the vector
         accesses planned for it (cuda_vectors)."""
         outer = self.plan, self.segment, self.vectors
-        self.plan = plan_region(s, self.lets, lambda name: self.memory.get(name) in ("global", "shared"))
+        self.plan = plan_region(s, self.lets, lambda name: self.memory.get(name) in ("global", "shared"), self.touched)
         self.segment, self.vectors = 0, {}
         self.stmt(s)
         self.plan, self.segment, self.vectors = outer
@@ -298,7 +299,7 @@ class CudaPrinter:
         c = self.bind(s.name)
         # a loop or branch holding a barrier separates what the enclosing region does before and
         # after it (as planned)
-        barrier = touched(s.body).barrier
+        barrier = self.touched(s.body).barrier
         self.segment += barrier
         self.emit(f"for (int32_t {c} = {lo}; {c} < {end}; {c}++) {{")
         self.nested_region(s.body)
@@ -308,7 +309,7 @@ class CudaPrinter:
 
     def s_IfThenElse(self, s):
         self.emit(f"if ({self.expr(s.condition)}) {{")
-        barrier = touched(s).barrier
+        barrier = self.touched(s).barrier
         self.segment += barrier
         self.nested_region(s.then_case)
         if s.else_case is not None:

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from .. import ir
 from ..ir_mutator import IRVisitor, expr_free_variables, has_load, substitute
 from ..lowering.gpu_kernels import is_barrier
-from ..simplify import simplify
 from ..types import Type
 
 VECTOR_BYTES = (16, 8, 4)  # the widths tried, widest first
@@ -42,10 +41,13 @@ def vector_lanes(t: Type) -> tuple[int, ...]:
 
 
 class Lets:
-    """The lets in scope, each value resolved through the lets enclosing it."""
+    """The lets in scope, each value resolved through the lets enclosing it. Resolutions and
+    keys are remembered by the expression and the resolved values of the lets it names, so the
+    printer, walking a region after its plan did, reuses the plan's work."""
 
     def __init__(self):
         self.scope: dict[str, list[ir.Expr]] = {}
+        self.memo: dict[tuple, tuple] = {}  # (what, id(e), ids of its lets' values) -> (e, result)
 
     def push(self, name: str, value: ir.Expr) -> None:
         self.scope.setdefault(name, []).append(self.resolve(value))
@@ -53,25 +55,68 @@ class Lets:
     def pop(self, name: str) -> None:
         self.scope[name].pop()
 
-    def resolve(self, e: ir.Expr) -> ir.Expr:
+    def _remembered(self, what: str, e: ir.Expr, work):
         bound = {n: vs[-1] for n in expr_free_variables(e) if (vs := self.scope.get(n))}
-        return substitute(bound, e) if bound else e
+        memo_key = (what, id(e), *sorted((n, id(v)) for n, v in bound.items()))
+        hit = self.memo.get(memo_key)
+        if hit is None:  # (e and the values kept with the result: their ids stay theirs)
+            hit = self.memo[memo_key] = (e, tuple(bound.values()), work(bound))
+        return hit[2]
 
-    def key(self, index: ir.Expr) -> tuple[ir.Expr, int] | None:
-        """(base, offset) with index = base + offset, base written canonically; None where the
-        index reads memory (what it reads could change between two accesses)."""
+    def resolve(self, e: ir.Expr) -> ir.Expr:
+        return self._remembered("value", e, lambda bound: substitute(bound, e) if bound else e)
+
+    def key(self, index: ir.Expr) -> tuple[frozenset, int] | None:
+        """(base, offset) with index = base + offset: base the index's terms other than its
+        constant, as {(term, coefficient)} (an affine form, so that `x + 1 + y * w` and `x + (y * w
+        + 1)` share a base); None where the index reads memory (it could change in between)."""
         if has_load(index):
             return None
-        e = simplify(self.resolve(index))
-        if isinstance(e, ir.Add) and (k := ir.const_int(e.b)) is not None:
-            return e.a, k
-        if (k := ir.const_int(e)) is not None:
-            return ir.make_const(e.type, 0), k
-        return e, 0
+
+        def work(bound):
+            terms: dict[_Term, int] = {}
+            offset = _affine(substitute(bound, index) if bound else index, 1, terms)
+            return frozenset((t, c) for t, c in terms.items() if c), offset
+
+        return self._remembered("key", index, work)
+
+
+def _affine(e: ir.Expr, scale: int, terms: dict) -> int:
+    """Adds scale * e to terms (what is not a sum, difference or multiple by a constant is one
+    term) and returns the constant part."""
+    if (c := ir.const_int(e)) is not None:
+        return scale * c
+    if isinstance(e, ir.Add | ir.Sub):
+        return _affine(e.a, scale, terms) + _affine(e.b, -scale if isinstance(e, ir.Sub) else scale, terms)
+    if isinstance(e, ir.Mul):
+        for factor, other in ((e.b, e.a), (e.a, e.b)):
+            if (k := ir.const_int(factor)) is not None:
+                return _affine(other, scale * k, terms)
+    if isinstance(e, ir.Cast) and e.type.is_int() and e.value.type.is_int() and e.type.bits >= e.value.type.bits:
+        return _affine(e.value, scale, terms)
+    term = _Term(e)
+    terms[term] = terms.get(term, 0) + scale
+    return 0
+
+
+class _Term:
+    """An expression as a dict key, hashed once (IR nodes hash their whole tree every time)."""
+
+    __slots__ = ("e", "h")
+
+    def __init__(self, e: ir.Expr):
+        self.e, self.h = e, hash(e)
+
+    def __hash__(self):
+        return self.h
+
+    def __eq__(self, other):
+        return self.e is other.e or (self.h == other.h and self.e == other.e)
 
 
 def modulus(e: ir.Expr) -> tuple[int, int]:
-    """(m, r) with e = m * k + r for some integer k (m 0: e is r), from e's arithmetic."""
+    """(m, r) with e = m * k + r for some integer k (m 0: e is r), from e's arithmetic (a tile's
+    corner min(xo * 64, w - 64) is a multiple of the gcd of 64 and w - 64)."""
     if (c := ir.const_int(e)) is not None:
         return 0, c
     if isinstance(e, ir.Cast) and e.type.is_int() and e.value.type.is_int() and e.type.bits >= e.value.type.bits:
@@ -87,6 +132,16 @@ def modulus(e: ir.Expr) -> tuple[int, int]:
             m, r = math.gcd(ma, mb, ra - rb), ra
         return m, (r % m if m else r)
     return 1, 0
+
+
+def base_modulus(base: frozenset) -> tuple[int, int]:
+    """modulus() of a sum of terms times coefficients."""
+    m, r = 0, 0
+    for term, coefficient in base:
+        mt, rt = modulus(term.e)
+        m = math.gcd(m, mt * coefficient)
+        r += rt * coefficient
+    return m, (r % m if m else r)
 
 
 @dataclass(frozen=True, eq=False)
@@ -133,18 +188,28 @@ class _Touched(IRVisitor):
         self.visit_children(s)
 
 
-def touched(s: ir.Stmt) -> _Touched:
-    t = _Touched()
-    t.visit(s)
-    return t
+class Touches:
+    """What each statement touches, worked out once per statement (each region enclosing it asks,
+    when planning and when printing)."""
+
+    def __init__(self):
+        self.memo: dict[int, tuple[ir.Stmt, _Touched]] = {}
+
+    def __call__(self, s: ir.Stmt) -> _Touched:
+        hit = self.memo.get(id(s))
+        if hit is None:
+            t = _Touched()
+            t.visit(s)
+            hit = self.memo[id(s)] = (s, t)  # (s kept: its id stays its own)
+        return hit[1]
 
 
 class _Planner:
     """Walks one region as the printer will (the same segments, the same lets) and records its
     accesses; nested loops and branches are other regions, only what they touch counts here."""
 
-    def __init__(self, lets: Lets, eligible):
-        self.lets, self.eligible = lets, eligible
+    def __init__(self, lets: Lets, eligible, touched: Touches):
+        self.lets, self.eligible, self.touched = lets, eligible, touched
         self.segment = 0
         self.loads: dict[tuple, dict[int, Type]] = {}  # (segment, buffer, base) -> offsets read
         self.stores: dict[tuple, dict[int, Type]] = {}  # (segment, buffer, base) -> offsets stored
@@ -192,7 +257,7 @@ class _Planner:
             self.nested(s)
 
     def nested(self, s: ir.Stmt) -> None:
-        t = touched(s)
+        t = self.touched(s)
         self.segment += t.barrier
         self.written.update((self.segment, b) for b in t.writes)
         self.refused.update((self.segment, b) for b in t.writes)
@@ -253,9 +318,9 @@ class _Planner:
         return plan
 
 
-def _group(out: dict, segment: int, name: str, base: ir.Expr, offsets: dict[int, Type], is_store: bool) -> None:
+def _group(out: dict, segment: int, name: str, base: frozenset, offsets: dict[int, Type], is_store: bool) -> None:
     """Cover the offsets' aligned runs with vectors, widest first."""
-    m, r = modulus(base)
+    m, r = base_modulus(base)
     taken: set[int] = set()
     for first in sorted(offsets):
         if first in taken:
@@ -272,8 +337,8 @@ def _group(out: dict, segment: int, name: str, base: ir.Expr, offsets: dict[int,
                 break
 
 
-def plan_region(s: ir.Stmt, lets: Lets, eligible) -> Plan:
+def plan_region(s: ir.Stmt, lets: Lets, eligible, touched: Touches) -> Plan:
     """The vector accesses of the region s; `eligible(name)`: a global or shared buffer."""
-    planner = _Planner(lets, eligible)
+    planner = _Planner(lets, eligible, touched)
     planner.stmt(s)
     return planner.plan()
