@@ -265,6 +265,8 @@ def _check_gallery_schedule(name, variant, inputs=None):
         "hl_vec<float, 4> *)(&v_A[": 1, "hl_vec<float, 4> *)(&v_B[": 1,
         "hl_vec<float, 4> *)(&v_b_panel[": 3, "hl_vec<float, 4> *)(&v_a_panel[": 2}),
     ("conv_layer", None, {"hl_vec<float, 4> *)(&v_filter[": 1, "hl_vec<float, 4> *)(&v_bias[": 1}),
+    # 4 input channels a step: each pixel's 4 input values and each channel's 4 filter values
+    ("conv_layer", "registers_4x4_ci4", {"hl_vec<float, 4> *)(&v_filter[": 4, "hl_vec<float, 4> *)(&v_input[": 4}),
 ])
 def test_gallery_gpu_kernels_read_and_write_runs_of_elements_as_vectors(name, variant, wanted):
     import apps

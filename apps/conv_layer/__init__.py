@@ -60,7 +60,7 @@ class ConvLayer(App):
         conv[c, x, y, b] += filter_b[c, r.y, r.z, r.x] * input_b[r.x, x + r.y, y + r.z, b]
         relu[c, x, y, b] = hl.max(conv[c, x, y, b], hl.f32(0))
         return Built(relu, [co, wp - 2, hp - 2, n], hl.Float(32), {"conv": conv, "relu": relu},
-                     {"c": c, "x": x, "y": y, "n": b, "r": r})
+                     {"c": c, "x": x, "y": y, "n": b, "r": r}, sizes={"channels_in": ci})
 
     def schedule(self, hl, built):
         """Register blocking, as Halide's CPU schedule does: each block of the output is
@@ -106,13 +106,15 @@ class ConvLayer(App):
         relu.fuse(y, b, yn).gpu_blocks(yn)
         conv.compute_at(relu, ci)
 
-    def gpu_register_blocks(self, hl, built, channels=4, pixels=4, threads=(32, 5)):
+    def gpu_register_blocks(self, hl, built, channels=4, pixels=4, threads=(32, 5), inputs_at_once=1):
         """Register blocking on the GPU: each thread computes `channels` adjacent output channels
         by `pixels` adjacent pixels of a row (conv per thread, unrolled), so each step of the
         reduction loads `channels` filter values and `pixels` input values for channels x
         pixels multiply-adds; a warp spans 32 x channels channels (its filter loads one
         contiguous run). Blocks of threads[0] x threads[1] threads; the grid's third
-        dimension runs over rows of every image."""
+        dimension runs over rows of every image. With inputs_at_once, that many input channels
+        per reduction step (unrolled): each pixel's input channels then load as one 16-byte
+        vector, as each input channel's `channels` filter values do."""
         c, x, y, b, r = (built.vars[v] for v in ("c", "x", "y", "n", "r"))
         conv, relu = built.funcs["conv"], built.funcs["relu"]
         n_c, w = built.output_sizes[0], built.output_sizes[1]
@@ -125,11 +127,19 @@ class ConvLayer(App):
         relu.reorder(cj, xj, ct, xt, co, xo, y, b).fuse(y, b, yn)
         relu.gpu_blocks(co, xo, yn).gpu_threads(ct, xt).unroll(cj).unroll(xj)
         conv.compute_at(relu, ct).unroll(c).unroll(x)
-        conv.update(0).reorder(c, x, r.x, r.y, r.z, y, b).unroll(c).unroll(x)
+        upd = conv.update(0)
+        n_ci = built.sizes.get("channels_in", 1)
+        if inputs_at_once > 1 and n_ci % inputs_at_once == 0:
+            rxo, rxi = hl.RVar("rxo"), hl.RVar("rxi")
+            upd.split(r.x, rxo, rxi, inputs_at_once).reorder(c, x, rxi, rxo, r.y, r.z, y, b).unroll(rxi)
+        else:
+            upd.reorder(c, x, r.x, r.y, r.z, y, b)
+        upd.unroll(c).unroll(x)
 
     gpu_variants = {
         "thread_per_output": lambda self, hl, built: self.gpu_thread_per_output(hl, built),
         "registers_4x8": lambda self, hl, built: self.gpu_register_blocks(hl, built, 4, 8, (32, 3)),
+        "registers_4x4_ci4": lambda self, hl, built: self.gpu_register_blocks(hl, built, inputs_at_once=4),
     }
 
     def torch_runner(self, torch, inputs, threads: int = 2):
