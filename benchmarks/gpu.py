@@ -108,6 +108,57 @@ def ptxas_counts(capabilities=(80, 90)) -> dict:
     return out
 
 
+def sass_mix(capability: int = 90) -> dict:
+    """Per gallery GPU schedule (and variant) and kernel: its instruction mix in the machine code
+    for sm_<capability> (no GPU needed; cuobjdump and nvdisasm from `pip install
+    'pyhalide[cuda-tools]'` or a CUDA toolkit): the count of each opcode, memory
+    instructions with their width (LDG.128: a 16-byte global load). What the GPU runs, to read
+    beside measured times, and to compare schedules where no GPU is lent."""
+    import collections
+    import re
+    import shutil
+    import subprocess
+    import sysconfig
+    import tempfile
+    from pathlib import Path
+
+    import apps
+    import pyhalide as hl
+    from pyhalide.codegen.gpu_runtime import compile_cubin
+
+    wheel_bin = Path(sysconfig.get_paths()["purelib"]) / "nvidia/cu13/bin"
+    path = f"{wheel_bin}:{__import__('os').environ.get('PATH', '')}"
+    if shutil.which("cuobjdump", path=path) is None or shutil.which("nvdisasm", path=path) is None:
+        raise SystemExit("--sass needs cuobjdump and nvdisasm: pip install 'pyhalide[cuda-tools]'")
+    out = {}
+    for name in GPU_APPS:
+        app = apps.load(name)
+        for variant in [None, *app.gpu_variants]:
+            built = app.build(hl, app.inputs("gpu"))
+            app.apply_gpu_schedule(hl, built, variant)
+            target = hl.Target("host-cuda" if app.exact else "host-cuda-fp_contract")
+            source = hl.Pipeline([built.output]).cuda_source(target)
+            with tempfile.TemporaryDirectory() as tmp:
+                cubin = Path(tmp) / "k.cubin"
+                cubin.write_bytes(compile_cubin(source, capability, not app.exact))
+                sass = subprocess.run([shutil.which("cuobjdump", path=path), "-sass", str(cubin)], capture_output=True,
+                                      text=True, check=True, env={"PATH": path}).stdout
+            kernels = {}
+            for text in re.split(r"\n\s+Function : ", sass)[1:]:
+                ops = collections.Counter()
+                for line in re.findall(r"/\*[0-9a-f]{4}\*/\s+(.*?);", text):
+                    op = re.sub(r"^@!?U?P\w+\s+", "", line).split()[0]
+                    parts = op.split(".")
+                    widths = [q for q in parts[1:] if q in ("64", "128", "U8", "S8", "U16", "S16")]
+                    # memory instructions keep their width (not their cache hints), others their name
+                    op = ".".join([parts[0], *widths]) if parts[0] in ("LDG", "STG", "LDS", "STS", "LDL", "STL") \
+                        else parts[0]
+                    ops[op] += 1
+                kernels[text.splitlines()[0].strip()] = {"instructions": sum(ops.values()), **dict(ops.most_common())}
+            out[f"{name} {variant or 'gpu_schedule'} sm_{capability}"] = kernels
+    return out
+
+
 def vendor_baselines(rounds: int, size: str = "gpu") -> dict:
     """cuBLAS gemm and cuDNN conv_layer through PyTorch (or CuPy for gemm), kernel time only."""
     import apps
@@ -176,10 +227,11 @@ def main(argv=None) -> None:
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--size", default="gpu", help="input sizes (gpu: the benchmark's; small: a smoke test)")
     parser.add_argument("--ptxas", metavar="PATH", help="only write the kernels' ptxas counts (no GPU needed) here")
+    parser.add_argument("--sass", metavar="PATH", help="only write the kernels' instruction mix (no GPU needed) here")
     args = parser.parse_args(argv)
-    if args.ptxas:
-        with open(args.ptxas, "w") as f:
-            json.dump(ptxas_counts(), f, indent=1)
+    if args.ptxas or args.sass:
+        with open(args.ptxas or args.sass, "w") as f:
+            json.dump(ptxas_counts() if args.ptxas else sass_mix(), f, indent=1)
         return
     results = {"apps": [], "vendor": {}}
     import apps

@@ -420,6 +420,29 @@ def test_a_buffer_written_and_read_by_the_same_code_is_accessed_element_by_eleme
     np.testing.assert_array_equal(np.asarray(out.realize([8, 8], CUDA)), np.cumsum(data, axis=1))
 
 
+def test_a_block_level_func_stored_in_heap_memory_takes_a_slice_of_global_memory_per_block(device):
+    """store_in(Heap) on a Func computed at the block loop, as Halide places it: not shared
+    memory (so not limited to 48 KB a block) but a global buffer the host makes before the launch,
+    one slice per block. Here 32 x 512 floats a block (64 KB, which shared memory refuses), the
+    consumer reading its neighbour rows; the result is the algorithm's."""
+    x, y = hl.Var("hp_x"), hl.Var("hp_y")
+    xo, yo, xi, yi = (hl.Var("hp_" + n) for n in ("xo", "yo", "xi", "yi"))
+    data = (np.arange(80 * 1030, dtype=np.int32).reshape(1030, 80) * 7919) % 1009
+    p, c = hl.Func("hp_p"), hl.Func("hp_c")
+    p[x, y] = hl.Buffer(data, "hp_in")[x, y] * 3
+    c[x, y] = p[x, y] + p[x, y + 1] - p[x, y + 2]
+    c.tile(x, y, xo, yo, xi, yi, 32, 510).gpu_blocks(xo, yo).gpu_threads(xi)
+    p.compute_at(c, xo).gpu_threads(x).store_in(hl.MemoryType.Heap)
+    source = hl.Pipeline(c).cuda_source(CUDA)
+    assert "__shared__ int32_t" not in source and "int32_t *__restrict__ v_hp_p" in source  # a kernel argument
+    got = np.asarray(c.realize([64, 1020], CUDA))
+    want = data * 3
+    np.testing.assert_array_equal(got, want[:1020, :64] + want[1:1021, :64] - want[2:1022, :64])
+    p.store_in(hl.MemoryType.GPUShared)
+    with pytest.raises(hl.CompileError, match=r"needs 65536 bytes of shared memory .* at most 49152"):
+        hl.Pipeline(c).cuda_source(CUDA)
+
+
 def test_a_block_level_func_stored_in_registers_lives_in_each_threads_registers(device):
     """prod computed at the block loop with store_in(Register): each thread keeps the 2x2
     outputs it computes (8 apart, unrolled) in a 4-slot array of its own, across the update's

@@ -26,8 +26,8 @@ import math
 from dataclasses import dataclass, field
 
 from .. import ir
-from ..ir_mutator import IRVisitor, expr_free_variables, has_load, substitute
-from ..lowering.gpu_kernels import is_barrier
+from ..ir_mutator import expr_free_variables, has_load, substitute
+from ..lowering.gpu_kernels import Touched, is_barrier, touched
 from ..types import Type
 
 VECTOR_BYTES = (16, 8, 4)  # the widths tried, widest first
@@ -162,45 +162,17 @@ class Plan:
     stores: dict[tuple, tuple[Group, int]] = field(default_factory=dict)
 
 
-class _Touched(IRVisitor):
-    """Buffers a statement reads and writes, and whether it holds a barrier."""
-
-    def __init__(self):
-        super().__init__()
-        self.reads: set[str] = set()
-        self.writes: set[str] = set()
-        self.barrier = False
-
-    def visit_Load(self, e):
-        self.reads.add(e.name)
-        self.visit_children(e)
-
-    def visit_Store(self, s):
-        self.writes.add(s.name)
-        self.visit_children(s)
-
-    def visit_Atomic(self, s):
-        self.writes.add(s.body.name)
-        self.visit_children(s)
-
-    def visit_Evaluate(self, s):
-        self.barrier = self.barrier or is_barrier(s)
-        self.visit_children(s)
-
-
 class Touches:
     """What each statement touches, worked out once per statement (each region enclosing it asks,
     when planning and when printing)."""
 
     def __init__(self):
-        self.memo: dict[int, tuple[ir.Stmt, _Touched]] = {}
+        self.memo: dict[int, tuple[ir.Stmt, Touched]] = {}
 
-    def __call__(self, s: ir.Stmt) -> _Touched:
+    def __call__(self, s: ir.Stmt) -> Touched:
         hit = self.memo.get(id(s))
         if hit is None:
-            t = _Touched()
-            t.visit(s)
-            hit = self.memo[id(s)] = (s, t)  # (s kept: its id stays its own)
+            hit = self.memo[id(s)] = (s, touched(s))  # (s kept: its id stays its own)
         return hit[1]
 
 

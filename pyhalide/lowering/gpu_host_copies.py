@@ -14,9 +14,8 @@ its device copy. Statements are wrapped at the outermost level that launches no 
 from __future__ import annotations
 
 from .. import ir
-from ..ir_mutator import IRVisitor
 from ..types import Int
-from .gpu_kernels import LAUNCH, map_statements
+from .gpu_kernels import Touched, map_statements, touched
 
 COPY_TO_HOST, HOST_WRITTEN, FREE = "gpu_copy_to_host", "gpu_host_written", "gpu_free"
 
@@ -25,45 +24,12 @@ def runtime_call(op: str, name: str) -> ir.Stmt:
     return ir.Evaluate(ir.Call(Int(32), op, (ir.StringImm(name),), ir.INTRINSIC))
 
 
-class _Touched(IRVisitor):
-    """Buffers a statement reads and writes, and whether it launches a kernel."""
-
-    def __init__(self):
-        super().__init__()
-        self.reads: set[str] = set()
-        self.writes: set[str] = set()
-        self.launches: set[str] = set()
-
-    def visit_Load(self, e):
-        self.reads.add(e.name)
-        self.visit_children(e)
-
-    def visit_Store(self, s):
-        self.writes.add(s.name)
-        self.visit_children(s)
-
-    def visit_Atomic(self, s):
-        self.reads.add(s.body.name)
-        self.visit_children(s)
-
-    def visit_Call(self, e):
-        if e.name == LAUNCH:
-            self.launches.update(a.value for a in e.args if isinstance(a, ir.StringImm))
-        self.visit_children(e)
-
-
-def _touched(s: ir.Stmt) -> _Touched:
-    t = _Touched()
-    t.visit(s)
-    return t
-
-
 class _Inserter:
     def __init__(self, device: set[str]):
         self.device = device
 
     def stmt(self, s: ir.Stmt) -> ir.Stmt:
-        t = _touched(s)
+        t = touched(s)
         if not t.launches:
             return self._wrap(s, t)
         if isinstance(s, ir.Allocate) and s.name in self.device:
@@ -71,7 +37,7 @@ class _Inserter:
             return ir.Allocate(s.name, s.type, s.extents, body, s.memory_type)
         return map_statements(s, self.stmt)  # into Blocks, loops, lets, ifs (a launch has none)
 
-    def _wrap(self, s: ir.Stmt, t: _Touched) -> ir.Stmt:
+    def _wrap(self, s: ir.Stmt, t: Touched) -> ir.Stmt:
         used = sorted((t.reads | t.writes) & self.device)
         if not used:
             return s
@@ -81,7 +47,7 @@ class _Inserter:
 
 
 def gpu_host_copies(stmt: ir.Stmt) -> ir.Stmt:
-    device = _touched(stmt).launches
+    device = touched(stmt).launches
     if not device:
         return stmt
     return _Inserter(device).stmt(stmt)

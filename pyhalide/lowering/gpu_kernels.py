@@ -41,7 +41,7 @@ BLOCK_IDS = ("__block_id_x", "__block_id_y", "__block_id_z")
 THREAD_IDS = ("__thread_id_x", "__thread_id_y", "__thread_id_z")
 LAUNCH = "gpu_launch"
 BARRIER = "gpu_thread_barrier"
-SHARED, LOCAL = "GPUShared", "Register"
+SHARED, LOCAL, HEAP = "GPUShared", "Register", "Heap"
 
 MAX_THREADS_PER_BLOCK = 1024
 MAX_BLOCK_DIMS = (1024, 1024, 64)
@@ -84,6 +84,42 @@ def launch_kernel_index(s: ir.Stmt) -> int | None:
     if isinstance(s, ir.Evaluate) and isinstance(s.value, ir.Call) and s.value.name == LAUNCH:
         return s.value.args[0].value
     return None
+
+
+class Touched(IRVisitor):
+    """The buffers a statement reads and writes (an atomic update does both), the buffers the
+    kernels it launches use, and whether it holds a barrier."""
+
+    def __init__(self):
+        super().__init__()
+        self.reads: set[str] = set()
+        self.writes: set[str] = set()
+        self.launches: set[str] = set()
+        self.barrier = False
+
+    def visit_Load(self, e):
+        self.reads.add(e.name)
+        self.visit_children(e)
+
+    def visit_Store(self, s):
+        self.writes.add(s.name)
+        self.visit_children(s)
+
+    def visit_Atomic(self, s):
+        self.reads.add(s.body.name)
+        self.visit_children(s)
+
+    def visit_Call(self, e):
+        if e.name == LAUNCH:
+            self.launches.update(a.value for a in e.args if isinstance(a, ir.StringImm))
+        self.barrier = self.barrier or e.name == BARRIER
+        self.visit_children(e)
+
+
+def touched(s: ir.Stmt) -> Touched:
+    t = Touched()
+    t.visit(s)
+    return t
 
 
 def _plus(lo: ir.Expr, index: ir.Variable) -> ir.Expr:
@@ -160,6 +196,7 @@ class _BlockLevel:
         self.lets = dict(lets)  # the values of the lets around (host and block level), for bounds
         self.shared_bytes = 0
         self.local: list[ir.Allocate] = []
+        self.heap: list[tuple[ir.Allocate, int]] = []  # (allocation, elements per block) in global memory
 
     # -- first walk: the block's size
     def measure(self, s: ir.Stmt, in_threads: int = 0) -> None:
@@ -255,9 +292,14 @@ class _BlockLevel:
         return s
 
     def _shared(self, s: ir.Allocate, body: ir.Stmt) -> ir.Stmt:
+        if s.memory_type == HEAP:
+            extents = self._constant_extents(s, "GPU global memory, a slice per block,")
+            self.heap.append((s, self._elements(extents)))
+            return ir.Allocate(s.name, s.type, extents, body, HEAP)
         if s.memory_type not in ("Auto", SHARED):
             raise CompileError(f"Func {s.name} is computed at the block level of kernel {self.kernel_name}, where it "
-                               f"lives in GPU shared memory; store_in({s.memory_type}) is not possible there")
+                               f"lives in GPU shared memory (or global memory: Heap); store_in({s.memory_type}) is not "
+                               "possible there")
         extents = self._constant_extents(s, "GPU shared memory")
         size = self._elements(extents) * s.type.bytes()
         self.shared_bytes += size
@@ -544,6 +586,8 @@ class _ExtractKernels(LetScopeMutator):
         if total > MAX_THREADS_PER_BLOCK:
             raise CompileError(f"Kernel {name} has {threads[0]}x{threads[1]}x{threads[2]} = {total} GPU threads per "
                                f"block; at most {MAX_THREADS_PER_BLOCK} fit: use smaller thread tiles")
+        grid = [loop.extent for loop, _ in reversed(blocks)]
+        inner = _blocks_slices(inner, level.heap, grid)
         for dim, (loop, lets) in enumerate(reversed(blocks)):  # innermost block loop is x
             for let_name, value in reversed(lets):
                 inner = ir.LetStmt(let_name, value, inner)
@@ -557,22 +601,71 @@ class _ExtractKernels(LetScopeMutator):
         scalars = tuple(sorted((n, t) for n, t in uses.variables.items() if n not in uses.bound and n not in ids))
         kernel = Kernel(name, inner, threads, len(blocks), buffers, scalars, level.shared_bytes)
         args = [ir.IntImm(Int(32), len(self.kernels))]
-        grid = [loop.extent for loop, _ in reversed(blocks)]
         args += grid + [ir.IntImm(Int(32), 1)] * (3 - len(grid))
+        blocks_total = _product([ir.Max(ir.Cast(Int(64), g), ir.IntImm(Int(64), 0)) for g in grid])
+        heap = {a.name: ir.Allocate(a.name, a.type, (ir.Mul(blocks_total, ir.IntImm(Int(64), n)),),
+                                    ir.Evaluate(ir.IntImm(Int(32), 0)), HEAP) for a, n in level.heap}
         for b in buffers:
-            args += [ir.StringImm(b.name), self._byte_size(b.name)]
+            args += [ir.StringImm(b.name), self._byte_size(heap.get(b.name) or self.host_allocations.get(b.name))]
         args += [ir.Variable(n, t) for n, t in scalars]
         self.kernels.append(kernel)
-        return ir.Evaluate(ir.Call(Int(32), LAUNCH, tuple(args), ir.INTRINSIC))
+        launch: ir.Stmt = ir.Evaluate(ir.Call(Int(32), LAUNCH, tuple(args), ir.INTRINSIC))
+        for a in heap.values():  # the host allocates every block's slice (the device copy is what is used)
+            launch = ir.Allocate(a.name, a.type, a.extents, launch, HEAP)
+        return launch
 
-    def _byte_size(self, name: str) -> ir.Expr:
-        alloc = self.host_allocations.get(name)
+    @staticmethod
+    def _byte_size(alloc: ir.Allocate | None) -> ir.Expr:
         if alloc is None:
             return ir.IntImm(Int(64), -1)
         size: ir.Expr = ir.IntImm(Int(64), alloc.type.bytes())
         for e in alloc.extents:
             size = ir.Mul(size, ir.Max(ir.Cast(Int(64), e), ir.IntImm(Int(64), 0)))
         return size
+
+
+def _product(values: list[ir.Expr]) -> ir.Expr:
+    out = values[0]
+    for v in values[1:]:
+        out = ir.Mul(out, v)
+    return out
+
+
+class _BlockSlice(IRMutator):
+    """Accesses of a block-level Heap allocation, moved to this block's slice of one global buffer
+    that holds every block's."""
+
+    def __init__(self, name: str, offset: ir.Expr):
+        super().__init__()
+        self.name, self.offset = name, offset
+
+    def _index(self, index: ir.Expr) -> ir.Expr:
+        return ir.Add(index, ir.Cast(index.type, self.offset) if index.type != self.offset.type else self.offset)
+
+    def visit_Load(self, e):
+        e = self.default(e)
+        return ir.Load(e.type, e.name, self._index(e.index), e.predicate) if e.name == self.name else e
+
+    def visit_Store(self, s):
+        s = self.default(s)
+        return ir.Store(s.name, s.value, self._index(s.index), s.predicate) if s.name == self.name else s
+
+    def visit_Allocate(self, s):
+        body = self.mutate(s.body)
+        return body if s.name == self.name else ir.Allocate(s.name, s.type, s.extents, body, s.memory_type)
+
+
+def _blocks_slices(body: ir.Stmt, heap: list[tuple[ir.Allocate, int]], grid: list[ir.Expr]) -> ir.Stmt:
+    """As Halide places a Func stored in Heap memory at the block level: one global buffer, made
+    by the host before the launch, with a slice of `elements` per block (no shared-memory limit)."""
+    if not heap:
+        return body
+    block = ir.Variable(BLOCK_IDS[len(grid) - 1])  # the block's number, x fastest
+    for d in range(len(grid) - 2, -1, -1):
+        block = ir.Add(ir.Mul(block, grid[d]), ir.Variable(BLOCK_IDS[d]))
+    for a, elements in heap:
+        body = _BlockSlice(a.name, ir.Mul(block, ir.IntImm(Int(32), elements))).mutate(body)
+    return body
 
 
 def gpu_kernels(stmt: ir.Stmt) -> tuple[ir.Stmt, list[Kernel]]:

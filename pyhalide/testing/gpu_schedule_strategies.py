@@ -9,7 +9,7 @@ now includes consumers' GPU block and thread loops). Then, per stage, by where i
   its reduction loops, or gpu_single_thread; sometimes it stays a CPU stage (host and device
   copies between them);
 * at a kernel's block level: gpu_threads over one or two of its loops, split first or not
-  (shared memory, barriers between the thread loops);
+  (shared memory, or sometimes store_in(Heap): global memory; barriers between the thread loops);
 * inside thread loops: serial directives only (split, reorder, unroll; a vectorize is unrolled
   in a kernel) — per-thread local memory.
 
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+import pyhalide as hl
 from pyhalide import ir
 from pyhalide.testing.schedule_strategies import INVALID_SCHEDULE_MESSAGES, Schedule, _is_associative, _Scheduler
 
@@ -60,6 +61,8 @@ class _GpuScheduler(_Scheduler):
         if where == "thread":
             self.serial_directives(f, s, 3, ["split", "reorder", "rename", "unroll", "vectorize"])
         elif where == "block":
+            if s == 0 and self.draw(st.integers(0, 3)) == 0:  # global memory, a slice per block
+                self.try_apply(f"{f.name()}.store_in(hl.MemoryType.Heap)", lambda: f.store_in(hl.MemoryType.Heap))
             self.serial_directives(f, s, 1, ["split", "reorder"])
             self._threads(f, s)
         elif self.draw(st.integers(0, 4)):
