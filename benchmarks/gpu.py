@@ -22,7 +22,8 @@ import traceback
 
 import numpy as np
 
-GPU_APPS = ["blur", "gemm", "conv_layer", "bilateral_grid", "harris"]
+GPU_APPS = ["blur", "gemm", "conv_layer", "bilateral_grid", "harris", "unsharp", "max_filter", "histogram_equalize",
+            "local_laplacian", "camera_pipe"]
 
 
 def _median_ms(fn, rounds: int) -> float:

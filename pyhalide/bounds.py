@@ -356,6 +356,10 @@ class _Bounds:
             if free_variables(e.args[3]) & self.scope.keys():
                 return Interval(self.of(e.args[1]).min, self.of(e.args[2]).max)
             return self.of(e.args[0])
+        if e.call_type == ir.INTRINSIC and e.name == AT_MOST:
+            a, m = self.of(e.args[0]), self.of(e.args[1])
+            hi = m.max if a.max is None else (a.max if m.max is None else ir.Min(a.max, m.max))
+            return Interval(a.min, hi)
         if e.call_type == ir.INTRINSIC and e.name == WITHIN_REGION:
             a = self.of(e.args[0])
             if self.required is None or e.args[3].name not in self.scope:
@@ -622,6 +626,10 @@ class _BoxCollector(IRVisitor):
         self.include_calls = include_calls
         self.scope = scope
         self.lets: dict[str, LazyLet] = {}
+        # (u, m) where an enclosing branch runs only for u <= m: a GuardWithIf tail's clamp
+        # `let x = min(u, m)` is u there, below m (its lower bound is u's, not m's: an m written
+        # through other regions' lets loses the correlations that make it large)
+        self.facts: frozenset = frozenset()
         self.box: list[Interval | None] | None = None
         self._scope_bounds: _Bounds | None = None  # for self.scope; None once it changes
 
@@ -679,6 +687,8 @@ class _BoxCollector(IRVisitor):
         saved_let, saved_iv = self.lets.get(name), self.scope.pop(name, None)
         if saved_iv is not None:
             self._scope_bounds = None
+        if _clamp_made_redundant(value, self.facts):
+            value = _at_most(value)
         self.lets[name] = LazyLet(value, self.lets, simplified=bool(self.lets))
         self.visit(body)
         self._restore(name, saved_let, saved_iv)
@@ -746,13 +756,17 @@ class _BoxCollector(IRVisitor):
                 return
             s = ir.IfThenElse(c.args[0], s.then_case, s.else_case)
         self.visit(s.condition)
-        cond = self._expand(s.condition)
+        cond = _without_at_most(self._expand(s.condition))  # (it may end up in the box)
         if not (free_variables(cond) & self.scope.keys()):
             self._conditional(cond, s)
             return
         # variables the condition compares become intervals for the then-branch; the other sides
         # keep their lets, expanded, so that correlated bounds cancel
-        saved_lets, saved_scope = dict(self.lets), dict(self.scope)
+        saved_lets, saved_scope, saved_facts = dict(self.lets), dict(self.scope), self.facts
+        self.facts = self.facts | _upper_bounds_held(s.condition)
+        for name, let in saved_lets.items():
+            if _clamp_made_redundant(let.value, self.facts):
+                self.lets[name] = LazyLet(_at_most(let.value), self.lets, simplified=True)
         b = _Bounds(saved_scope, self.required)  # let values are expanded: they name no other let
         for v in _compared_variables(s.condition):
             if v in self.lets:
@@ -765,9 +779,48 @@ class _BoxCollector(IRVisitor):
             self.lets, self.scope = saved_lets, saved_scope
         self._scope_bounds = None
         self.visit(s.then_case)
-        self.lets, self.scope = saved_lets, saved_scope
+        self.lets, self.scope, self.facts = saved_lets, saved_scope, saved_facts
         self._scope_bounds = None
         self.visit(s.else_case)
+
+
+def _upper_bounds_held(cond: ir.Expr) -> frozenset:
+    """(u, m) for each `u <= m` (u a variable) a condition holds, alone or in a conjunction; `u <
+    e` holds `u <= e - 1` (and `u <= m` where e is m + 1), as the clamps are written."""
+    held = set()
+    while isinstance(cond, ir.And):
+        held |= _upper_bounds_held(cond.b)
+        cond = cond.a
+    if isinstance(cond, ir.LE) and isinstance(cond.a, ir.Variable):
+        held.add((cond.a.name, cond.b))
+    elif isinstance(cond, ir.LT) and isinstance(cond.a, ir.Variable):
+        held.add((cond.a.name, ir.Sub(cond.b, ir.make_const(cond.b.type, 1))))
+        if isinstance(cond.b, ir.Add) and ir.is_const(cond.b.b, 1):
+            held.add((cond.a.name, cond.b.a))
+    return frozenset(held)
+
+
+AT_MOST = "bounds_at_most"  # at_most(u, m): u, known to be at most m (the box collector's own)
+
+
+def _at_most(clamp: ir.Min) -> ir.Expr:
+    """min(u, m) where u <= m holds: u, with m's upper bound still known (both bounds tight)."""
+    return ir.Call(clamp.type, AT_MOST, (clamp.a, clamp.b), ir.INTRINSIC)
+
+
+class _WithoutAtMost(IRMutator):
+    def visit_Call(self, e):
+        return self.mutate(e.args[0]) if e.name == AT_MOST else self.default(e)
+
+
+def _without_at_most(e: ir.Expr) -> ir.Expr:
+    return _WithoutAtMost().mutate(e)
+
+
+def _clamp_made_redundant(value: ir.Expr, facts: frozenset) -> bool:
+    """value is min(u, m) with u <= m known."""
+    return bool(facts) and isinstance(value, ir.Min) and isinstance(value.a, ir.Variable) \
+        and (value.a.name, value.b) in facts
 
 
 def _loop_max(s: ir.For) -> ir.Expr | None:

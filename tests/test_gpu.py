@@ -210,7 +210,8 @@ def test_golden_cuda_source(name):
 
 
 # ------------------------------------------------------------------------- the gallery
-GPU_APPS = ["blur", "gemm", "conv_layer", "bilateral_grid", "harris"]
+GPU_APPS = ["blur", "gemm", "conv_layer", "bilateral_grid", "harris", "unsharp", "max_filter", "histogram_equalize",
+            "local_laplacian", "camera_pipe"]
 
 
 def _gallery(name: str, size: str):

@@ -310,3 +310,31 @@ def test_a_producer_computed_inside_a_guarded_split_stays_inside_the_input():
     by.realize(out)
     b = img[:, :-2] + img[:, 1:-1] + img[:, 2:]
     np.testing.assert_array_equal(np.asarray(out), (b[:-2] + b[1:-1] + b[2:])[:18, :28])
+
+
+def test_guarded_splits_of_many_consumers_ask_only_for_what_they_read():
+    """camera_pipe with the denoised mosaic and its four deinterleaved planes computed per tile of
+    the output, each split by GuardWithIf (16x8, the planes' regions clamped by the output's
+    bounds): Halide runs it. The region of the raw input the pipeline reads, checked before it
+    runs, was bounded loosely (rows from -8, where the first read is row 8): the tail's clamp
+    `y = min(y.unguarded, y.max)` took y.max's lower bound, which loses the correlations among
+    four consumers' regions; under its guard, y is y.unguarded (and still at most y.max)."""
+    import apps
+
+    app = apps.load("camera_pipe")
+    inputs = app.inputs("small")
+    built = app.build(hl, inputs)
+    x, y, c = built.vars["x"], built.vars["y"], built.vars["c"]
+    f = built.funcs
+    out = f["processed"]
+    w, h = built.output_sizes[0], built.output_sizes[1]
+    guard = hl.TailStrategy.GuardWithIf
+    xo, yo, xi, yi, xb, yb, xt, yt = (hl.Var(n) for n in ("xo", "yo", "xi", "yi", "xb", "yb", "xt", "yt"))
+    out.bound(c, 0, 3).bound(x, 0, w).bound(y, 0, h)
+    out.split(x, xo, xi, 2).split(y, yo, yi, 2).reorder(c, xi, yi, xo, yo).unroll(c).unroll(xi).unroll(yi)
+    out.tile(xo, yo, xb, yb, xt, yt, 16, 8, guard)
+    for name in ("denoised", "g_gr", "r_r", "b_b", "g_gb"):
+        xs, ys, xr, yr = (hl.Var(name + n) for n in ("_xs", "_ys", "_xr", "_yr"))
+        f[name].compute_at(out, xb).split(x, xs, xr, 16, guard).split(y, ys, yr, 8, guard).reorder(xr, yr, xs, ys)
+    f["curve"].compute_root()
+    assert app.check(app.realize(hl, built), app.reference(inputs))

@@ -190,6 +190,29 @@ class CameraPipe(App):
             f[name].compute_at(out, yi).vectorize(x, 16, guard)
         f["curve"].compute_root()
 
+    def gpu_schedule(self, hl, built):
+        """A kernel per stage that many pixels read, as Halide's GPU schedules of pyramid apps
+        do: the denoised mosaic and green at red/blue sites each at root, a thread per pixel
+        (or cell) in 32x8 tiles (their reads of the planes, deinterleaving selects, inlined);
+        then the output in tiles of 16x8 cells (32x16 pixels), a thread per 2x2 cell writing
+        its twelve values (the position in the cell and the channel unrolled: the interleaving
+        selects vanish), the other demosaic terms, colour correction and the tone curve inlined.
+        The curve's table is computed on the host once. (Computing the stages per tile in
+        shared memory, as the CPU schedule's line buffers do, needs a bound on their regions
+        that pyhalide's bounds analysis does not find yet: their sizes are not known constants.)"""
+        x, y, c = built.vars["x"], built.vars["y"], built.vars["c"]
+        f = built.funcs
+        out = f["processed"]
+        w, h = built.output_sizes[0], built.output_sizes[1]
+        guard = hl.TailStrategy.GuardWithIf
+        xo, yo, xi, yi, xb, yb, xt, yt = (hl.Var(n) for n in ("xo", "yo", "xi", "yi", "xb", "yb", "xt", "yt"))
+        out.bound(c, 0, 3).bound(x, 0, w).bound(y, 0, h)
+        out.split(x, xo, xi, 2).split(y, yo, yi, 2).reorder(c, xi, yi, xo, yo).unroll(c).unroll(xi).unroll(yi)
+        out.gpu_tile(xo, yo, xb, yb, xt, yt, 16, 8, guard)
+        for name in ("denoised", "g_r", "g_b"):
+            f[name].compute_root().gpu_tile(x, y, xb, yb, xt, yt, 32, 8, guard)
+        f["curve"].compute_root()
+
     def reference(self, inputs):
         raw, matrix = inputs["raw"], inputs["matrix"].astype(np.int64)
         out_h, out_w = output_size(*raw.shape)

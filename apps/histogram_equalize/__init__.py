@@ -78,6 +78,34 @@ class HistogramEqualize(App):
         yo, yi = hl.Var("yo"), hl.Var("yi")
         f["output"].split(y, yo, yi, 64).parallel(yo).vectorize(x, 32)
 
+    def gpu_schedule(self, hl, built):
+        """The histogram as a GPU does it: rfactor into one partial histogram per band of 64
+        rows, each band a block whose threads scatter their pixels with atomic adds (contention
+        spread over the bands), then a thread per bin sums the bands. The scan and its minimum
+        run on one GPU thread, the table on one thread per entry, the remap on a thread per
+        pixel in 32x8 tiles: the 256-entry tables never leave the device."""
+        x, y, v, r = built.vars["x"], built.vars["y"], built.vars["v"], built.vars["r"]
+        f = built.funcs
+        hist = f["hist"]
+        w, h = built.output_sizes
+        band, vo, vi = hl.Var("band"), hl.Var("vo"), hl.Var("vi")
+        ryo, ryi, rxo, rxi = hl.RVar("ryo"), hl.RVar("ryi"), hl.RVar("rxo"), hl.RVar("rxi")
+        bins = hl.TailStrategy.GuardWithIf
+        hist.compute_root().gpu_tile(v, vo, vi, 256, bins)
+        hist.update(0).split(r.y, ryo, ryi, min(64, h), hl.TailStrategy.GuardWithIf)
+        partial = hist.update(0).rfactor(ryo, band)
+        partial.compute_root().reorder(v, band).gpu_blocks(band).gpu_threads(v)
+        threads = min(256, w)
+        partial.update(0).atomic().split(r.x, rxo, rxi, threads, hl.TailStrategy.GuardWithIf)
+        partial.update(0).reorder(rxi, rxo, ryi, band).gpu_blocks(band).gpu_threads(rxi)
+        hist.update(0).gpu_tile(v, vo, vi, 256, bins)
+        f["cdf"].compute_root().gpu_tile(v, vo, vi, 256, bins)
+        f["cdf"].update(0).gpu_single_thread()
+        f["cdf_min"].compute_root().gpu_single_thread()
+        f["lut"].compute_root().gpu_tile(v, vo, vi, 256, bins)
+        xo, yo, xi, yi = hl.Var("xo"), hl.Var("yo"), hl.Var("xi"), hl.Var("yi")
+        f["output"].gpu_tile(x, y, xo, yo, xi, yi, 32, 8, hl.TailStrategy.GuardWithIf)
+
     def reference(self, inputs):
         img = inputs["input"]
         cdf = np.cumsum(np.bincount(img.ravel(), minlength=256)).astype(np.int64)

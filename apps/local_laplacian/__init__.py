@@ -187,6 +187,25 @@ class LocalLaplacian(App):
             f[f"gPyramid{j}"].compute_root().parallel(k)
             f[f"outGPyramid{j}"].compute_root()
 
+    def gpu_schedule(self, hl, built):
+        """Halide's GPU schedule for this app: every pyramid level at root, a kernel each, a
+        thread per pixel in 16x8 tiles (2x2 on the levels past the fourth, a few pixels wide);
+        the remapped levels with their intensity levels innermost in each thread; the output
+        a thread per pixel writing its three channels. The remapping table is computed on the
+        host once."""
+        x, y, c, k, J = (built.vars[v] for v in ("x", "y", "c", "k", "J"))
+        f = built.funcs
+        xo, yo, xi, yi = hl.Var("xo"), hl.Var("yo"), hl.Var("xi"), hl.Var("yi")
+        guard = hl.TailStrategy.GuardWithIf
+        f["remap"].compute_root()
+        f["output"].reorder(c, x, y).gpu_tile(x, y, xo, yo, xi, yi, 16, 8, guard)
+        for j in range(J):
+            bw, bh = (16, 8) if j <= 3 else (2, 2)
+            if j > 0:
+                f[f"inGPyramid{j}"].compute_root().gpu_tile(x, y, xo, yo, xi, yi, bw, bh, guard)
+                f[f"gPyramid{j}"].compute_root().reorder(k, x, y).gpu_tile(x, y, xo, yo, xi, yi, bw, bh, guard)
+            f[f"outGPyramid{j}"].compute_root().gpu_tile(x, y, xo, yo, xi, yi, bw, bh, guard)
+
     def reference(self, inputs):
         """numpy, in float32. Every level is an array with the coordinate of its first sample
         (a Halide Func is defined everywhere); the coarsest level covers just what the output

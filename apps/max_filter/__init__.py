@@ -83,6 +83,25 @@ class MaxFilter(App):
         vert.update(0).reorder(x, rh).vectorize(x, 16)
         f["filter_height"].compute_root()
 
+    def gpu_schedule(self, hl, built):
+        """Blocks of 32x4 output pixels of one channel, a thread per pixel; per block, vert for
+        every height (the block's rows and the disc's columns around them: 84x4x27 floats, 36 KB
+        of shared memory) computed by the block's threads, each thread its column's running max
+        up the heights; then each output thread takes the maximum over the disc's 53 columns of
+        vert at each column's height. The heights are a table computed once on the host."""
+        x, y, c = built.vars["x"], built.vars["y"], built.vars["c"]
+        f = built.funcs
+        out, vert, hmax = f["output"], f["vert"], f["hmax"]
+        xo, yo, xi, yi = hl.Var("xo"), hl.Var("yo"), hl.Var("xi"), hl.Var("yi")
+        w, h = built.output_sizes[0], built.output_sizes[1]
+        out.split(x, xo, xi, min(32, w), hl.TailStrategy.GuardWithIf)
+        out.split(y, yo, yi, min(4, h), hl.TailStrategy.GuardWithIf)
+        out.reorder(xi, yi, xo, yo, c).gpu_blocks(xo, yo, c).gpu_threads(xi, yi)
+        hmax.compute_at(out, xi)
+        vert.compute_at(out, xo).reorder(built.vars["h"], x, y).gpu_threads(x, y)
+        vert.update(0).reorder(built.vars["rh"], x, y).gpu_threads(x, y)  # the heights inside each thread
+        f["filter_height"].compute_root()
+
     def reference(self, inputs):
         img = inputs["input"]
         _, height, width = img.shape

@@ -86,6 +86,20 @@ class Unsharp(App):
             f[name].store_at(out, yo).compute_at(out, yi).vectorize(x, 16)
         f["ratio"].compute_at(out, yi).vectorize(x, 16)
 
+    def gpu_schedule(self, hl, built):
+        """32x8 output tiles, a thread per pixel writing its three channels; per tile, gray
+        (38x14 with the blur's halo) and blur_x (32x14) computed in shared memory by the
+        block's threads, each before a barrier; blur_y, sharpen and ratio inlined into the
+        output (each pixel's 7 vertical taps read from shared memory)."""
+        x, y, c = built.vars["x"], built.vars["y"], built.vars["c"]
+        f = built.funcs
+        xo, yo, xi, yi = hl.Var("xo"), hl.Var("yo"), hl.Var("xi"), hl.Var("yi")
+        out = f["output"]
+        out.bound(c, 0, 3).reorder(c, x, y).unroll(c)
+        out.gpu_tile(x, y, xo, yo, xi, yi, 32, 8, hl.TailStrategy.GuardWithIf)
+        for name in ("gray", "blur_x"):
+            f[name].compute_at(out, xo).gpu_threads(x, y)
+
     def reference(self, inputs):
         img = inputs["input"]
         k = [np.float32(v) for v in gaussian_taps()]

@@ -3,9 +3,9 @@
 extern "C" __global__ void __launch_bounds__(160) kernel_0_gblur_y_s0_y_yo(const uint16_t *__restrict__ v_gblur_in, uint16_t *__restrict__ v_gblur_y, int32_t v_gblur_y_min_0, int32_t v_gblur_y_min_1, int32_t v_gblur_y_stride_1, int32_t v_gblur_y_x_max, int32_t v_gblur_y_y_max) {
     const int32_t v_gblur_y_s0_y_yo = ((int32_t)blockIdx.y);
     const int32_t v_gblur_y_s0_x_xo = ((int32_t)blockIdx.x);
-    const int32_t v_gblur_x_x_min = hl_min<int32_t>(((v_gblur_y_s0_x_xo * 16) + v_gblur_y_min_0), v_gblur_y_x_max);
+    const int32_t v_gblur_x_x_min = ((v_gblur_y_s0_x_xo * 16) + v_gblur_y_min_0);
     const int32_t v_gblur_x_x_max = hl_min<int32_t>((((v_gblur_y_s0_x_xo * 16) + v_gblur_y_min_0) + 15), v_gblur_y_x_max);
-    const int32_t v_gblur_x_y_min = hl_min<int32_t>(((v_gblur_y_s0_y_yo * 8) + v_gblur_y_min_1), v_gblur_y_y_max);
+    const int32_t v_gblur_x_y_min = ((v_gblur_y_s0_y_yo * 8) + v_gblur_y_min_1);
     const int32_t v_gblur_x_y_max = (hl_min<int32_t>((((v_gblur_y_s0_y_yo * 8) + v_gblur_y_min_1) + 7), v_gblur_y_y_max) + 2);
     const int32_t v_gblur_x_extent_0 = ((v_gblur_x_x_max - v_gblur_x_x_min) + 1);
     const int32_t v_gblur_x_extent_1 = ((v_gblur_x_y_max - v_gblur_x_y_min) + 1);
