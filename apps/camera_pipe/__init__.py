@@ -197,9 +197,7 @@ class CameraPipe(App):
         then the output in tiles of 16x8 cells (32x16 pixels), a thread per 2x2 cell writing
         its twelve values (the position in the cell and the channel unrolled: the interleaving
         selects vanish), the other demosaic terms, colour correction and the tone curve inlined.
-        The curve's table is computed on the host once. (Computing the stages per tile in
-        shared memory, as the CPU schedule's line buffers do, needs a bound on their regions
-        that pyhalide's bounds analysis does not find yet: their sizes are not known constants.)"""
+        The curve's table is computed on the host once. (gpu_shared_tiles: the stages per tile.)"""
         x, y, c = built.vars["x"], built.vars["y"], built.vars["c"]
         f = built.funcs
         out = f["processed"]
@@ -212,6 +210,29 @@ class CameraPipe(App):
         for name in ("denoised", "g_r", "g_b"):
             f[name].compute_root().gpu_tile(x, y, xb, yb, xt, yt, 32, 8, guard)
         f["curve"].compute_root()
+
+    def gpu_shared_tiles(self, hl, built):
+        """The output as in gpu_schedule, in tiles of 16x8 cells; per tile, the denoised mosaic,
+        the four planes and green at red/blue sites computed in shared memory by the block's
+        16x8 threads (each looping over the tile's halo), each before a barrier, as Halide's
+        camera_pipe computes its stages per tile."""
+        x, y, c = built.vars["x"], built.vars["y"], built.vars["c"]
+        f = built.funcs
+        out = f["processed"]
+        w, h = built.output_sizes[0], built.output_sizes[1]
+        guard = hl.TailStrategy.GuardWithIf
+        xo, yo, xi, yi, xb, yb, xt, yt = (hl.Var(n) for n in ("xo", "yo", "xi", "yi", "xb", "yb", "xt", "yt"))
+        out.bound(c, 0, 3).bound(x, 0, w).bound(y, 0, h)
+        out.split(x, xo, xi, 2).split(y, yo, yi, 2).reorder(c, xi, yi, xo, yo).unroll(c).unroll(xi).unroll(yi)
+        out.gpu_tile(xo, yo, xb, yb, xt, yt, 16, 8, guard)
+        for name in ("denoised", "g_gr", "r_r", "b_b", "g_gb", "g_r", "g_b"):
+            func = f[name]
+            xs, ys, xr, yr = (hl.Var(name + n) for n in ("_xs", "_ys", "_xr", "_yr"))
+            func.compute_at(out, xb).split(x, xs, xr, 16, guard).split(y, ys, yr, 8, guard)
+            func.reorder(xr, yr, xs, ys).gpu_threads(xr, yr)
+        f["curve"].compute_root()
+
+    gpu_variants = {"shared_tiles": lambda self, hl, built: self.gpu_shared_tiles(hl, built)}
 
     def reference(self, inputs):
         raw, matrix = inputs["raw"], inputs["matrix"].astype(np.int64)

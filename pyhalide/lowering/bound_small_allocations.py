@@ -12,8 +12,9 @@ through lets of their own, not the Allocate's), and the Stmt is simplified. Guar
 Allocate outside GPU loops whose every extent has a constant upper bound (through the enclosing
 lets, or the enclosing loops' ranges) gets those bounds as its extents when it is stored on the
 Stack or in Registers, or, inside a loop, with memory type Auto when they come to at most
-STACK_LIMIT bytes; its storage only grows, so every access stays inside it. Other Allocates are
-unchanged.
+STACK_LIMIT bytes; one inside GPU loops (shared memory, a thread's array: a kernel needs their
+sizes when compiling) gets them whatever its size (the GPU passes check the limits); its storage
+only grows, so every access stays inside it. Other Allocates are unchanged.
 """
 
 from __future__ import annotations
@@ -53,12 +54,14 @@ class _BoundSmallAllocations(LetScopeMutator):
     def __init__(self):
         super().__init__()
         self.loops: dict[str, ir.For] = {}
+        self.in_kernel = False
 
     def visit_For(self, s):
-        if s.for_type in GPU_LOOP_KINDS:  # a kernel's storage is placed by the GPU passes
-            return s
+        outer = self.in_kernel
+        self.in_kernel = outer or s.for_type in GPU_LOOP_KINDS
         with binding(self.loops, s.name, s):
             body = self.mutate(s.body)
+        self.in_kernel = outer
         return s if body is s.body else ir.For(s.name, s.min, s.extent, s.for_type, body)
 
     def visit_Allocate(self, s):
@@ -70,7 +73,11 @@ class _BoundSmallAllocations(LetScopeMutator):
 
     def _bounded_extents(self, s: ir.Allocate) -> tuple | None:
         """The constant bounds to allocate, or None to leave the Allocate as it is."""
-        if s.memory_type not in ("Auto", "Stack", "Register") or constant_elements(s) is not None:
+        if constant_elements(s) is not None:
+            return None
+        if self.in_kernel:  # shared memory and per-thread arrays need constant sizes, whatever the size
+            return self._constant_bounds(s)
+        if s.memory_type not in ("Auto", "Stack", "Register"):
             return None
         if s.memory_type == "Auto":
             # Storage outside every loop is allocated once per call: not worth the search. Nor
@@ -80,15 +87,21 @@ class _BoundSmallAllocations(LetScopeMutator):
                 known *= max(ir.const_int(e) or 1, 1)
             if not self.loops or known > STACK_LIMIT:
                 return None
-        bounds = []
+        bounds = self._constant_bounds(s)
+        if bounds is None:
+            return None
+        size = s.type.bytes()
+        for n in bounds:
+            size *= n.value
+        if s.memory_type == "Auto" and size > STACK_LIMIT:
+            return None
+        return bounds
+
+    def _constant_bounds(self, s: ir.Allocate) -> tuple | None:
+        extents = []
         for e in s.extents:
             most, _ = constant_upper_bound_within(e, self.lets, self.loops)
             if most is None:
                 return None
-            bounds.append(max(most, 0))
-        size = s.type.bytes()
-        for n in bounds:
-            size *= n
-        if s.memory_type == "Auto" and size > STACK_LIMIT:
-            return None
-        return tuple(ir.make_const(e.type, n) for e, n in zip(s.extents, bounds, strict=True))
+            extents.append(ir.make_const(e.type, max(most, 0)))
+        return tuple(extents)

@@ -8,7 +8,6 @@ extern "C" __global__ void __launch_bounds__(160) kernel_0_gblur_y_s0_y_yo(const
     const int32_t v_gblur_x_y_min = ((v_gblur_y_s0_y_yo * 8) + v_gblur_y_min_1);
     const int32_t v_gblur_x_y_max = (hl_min<int32_t>((((v_gblur_y_s0_y_yo * 8) + v_gblur_y_min_1) + 7), v_gblur_y_y_max) + 2);
     const int32_t v_gblur_x_extent_0 = ((v_gblur_x_x_max - v_gblur_x_x_min) + 1);
-    const int32_t v_gblur_x_extent_1 = ((v_gblur_x_y_max - v_gblur_x_y_min) + 1);
     __shared__ uint16_t v_gblur_x[160] __attribute__((aligned(16)));
     // produce gblur_x
     const int32_t v_gblur_x_s0_y = (v_gblur_x_y_min + ((int32_t)threadIdx.y));

@@ -26,7 +26,6 @@ extern "C" __global__ void __launch_bounds__(256) kernel_0_ggemm_s0_y_yo(float *
         }
         __syncthreads();
         // consume ga_tile
-        const int32_t v_gb_tile_extent_1 = ((v_gb_tile_y_max - v_gb_tile_y_min) + 1);
         __shared__ float v_gb_tile[256] __attribute__((aligned(16)));
         // produce gb_tile
         const int32_t v_gb_tile_s0_y = (v_gb_tile_y_min + ((int32_t)threadIdx.y));
