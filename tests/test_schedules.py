@@ -324,17 +324,7 @@ def test_guarded_splits_of_many_consumers_ask_only_for_what_they_read():
     app = apps.load("camera_pipe")
     inputs = app.inputs("small")
     built = app.build(hl, inputs)
-    x, y, c = built.vars["x"], built.vars["y"], built.vars["c"]
-    f = built.funcs
-    out = f["processed"]
-    w, h = built.output_sizes[0], built.output_sizes[1]
-    guard = hl.TailStrategy.GuardWithIf
-    xo, yo, xi, yi, xb, yb, xt, yt = (hl.Var(n) for n in ("xo", "yo", "xi", "yi", "xb", "yb", "xt", "yt"))
-    out.bound(c, 0, 3).bound(x, 0, w).bound(y, 0, h)
-    out.split(x, xo, xi, 2).split(y, yo, yi, 2).reorder(c, xi, yi, xo, yo).unroll(c).unroll(xi).unroll(yi)
-    out.tile(xo, yo, xb, yb, xt, yt, 16, 8, guard)
-    for name in ("denoised", "g_gr", "r_r", "b_b", "g_gb"):
-        xs, ys, xr, yr = (hl.Var(name + n) for n in ("_xs", "_ys", "_xr", "_yr"))
-        f[name].compute_at(out, xb).split(x, xs, xr, 16, guard).split(y, ys, yr, 8, guard).reorder(xr, yr, xs, ys)
-    f["curve"].compute_root()
+    tile = app.tile_cells(hl, built, gpu=False)
+    app.stages_per_tile(hl, built, ("denoised", "g_gr", "r_r", "b_b", "g_gb"), tile, gpu=False)
+    built.funcs["curve"].compute_root()
     assert app.check(app.realize(hl, built), app.reference(inputs))

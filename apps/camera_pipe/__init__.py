@@ -190,47 +190,54 @@ class CameraPipe(App):
             f[name].compute_at(out, yi).vectorize(x, 16, guard)
         f["curve"].compute_root()
 
+    def tile_cells(self, hl, built, gpu: bool = True):
+        """The output in tiles of 16x8 cells (32x16 pixels), a thread (or iteration) per 2x2
+        cell writing its twelve values: the position in the cell and the channel unrolled, so
+        the interleaving selects vanish. Returns the tile loop's Var (the block's, on a GPU)."""
+        x, y, c = built.vars["x"], built.vars["y"], built.vars["c"]
+        out = built.funcs["processed"]
+        w, h = built.output_sizes[0], built.output_sizes[1]
+        xo, yo, xi, yi, xb, yb, xt, yt = (hl.Var(n) for n in ("xo", "yo", "xi", "yi", "xb", "yb", "xt", "yt"))
+        out.bound(c, 0, 3).bound(x, 0, w).bound(y, 0, h)
+        out.split(x, xo, xi, 2).split(y, yo, yi, 2).reorder(c, xi, yi, xo, yo).unroll(c).unroll(xi).unroll(yi)
+        tile = out.gpu_tile if gpu else out.tile
+        tile(xo, yo, xb, yb, xt, yt, 16, 8, hl.TailStrategy.GuardWithIf)
+        return xb
+
+    def stages_per_tile(self, hl, built, names, tile, gpu: bool = True):
+        """Each of `names` computed per output tile, in 16x8 steps (on a GPU, by the block's
+        16x8 threads, each looping over what exceeds them: the tile's halo)."""
+        x, y = built.vars["x"], built.vars["y"]
+        guard = hl.TailStrategy.GuardWithIf
+        for name in names:
+            func = built.funcs[name]
+            xs, ys, xr, yr = (hl.Var(name + n) for n in ("_xs", "_ys", "_xr", "_yr"))
+            func.compute_at(built.funcs["processed"], tile).split(x, xs, xr, 16, guard).split(y, ys, yr, 8, guard)
+            func.reorder(xr, yr, xs, ys)
+            if gpu:
+                func.gpu_threads(xr, yr)
+
     def gpu_schedule(self, hl, built):
         """A kernel per stage that many pixels read, as Halide's GPU schedules of pyramid apps
         do: the denoised mosaic and green at red/blue sites each at root, a thread per pixel
         (or cell) in 32x8 tiles (their reads of the planes, deinterleaving selects, inlined);
-        then the output in tiles of 16x8 cells (32x16 pixels), a thread per 2x2 cell writing
-        its twelve values (the position in the cell and the channel unrolled: the interleaving
-        selects vanish), the other demosaic terms, colour correction and the tone curve inlined.
-        The curve's table is computed on the host once. (gpu_shared_tiles: the stages per tile.)"""
-        x, y, c = built.vars["x"], built.vars["y"], built.vars["c"]
-        f = built.funcs
-        out = f["processed"]
-        w, h = built.output_sizes[0], built.output_sizes[1]
-        guard = hl.TailStrategy.GuardWithIf
-        xo, yo, xi, yi, xb, yb, xt, yt = (hl.Var(n) for n in ("xo", "yo", "xi", "yi", "xb", "yb", "xt", "yt"))
-        out.bound(c, 0, 3).bound(x, 0, w).bound(y, 0, h)
-        out.split(x, xo, xi, 2).split(y, yo, yi, 2).reorder(c, xi, yi, xo, yo).unroll(c).unroll(xi).unroll(yi)
-        out.gpu_tile(xo, yo, xb, yb, xt, yt, 16, 8, guard)
+        then the output by tile_cells, the other demosaic terms, colour correction and the tone
+        curve inlined. The curve's table is computed on the host once. (gpu_shared_tiles: the
+        stages per tile.)"""
+        x, y = built.vars["x"], built.vars["y"]
+        xb, yb, xt, yt = (hl.Var(n) for n in ("xb", "yb", "xt", "yt"))
+        self.tile_cells(hl, built)
         for name in ("denoised", "g_r", "g_b"):
-            f[name].compute_root().gpu_tile(x, y, xb, yb, xt, yt, 32, 8, guard)
-        f["curve"].compute_root()
+            built.funcs[name].compute_root().gpu_tile(x, y, xb, yb, xt, yt, 32, 8, hl.TailStrategy.GuardWithIf)
+        built.funcs["curve"].compute_root()
 
     def gpu_shared_tiles(self, hl, built):
-        """The output as in gpu_schedule, in tiles of 16x8 cells; per tile, the denoised mosaic,
-        the four planes and green at red/blue sites computed in shared memory by the block's
-        16x8 threads (each looping over the tile's halo), each before a barrier, as Halide's
-        camera_pipe computes its stages per tile."""
-        x, y, c = built.vars["x"], built.vars["y"], built.vars["c"]
-        f = built.funcs
-        out = f["processed"]
-        w, h = built.output_sizes[0], built.output_sizes[1]
-        guard = hl.TailStrategy.GuardWithIf
-        xo, yo, xi, yi, xb, yb, xt, yt = (hl.Var(n) for n in ("xo", "yo", "xi", "yi", "xb", "yb", "xt", "yt"))
-        out.bound(c, 0, 3).bound(x, 0, w).bound(y, 0, h)
-        out.split(x, xo, xi, 2).split(y, yo, yi, 2).reorder(c, xi, yi, xo, yo).unroll(c).unroll(xi).unroll(yi)
-        out.gpu_tile(xo, yo, xb, yb, xt, yt, 16, 8, guard)
-        for name in ("denoised", "g_gr", "r_r", "b_b", "g_gb", "g_r", "g_b"):
-            func = f[name]
-            xs, ys, xr, yr = (hl.Var(name + n) for n in ("_xs", "_ys", "_xr", "_yr"))
-            func.compute_at(out, xb).split(x, xs, xr, 16, guard).split(y, ys, yr, 8, guard)
-            func.reorder(xr, yr, xs, ys).gpu_threads(xr, yr)
-        f["curve"].compute_root()
+        """The output by tile_cells; per tile, the denoised mosaic, the four planes and green at
+        red/blue sites computed in shared memory by the block's threads, each before a barrier,
+        as Halide's camera_pipe computes its stages per tile."""
+        tile = self.tile_cells(hl, built)
+        self.stages_per_tile(hl, built, ("denoised", "g_gr", "r_r", "b_b", "g_gb", "g_r", "g_b"), tile)
+        built.funcs["curve"].compute_root()
 
     gpu_variants = {"shared_tiles": lambda self, hl, built: self.gpu_shared_tiles(hl, built)}
 
