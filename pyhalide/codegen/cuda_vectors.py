@@ -8,7 +8,8 @@ a thread moving 8 uint16s issues 8 memory instructions where one would do. The p
 each straight-line region of a kernel (the kernel's body, a loop's body, a branch) before
 printing it:
 
-- every index is resolved through the enclosing lets and simplified into `base + offset`;
+- every index is resolved through the enclosing lets into an affine form `base + offset` (base:
+  its terms with their coefficients; offset: its constant);
 - a run of n consecutive offsets of one base (n elements of 4, 8 or 16 bytes together), whose
   first element the index arithmetic proves a multiple of n (device buffers start 16-byte
   aligned, shared arrays are declared so), becomes one vector: for loads, where every element of
@@ -148,10 +149,8 @@ def base_modulus(base: frozenset) -> tuple[int, int]:
 class Group:
     """One vector access of `lanes` elements of `type` (each group its own, compared by identity)."""
 
-    buffer: str
     type: Type
     lanes: int
-    is_store: bool
 
 
 @dataclass
@@ -283,14 +282,14 @@ class _Planner:
         plan = Plan()
         for (segment, name, base), offsets in self.loads.items():
             if (segment, name) not in self.written:
-                _group(plan.loads, segment, name, base, offsets, is_store=False)
+                _group(plan.loads, segment, name, base, offsets)
         for (segment, name, base), offsets in self.stores.items():
             if (segment, name) not in self.read and (segment, name) not in self.refused:
-                _group(plan.stores, segment, name, base, offsets, is_store=True)
+                _group(plan.stores, segment, name, base, offsets)
         return plan
 
 
-def _group(out: dict, segment: int, name: str, base: frozenset, offsets: dict[int, Type], is_store: bool) -> None:
+def _group(out: dict, segment: int, name: str, base: frozenset, offsets: dict[int, Type]) -> None:
     """Cover the offsets' aligned runs with vectors, widest first."""
     m, r = base_modulus(base)
     taken: set[int] = set()
@@ -302,7 +301,7 @@ def _group(out: dict, segment: int, name: str, base: frozenset, offsets: dict[in
             run = range(first, first + lanes)
             if (m % lanes == 0 and (r + first) % lanes == 0 and all(offsets.get(o) == t for o in run)
                     and taken.isdisjoint(run)):
-                group = Group(name, t, lanes, is_store)
+                group = Group(t, lanes)
                 for lane, o in enumerate(run):
                     out[(segment, name, base, o)] = (group, lane)
                 taken.update(run)
