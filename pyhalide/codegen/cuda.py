@@ -21,9 +21,9 @@ import numpy as np
 from .. import ir
 from ..errors import CompileError, InternalError
 from ..ir_mutator import free_variables
-from ..lowering.gpu_kernels import BARRIER, BLOCK_IDS, LOCAL, SHARED, THREAD_IDS, Kernel
+from ..lowering.gpu_kernels import BARRIER, BLOCK_IDS, LOCAL, SHARED, THREAD_IDS, Kernel, Touches
 from ..types import Type
-from .cuda_vectors import Group, Lets, Plan, Touches, plan_region, vector_lanes
+from .cuda_vectors import Group, Lets, Plan, plan_region, vector_lanes
 
 _C_IDS = {**{n: f"((int32_t)blockIdx.{'xyz'[i]})" for i, n in enumerate(BLOCK_IDS)},
           **{n: f"((int32_t)threadIdx.{'xyz'[i]})" for i, n in enumerate(THREAD_IDS)}}

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from .. import ir
 from ..ir_mutator import expr_free_variables, has_load, substitute
-from ..lowering.gpu_kernels import Touched, is_barrier, touched
+from ..lowering.gpu_kernels import Touches, is_barrier
 from ..types import Type
 
 VECTOR_BYTES = (16, 8, 4)  # the widths tried, widest first
@@ -159,20 +159,6 @@ class Plan:
 
     loads: dict[tuple, tuple[Group, int]] = field(default_factory=dict)
     stores: dict[tuple, tuple[Group, int]] = field(default_factory=dict)
-
-
-class Touches:
-    """What each statement touches, worked out once per statement (each region enclosing it asks,
-    when planning and when printing)."""
-
-    def __init__(self):
-        self.memo: dict[int, tuple[ir.Stmt, Touched]] = {}
-
-    def __call__(self, s: ir.Stmt) -> Touched:
-        hit = self.memo.get(id(s))
-        if hit is None:
-            hit = self.memo[id(s)] = (s, touched(s))  # (s kept: its id stays its own)
-        return hit[1]
 
 
 class _Planner:

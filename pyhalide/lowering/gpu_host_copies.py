@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..types import Int
-from .gpu_kernels import Touched, map_statements, touched
+from .gpu_kernels import Touched, Touches, map_statements
 
 COPY_TO_HOST, HOST_WRITTEN, FREE = "gpu_copy_to_host", "gpu_host_written", "gpu_free"
 
@@ -25,11 +25,11 @@ def runtime_call(op: str, name: str) -> ir.Stmt:
 
 
 class _Inserter:
-    def __init__(self, device: set[str]):
-        self.device = device
+    def __init__(self, device: set[str], touched: Touches):
+        self.device, self.touched = device, touched
 
     def stmt(self, s: ir.Stmt) -> ir.Stmt:
-        t = touched(s)
+        t = self.touched(s)
         if not t.launches:
             return self._wrap(s, t)
         if isinstance(s, ir.Allocate) and s.name in self.device:
@@ -47,7 +47,8 @@ class _Inserter:
 
 
 def gpu_host_copies(stmt: ir.Stmt) -> ir.Stmt:
+    touched = Touches()
     device = touched(stmt).launches
     if not device:
         return stmt
-    return _Inserter(device).stmt(stmt)
+    return _Inserter(device, touched).stmt(stmt)

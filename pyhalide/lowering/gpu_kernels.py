@@ -90,6 +90,8 @@ class Touched(IRVisitor):
     """The buffers a statement reads and writes (an atomic update does both), the buffers the
     kernels it launches use, and whether it holds a barrier."""
 
+    visit_once = True  # what a shared subexpression touches counts once
+
     def __init__(self):
         super().__init__()
         self.reads: set[str] = set()
@@ -120,6 +122,48 @@ def touched(s: ir.Stmt) -> Touched:
     t = Touched()
     t.visit(s)
     return t
+
+
+class Touches:
+    """What each statement touches, worked out once per statement: its own expressions' and its
+    sub-statements' (remembered), so asking of every statement of a nest (each level of a chain of
+    lets, as the host copies and the CUDA printer do) walks the nest once, not once per level."""
+
+    def __init__(self):
+        self.memo: dict[int, tuple[ir.Stmt, Touched]] = {}
+
+    def __call__(self, s: ir.Stmt) -> Touched:
+        hit = self.memo.get(id(s))
+        if hit is not None:
+            return hit[1]
+        t, subs = Touched(), []
+        _own_expressions(s, t, subs)
+        if isinstance(s, ir.Store):
+            t.writes.add(s.name)
+        elif isinstance(s, ir.Atomic):
+            t.reads.add(s.body.name)
+        for sub in subs:
+            inner = self(sub)
+            t.reads |= inner.reads
+            t.writes |= inner.writes
+            t.launches |= inner.launches
+            t.barrier = t.barrier or inner.barrier
+        self.memo[id(s)] = (s, t)  # (s kept: its id stays its own)
+        return t
+
+
+def _own_expressions(node, t: Touched, subs: list) -> None:
+    """Visit node's expressions with t; collect its sub-statements."""
+    for name in node._children:
+        value = getattr(node, name)
+        for v in value if isinstance(value, tuple) else (value,):
+            if isinstance(v, ir.Stmt):
+                subs.append(v)
+            elif isinstance(v, ir.Expr):
+                t.visit(v)
+            elif isinstance(v, tuple):  # the (min, extent) pairs of a Realize
+                for e in v:
+                    t.visit(e)
 
 
 def _plus(lo: ir.Expr, index: ir.Variable) -> ir.Expr:
