@@ -87,8 +87,9 @@ def launch_kernel_index(s: ir.Stmt) -> int | None:
 
 
 class Touched(IRVisitor):
-    """The buffers a statement reads and writes (an atomic update does both), the buffers the
-    kernels it launches use, and whether it holds a barrier."""
+    """What a statement touches: the buffers it reads and writes (an atomic update does both),
+    the buffers the kernels it launches use, whether it holds a barrier. As a visitor, it collects
+    an expression's part (Touches adds the statements')."""
 
     visit_once = True  # what a shared subexpression touches counts once
 
@@ -103,25 +104,11 @@ class Touched(IRVisitor):
         self.reads.add(e.name)
         self.visit_children(e)
 
-    def visit_Store(self, s):
-        self.writes.add(s.name)
-        self.visit_children(s)
-
-    def visit_Atomic(self, s):
-        self.reads.add(s.body.name)
-        self.visit_children(s)
-
     def visit_Call(self, e):
         if e.name == LAUNCH:
             self.launches.update(a.value for a in e.args if isinstance(a, ir.StringImm))
         self.barrier = self.barrier or e.name == BARRIER
         self.visit_children(e)
-
-
-def touched(s: ir.Stmt) -> Touched:
-    t = Touched()
-    t.visit(s)
-    return t
 
 
 class Touches:
