@@ -249,7 +249,7 @@ class CudaPrinter:
         """Print straight-line code (a kernel's body, a loop's body, a branch) with the vector
         accesses planned for it (cuda_vectors)."""
         outer = self.plan, self.segment, self.vectors
-        self.plan = plan_region(s, self.lets, lambda name: self.memory.get(name) in ("global", "shared"), self.touched)
+        self.plan = plan_region(s, self.lets, self.in_device_memory, self.touched)
         self.segment, self.vectors = 0, {}
         self.stmt(s)
         self.plan, self.segment, self.vectors = outer
@@ -259,12 +259,17 @@ class CudaPrinter:
         self.region(s)
         self.indent -= 1
 
-    def access(self, plan: dict, name: str, t: Type, index: ir.Expr, predicate) -> tuple[Group, int] | None:
-        """The vector group and lane of an access, where the region's plan has one."""
-        if self.plan is None or predicate is not None or self.memory.get(name) not in ("global", "shared") \
-                or not vector_lanes(t) or (key := self.lets.key(index)) is None:
+    def in_device_memory(self, name: str) -> bool:
+        """Global or shared: where vector accesses are planned (a thread's array is registers)."""
+        return self.memory.get(name) in ("global", "shared")
+
+    def access(self, kind: str, name: str, t: Type, index: ir.Expr, predicate) -> tuple[Group, int] | None:
+        """The vector group and lane of an access (kind: loads or stores), where the region's plan
+        has one."""
+        if self.plan is None or predicate is not None or not self.in_device_memory(name) or not vector_lanes(t) \
+                or (key := self.lets.key(index)) is None:
             return None
-        return plan.get((self.segment, name, *key))
+        return getattr(self.plan, kind).get((self.segment, name, *key))
 
     def s_Block(self, s):
         for sub in s.stmts:
@@ -325,7 +330,7 @@ class CudaPrinter:
             raise InternalError("cuda: a predicated store")
         if s.value.type.is_bool():
             value = f"(uint8_t)({value})"
-        vector = self.access(self.plan.stores, s.name, s.value.type, s.index, s.predicate) if self.plan else None
+        vector = self.access("stores", s.name, s.value.type, s.index, s.predicate)
         if vector is None:
             self.emit(f"{self.ref(s.name)}[{index}] = {value};")
             return
@@ -504,7 +509,7 @@ class CudaPrinter:
         if e.predicate is not None or e.type.lanes != 1:
             raise InternalError("cuda: a vector or predicated load")
         text = f"{self.ref(e.name)}[{self.expr(e.index)}]"
-        vector = self.access(self.plan.loads, e.name, e.type, e.index, e.predicate) if self.plan else None
+        vector = self.access("loads", e.name, e.type, e.index, e.predicate)
         if vector is not None:  # read with its run, where the run is first needed
             group, lane = vector
             if group not in self.vectors:
