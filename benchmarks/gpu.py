@@ -116,6 +116,7 @@ def sass_mix(capability: int = 90) -> dict:
     instructions with their width (LDG.128: a 16-byte global load). What the GPU runs, to read
     beside measured times, and to compare schedules where no GPU is lent."""
     import collections
+    import os
     import re
     import shutil
     import subprocess
@@ -128,7 +129,7 @@ def sass_mix(capability: int = 90) -> dict:
     from pyhalide.codegen.gpu_runtime import compile_cubin
 
     wheel_bin = Path(sysconfig.get_paths()["purelib"]) / "nvidia/cu13/bin"
-    path = f"{wheel_bin}:{__import__('os').environ.get('PATH', '')}"
+    path = f"{wheel_bin}:{os.environ.get('PATH', '')}"
     if shutil.which("cuobjdump", path=path) is None or shutil.which("nvdisasm", path=path) is None:
         raise SystemExit("--sass needs cuobjdump and nvdisasm: pip install 'pyhalide[cuda-tools]'")
     out = {}
