@@ -136,9 +136,11 @@ def lowering_passes(env):
 
 
 def layout_passes(dense_buffers: list[str], kernels: list[Kernel] | None = None,
-                  buffer_constants: dict | None = None):
+                  buffer_constants: dict | None = None, gpu_loops_serial: bool = False):
     """(name, function) of the passes that finish a lowered Stmt for one buffer layout, in order.
-    With a `kernels` list (GPU targets), the GPU loop nests are moved into it as Kernels;
+    With a `kernels` list (GPU targets), the GPU loop nests are moved into it as Kernels; with
+    `gpu_loops_serial` they stay in the host code (run as serial loops) but are checked as
+    kernels all the same, so a schedule the GPU refuses is refused on every device;
     `buffer_constants` (`buffer.field.dimension` -> value) are the dimensions compiled in as
     constants: the shapes of the Buffers bound in the algorithm, the constant constraints."""
 
@@ -147,7 +149,11 @@ def layout_passes(dense_buffers: list[str], kernels: list[Kernel] | None = None,
         kernels.extend(found)
         return host
 
-    gpu = [] if kernels is None else [
+    def check_kernels(stmt):
+        gpu_kernels(stmt)
+        return stmt
+
+    gpu = [("gpu kernels checked", check_kernels)] if gpu_loops_serial else [] if kernels is None else [
         # Each GPU block nest becomes a kernel and a launch; the host side then copies what the
         # host touches between kernels.
         ("gpu kernels", extract_kernels),
@@ -183,11 +189,11 @@ def _run(passes, stmt, hook):
 
 @cycle_collector_paused()
 def finish_lowering(stmt: ir.Stmt, dense_buffers: list[str], hook=None, kernels: list | None = None,
-                    buffer_constants: dict | None = None) -> ir.Stmt:
+                    buffer_constants: dict | None = None, gpu_loops_serial: bool = False) -> ir.Stmt:
     """The Stmt a code generator compiles, for buffers whose dimension 0 is dense as listed (and,
     given a `kernels` list, the GPU kernels it launches, appended to it; given `buffer_constants`,
-    the buffer dimensions known as constants)."""
-    return _run(layout_passes(dense_buffers, kernels, buffer_constants), stmt, hook)
+    the buffer dimensions known as constants; see `layout_passes` for `gpu_loops_serial`)."""
+    return _run(layout_passes(dense_buffers, kernels, buffer_constants, gpu_loops_serial), stmt, hook)
 
 
 @cycle_collector_paused()

@@ -390,11 +390,23 @@ class Schedulable:
         self._log(method, *[_json_var(v) for v in vars])
         return self
 
+    def _device_api(self, method: str, args: tuple, device_api):
+        """The loops and factors of a GPU directive, its trailing positional DeviceAPI removed;
+        the API must be one pyhalide runs (CUDA, or Default_GPU, which is CUDA here)."""
+        from .target import DeviceAPI
+
+        if args and isinstance(args[-1], DeviceAPI):
+            device_api, args = args[-1], args[:-1]
+        if device_api not in (None, DeviceAPI.CUDA, DeviceAPI.Default_GPU):
+            raise CompileError(f"{self._where()}: {method} on {device_api}: pyhalide's only GPU device API is CUDA")
+        return args
+
     def gpu_tile(self, *args, tail=TailStrategy.Auto, device_api=None):
         """gpu_tile(x, bx, tx, xf), gpu_tile(x, y, bx, by, tx, ty, xf, yf), the 3-D form, or any of
         them without the block Vars (x, tx, xf: the outer loop keeps x's name), then a tail
-        strategy: split (or tile) the loops, the outer ones GPU blocks, the inner ones GPU threads."""
-        args = list(args)
+        strategy and a device API: split (or tile) the loops, the outer ones GPU blocks, the inner
+        ones GPU threads."""
+        args = list(self._device_api("gpu_tile", args, device_api))
         if args and isinstance(args[-1], str) and args[-1] in TailStrategy.ALL:
             tail = args.pop()
         shapes = {4: (1, True), 8: (2, True), 12: (3, True), 3: (1, False), 6: (2, False), 9: (3, False)}
@@ -416,16 +428,18 @@ class Schedulable:
         return self
 
     def gpu_blocks(self, *vars, device_api=None):
-        return self._gpu_loops("gpu_blocks", GPU_BLOCK, vars, 3)
+        return self._gpu_loops("gpu_blocks", GPU_BLOCK, self._device_api("gpu_blocks", vars, device_api), 3)
 
     def gpu_threads(self, *vars, device_api=None):
-        return self._gpu_loops("gpu_threads", GPU_THREAD, vars, 3)
+        return self._gpu_loops("gpu_threads", GPU_THREAD, self._device_api("gpu_threads", vars, device_api), 3)
 
     def gpu_lanes(self, v, device_api=None):
+        self._device_api("gpu_lanes", (), device_api)
         return self._gpu_loops("gpu_lanes", GPU_LANE, (v,), 1)
 
     def gpu(self, *vars, device_api=None):
         """gpu(bx, tx), gpu(bx, by, tx, ty) or gpu(bx, by, bz, tx, ty, tz): blocks, then threads."""
+        vars = self._device_api("gpu", vars, device_api)
         if len(vars) not in (2, 4, 6):
             raise CompileError(f"{self._where()}: gpu takes 2, 4 or 6 loops (block loops, then thread loops), "
                                f"got {len(vars)}")
@@ -438,6 +452,7 @@ class Schedulable:
     def gpu_single_thread(self, device_api=None):
         """Run the whole stage as one GPU thread: slow, but it keeps a small update on the device
         instead of copying its Func back to the host."""
+        self._device_api("gpu_single_thread", (), device_api)
         self._target_func()._require_defined()
         self._stage().gpu_single_thread = True
         self._log("gpu_single_thread")
@@ -464,7 +479,8 @@ class Schedulable:
 
     def specialize(self, condition):
         """A copy of this stage's schedule used when `condition` holds at run time; schedule it
-        further through the returned Stage (e.g. vectorize only when the width allows it)."""
+        further through the returned Stage (e.g. vectorize only when the width allows it). Asked
+        again with an equal condition, the same specialization."""
         from .expr import to_ir
         from .func import Stage
 
@@ -472,9 +488,12 @@ class Schedulable:
         if not cond.type.is_bool() or cond.type.lanes != 1:
             raise CompileError(f"{self._where()}: specialize condition has type {cond.type}, not bool")
         sched = self._stage()
-        special = sched.copy()
-        special.specializations = []  # the loops and splits only
-        sched.specializations = sched.specializations + [(cond, special)]
+        # The same condition again schedules the same specialization further, as in Halide.
+        special = next((s for c, s in sched.specializations if c == cond), None)
+        if special is None:
+            special = sched.copy()
+            special.specializations = []  # the loops and splits only
+            sched.specializations = sched.specializations + [(cond, special)]
         f = self._target_func()
         f._schedule.log.append((self._stage_index, "specialize", [str(condition)]))
         f._version += 1

@@ -117,7 +117,8 @@ class CompiledPipeline:
         self.kernels = [] if cuda and not serial else None
         self.host_only_gpu = serial
         with cycle_collector_paused():
-            stmt = finish_lowering(lowered.stmt, dense, kernels=self.kernels, buffer_constants=buffer_constants)
+            stmt = finish_lowering(lowered.stmt, dense, kernels=self.kernels, buffer_constants=buffer_constants,
+                                   gpu_loops_serial=serial)
             cg = CodeGen(lowered, stmt, SYMBOL, self.axis_maps, fp_contract=contract, gpu_loops_serial=serial)
             self.llvm_ir = cg.generate()
         self.cuda_source = cuda_source(self.kernels) if self.kernels else None

@@ -23,6 +23,21 @@ def definition_exprs(func):
             yield rv.extent
 
 
+def schedule_exprs(func):
+    """The expressions func's schedule adds: bounds (`bound`, `bound_extent`) and the conditions of
+    its specializations, at every depth. The Params they name are pipeline inputs too."""
+    sched = func._schedule
+    for kind, lo, extent in sched.bounds.values():
+        if kind != "align":
+            yield from (e for e in (lo, extent) if isinstance(e, ir.Expr))
+    stages = list(sched.stages)
+    while stages:
+        stage = stages.pop()
+        for cond, special in stage.specializations:
+            yield cond
+            stages.append(special)
+
+
 class _Calls(IRVisitor):
     visit_once = True
 
@@ -239,6 +254,6 @@ def pipeline_inputs(env) -> tuple[dict, dict]:
     """The input images and Params of every Func the pipeline uses, by name."""
     calls = _Calls()
     for f in env.funcs.values():
-        for e in definition_exprs(f):
+        for e in (*definition_exprs(f), *schedule_exprs(f)):
             calls.visit(e)
     return calls.images, calls.params

@@ -548,7 +548,6 @@ class _ExtractKernels(LetScopeMutator):
         super().__init__()
         self.kernels: list[Kernel] = []
         self.host_allocations: dict[str, ir.Allocate] = {}
-        self.in_parallel = False
 
     def visit_Allocate(self, s):
         if s.memory_type == SHARED:
@@ -564,14 +563,15 @@ class _ExtractKernels(LetScopeMutator):
         return s if body is s.body else ir.Allocate(s.name, s.type, s.extents, body, s.memory_type)
 
     def visit_For(self, s):
-        if s.for_type in (ir.GPU_BLOCK, *_THREAD_KINDS) and self.in_parallel:
-            raise CompileError(f"GPU loop {s.name} is inside a parallel CPU loop: launch kernels from serial host code")
         if s.for_type == ir.PARALLEL:
-            outer, self.in_parallel = self.in_parallel, True
-            try:
-                return self.default(s)
-            finally:
-                self.in_parallel = outer
+            # Kernels launch from one host thread, in order (Halide launches them from each of the
+            # loop's threads into one stream, which runs them in order too): a parallel loop that
+            # launches kernels runs serially on the host.
+            launched = len(self.kernels)
+            loop = self.default(s)
+            if len(self.kernels) == launched:
+                return loop
+            return ir.For(loop.name, loop.min, loop.extent, ir.SERIAL, loop.body)
         if s.for_type == ir.GPU_BLOCK:
             return self._kernel(s)
         if s.for_type in _THREAD_KINDS:  # thread loops without block loops: a grid of one block

@@ -4,7 +4,7 @@ Placements are drawn as for the CPU (schedule_strategies: inline, root, or any l
 now includes consumers' GPU block and thread loops). Then, per stage, by where it is computed:
 
 * on the host (root, or at a host loop): usually a kernel: a few CPU-side directives (split,
-  reorder, rename), then gpu_tile over one or two of its pure loops (with factors up to 16 and
+  reorder, rename, parallel: a parallel loop around kernels runs serially), then gpu_tile over one or two of its pure loops (with factors up to 16 and
   any tail the CPU rules allow there), or, for an associative update, atomic() and gpu_tile over
   its reduction loops, or gpu_single_thread; sometimes it stays a CPU stage (host and device
   copies between them);
@@ -27,7 +27,7 @@ from pyhalide.testing.schedule_strategies import INVALID_SCHEDULE_MESSAGES, Sche
 
 GPU_REJECTIONS = ("no constant upper bound", "needs a size known when compiling", "GPU threads per block",
                   "GPU threads in dimension", "bytes of shared memory", "bytes per GPU thread",
-                  "has bounds that depend on", "inside a parallel CPU loop", "a kernel's block loops must be",
+                  "has bounds that depend on", "a kernel's block loops must be",
                   "block loops must be outside thread loops")
 
 
@@ -46,10 +46,7 @@ class _GpuScheduler(_Scheduler):
             return "thread"
         return "block" if ir.GPU_BLOCK in kinds else "host"
 
-    def _parallel(self, f, s, target, stext, sched) -> bool:
-        return False  # no parallel CPU loops here: a kernel inside one is refused by design
-
-    def serial_directives(self, f, s, n: int, kinds) -> None:
+    def cpu_side_directives(self, f, s, n: int, kinds) -> None:
         target, stext = self.stage_target(f, s), self.stage_text(f, s)
         sched = target._stage()
         for _ in range(self.draw(st.integers(0, n))):
@@ -59,14 +56,14 @@ class _GpuScheduler(_Scheduler):
     def loop_directives(self, f, s) -> None:
         where = self.where(f.name())
         if where == "thread":
-            self.serial_directives(f, s, 3, ["split", "reorder", "rename", "unroll", "vectorize"])
+            self.cpu_side_directives(f, s, 3, ["split", "reorder", "rename", "unroll", "vectorize"])
         elif where == "block":
             if s == 0 and self.draw(st.integers(0, 3)) == 0:  # global memory, a slice per block
                 self.try_apply(f"{f.name()}.store_in(hl.MemoryType.Heap)", lambda: f.store_in(hl.MemoryType.Heap))
-            self.serial_directives(f, s, 1, ["split", "reorder"])
+            self.cpu_side_directives(f, s, 1, ["split", "reorder"])
             self._threads(f, s)
         elif self.draw(st.integers(0, 4)):
-            self.serial_directives(f, s, 2, ["split", "reorder", "rename"])
+            self.cpu_side_directives(f, s, 2, ["split", "reorder", "rename", "parallel"])
             self._kernel(f, s)
 
     def _pure_dims(self, sched):
