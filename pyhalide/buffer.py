@@ -540,7 +540,7 @@ class Buffer:
             arr = self._host("device_malloc")
             device = cuda_device()
             offset, nbytes = span(arr)
-            self._device_copy = DeviceCopy(device, 0, nbytes, offset, owner=self)
+            self._device_copy = DeviceCopy(device, 0, nbytes, offset, owner=self, elements=arr)
             self._device_copy.allocate()
         return 0
 
@@ -560,9 +560,7 @@ class Buffer:
     def copy_to_host(self) -> int:
         c = self._device_copy
         if c is not None and c.device_dirty:
-            c.device.synchronize()
-            c.device.to_host(self._host_address() - c.offset, c.address, c.nbytes)
-            c.device_dirty = False
+            c.copy_to_host(self._host_address())
         return 0
 
     def device_free(self) -> int:

@@ -12,7 +12,7 @@ from .ir_mutator import IRVisitor
 from .names import unique_func_name, unique_name
 from .schedule import FuncSchedule
 from .scheduling import FuncScheduling, Schedulable
-from .types import Int, Type
+from .types import Bool, Int, Type
 from .var import RDom, ReductionDomain, RVar, Var
 
 
@@ -617,14 +617,21 @@ class Func(FuncScheduling):
                     f"(arguments {names.index(a.name()) + 1} and {i + 1})"
                 )
             names.append(a.name())
-        from .operators import is_undef
+        from .operators import defined_where
 
-        ir_values = []
+        ir_values, conditions = [], set()
         for k, v in enumerate(values):
             if isinstance(v, Expr) and not v.defined():
                 raise HalideError(f"In pure definition of Func {self._name}: value {k} is undefined")
-            # hl.undef: any value will do (Halide leaves it uninitialised); pyhalide's is zero
-            ir_values.append(ir.make_const(v.type(), 0) if is_undef(v) else to_ir(v))
+            value, defined = defined_where(to_ir(v))
+            # hl.undef: any value will do (Halide leaves it uninitialised); pyhalide's is zero. An
+            # undef some select picks leaves the element unwritten there, as in Halide.
+            ir_values.append(ir.make_const(to_ir(v).type, 0) if value is None else value)
+            conditions.add(defined)
+        if len(conditions - {None}) > 1 or (len(conditions) > 1 and len(values) > 1):
+            raise HalideError(f"In pure definition of Func {self._name}: the elements of the Tuple are undef under "
+                              "different conditions; Halide stores all of a Tuple's elements or none")
+        predicate = next(iter(conditions - {None}), None)
         self._check_declared(len(names), [e.type for e in ir_values])
         for k, e in enumerate(ir_values):
             if e.type.lanes != 1 or e.type.is_handle():
@@ -648,7 +655,7 @@ class Func(FuncScheduling):
 
         tag = next_random_tag()  # random calls become a hash of the point, as Halide's Function::define does
         ir_values = [lower_random(e, [ir.Variable(n, Int(32)) for n in names], tag) for e in ir_values]
-        self._init = Definition(tuple(ir.Variable(n) for n in names), tuple(ir_values))
+        self._init = Definition(tuple(ir.Variable(n) for n in names), tuple(ir_values), predicate=predicate)
         self._schedule.reset_stages(1)
 
     def _check_declared(self, dims: int, types: list[Type]) -> None:
@@ -675,7 +682,7 @@ class Func(FuncScheduling):
         types = self.types()
         if len(values) != len(types):
             raise HalideError(f"{where}: {len(values)} values, but the pure definition has {len(types)}")
-        from .operators import is_undef
+        from .operators import defined_where
 
         ir_values = []
         for k, (v, t) in enumerate(zip(values, types)):
@@ -687,9 +694,15 @@ class Func(FuncScheduling):
                 )
             ir_values.append(e)
         ir_args = tuple(_call_arg(self._name, i, a) for i, a in enumerate(args))
-        # hl.undef leaves an element as it was: it is written back unchanged
-        ir_values = [ir.Call(t, self._name, ir_args, ir.HALIDE, k, self) if is_undef(v) else e
-                     for k, (v, t, e) in enumerate(zip(values, types, ir_values))]
+        # hl.undef leaves an element as it was (where a select picks it, or an operation uses it):
+        # it is written back unchanged
+        never_defined = 0
+        for k, (t, e) in enumerate(zip(types, ir_values)):
+            value, defined = defined_where(e)
+            never_defined += value is None
+            current = ir.Call(t, self._name, ir_args, ir.HALIDE, k, self)
+            ir_values[k] = current if value is None else value if defined is None else ir.Select(defined, value,
+                                                                                                    current)
         # Pure Vars must appear unadorned, in the same position as in the pure definition.
         lhs_pure = {}
         for i, a in enumerate(ir_args):
@@ -732,6 +745,8 @@ class Func(FuncScheduling):
         ir_args = tuple(lower_random(a, free, tag) for a in ir_args)
         ir_values = [lower_random(e, free, tag) for e in ir_values]
         predicate = None if predicate is None else lower_random(predicate, free, tag)
+        if never_defined == len(types):  # a stage that defines nothing stores nothing (Halide drops it)
+            predicate = ir.make_const(Bool(), False)
         self._updates.append(Definition(ir_args, tuple(ir_values), tuple(rvars), predicate))
         self._schedule.reset_stages(1 + len(self._updates))
 

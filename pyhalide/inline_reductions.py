@@ -45,7 +45,8 @@ def _domain_of(finder, rvar_name: str):
 
 def _split_args(args, what: str):
     """(rdom or None, expr, name) from Halide's (expr[, name]) and (rdom, expr[, name]) forms."""
-    if args and isinstance(args[0], RDom):
+    lone_rdom = len(args) == 1 or (len(args) == 2 and isinstance(args[1], str))
+    if args and isinstance(args[0], RDom) and not lone_rdom:  # (a lone RDom is its expression, r.x)
         if len(args) not in (2, 3):
             raise HalideError(f"{what}(rdom, expr[, name]) takes 2 or 3 arguments, got {len(args)}")
         return args[0], args[1], (args[2] if len(args) == 3 else None)

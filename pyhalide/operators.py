@@ -21,6 +21,7 @@ from .expr import (
     to_ir,
     wrap,
 )
+from .ir_mutator import has_call, map_children
 from .ir_printer import expr_to_string
 from .types import Bool, Float, Int, Type, UInt, promote
 
@@ -373,7 +374,63 @@ def undef(t: Type) -> Expr:
 
 def is_undef(v) -> bool:
     e = getattr(v, "_ir", None) if isinstance(v, Expr) else None
+    return _is_undef_ir(e)
+
+
+def _is_undef_ir(e) -> bool:
     return isinstance(e, ir.Call) and e.call_type == ir.INTRINSIC and e.name == UNDEF
+
+
+def defined_where(e: ir.Expr) -> tuple[ir.Expr | None, ir.Expr | None]:
+    """Halide's undef inside an expression: (e without undef, the condition under which e is
+    defined, None for always); (None, None) where e is never defined. An operation on an undef
+    value is undef; a select picks a defined branch only where its condition chooses it (so
+    `select(c, undef, v)` is v where c is false, and nothing elsewhere: a store left out)."""
+    if _is_undef_ir(e):
+        return None, None
+    if not has_call(e):
+        return e, None
+    if isinstance(e, ir.Select):
+        (c, c_when), (t, t_when), (f, f_when) = (defined_where(x) for x in (e.condition, e.true_value,
+                                                                             e.false_value))
+        if c is None or (t is None and f is None):
+            return None, None
+        if t is None:
+            value, when = f, _both(ir.Not(c), f_when)
+        elif f is None:
+            value, when = t, _both(c, t_when)
+        else:
+            value = ir.Select(c, t, f)
+            when = None if t_when is None and f_when is None else ir.Select(c, t_when or _TRUE, f_when or _TRUE)
+        return value, _both(c_when, when)
+    conditions = []
+
+    def strip(child):
+        value, when = defined_where(child)
+        conditions.append(when)
+        if value is None:
+            raise _Undefined
+        return value
+
+    try:
+        value = map_children(e, strip)
+    except _Undefined:
+        return None, None
+    when = None
+    for c in conditions:
+        when = _both(when, c)
+    return value, when
+
+
+_TRUE = ir.make_const(Bool(), True)
+
+
+class _Undefined(Exception):
+    """An undef operand makes the whole operation undef."""
+
+
+def _both(a: ir.Expr | None, b: ir.Expr | None) -> ir.Expr | None:
+    return b if a is None else a if b is None else ir.And(a, b)
 
 
 def logical_not(a) -> Expr:

@@ -90,7 +90,9 @@ class PlacementSpace:
                 prefix.append(items[0])
             else:
                 break
-        return prefix
+        # not between two gpu_blocks loops: a kernel's block loops are its outermost (as Halide)
+        return [lp for i, lp in enumerate(prefix)
+                if not (lp.for_type == ir.GPU_BLOCK and i + 1 < len(prefix) and prefix[i + 1].for_type == ir.GPU_BLOCK)]
 
     @staticmethod
     def store_sites(sites: list[Loop], compute: int) -> list[int]:

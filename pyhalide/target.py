@@ -31,9 +31,10 @@ _NEUTRAL = {"jit", "strict_float", "no_runtime", "user_context", "c_plus_plus_na
 _PYHALIDE = {"fp_contract"}
 GPU_FEATURES = {"cuda", "opencl", "metal", "vulkan", "d3d12compute", "webgpu"}
 _CUDA_CAPABILITIES = {f"cuda_capability_{c}" for c in (30, 32, 35, 50, 61, 70, 75, 80, 86)}
-# The CUDA backend (codegen/cuda.py) compiles for compute capability 7.0 and up (atomicCAS on
-# 16-bit words, independent thread scheduling); older capabilities are known names, refused.
-_CUDA_SUPPORTED = {"cuda"} | {f"cuda_capability_{c}" for c in (70, 75, 80, 86)}
+# A capability feature is the least a GPU must have: kernels are compiled for the GPU that runs
+# them (gpu_runtime.Device._compile). Every capability Halide names is accepted; in practice the
+# GPU is 7.5 or newer, the oldest that CUDA 13's driver and compilers support.
+_CUDA_SUPPORTED = {"cuda"} | _CUDA_CAPABILITIES
 SUPPORTED_FEATURES = _ISA | _NEUTRAL | _PYHALIDE | _CUDA_SUPPORTED
 DEFAULT_CUDA_CAPABILITY = 70
 # Halide 21's other features: known names, but no pyhalide backend implements them yet.

@@ -143,16 +143,33 @@ def registers(schedule: bool = True):
     return out, [11, 10, 3]
 
 
-def threads_only(schedule: bool = True):
-    """gpu_threads without gpu_blocks (a grid of one block) and the gpu(bx, tx) form."""
+def one_block(schedule: bool = True):
+    """The gpu(bx, tx) form, and a kernel of one block: the whole output split by its size."""
     x, xo, xi = _v("x", "xo", "xi")
     f, g = hl.Func("gto_f"), hl.Func("gto_g")
     f[x] = x * x - 7
     g[x] = f[x] + f[x + 1]
     if schedule:
         f.compute_root().split(x, xo, xi, 32, TS.GuardWithIf).gpu(xo, xi)
-        g.bound(x, 0, 50).gpu_threads(x)
+        g.bound(x, 0, 50).gpu_tile(x, xo, xi, 50)
     return g, [50]
+
+
+def sized_at_launch(schedule: bool = True):
+    """Sizes only the launch knows, as Halide allows: a producer computed per block whose part
+    grows with the block (f(x) + f(2x): its thread loop and its shared memory sized by the host's
+    loop over the blocks, dynamic shared memory), and a block of as many threads as the output
+    is wide (gpu_blocks(y).gpu_threads(x))."""
+    x, y, xi = _v("x", "y", "xi")
+    f, g, out = hl.Func("gsl_f"), hl.Func("gsl_g"), hl.Func("gsl_out")
+    f[x] = x * 3 - 1
+    g[x] = f[x] + f[2 * x]
+    out[x, y] = g[x] * (y + 1)
+    if schedule:
+        g.compute_root().gpu_tile(x, xi, 16)
+        f.compute_at(g, x).gpu_threads(x)
+        out.gpu_blocks(y).gpu_threads(x)
+    return out, [40, 3]
 
 
 def curve(schedule: bool = True):
@@ -176,8 +193,8 @@ def curve(schedule: bool = True):
 
 
 BUILDERS = {"curve": curve, "blur": blur, "gemm": gemm, "histogram": histogram, "byte_histogram": byte_histogram,
-            "mixed": mixed,
-            "scatter_max": scatter_max, "registers": registers, "threads_only": threads_only}
+            "mixed": mixed, "scatter_max": scatter_max, "registers": registers, "one_block": one_block,
+            "sized_at_launch": sized_at_launch}
 
 
 def expected(name: str) -> list[np.ndarray]:

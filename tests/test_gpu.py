@@ -130,8 +130,7 @@ def test_gpu_schedule_errors_name_the_loop_and_the_numbers(emulated):
     free = hl.Func("gerr_free")
     free[x] = x
     free.gpu_threads(x)
-    with pytest.raises(hl.CompileError, match=r"GPU thread loop gerr_free.s0.x has extent \(\(gerr_free.x.max - "
-                                              r"gerr_free.min.0\) \+ 1\), which has no constant upper bound"):
+    with pytest.raises(hl.CompileError, match=r"GPU thread loop gerr_free.s0.x is not inside any gpu_blocks loop"):
         free.realize([100], CUDA)
     p2, c2 = hl.Func("gerr_p2"), hl.Func("gerr_c2")
     p2[x, y] = x * y
@@ -191,7 +190,7 @@ def test_every_kernel_compiles_within_the_limits(name, capability):
 def _kernel_names(source: str) -> list[str]:
     import re
 
-    return re.findall(r'extern "C" __global__ void __launch_bounds__\(\d+\) (\w+)\(', source)
+    return re.findall(r'extern "C" __global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\(', source)
 
 
 @pytest.mark.parametrize("name", ["blur", "gemm", "histogram"])

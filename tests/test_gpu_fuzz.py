@@ -39,7 +39,7 @@ def _realize(sched, in_process: bool):
     case = sched.built
     try:
         return case.realize() if in_process else realize_guarded(case, parallel=False)
-    except hl.CompileError as e:
+    except hl.HalideError as e:  # a schedule refused when compiling, or for these inputs at a launch
         reason = gpu_rejection_reason(str(e))
         if reason is None:
             raise

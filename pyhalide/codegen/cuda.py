@@ -21,7 +21,17 @@ import numpy as np
 from .. import ir
 from ..errors import CompileError, InternalError
 from ..ir_mutator import free_variables
-from ..lowering.gpu_kernels import BARRIER, BLOCK_IDS, LOCAL, SHARED, THREAD_IDS, Kernel, Touches
+from ..lowering.gpu_kernels import (
+    BARRIER,
+    BLOCK_IDS,
+    LOCAL,
+    SHARED,
+    THREAD_IDS,
+    Kernel,
+    Touches,
+    shared_offset_name,
+    statements,
+)
 from ..types import Type
 from .cuda_vectors import Group, Lets, Plan, plan_region, vector_lanes
 
@@ -44,6 +54,7 @@ typedef unsigned long long uint64_t;
 #include <cstdint>
 #endif
 #define HL_DEVICE __device__ __forceinline__
+#define HL_DYNAMIC_SHARED extern __shared__ __align__(16) unsigned char hl_dynamic_shared[]
 #else
 // Emulation on the CPU: each block's threads are std::threads that meet at a std::barrier.
 #include <barrier>
@@ -55,6 +66,8 @@ typedef unsigned long long uint64_t;
 struct hl_dim3 { unsigned int x, y, z; };
 static thread_local hl_dim3 threadIdx, blockIdx;
 static thread_local std::barrier<> *hl_block_barrier;
+static unsigned char *hl_dynamic_shared_memory;  // the block's dynamic shared memory (blocks run one at a time)
+#define HL_DYNAMIC_SHARED unsigned char *const hl_dynamic_shared = hl_dynamic_shared_memory
 #define HL_DEVICE static inline
 #define __global__
 #define __shared__ static
@@ -80,10 +93,12 @@ static inline int __clzll(unsigned long long x) { return x ? __builtin_clzll(x) 
 static inline int __ffs(unsigned int x) { return __builtin_ffs(x); }
 static inline int __ffsll(unsigned long long x) { return __builtin_ffsll(x); }
 using std::isnan; using std::isinf; using std::isfinite;
-template <typename F> static void hl_emulate(const int64_t *grid, const int *block, F body) {
+template <typename F> static void hl_emulate(const int64_t *grid, const int *block, int64_t shared_bytes, F body) {
     // One std::thread per GPU thread of a block, for the whole launch: they run the blocks one
     // after another, meeting at a barrier after each (its shared memory is then reused).
     const int threads = block[0] * block[1] * block[2];
+    std::vector<unsigned char> dynamic_shared((size_t)shared_bytes + 16);
+    hl_dynamic_shared_memory = dynamic_shared.data() + (16 - (uintptr_t)dynamic_shared.data() % 16) % 16;
     std::barrier<> sync(threads);
     std::vector<std::thread> team;
     for (int t = 0; t < threads; t++) {
@@ -117,6 +132,10 @@ template <typename T, typename S> HL_DEVICE T hl_reinterpret(S s) {
     return u.t;
 }
 """
+
+
+def _constant_size(a: ir.Allocate) -> bool:
+    return all(ir.const_int(e) is not None for e in a.extents)
 
 
 def c_type(t: Type, memory: bool = False) -> str:
@@ -219,9 +238,12 @@ class CudaPrinter:
             params.append(f"{const}{c_type(b.type, memory=True)} *__restrict__ {self.bind(b.name)}")
         for name, t in k.scalars:
             params.append(f"{c_type(t)} {self.bind(name)}")
-        threads = k.threads[0] * k.threads[1] * k.threads[2]
+        if any(isinstance(a, ir.Allocate) and a.memory_type == SHARED and not _constant_size(a)
+               for a in statements(k.body)):
+            self.emit("HL_DYNAMIC_SHARED;")
         self.region(k.body)
-        head = f'extern "C" __global__ void __launch_bounds__({threads}) {k.name}({", ".join(params)}) {{'
+        bounds = "" if k.threads is None else f"__launch_bounds__({k.threads[0] * k.threads[1] * k.threads[2]}) "
+        head = f'extern "C" __global__ void {bounds}{k.name}({", ".join(params)}) {{'
         return "\n".join([head, *self.lines, "}", self._emulation_entry(params)])
 
     def _emulation_entry(self, params: list[str]) -> str:
@@ -235,8 +257,8 @@ class CudaPrinter:
         for j, (_, t) in enumerate(k.scalars):
             args.append(f"hl_arg<{c_type(t)}>(args[{len(k.buffers) + j}])")
         return (f'#ifndef __CUDACC__\nextern "C" void {k.name}_emulated(const int64_t *grid, const int *block, '
-                f"const int64_t *args) {{\n    hl_emulate(grid, block, [&] {{ {k.name}({', '.join(args)}); }});\n}}\n"
-                "#endif")
+                f"int64_t shared_bytes, const int64_t *args) {{\n    hl_emulate(grid, block, shared_bytes, [&] {{ "
+                f"{k.name}({', '.join(args)}); }});\n}}\n#endif")
 
     # -- statements
     def stmt(self, s: ir.Stmt) -> None:
@@ -355,12 +377,18 @@ class CudaPrinter:
             self.emit(f"(void)({self.expr(s.value)});")
 
     def s_Allocate(self, s):
-        n = 1
-        for e in s.extents:
-            n *= max(ir.const_int(e), 0)
         c = self.bind(s.name)
         t = c_type(s.type, memory=True)
         self.memory[s.name] = "shared" if s.memory_type == SHARED else "local"
+        if s.memory_type == SHARED and not _constant_size(s):
+            offset = self.ref(shared_offset_name(s.name))
+            self.emit(f"{t} *const __restrict__ {c} = ({t} *)(hl_dynamic_shared + {offset});")
+            self.stmt(s.body)
+            self.unbind(s.name)
+            return
+        n = 1
+        for e in s.extents:
+            n *= max(ir.const_int(e), 0)
         if s.memory_type == SHARED:
             self.emit(f"__shared__ {t} {c}[{max(n, 1)}] {_ALIGNED};")
         elif s.memory_type == LOCAL:
@@ -378,6 +406,14 @@ class CudaPrinter:
     def _atomic(self, s):
         st = s.body
         t = st.value.type
+        if self.memory.get(st.name) == "local":
+            # A thread's own array: no other thread can race with the update, and CUDA's atomics
+            # work on global and shared memory only.
+            old = self.bind(s.old)
+            self.emit(f"const {c_type(t)} {old} = {self.ref(st.name)}[{self.expr(st.index)}];")
+            self.stmt(st)
+            self.unbind(s.old)
+            return
         added = _added_to(st.value, s.old)
         if added is not None and (t.is_float() or t.bits in (32, 64)) and not t.is_bool():
             # f(i) += v: one atomicAdd (an unsigned one for signed integers: the same bits)

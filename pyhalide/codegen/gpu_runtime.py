@@ -34,7 +34,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..errors import HalideError
-from ..lowering.gpu_kernels import MAX_GRID_DIMS, Kernel
+from ..lowering.gpu_kernels import MAX_BLOCK_DIMS, MAX_GRID_DIMS, MAX_SHARED_BYTES, MAX_THREADS_PER_BLOCK, Kernel
 from ..types import Int
 from .jit import cache_root
 
@@ -192,7 +192,7 @@ extern "C" __global__ void hl_delay(long long ns) {
     } while (now - start < (unsigned long long)ns);
 }
 """
-_DELAY = SimpleNamespace(name="hl_delay", threads=(1, 1, 1))
+_DELAY = SimpleNamespace(name="hl_delay")
 _DELAY_NS = 500_000  # longer than the host takes to launch a kernel between two events
 
 
@@ -231,7 +231,9 @@ class Device:
     def to_host(self, host: int, address: int, nbytes: int) -> None:
         raise NotImplementedError
 
-    def launch(self, module, kernel: Kernel, grid: tuple, args: list) -> None:
+    def launch(self, module, kernel: Kernel, grid: tuple, block: tuple, shared_bytes: int, args: list) -> None:
+        """Run kernel on a grid of blocks of `block` threads with `shared_bytes` of dynamic shared
+        memory each."""
         raise NotImplementedError
 
     def synchronize(self) -> None:
@@ -246,17 +248,17 @@ class Device:
     profiling = False
     _delay = None
 
-    def timed_launch(self, module, kernel: Kernel, grid: tuple, args: list) -> None:
+    def timed_launch(self, module, kernel: Kernel, grid: tuple, block: tuple, shared_bytes: int, args: list) -> None:
         if not self.profiling:
-            self.launch(module, kernel, grid, args)
+            self.launch(module, kernel, grid, block, shared_bytes, args)
             return
         if self.capability:
             if self._delay is None:
                 self._delay = self.load_binary(compile_cubin(_DELAY_SOURCE, self.capability), [_DELAY.name])
-            self.launch(self._delay, _DELAY, (1, 1, 1), [(_DELAY_NS, Int(64))])
+            self.launch(self._delay, _DELAY, (1, 1, 1), (1, 1, 1), 0, [(_DELAY_NS, Int(64))])
         start, stop = self.event(), self.event()
         self.record(start)
-        self.launch(module, kernel, grid, args)
+        self.launch(module, kernel, grid, block, shared_bytes, args)
         self.record(stop)
         ms = self.elapsed_ms(start, stop)
         self.kernel_ms[kernel.name] = self.kernel_ms.get(kernel.name, 0.0) + ms
@@ -312,7 +314,8 @@ class EmulatedDevice(Device):
         entries = {}
         for k in kernels:
             fn = getattr(lib, k.name + "_emulated")
-            fn.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int64)]
+            fn.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int), ctypes.c_int64,
+                           ctypes.POINTER(ctypes.c_int64)]
             fn.restype = None
             entries[k.name] = fn
         return lib, entries
@@ -332,12 +335,26 @@ class EmulatedDevice(Device):
     def to_host(self, host, address, nbytes):
         ctypes.memmove(host, address, nbytes)
 
-    def launch(self, module, kernel, grid, args):
+    def launch(self, module, kernel, grid, block, shared_bytes, args):
         packed = (ctypes.c_int64 * max(len(args), 1))()
         for i, (v, t) in enumerate(args):
             packed[i] = int(np.float64(v).view(np.int64)) if t is not None and t.is_float() else int(v)
         fn = module[1][kernel.name]
-        fn((ctypes.c_int64 * 3)(*grid), (ctypes.c_int * 3)(*kernel.threads), packed)
+        fn((ctypes.c_int64 * 3)(*grid), (ctypes.c_int * 3)(*block), shared_bytes, packed)
+
+
+def _check_block(kernel: Kernel, block: tuple, shared_bytes: int) -> None:
+    """A block sized at the launch must fit the GPU (a block sized when compiling was checked then)."""
+    for d, (n, most) in enumerate(zip(block, MAX_BLOCK_DIMS)):
+        if n > most:
+            raise HalideError(f"Kernel {kernel.name} needs {n} GPU threads in dimension {'xyz'[d]} for these inputs; "
+                              f"at most {most} fit")
+    if block[0] * block[1] * block[2] > MAX_THREADS_PER_BLOCK:
+        raise HalideError(f"Kernel {kernel.name} needs {block[0]}x{block[1]}x{block[2]} GPU threads per block for "
+                          f"these inputs; at most {MAX_THREADS_PER_BLOCK} fit: use smaller thread tiles")
+    if kernel.shared_bytes + shared_bytes > MAX_SHARED_BYTES:
+        raise HalideError(f"Kernel {kernel.name} needs {kernel.shared_bytes + shared_bytes} bytes of shared memory "
+                          f"per block for these inputs; a block has at most {MAX_SHARED_BYTES}: use smaller tiles")
 
 
 def _numpy_arg(value, t):
@@ -381,9 +398,9 @@ class PyCudaDevice(Device):
     def to_host(self, host, address, nbytes):
         self.drv.memcpy_dtoh((ctypes.c_uint8 * nbytes).from_address(host), address)
 
-    def launch(self, module, kernel, grid, args):
+    def launch(self, module, kernel, grid, block, shared_bytes, args):
         module[kernel.name](*[_numpy_arg(v, t) for v, t in args], grid=tuple(int(g) for g in grid),
-                            block=kernel.threads)
+                            block=tuple(int(b) for b in block), shared=int(shared_bytes))
 
     def synchronize(self):
         self.drv.Context.synchronize()
@@ -453,14 +470,13 @@ class CudaBindingsDevice(Device):
     def to_host(self, host, address, nbytes):
         self._check(self.cu.cuMemcpyDtoH(host, address, nbytes)[0], "cuMemcpyDtoH")
 
-    def launch(self, module, kernel, grid, args):
+    def launch(self, module, kernel, grid, block, shared_bytes, args):
         # kernelParams as the driver takes it, an array of pointers to the values (the one form
         # every cuda-bindings version accepts as a plain address)
         values = [ctypes.c_void_p(v) if t is None else np.ctypeslib.as_ctypes_type(t.to_numpy())(v) for v, t in args]
         params = (ctypes.c_void_p * max(len(values), 1))(*[ctypes.addressof(v) for v in values])
-        bx, by, bz = kernel.threads
-        err = self.cu.cuLaunchKernel(module[1][kernel.name], *(int(g) for g in grid), bx, by, bz, 0, 0,
-                                     ctypes.addressof(params), 0)[0]
+        err = self.cu.cuLaunchKernel(module[1][kernel.name], *(int(g) for g in grid), *(int(b) for b in block),
+                                     int(shared_bytes), 0, ctypes.addressof(params), 0)[0]
         self._check(err, f"cuLaunchKernel({kernel.name})")
 
     def synchronize(self):
@@ -553,6 +569,21 @@ class DeviceCopy:
     device_dirty: bool = False
     owner: object = None  # the hl.Buffer keeping it across calls, or None (freed at the end of the call)
     allocation: int = 0  # what device.malloc returned (address is inside it)
+    elements: np.ndarray | None = None  # the host array, where known: its elements are this copy's
+
+    def copy_to_host(self, host: int) -> None:
+        """The device copy's elements back to the host array at `host` (the address of its
+        element at the host pointer). A strided view's elements do not fill the bytes they span:
+        those go through a staging copy, so the host's bytes between them are left alone."""
+        self.device.synchronize()
+        view = self.elements
+        if view is None or view.nbytes == self.nbytes:
+            self.device.to_host(host - self.offset, self.address, self.nbytes)
+        else:
+            staged = np.empty(self.nbytes, np.uint8)
+            self.device.to_host(staged.ctypes.data, self.address, self.nbytes)
+            view[...] = np.ndarray(view.shape, view.dtype, buffer=staged, offset=self.offset, strides=view.strides)
+        self.device_dirty = False
 
     def allocate(self) -> None:
         """Device memory for the copy, placed so that the element at the host pointer is
@@ -594,7 +625,7 @@ class GpuRun:
             self.copies[host] = kept
         elif host not in self.copies:
             offset, nbytes = span(arr)
-            self.copies[host] = DeviceCopy(self.device, 0, nbytes, offset)
+            self.copies[host] = DeviceCopy(self.device, 0, nbytes, offset, elements=arr)
 
     def _copy_for(self, host: int, nbytes: int) -> DeviceCopy:
         c = self.copies.get(host)
@@ -610,15 +641,18 @@ class GpuRun:
         return c
 
     def _launch(self, args) -> None:
+        """args: the kernel's index, the grid, the block, the dynamic shared bytes, then per buffer
+        its host address and size, then the scalars (gpu_kernels' `gpu_launch`)."""
         kernel = self.kernels[args[0]]
-        grid = tuple(args[1:4])
+        grid, block, shared_bytes = tuple(args[1:4]), tuple(args[4:7]), args[7]
         for d, (g, most) in enumerate(zip(grid, MAX_GRID_DIMS)):
             if g > most:
                 raise HalideError(f"Kernel {kernel.name} needs {g} GPU blocks in dimension {'xyz'[d]}; at most "
                                   f"{most} fit")
         if min(grid) <= 0:
             return
-        launch_args, written, k = [], [], 4
+        _check_block(kernel, block, shared_bytes)
+        launch_args, written, k = [], [], 8
         for b in kernel.buffers:
             c = self._copy_for(args[k], args[k + 1])
             launch_args.append((c.address + c.offset, None))
@@ -627,16 +661,14 @@ class GpuRun:
             k += 2
         for (_, t), bits in zip(kernel.scalars, args[k:]):
             launch_args.append((np.int64(bits).view(np.float64) if t.is_float() else bits, t))
-        self.device.timed_launch(self.module, kernel, grid, launch_args)
+        self.device.timed_launch(self.module, kernel, grid, block, shared_bytes, launch_args)
         for c in written:
             c.device_dirty = True
 
     def copy_to_host(self, host: int) -> None:
         c = self.copies.get(host)
         if c is not None and c.device_dirty:
-            self.device.synchronize()
-            self.device.to_host(host - c.offset, c.address, c.nbytes)
-            c.device_dirty = False
+            c.copy_to_host(host)
 
     def _dispatch(self, op: int, args: list[int]) -> None:
         if op == LAUNCH:

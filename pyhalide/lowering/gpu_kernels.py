@@ -3,24 +3,34 @@
 Assumes: the Stmt is the one to be compiled for a CUDA target (after the arithmetic rules), with
 GPU loops marked by the schedule and no vector code inside them (gpu_vector_loops unrolls it).
 
-Guarantees: the host Stmt keeps every statement outside GPU loops and, in place of each kernel's
-loop nest, a `gpu_launch` intrinsic (Evaluate) whose arguments are the kernel's index, the grid
-extents (x, y, z), then per buffer the kernel uses its name (a StringImm) and its size in bytes
-(an Int(64) for a host allocation, -1 for a pipeline buffer the runtime already knows), then the
-value of each scalar the kernel reads. Each Kernel's body binds every loop variable from
-`__block_id_*` and `__thread_id_*`:
-- block loops (innermost is x) become the grid; their extents may not depend on each other;
+Guarantees: the host Stmt keeps every statement outside GPU loops (a parallel loop around kernels
+becomes serial) and, in place of each kernel's loop nest, a `gpu_launch` intrinsic (Evaluate)
+whose arguments are the kernel's index, the grid extents (x, y, z), the block's size (x, y, z),
+the bytes of dynamic shared memory a block needs, then per buffer the kernel uses its name (a
+StringImm) and its size in bytes (an Int(64) for a host allocation, -1 for a pipeline buffer the
+runtime already knows), then the value of each scalar the kernel reads. Each Kernel's body binds
+every loop variable from `__block_id_*` and `__thread_id_*`:
+- block loops (innermost is x) become the grid; their extents may not depend on each other; an
+  if between them (a GuardWithIf split's) moves inside the innermost;
 - thread loops become the block: a loop at thread depth d (1 = innermost) is dimension d-1, and
-  its iterations past its extent, or threads of dimensions it doesn't use, skip it. Extents must
-  have a constant upper bound: the block's size is the largest over the kernel's thread loops.
+  its iterations past its extent, or threads of dimensions it doesn't use, skip it. The block's
+  size is the largest extent over the kernel's thread loops: a constant where one shows, else
+  decided at the launch (see below). Thread loops must be inside block loops, as in Halide;
 - code at block level outside thread loops runs on thread (0, 0, 0) alone;
 - a barrier follows each thread nest and each single-thread statement, except at the kernel's end,
   so the serial meaning of the loop nest (producer before consumer) holds: the same as running
   block and thread loops as serial loops on the CPU;
-- allocations at block level are shared memory, those inside thread loops per-thread local
-  arrays; both need constant sizes, within the target's limits (CompileError otherwise). A
-  block-level allocation stored in registers (store_in(Register)) is a per-thread array of the
-  elements each thread touches, where no two threads touch the same one.
+- allocations at block level are shared memory (or, stored in Heap, a slice per block of a
+  global buffer the host allocates), those inside thread loops per-thread local arrays (or, stored
+  in GPUShared or Heap, the thread's slice of one allocation). A block-level allocation stored in
+  registers (store_in(Register)) is a per-thread array of the elements each thread touches, where
+  no two threads touch the same one.
+Sizes (thread counts, extents) are upper bounds over every thread of every block: constants
+where the lets and loops show one (checked against the target's limits, CompileError), else
+expressions of host values; where one depends on the block, the host finds its largest over the
+grid with a loop before the launch, as Halide does. Shared memory so sized is dynamic (each
+allocation at an offset bound to `shared_offset_name`), a per-thread array so sized lives in
+global memory; the runtime checks these against the limits at the launch.
 """
 
 from __future__ import annotations
@@ -29,7 +39,7 @@ import re
 from dataclasses import dataclass
 
 from .. import ir
-from ..bounds import constant_bound
+from ..bounds import Interval, bounds_of_expr, constant_bound, settle_choices
 from ..errors import CompileError
 from ..ir_mutator import IRMutator, IRVisitor, LetScopeMutator, free_variables, substitute, substitute_lets
 from ..ir_printer import expr_to_string
@@ -64,11 +74,25 @@ class KernelBuffer:
 class Kernel:
     name: str
     body: ir.Stmt
-    threads: tuple[int, int, int]  # the block's size
+    threads: tuple[int, int, int] | None  # the block's size; None where the launch decides it
     grid_dims: int  # how many block loops (1 to 3)
     buffers: tuple[KernelBuffer, ...]
     scalars: tuple[tuple[str, Type], ...]
-    shared_bytes: int
+    shared_bytes: int  # static shared memory (dynamic shared memory is sized at each launch)
+
+
+def shared_offset_name(allocation: str) -> str:
+    """The kernel's let holding where a dynamically sized shared allocation starts (in bytes) in
+    the kernel's dynamic shared memory."""
+    return allocation + ".shared_offset"
+
+
+def _const(value: int) -> ir.Expr:
+    return ir.IntImm(Int(32), value)
+
+
+def _max(a: ir.Expr, b: ir.Expr) -> ir.Expr:
+    return simplify(ir.Max(a, b))
 
 
 def barrier() -> ir.Stmt:
@@ -221,18 +245,60 @@ class _FoldDivisions(IRMutator):
 class _BlockLevel:
     """Rewrites one kernel's body below its block loops (see the module docstring)."""
 
-    def __init__(self, kernel_name: str, lets: dict[str, ir.Expr]):
+    def __init__(self, kernel_name: str, lets: dict[str, ir.Expr], block_lets: set[str], block_loops: list[ir.For]):
         self.kernel_name = kernel_name
-        self.threads = [1, 1, 1]
+        # the block's size per dimension: a constant, or an expression of host values (a bound
+        # over every block of the thread loops' extents), evaluated at the launch
+        self.threads: list[ir.Expr] = [_const(1)] * 3
         self.lets = dict(lets)  # the values of the lets around (host and block level), for bounds
+        self.block_loops = {loop.name for loop in block_loops}
+        self.kernel_names = set(block_lets) | self.block_loops  # names bound inside the kernel (loops, lets)
+        self.loop_ranges: dict[str, Interval] = {}  # the loops inside the block loops, outermost first
+        # Sizes that depend on the block: the host finds their largest over every block before
+        # the launch (a loop over the grid, as Halide does), into the variable named here.
+        self.per_block_maxima: dict[ir.Expr, str] = {}
         self.shared_bytes = 0
-        self.local: list[ir.Allocate] = []
-        self.heap: list[tuple[ir.Allocate, int]] = []  # (allocation, elements per block) in global memory
+        # dynamically sized shared allocations: bytes (a bound over the blocks), by name
+        self.dynamic_shared: dict[str, ir.Expr] = {}
+        # allocations in global memory, a slice per block (or per thread: True): elements per slice
+        self.heap: dict[str, tuple[ir.Allocate, ir.Expr, bool]] = {}
+
+    def _add_loop(self, loop: ir.For) -> None:
+        self.kernel_names.add(loop.name)
+        lo = self._resolved(loop.min)
+        hi = simplify(ir.Add(lo, ir.Sub(self._resolved(loop.extent), _const(1))))
+        known = self.loop_ranges.get(loop.name)  # a loop copied (partitioned): either copy's range
+        self.loop_ranges[loop.name] = Interval(lo, hi) if known is None else Interval(
+            simplify(ir.Min(known.min, lo)), simplify(ir.Max(known.max, hi)))
+
+    def host_bound(self, e: ir.Expr) -> ir.Expr | None:
+        """An upper bound of e over every thread of every block: a constant where one shows, else
+        an expression of values the host has at the launch (Params, buffer shapes, host loops,
+        per-block maxima the host works out); None if there is none."""
+        e = self._resolved(e)
+        if (c := constant_bound(e, upper=True)) is not None:
+            return _const(c)
+        for name in reversed(self.loop_ranges):  # innermost first: its range may use outer loops
+            if name in free_variables(e):
+                e = bounds_of_expr(e, {name: self.loop_ranges[name]}).max
+                if e is None:
+                    return None
+                e = simplify(e)
+        if (c := constant_bound(e, upper=True)) is not None:
+            return _const(c)
+        used = free_variables(e)
+        if used & ((self.kernel_names - self.block_loops) | set(THREAD_IDS) | set(BLOCK_IDS)):
+            return None
+        if used & self.block_loops:
+            name = self.per_block_maxima.setdefault(e, f"{self.kernel_name}.max_{len(self.per_block_maxima)}")
+            return ir.Variable(name, Int(32))
+        return e
 
     # -- first walk: the block's size
-    def measure(self, s: ir.Stmt, in_threads: int = 0) -> None:
+    def measure(self, s: ir.Stmt) -> None:
         if isinstance(s, ir.LetStmt):
             self.lets[s.name] = s.value
+            self.kernel_names.add(s.name)
         if isinstance(s, ir.For):
             if s.for_type == ir.GPU_BLOCK:
                 raise CompileError(f"Loop {s.name} is a gpu_block loop inside kernel {self.kernel_name}'s block loops "
@@ -242,11 +308,13 @@ class _BlockLevel:
                 if dim > 2:
                     raise CompileError(f"Loop {s.name} is the fourth nested GPU thread loop of kernel "
                                        f"{self.kernel_name}; a GPU block has at most 3 dimensions")
-                bound = constant_bound(self._resolved(s.extent), upper=True)
+                bound = self.host_bound(s.extent)
                 if bound is None:
                     raise CompileError(f"GPU thread loop {s.name} has extent {expr_to_string(s.extent)}, which has no "
-                                       "constant upper bound: split it by a constant factor (gpu_tile does)")
-                self.threads[dim] = max(self.threads[dim], bound)
+                                       "upper bound known before the launch: split it by a constant factor "
+                                       "(gpu_tile does)")
+                self.threads[dim] = _max(self.threads[dim], bound)
+            self._add_loop(s)
         for name in s._children:
             value = getattr(s, name)
             if isinstance(value, ir.Stmt):
@@ -263,24 +331,34 @@ class _BlockLevel:
         for measuring: the Stmt keeps e as it is.)"""
         return simplify(_FoldDivisions().mutate(simplify(substitute_lets(e, self.lets))))
 
-    def _constant_extents(self, s: ir.Allocate, where: str) -> tuple[ir.Expr, ...]:
-        """Constant upper bounds of an allocation's extents (CompileError if one has none)."""
+    def _extents(self, s: ir.Allocate, where: str) -> tuple[ir.Expr, ...]:
+        """Upper bounds of an allocation's extents over every block and thread: constants where
+        they show, else expressions the host evaluates at the launch (CompileError if none)."""
         extents = []
         for e in s.extents:
-            c = constant_bound(self._resolved(e), upper=True)
-            if c is None:
-                raise CompileError(f"Func {s.name} is stored in {where}, which needs a size known when compiling; its "
-                                   f"extent {expr_to_string(e)} depends on the inputs: split the loops it is computed "
-                                   "in by constant factors, or bound() its dimensions")
-            extents.append(ir.IntImm(Int(32), max(c, 0)))
+            bound = self.host_bound(e)
+            if bound is None:
+                raise CompileError(f"Func {s.name} is stored in {where}, whose size must be known before the kernel "
+                                   f"runs; its extent {expr_to_string(e)} depends on values computed inside the "
+                                   "kernel: split the loops it is computed in by constant factors, or bound() its "
+                                   "dimensions")
+            extents.append(_max(bound, _const(0)))
         return tuple(extents)
 
     @staticmethod
-    def _elements(extents) -> int:
-        n = 1
+    def _elements(extents) -> ir.Expr:
+        n = _const(1)
         for e in extents:
-            n *= e.value
+            n = simplify(ir.Mul(n, e))
         return n
+
+    def _in_heap(self, s: ir.Allocate, extents, per_thread: bool) -> None:
+        """s as a slice of one global buffer, per block or per thread (see _blocks_slices)."""
+        elements = self._elements(extents)
+        known = self.heap.get(s.name)  # a Func's allocation copied (partitioned loops): one slice for all
+        if known is not None:
+            elements = _max(known[1], elements)
+        self.heap[s.name] = (s, elements, per_thread)
 
     # -- second walk: the rewrite
     def block_level(self, s: ir.Stmt) -> ir.Stmt:
@@ -318,26 +396,44 @@ class _BlockLevel:
     def _guard_unused_dims(self, s: ir.Stmt, used: int) -> ir.Stmt:
         """s runs only on threads whose ids are 0 in the dimensions past `used`."""
         for d in range(2, used - 1, -1):
-            if self.threads[d] > 1:
-                s = ir.IfThenElse(ir.EQ(ir.Variable(THREAD_IDS[d]), ir.IntImm(Int(32), 0)), s)
+            if not ir.is_const(self.threads[d], 1):
+                s = ir.IfThenElse(ir.EQ(ir.Variable(THREAD_IDS[d]), _const(0)), s)
         return s
 
     def _shared(self, s: ir.Allocate, body: ir.Stmt) -> ir.Stmt:
         if s.memory_type == HEAP:
-            extents = self._constant_extents(s, "GPU global memory, a slice per block,")
-            self.heap.append((s, self._elements(extents)))
+            extents = self._extents(s, "GPU global memory, a slice per block")
+            self._in_heap(s, extents, per_thread=False)
             return ir.Allocate(s.name, s.type, extents, body, HEAP)
         if s.memory_type not in ("Auto", SHARED):
             raise CompileError(f"Func {s.name} is computed at the block level of kernel {self.kernel_name}, where it "
                                f"lives in GPU shared memory (or global memory: Heap); store_in({s.memory_type}) is not "
                                "possible there")
-        extents = self._constant_extents(s, "GPU shared memory")
-        size = self._elements(extents) * s.type.bytes()
+        return self._in_shared(s, self._extents(s, "GPU shared memory"), body)
+
+    def _in_shared(self, s: ir.Allocate, extents: tuple[ir.Expr, ...], body: ir.Stmt) -> ir.Stmt:
+        size = ir.const_int(self._elements(extents))
+        if size is None:  # sized at each launch, in the kernel's dynamic shared memory
+            size = simplify(ir.Mul(self._elements(extents), _const(s.type.bytes())))
+            known = self.dynamic_shared.get(s.name)
+            self.dynamic_shared[s.name] = size if known is None else _max(known, size)
+            return ir.Allocate(s.name, s.type, extents, body, SHARED)
+        size *= s.type.bytes()
         self.shared_bytes += size
         if self.shared_bytes > MAX_SHARED_BYTES:
             raise CompileError(f"Kernel {self.kernel_name} needs {self.shared_bytes} bytes of shared memory (Func "
                                f"{s.name} takes {size}); a block has at most {MAX_SHARED_BYTES}: use smaller tiles")
         return ir.Allocate(s.name, s.type, extents, body, SHARED)
+
+    def dynamic_shared_layout(self) -> tuple[dict[str, ir.Expr], ir.Expr]:
+        """Where each dynamically sized shared allocation starts in the dynamic shared memory
+        (each 16-byte aligned, for vector accesses), and the bytes a block needs in all."""
+        offsets, end = {}, _const(0)
+        for name, size in self.dynamic_shared.items():
+            offsets[name] = end
+            sixteens = ir.Call(Int(32), DIV, (simplify(ir.Add(size, _const(15))), _const(16)), ir.INTRINSIC)
+            end = simplify(ir.Add(end, ir.Mul(sixteens, _const(16))))
+        return offsets, end
 
     def _thread_owned(self, s: ir.Allocate, body: ir.Stmt) -> ir.Stmt:
         """store_in(Register) at block level, as in Halide: each thread keeps the elements it
@@ -345,9 +441,14 @@ class _BlockLevel:
         that is a function of the thread ids plus a constant once loops inside are unrolled (a
         thread's tile of accumulators); no two threads may touch the same element. The constants
         become slots of a per-thread array."""
-        owned = _ThreadOwnedAccesses(s.name, self.lets)
-        owned.mutate(body)
         where = f"Func {s.name} is stored in registers at the block level of kernel {self.kernel_name}"
+        threads = [ir.const_int(t) for t in self.threads]
+        if None in threads:
+            raise CompileError(f"{where}, but the block's size is decided at the launch: give its thread loops "
+                               "constant extents")
+        ranges = {t: Interval(_const(0), _const(n - 1)) for t, n in zip(THREAD_IDS, threads)}
+        owned = _ThreadOwnedAccesses(s.name, self.lets, ranges)
+        owned.mutate(body)
         if owned.problem:
             raise CompileError(f"{where}, but {owned.problem}")
         slots = sorted(owned.slots)
@@ -356,8 +457,8 @@ class _BlockLevel:
             raise CompileError(f"{where}, but its accesses place threads differently ({placements}): every stage "
                                "must give each thread the same elements")
         for offset in owned.thread_parts:
-            self._check_disjoint(where, offset, slots, owned.threads_used(self.threads))
-        rewrite = _ThreadOwnedAccesses(s.name, self.lets, {r: i for i, r in enumerate(slots)})
+            self._check_disjoint(where, offset, slots, owned.threads_used(threads))
+        rewrite = _ThreadOwnedAccesses(s.name, self.lets, ranges, {r: i for i, r in enumerate(slots)})
         body = rewrite.mutate(body)
         size = max(len(slots), 1) * s.type.bytes()
         if size > MAX_LOCAL_BYTES:
@@ -380,14 +481,35 @@ class _BlockLevel:
                     raise CompileError(f"{where}, but threads {other} and {t} both touch its element {base + r}: "
                                        "registers are per thread; store it in GPUShared memory")
 
+    def threads_per_block(self) -> list[ir.Expr]:
+        """The block's size per dimension, as launched."""
+        return [_max(t, _const(1)) for t in self.threads]
+
     def _local(self, s: ir.Allocate, body: ir.Stmt, where: str) -> ir.Stmt:
-        """s as a GPU thread's own array (registers or local memory)."""
-        if s.memory_type not in ("Auto", "Register", "Stack"):
+        """s as a GPU thread's own array: registers or local memory; or, stored in GPUShared or
+        Heap memory, the thread's slice of a shared (global) allocation, as Halide places it."""
+        if s.memory_type not in ("Auto", "Register", "Stack", SHARED, HEAP):
             raise CompileError(f"Func {s.name} is computed {where} kernel {self.kernel_name}, where each thread "
-                               f"holds its own copy; store_in({s.memory_type}) is not possible there (compute it at "
-                               "the block loop for shared memory)")
-        extents = self._constant_extents(s, "a GPU thread's local memory")
-        size = self._elements(extents) * s.type.bytes()
+                               f"holds its own copy; store_in({s.memory_type}) is not possible there")
+        extents = self._extents(s, "a GPU thread's local memory")
+        if s.memory_type == HEAP:
+            self._in_heap(s, extents, per_thread=True)
+            return ir.Allocate(s.name, s.type, extents, body, HEAP)
+        if s.memory_type == SHARED:
+            elements = self._elements(extents)
+            body = _BlockSlice(s.name, ir.Mul(_thread_number(self.threads_per_block()), elements)).mutate(body)
+            total = simplify(ir.Mul(elements, _product(self.threads_per_block())))
+            return self._in_shared(s, (total,), body)
+        size = ir.const_int(self._elements(extents))
+        if size is None:
+            # Sized at the launch: a slice per thread of one global buffer, as Halide places it.
+            if s.memory_type != "Auto":
+                raise CompileError(f"Func {s.name} is computed {where} kernel {self.kernel_name} with a size decided "
+                                   f"at the launch, so it lives in global memory; store_in({s.memory_type}) needs a "
+                                   "size known when compiling: split its loops by constant factors")
+            self._in_heap(s, extents, per_thread=True)
+            return ir.Allocate(s.name, s.type, extents, body, HEAP)
+        size *= s.type.bytes()
         if size > MAX_LOCAL_BYTES:
             raise CompileError(f"Func {s.name} needs {size} bytes per GPU thread in kernel {self.kernel_name}; at "
                                f"most {MAX_LOCAL_BYTES} are allowed: compute it at a more inner loop")
@@ -399,8 +521,8 @@ class _BlockLevel:
             dim = _thread_depth(s) - 1
             tid = ir.Variable(THREAD_IDS[dim])
             body = self._thread_nest(s.body)
-            bound = ir.const_int(s.extent)
-            if bound is None or bound < self.threads[dim]:
+            bound, threads = ir.const_int(s.extent), ir.const_int(self.threads[dim])
+            if bound is None or threads is None or bound < threads:
                 body = ir.IfThenElse(ir.LT(tid, s.extent), body)
             return ir.LetStmt(s.name, _plus(s.min, tid), body)
         if isinstance(s, ir.Allocate):
@@ -411,7 +533,7 @@ class _BlockLevel:
         return map_statements(s, self._thread_nest)
 
     def _check_thread_level(self, s: ir.Stmt, where: str) -> None:
-        for sub in _statements(s):
+        for sub in statements(s):
             if isinstance(sub, ir.For) and sub.for_type in (ir.PARALLEL, ir.VECTORIZED):
                 raise CompileError(f"Loop {sub.name} is a {sub.for_type} loop {where}in kernel {self.kernel_name}: "
                                    "a GPU kernel's loops are block, thread, serial or unrolled loops")
@@ -430,10 +552,12 @@ class _ThreadOwnedAccesses(LetScopeMutator):
 
     statements_only = False  # the accesses are expressions
 
-    def __init__(self, name: str, lets: dict[str, ir.Expr], slot_of: dict[int, int] | None = None):
+    def __init__(self, name: str, lets: dict[str, ir.Expr], thread_ranges: dict[str, Interval],
+                 slot_of: dict[int, int] | None = None):
         super().__init__()
         self.lets.update(lets)
         self.name, self.slot_of = name, slot_of
+        self.thread_ranges = thread_ranges  # a clamp that never binds for the block's threads is settled
         self.slots: set[int] = set()
         self.thread_parts: set[ir.Expr] = set()
         self.problem = ""
@@ -467,7 +591,7 @@ class _ThreadOwnedAccesses(LetScopeMutator):
             self.in_threads -= thread_let
 
     def _slot(self, index: ir.Expr) -> ir.Expr:
-        full = simplify(substitute_lets(index, self.lets))
+        full = simplify(settle_choices(simplify(substitute_lets(index, self.lets)), self.thread_ranges))
         slot = ir.const_int(simplify(substitute({t: ir.IntImm(Int(32), 0) for t in THREAD_IDS}, full)))
         if not self.in_threads:
             self.problem = self.problem or "it is used outside the GPU thread loops"
@@ -515,16 +639,16 @@ def map_statements(s: ir.Stmt, fn) -> ir.Stmt:
     return type(s)(*[changed.get(f, getattr(s, f)) for f in s.__dataclass_fields__])
 
 
-def _statements(s: ir.Stmt):
+def statements(s: ir.Stmt):
     yield s
     for name in s._children:
         value = getattr(s, name)
         if isinstance(value, ir.Stmt):
-            yield from _statements(value)
+            yield from statements(value)
         elif isinstance(value, tuple):
             for v in value:
                 if isinstance(v, ir.Stmt):
-                    yield from _statements(v)
+                    yield from statements(v)
 
 
 def _drop_final_barriers(s: ir.Stmt) -> ir.Stmt:
@@ -574,14 +698,15 @@ class _ExtractKernels(LetScopeMutator):
             return ir.For(loop.name, loop.min, loop.extent, ir.SERIAL, loop.body)
         if s.for_type == ir.GPU_BLOCK:
             return self._kernel(s)
-        if s.for_type in _THREAD_KINDS:  # thread loops without block loops: a grid of one block
-            return self._kernel(ir.For(s.name + ".block", ir.IntImm(Int(32), 0), ir.IntImm(Int(32), 1),
-                                       ir.GPU_BLOCK, s))
+        if s.for_type in _THREAD_KINDS:
+            raise CompileError(f"GPU thread loop {s.name} is not inside any gpu_blocks loop: a kernel's thread loops "
+                               "go inside its block loops (gpu_tile makes both)")
         return self.default(s)
 
     def _kernel(self, s: ir.For) -> ir.Stmt:
         name = f"kernel_{len(self.kernels)}_" + re.sub(r"[^A-Za-z0-9_]", "_", s.name)  # a C identifier
         blocks = []  # (loop, lets between it and the next block loop)
+        guards = []  # conditions between block loops (a GuardWithIf split's): moved inside them
         inner_names: set[str] = set()
         body = s
         while True:
@@ -593,57 +718,76 @@ class _ExtractKernels(LetScopeMutator):
                                        f"{sorted(clash)[0]}, bound in an outer block loop: a grid is rectangular")
             inner_names.add(loop.name)
             body = loop.body
-            while isinstance(body, ir.LetStmt):
-                lets.append((body.name, body.value))
-                inner_names.add(body.name)
-                body = body.body
+            while True:
+                if isinstance(body, ir.LetStmt):
+                    lets.append((body.name, body.value))
+                    inner_names.add(body.name)
+                    body = body.body
+                elif isinstance(body, ir.IfThenElse) and body.else_case is None and _leads_to_block_loop(body):
+                    guards.append(body.condition)
+                    body = body.then_case
+                else:
+                    break
             blocks.append((loop, lets))
             if not (isinstance(body, ir.For) and body.for_type == ir.GPU_BLOCK):
                 break
+        for condition in reversed(guards):  # each block skips the work the guards leave out
+            body = ir.IfThenElse(condition, body)
         if len(blocks) > 3:
             raise CompileError(f"Kernel {name} has {len(blocks)} nested gpu_block loops ({blocks[3][0].name} ...); "
                                "a GPU grid has at most 3 dimensions")
         lets = dict(self.lets)
         for _, between in blocks:
             lets.update(between)
-        level = _BlockLevel(name, lets)
+        level = _BlockLevel(name, lets, {n for _, between in blocks for n, _ in between}, [b for b, _ in blocks])
         level.measure(body)
         inner = _drop_final_barriers(level.block_level(body))
-        threads = tuple(level.threads)
-        total = threads[0] * threads[1] * threads[2]
-        for d, (n, most) in enumerate(zip(threads, MAX_BLOCK_DIMS)):
-            if n > most:
+        threads = level.threads
+        constant = [ir.const_int(t) for t in threads]
+        for d, (n, most) in enumerate(zip(constant, MAX_BLOCK_DIMS)):
+            if n is not None and n > most:
                 raise CompileError(f"Kernel {name} has {n} GPU threads in dimension {'xyz'[d]}; at most {most} fit")
-        if total > MAX_THREADS_PER_BLOCK:
-            raise CompileError(f"Kernel {name} has {threads[0]}x{threads[1]}x{threads[2]} = {total} GPU threads per "
-                               f"block; at most {MAX_THREADS_PER_BLOCK} fit: use smaller thread tiles")
+        if None not in constant and constant[0] * constant[1] * constant[2] > MAX_THREADS_PER_BLOCK:
+            raise CompileError(f"Kernel {name} has {constant[0]}x{constant[1]}x{constant[2]} = "
+                               f"{constant[0] * constant[1] * constant[2]} GPU threads per block; at most "
+                               f"{MAX_THREADS_PER_BLOCK} fit: use smaller thread tiles")
         grid = [loop.extent for loop, _ in reversed(blocks)]
-        inner = _blocks_slices(inner, level.heap, grid)
+        inner = _blocks_slices(inner, level.heap, grid, level.threads_per_block())
+        offsets, dynamic_shared = level.dynamic_shared_layout()
+        for alloc_name, offset in reversed(offsets.items()):
+            inner = ir.LetStmt(shared_offset_name(alloc_name), offset, inner)
         for dim, (loop, lets) in enumerate(reversed(blocks)):  # innermost block loop is x
             for let_name, value in reversed(lets):
                 inner = ir.LetStmt(let_name, value, inner)
             inner = ir.LetStmt(loop.name, _plus(loop.min, ir.Variable(BLOCK_IDS[dim])), inner)
         uses = _Uses()
         uses.visit(inner)
-        private = {a.name for a in _statements(inner) if isinstance(a, ir.Allocate)}
+        private = {a.name for a in statements(inner) if isinstance(a, ir.Allocate)}
         buffers = tuple(KernelBuffer(n, uses.reads.get(n) or uses.writes[n], n in uses.reads, n in uses.writes)
                         for n in sorted((uses.reads.keys() | uses.writes.keys()) - private))
         ids = set(BLOCK_IDS) | set(THREAD_IDS)
         scalars = tuple(sorted((n, t) for n, t in uses.variables.items() if n not in uses.bound and n not in ids))
-        kernel = Kernel(name, inner, threads, len(blocks), buffers, scalars, level.shared_bytes)
-        args = [ir.IntImm(Int(32), len(self.kernels))]
-        args += grid + [ir.IntImm(Int(32), 1)] * (3 - len(grid))
+        kernel = Kernel(name, inner, None if None in constant else tuple(constant), len(blocks), buffers, scalars,
+                        level.shared_bytes)
+        args = [_const(len(self.kernels))]
+        args += grid + [_const(1)] * (3 - len(grid))
+        args += level.threads_per_block()  # (a block has a thread where its loops have none)
+        args.append(dynamic_shared)
         blocks_total = _product([ir.Max(ir.Cast(Int(64), g), ir.IntImm(Int(64), 0)) for g in grid])
-        heap = {a.name: ir.Allocate(a.name, a.type, (ir.Mul(blocks_total, ir.IntImm(Int(64), n)),),
-                                    ir.Evaluate(ir.IntImm(Int(32), 0)), HEAP) for a, n in level.heap}
+        threads_total = _product([ir.Cast(Int(64), t) for t in args[4:7]])
+        heap = {}
+        for a, elements, per_thread in level.heap.values():  # a global buffer holding every block's (thread's) slice
+            slices = ir.Mul(blocks_total, threads_total) if per_thread else blocks_total
+            heap[a.name] = ir.Allocate(a.name, a.type, (ir.Mul(slices, ir.Cast(Int(64), elements)),),
+                                       ir.Evaluate(_const(0)), HEAP)
         for b in buffers:
             args += [ir.StringImm(b.name), self._byte_size(heap.get(b.name) or self.host_allocations.get(b.name))]
         args += [ir.Variable(n, t) for n, t in scalars]
         self.kernels.append(kernel)
         launch: ir.Stmt = ir.Evaluate(ir.Call(Int(32), LAUNCH, tuple(args), ir.INTRINSIC))
-        for a in heap.values():  # the host allocates every block's slice (the device copy is what is used)
+        for a in heap.values():  # the host allocates the buffer (the device copy is what is used)
             launch = ir.Allocate(a.name, a.type, a.extents, launch, HEAP)
-        return launch
+        return _after_maxima_over_blocks(level.per_block_maxima, [b for b, _ in blocks], launch)
 
     @staticmethod
     def _byte_size(alloc: ir.Allocate | None) -> ir.Expr:
@@ -653,6 +797,39 @@ class _ExtractKernels(LetScopeMutator):
         for e in alloc.extents:
             size = ir.Mul(size, ir.Max(ir.Cast(Int(64), e), ir.IntImm(Int(64), 0)))
         return size
+
+
+def _after_maxima_over_blocks(maxima: dict[ir.Expr, str], blocks: list[ir.For], launch: ir.Stmt) -> ir.Stmt:
+    """launch, preceded by a host loop over the kernel's grid that finds the largest value over
+    the blocks of each expression in `maxima` (of the block loops and host values), bound to its
+    name: how a kernel whose tiles differ in size learns the size to give every block."""
+    if not maxima:
+        return launch
+    zero = _const(0)
+    found = {name: name + ".found" for name in maxima.values()}
+    update: ir.Stmt = ir.make_block([
+        ir.Store(found[name], ir.Max(ir.Load(Int(32), found[name], zero), e), zero) for e, name in maxima.items()])
+    for loop in reversed(blocks):
+        update = ir.For(loop.name, loop.min, loop.extent, ir.SERIAL, update)
+    for name in maxima.values():
+        launch = ir.LetStmt(name, ir.Load(Int(32), found[name], zero), launch)
+    body = ir.make_block([*(ir.Store(f, zero, zero) for f in found.values()), update, launch])
+    for f in found.values():
+        body = ir.Allocate(f, Int(32), (_const(1),), body, "Stack")
+    return body
+
+
+def _thread_number(block: list[ir.Expr]) -> ir.Expr:
+    """A thread's number in its block (of the given size), x fastest."""
+    x, y, z = (ir.Variable(t) for t in THREAD_IDS)
+    return ir.Add(x, ir.Mul(block[0], ir.Add(y, ir.Mul(block[1], z))))
+
+
+def _leads_to_block_loop(s: ir.Stmt) -> bool:
+    """Whether s is, past lets and ifs without else, a gpu_block loop."""
+    while isinstance(s, ir.LetStmt | ir.IfThenElse) and not (isinstance(s, ir.IfThenElse) and s.else_case):
+        s = s.body if isinstance(s, ir.LetStmt) else s.then_case
+    return isinstance(s, ir.For) and s.for_type == ir.GPU_BLOCK
 
 
 def _product(values: list[ir.Expr]) -> ir.Expr:
@@ -686,16 +863,19 @@ class _BlockSlice(IRMutator):
         return body if s.name == self.name else ir.Allocate(s.name, s.type, s.extents, body, s.memory_type)
 
 
-def _blocks_slices(body: ir.Stmt, heap: list[tuple[ir.Allocate, int]], grid: list[ir.Expr]) -> ir.Stmt:
-    """As Halide places a Func stored in Heap memory at the block level: one global buffer, made
-    by the host before the launch, with a slice of `elements` per block (no shared-memory limit)."""
+def _blocks_slices(body: ir.Stmt, heap: dict[str, tuple[ir.Allocate, ir.Expr, bool]], grid: list[ir.Expr],
+                   per_block: list[ir.Expr]) -> ir.Stmt:
+    """As Halide places a Func stored in Heap memory at the block level (or one computed per thread
+    with a size known only at the launch): one global buffer, made by the host before the launch,
+    with a slice per block (per thread) of the most elements any needs."""
     if not heap:
         return body
     block = ir.Variable(BLOCK_IDS[len(grid) - 1])  # the block's number, x fastest
     for d in range(len(grid) - 2, -1, -1):
         block = ir.Add(ir.Mul(block, grid[d]), ir.Variable(BLOCK_IDS[d]))
-    for a, elements in heap:
-        body = _BlockSlice(a.name, ir.Mul(block, ir.IntImm(Int(32), elements))).mutate(body)
+    thread = ir.Add(ir.Mul(block, _product(per_block)), _thread_number(per_block))
+    for a, elements, per_thread in heap.values():
+        body = _BlockSlice(a.name, ir.Mul(thread if per_thread else block, elements)).mutate(body)
     return body
 
 

@@ -58,8 +58,21 @@ def pure_var_crossing_is_safe(func, stage: int, var: str) -> bool:
 
 def rvar_loop_is_race_free(func, stage: int, rvar: str) -> bool:
     """Distinct values of rvar write distinct elements (some left-hand argument is rvar itself) and
-    the update reads f only at the element it writes."""
+    each read of f by the update is of the element it writes, or of one no iteration writes: in
+    one of rvar's positions, a coordinate outside rvar's range (a scan's `f(r) += f(-1)`)."""
     d = func.scheduled_definitions()[stage]
-    writes_distinct = any(isinstance(a, ir.Variable) and a.name == rvar for a in d.args)
-    reads_own = all(c.args == d.args for c in self_calls(func, _definition_exprs(d)))
-    return writes_distinct and reads_own
+    positions = [k for k, a in enumerate(d.args) if isinstance(a, ir.Variable) and a.name == rvar]
+    rv = next((v for v in d.rvars if v.name == rvar), None)
+    return bool(positions) and all(c.args == d.args or any(_outside_range(c.args[k], rv) for k in positions)
+                                   for c in self_calls(func, _definition_exprs(d)))
+
+
+def _outside_range(e: ir.Expr, rv) -> bool:
+    """Whether e is provably never in the range of the reduction variable rv."""
+    from ..ir_mutator import free_variables
+    from ..simplify import simplify
+
+    if rv is None or rv.name in free_variables(e):
+        return False
+    last = ir.Sub(ir.Add(rv.min, rv.extent), ir.make_const(rv.min.type, 1))
+    return ir.is_const(simplify(ir.LT(e, rv.min)), 1) or ir.is_const(simplify(ir.GT(e, last)), 1)

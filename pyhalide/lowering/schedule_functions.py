@@ -302,21 +302,25 @@ def check_target(f, target) -> None:
 
 
 class _InjectAt(IRMutator):
-    """Wrap the body of the loop named `loop` with `wrap(body)`."""
+    """Wrap the body of each loop named `loop` (a name, or the names a LoopLevel has in a stage's
+    specializations) with `wrap(body)`."""
 
-    def __init__(self, loop: str, wrap):
+    def __init__(self, loop: str | tuple[str, ...], wrap):
         super().__init__()
-        self.loop, self.wrap, self.found = loop, wrap, False
+        self.loops = (loop,) if isinstance(loop, str) else loop
+        self.wrap, self.found = wrap, False
 
     def visit_For(self, s):
-        if s.name == self.loop:
+        if s.name in self.loops:
             self.found = True
             return ir.For(s.name, s.min, s.extent, s.for_type, self.wrap(s.body))
         return self.default(s)
 
 
-def _level_loop(env, f, level, what: str) -> str:
-    """The loop name a LoopLevel refers to, with an error naming the Func, stage and var if absent."""
+def _level_loop(env, f, level, what: str) -> tuple[str, ...]:
+    """The loop names a LoopLevel refers to (the stage's, then those of its specializations that
+    have the Var: each specialization is a loop nest of its own), with an error naming the Func,
+    stage and var if the stage has no such loop."""
     g = env.funcs.get(level.func_name)
     if g is None:
         raise CompileError(f"Func {f.name()} is {what} {level.func_name}, which is not used by this pipeline")
@@ -328,14 +332,21 @@ def _level_loop(env, f, level, what: str) -> str:
     if stage >= n_stages:
         raise CompileError(f"Func {f.name()} is {what} stage {stage} of {g.name()}, which has {n_stages} stages")
     if level.var_name == OUTERMOST:
-        return stage_prefix(g, stage) + OUTERMOST
+        return (stage_prefix(g, stage) + OUTERMOST,)
     sched = stage_schedule(g, stage)
     dim = sched.find(level.var_name)
     if dim is None:
         loops = ", ".join(x.name for x in reversed(sched.dims))
         raise CompileError(f"Func {f.name()} is {what} {g.name()}.s{stage}.{level.var_name}, but stage {stage} of "
                            f"{g.name()} has no loop {level.var_name} (its loops, outermost first, are: {loops})")
-    return loop_name(g, stage, dim.internal)
+    names = [loop_name(g, stage, dim.internal)]
+    pending = [special for _, special in sched.specializations]
+    while pending:
+        special = pending.pop()
+        pending.extend(inner for _, inner in special.specializations)
+        if (dim := special.find(level.var_name)) is not None and loop_name(g, stage, dim.internal) not in names:
+            names.append(loop_name(g, stage, dim.internal))
+    return tuple(names)
 
 
 def _stage_sites(env, f, level) -> list[str]:
@@ -426,7 +437,8 @@ def schedule_functions(env) -> ir.Stmt:
     return stmt
 
 
-def _store_and_compute(stmt, f, store_loop: str, compute_loop: str, computed, realized) -> ir.Stmt:
+def _store_and_compute(stmt, f, store_loop: str | tuple[str, ...], compute_loop: str | tuple[str, ...], computed,
+                       realized) -> ir.Stmt:
     """f's Realize around the body of store_loop, its production at the top of compute_loop's."""
     if store_loop == compute_loop:
         return _inject(stmt, compute_loop, lambda b: realized(computed(b)), f, "computed at")
@@ -434,9 +446,9 @@ def _store_and_compute(stmt, f, store_loop: str, compute_loop: str, computed, re
     outer = _InjectAt(store_loop, lambda body: realized(inner.mutate(body)))
     stmt = outer.mutate(stmt)
     if not outer.found:
-        raise CompileError(f"Func {f.name()} is stored at loop {store_loop}, which does not exist here")
+        raise CompileError(f"Func {f.name()} is stored at loop {outer.loops[0]}, which does not exist here")
     if not inner.found:
-        raise CompileError(f"Func {f.name()} is stored at {store_loop} but computed at {compute_loop}, which is "
+        raise CompileError(f"Func {f.name()} is stored at {outer.loops[0]} but computed at {inner.loops[0]}, which is "
                            "not inside it: the store level must be at or outside the compute level")
     return stmt
 
@@ -482,9 +494,10 @@ class _StoredOutsideParallel(IRVisitor):
         self.visit_children(pc)
 
 
-def _inject(stmt, loop: str, wrap, f, what: str) -> ir.Stmt:
+def _inject(stmt, loop: str | tuple[str, ...], wrap, f, what: str) -> ir.Stmt:
     injector = _InjectAt(loop, wrap)
     stmt = injector.mutate(stmt)
     if not injector.found:
-        raise CompileError(f"Func {f.name()} is {what} loop {loop}, which does not exist in the loop nest")
+        raise CompileError(f"Func {f.name()} is {what} loop {injector.loops[0]}, which does not exist in the loop "
+                           "nest")
     return stmt

@@ -400,6 +400,9 @@ class Simplify(IRMutator):
         self.scope = 0  # which set of ranges the cache entries were made under
         self._scopes = itertools.count(1)
         self._range_cache: dict = {}
+        # the conditions of the enclosing ifs, true in their then branch and false in their else
+        # (a specialization's loop nest inside another of the same condition keeps one branch)
+        self.known_conditions: dict[ir.Expr, bool] = {}
 
     def _with_ranges(self, new: dict[str, tuple[int, int] | None], fn):
         saved = {n: self.ranges.get(n) for n in new}
@@ -661,12 +664,23 @@ class Simplify(IRMutator):
         return ir.For(s.name, lo, extent, s.for_type, body)
 
     def visit_IfThenElse(self, s):
-        new = self.default(s)
-        if ir.is_const(new.condition):
-            if _c(new.condition):
-                return new.then_case
-            return new.else_case if new.else_case is not None else ir.make_block([])
-        return new
+        condition = self.mutate(s.condition)
+        if ir.is_const(condition) or condition in self.known_conditions:
+            holds = _c(condition) if ir.is_const(condition) else self.known_conditions[condition]
+            branch = s.then_case if holds else s.else_case
+            return self.mutate(branch) if branch is not None else ir.make_block([])
+        then_case = self._knowing(condition, True, s.then_case)
+        else_case = None if s.else_case is None else self._knowing(condition, False, s.else_case)
+        if condition is s.condition and then_case is s.then_case and else_case is s.else_case:
+            return s
+        return ir.IfThenElse(condition, then_case, else_case)
+
+    def _knowing(self, condition: ir.Expr, holds: bool, s: ir.Stmt) -> ir.Stmt:
+        self.known_conditions[condition] = holds
+        try:
+            return self.mutate(s)
+        finally:
+            del self.known_conditions[condition]
 
     def visit_AssertStmt(self, s):
         new = self.default(s)

@@ -4,17 +4,18 @@ Placements are drawn as for the CPU (schedule_strategies: inline, root, or any l
 now includes consumers' GPU block and thread loops). Then, per stage, by where it is computed:
 
 * on the host (root, or at a host loop): usually a kernel: a few CPU-side directives (split,
-  reorder, rename, parallel: a parallel loop around kernels runs serially), then gpu_tile over one or two of its pure loops (with factors up to 16 and
-  any tail the CPU rules allow there), or, for an associative update, atomic() and gpu_tile over
-  its reduction loops, or gpu_single_thread; sometimes it stays a CPU stage (host and device
-  copies between them);
+  reorder, rename, parallel: a parallel loop around kernels runs serially), then gpu_tile over
+  one or two of its pure loops (with factors up to 16 and any tail the CPU rules allow there),
+  or, for an associative update, atomic() and gpu_tile over its reduction loops, or
+  gpu_single_thread; sometimes it stays a CPU stage (host and device copies between them);
 * at a kernel's block level: gpu_threads over one or two of its loops, split first or not
   (shared memory, or sometimes store_in(Heap): global memory; barriers between the thread loops);
 * inside thread loops: serial directives only (split, reorder, unroll; a vectorize is unrolled
   in a kernel) — per-thread local memory.
 
-Schedules the CUDA backend refuses by design (thread loops with no constant bound, too many
-threads, too much shared memory) are GPU_REJECTIONS; the test discards them and counts them.
+Schedules the CUDA backend refuses by design (thread loops or allocations with no bound known
+before the launch, too many threads, too much shared memory, when compiling or at the launch) are
+GPU_REJECTIONS; the test discards them and counts them.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ import pyhalide as hl
 from pyhalide import ir
 from pyhalide.testing.schedule_strategies import INVALID_SCHEDULE_MESSAGES, Schedule, _is_associative, _Scheduler
 
-GPU_REJECTIONS = ("no constant upper bound", "needs a size known when compiling", "GPU threads per block",
-                  "GPU threads in dimension", "bytes of shared memory", "bytes per GPU thread",
+GPU_REJECTIONS = ("no upper bound known before the launch", "whose size must be known before the kernel runs",
+                  "needs a size known when compiling", "GPU threads per block", "GPU threads in dimension",
+                  "bytes of shared memory", "bytes per GPU thread",
                   "has bounds that depend on", "a kernel's block loops must be",
                   "block loops must be outside thread loops")
 

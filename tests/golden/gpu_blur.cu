@@ -34,7 +34,7 @@ extern "C" __global__ void __launch_bounds__(160) kernel_0_gblur_y_s0_y_yo(const
     }
 }
 #ifndef __CUDACC__
-extern "C" void kernel_0_gblur_y_s0_y_yo_emulated(const int64_t *grid, const int *block, const int64_t *args) {
-    hl_emulate(grid, block, [&] { kernel_0_gblur_y_s0_y_yo((const uint16_t *)(intptr_t)args[0], (uint16_t *)(intptr_t)args[1], hl_arg<int32_t>(args[2]), hl_arg<int32_t>(args[3]), hl_arg<int32_t>(args[4]), hl_arg<int32_t>(args[5]), hl_arg<int32_t>(args[6])); });
+extern "C" void kernel_0_gblur_y_s0_y_yo_emulated(const int64_t *grid, const int *block, int64_t shared_bytes, const int64_t *args) {
+    hl_emulate(grid, block, shared_bytes, [&] { kernel_0_gblur_y_s0_y_yo((const uint16_t *)(intptr_t)args[0], (uint16_t *)(intptr_t)args[1], hl_arg<int32_t>(args[2]), hl_arg<int32_t>(args[3]), hl_arg<int32_t>(args[4]), hl_arg<int32_t>(args[5]), hl_arg<int32_t>(args[6])); });
 }
 #endif

@@ -51,7 +51,7 @@ extern "C" __global__ void __launch_bounds__(256) kernel_0_ggemm_s0_y_yo(float *
     v_ggemm[((v_ggemm_s0_x - v_ggemm_min_0) + ((v_ggemm_s0_y - v_ggemm_min_1) * v_ggemm_stride_1))] = v_gprod[((v_ggemm_s0_x - v_gprod_x_min) + ((v_ggemm_s0_y - v_gprod_y_min) * 16))];
 }
 #ifndef __CUDACC__
-extern "C" void kernel_0_ggemm_s0_y_yo_emulated(const int64_t *grid, const int *block, const int64_t *args) {
-    hl_emulate(grid, block, [&] { kernel_0_ggemm_s0_y_yo((float *)(intptr_t)args[0], (const float *)(intptr_t)args[1], (const float *)(intptr_t)args[2], hl_arg<int32_t>(args[3]), hl_arg<int32_t>(args[4]), hl_arg<int32_t>(args[5]), hl_arg<int32_t>(args[6]), hl_arg<int32_t>(args[7])); });
+extern "C" void kernel_0_ggemm_s0_y_yo_emulated(const int64_t *grid, const int *block, int64_t shared_bytes, const int64_t *args) {
+    hl_emulate(grid, block, shared_bytes, [&] { kernel_0_ggemm_s0_y_yo((float *)(intptr_t)args[0], (const float *)(intptr_t)args[1], (const float *)(intptr_t)args[2], hl_arg<int32_t>(args[3]), hl_arg<int32_t>(args[4]), hl_arg<int32_t>(args[5]), hl_arg<int32_t>(args[6]), hl_arg<int32_t>(args[7])); });
 }
 #endif

@@ -7,8 +7,8 @@ extern "C" __global__ void __launch_bounds__(8) kernel_0_ghist_s0_x_hxo(int32_t 
     v_ghist[(v_ghist_s0_x - v_ghist_min_0)] = 0;
 }
 #ifndef __CUDACC__
-extern "C" void kernel_0_ghist_s0_x_hxo_emulated(const int64_t *grid, const int *block, const int64_t *args) {
-    hl_emulate(grid, block, [&] { kernel_0_ghist_s0_x_hxo((int32_t *)(intptr_t)args[0], hl_arg<int32_t>(args[1]), hl_arg<int32_t>(args[2]), hl_arg<int32_t>(args[3])); });
+extern "C" void kernel_0_ghist_s0_x_hxo_emulated(const int64_t *grid, const int *block, int64_t shared_bytes, const int64_t *args) {
+    hl_emulate(grid, block, shared_bytes, [&] { kernel_0_ghist_s0_x_hxo((int32_t *)(intptr_t)args[0], hl_arg<int32_t>(args[1]), hl_arg<int32_t>(args[2]), hl_arg<int32_t>(args[3])); });
 }
 #endif
 
@@ -29,7 +29,7 @@ extern "C" __global__ void __launch_bounds__(32) kernel_1_ghist_s1_ghr_y_gryo(in
     }
 }
 #ifndef __CUDACC__
-extern "C" void kernel_1_ghist_s1_ghr_y_gryo_emulated(const int64_t *grid, const int *block, const int64_t *args) {
-    hl_emulate(grid, block, [&] { kernel_1_ghist_s1_ghr_y_gryo((int32_t *)(intptr_t)args[0], (const uint8_t *)(intptr_t)args[1], hl_arg<int32_t>(args[2])); });
+extern "C" void kernel_1_ghist_s1_ghr_y_gryo_emulated(const int64_t *grid, const int *block, int64_t shared_bytes, const int64_t *args) {
+    hl_emulate(grid, block, shared_bytes, [&] { kernel_1_ghist_s1_ghr_y_gryo((int32_t *)(intptr_t)args[0], (const uint8_t *)(intptr_t)args[1], hl_arg<int32_t>(args[2])); });
 }
 #endif
