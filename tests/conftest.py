@@ -1,11 +1,12 @@
-"""Shared test configuration: Hypothesis profiles, a fixture for Func names, and one that runs a
-check in a forked child.
+"""Shared test configuration: Hypothesis profiles, a fixture for Func names, one that runs a
+check in a forked child, and the devices CUDA pipelines run on.
 
 Select one with HYPOTHESIS_PROFILE=extended (100 examples) or thorough (1000), or pytest's
 --hypothesis-profile=...
 """
 
 import os
+import shutil
 
 import pytest
 from hypothesis import settings
@@ -52,3 +53,36 @@ def passes_in_forked_child():
         return answer == b"1" and status == 0
 
     return run
+
+
+def gpu_unavailable_reason() -> str | None:
+    """Why the tests marked `gpu` cannot run here (None where a GPU can run them)."""
+    from pyhalide.codegen import gpu_runtime
+
+    if os.environ.get("PYHALIDE_CUDA_DEVICE") in ("emulated", "serial"):
+        return "PYHALIDE_CUDA_DEVICE asks for an emulation"
+    return gpu_runtime.cuda_unavailable_reason()
+
+
+@pytest.fixture(params=["serial", "emulated", pytest.param("gpu", marks=pytest.mark.gpu)])
+def device(request, monkeypatch):
+    """The two ways to run a CUDA pipeline without a GPU (its GPU loops as serial CPU loops; the
+    emulated device: the CUDA C compiled with g++, a std::thread per GPU thread), and the GPU
+    where there is one."""
+    if request.param == "gpu":
+        reason = gpu_unavailable_reason()
+        if reason:
+            pytest.skip(reason)
+        return request.param
+    if request.param == "emulated" and shutil.which("g++") is None:
+        pytest.skip("the emulated CUDA device needs g++")
+    monkeypatch.setenv("PYHALIDE_CUDA_DEVICE", request.param)
+    return request.param
+
+
+@pytest.fixture
+def emulated(monkeypatch):
+    """The emulated CUDA device only."""
+    if shutil.which("g++") is None:
+        pytest.skip("the emulated CUDA device needs g++")
+    monkeypatch.setenv("PYHALIDE_CUDA_DEVICE", "emulated")

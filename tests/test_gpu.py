@@ -24,33 +24,6 @@ needs_cuda_compiler = pytest.mark.skipif(gpu_runtime.nvcc_path() is None and gpu
                                          reason="neither nvcc nor NVRTC is installed")
 
 
-def _gpu_reason():
-    if os.environ.get("PYHALIDE_CUDA_DEVICE") in ("emulated", "serial"):
-        return "PYHALIDE_CUDA_DEVICE asks for an emulation"
-    return gpu_runtime.cuda_unavailable_reason()
-
-
-@pytest.fixture(params=["serial", "emulated", pytest.param("gpu", marks=pytest.mark.gpu)])
-def device(request, monkeypatch):
-    """The two ways to run a CUDA pipeline without a GPU, and the GPU where there is one."""
-    if request.param == "gpu":
-        reason = _gpu_reason()
-        if reason:
-            pytest.skip(reason)
-        return request.param
-    if request.param == "emulated" and shutil.which("g++") is None:
-        pytest.skip("the emulated CUDA device needs g++")
-    monkeypatch.setenv("PYHALIDE_CUDA_DEVICE", request.param)
-    return request.param
-
-
-@pytest.fixture
-def emulated(monkeypatch):
-    if shutil.which("g++") is None:
-        pytest.skip("the emulated CUDA device needs g++")
-    monkeypatch.setenv("PYHALIDE_CUDA_DEVICE", "emulated")
-
-
 def _run(name: str):
     out, sizes = gp.BUILDERS[name]()
     got = hl.Pipeline([out]).realize(sizes, CUDA)

@@ -21,14 +21,10 @@ placeholder that Halide 21 itself compiles).
 
 from __future__ import annotations
 
-import os
-import shutil
-
 import numpy as np
 import pytest
 
 import pyhalide as hl
-from pyhalide.codegen import gpu_runtime
 
 CUDA = hl.Target("host-cuda")
 RUNS = 3  # realizations per pipeline: a missing atomic shows up as a race on the emulated device
@@ -42,27 +38,6 @@ GPU_ATOMIC_TYPES = {
     "int64": (hl.Int(64), np.int64),
     "float64": (hl.Float(64), np.float64),
 }
-
-
-def _gpu_reason():
-    if os.environ.get("PYHALIDE_CUDA_DEVICE") in ("emulated", "serial"):
-        return "PYHALIDE_CUDA_DEVICE asks for an emulation"
-    return gpu_runtime.cuda_unavailable_reason()
-
-
-@pytest.fixture(params=["serial", "emulated", pytest.param("gpu", marks=pytest.mark.gpu)])
-def device(request, monkeypatch):
-    """GPU loops run serially on the CPU, the emulated device (the CUDA C built with g++, one
-    std::thread per GPU thread), or a real GPU where there is one."""
-    if request.param == "gpu":
-        reason = _gpu_reason()
-        if reason:
-            pytest.skip(reason)
-        return request.param
-    if request.param == "emulated" and shutil.which("g++") is None:
-        pytest.skip("the emulated CUDA device needs g++")
-    monkeypatch.setenv("PYHALIDE_CUDA_DEVICE", request.param)
-    return request.param
 
 
 # ------------------------------------------------------------------------------ schedules

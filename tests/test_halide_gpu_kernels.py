@@ -7,37 +7,13 @@ about is kept."""
 
 from __future__ import annotations
 
-import os
-import shutil
-
 import numpy as np
 import pytest
 
 import pyhalide as hl
-from pyhalide.codegen import gpu_runtime
 
 CUDA = hl.Target("host-cuda")
 GT = hl.TailStrategy
-
-
-def _gpu_reason():
-    if os.environ.get("PYHALIDE_CUDA_DEVICE") in ("emulated", "serial"):
-        return "PYHALIDE_CUDA_DEVICE asks for an emulation"
-    return gpu_runtime.cuda_unavailable_reason()
-
-
-@pytest.fixture(params=["serial", "emulated", pytest.param("gpu", marks=pytest.mark.gpu)])
-def device(request, monkeypatch):
-    """Serial GPU loops on the CPU, the emulated device (the CUDA C compiled with g++), a GPU."""
-    if request.param == "gpu":
-        reason = _gpu_reason()
-        if reason:
-            pytest.skip(reason)
-        return request.param
-    if request.param == "emulated" and shutil.which("g++") is None:
-        pytest.skip("the emulated CUDA device needs g++")
-    monkeypatch.setenv("PYHALIDE_CUDA_DEVICE", request.param)
-    return request.param
 
 
 def _vars(names: str):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import gc
 import os
 import pickle
-import shutil
 import signal
 import traceback
 import weakref
@@ -18,31 +17,10 @@ import numpy as np
 import pytest
 
 import pyhalide as hl
-from pyhalide.codegen import gpu_runtime
 
 CUDA = hl.Target("host-cuda")
 TS = hl.TailStrategy
 MT = hl.MemoryType
-
-
-def _gpu_reason():
-    if os.environ.get("PYHALIDE_CUDA_DEVICE") in ("emulated", "serial"):
-        return "PYHALIDE_CUDA_DEVICE asks for an emulation"
-    return gpu_runtime.cuda_unavailable_reason()
-
-
-@pytest.fixture(params=["serial", "emulated", pytest.param("gpu", marks=pytest.mark.gpu)])
-def device(request, monkeypatch):
-    """Serial loops on the CPU, the emulated device, and a real GPU where there is one."""
-    if request.param == "gpu":
-        reason = _gpu_reason()
-        if reason:
-            pytest.skip(reason)
-        return request.param
-    if request.param == "emulated" and shutil.which("g++") is None:
-        pytest.skip("the emulated CUDA device needs g++")
-    monkeypatch.setenv("PYHALIDE_CUDA_DEVICE", request.param)
-    return request.param
 
 
 def _vars(names):
