@@ -462,9 +462,6 @@ def test_gpu_register_at_block_level_several_elements_per_thread(device):
     _check_register_case(g, [N_REG, N_REG], (gx + gy * 1000) * 3)
 
 
-@pytest.mark.xfail(strict=True, raises=hl.CompileError,
-                   reason="pyhalide keeps a block-level register Func per thread only where each access is the "
-                          "thread's position plus a constant (loops inside unrolled), not walked by serial loops")
 def test_gpu_register_at_block_level_tile_per_thread(device):
     """Port of gpu_register_at_block_level, case 3: f in registers at block level, a 2x2 tile
     per thread walked by serial loops, matching the consumer's 2x2 tile per thread;

@@ -35,6 +35,8 @@ global memory; the runtime checks these against the limits at the launch.
 
 from __future__ import annotations
 
+import itertools
+import math
 import re
 from dataclasses import dataclass
 
@@ -438,9 +440,11 @@ class _BlockLevel:
     def _thread_owned(self, s: ir.Allocate, body: ir.Stmt) -> ir.Stmt:
         """store_in(Register) at block level, as in Halide: each thread keeps the elements it
         touches in its own registers. Every access must be inside the thread loops, at an index
-        that is a function of the thread ids plus a constant once loops inside are unrolled (a
-        thread's tile of accumulators); no two threads may touch the same element. The constants
-        become slots of a per-thread array."""
+        that is a function of the thread ids plus a part that is a constant once loops inside are
+        unrolled (a thread's tile of accumulators), or that serial loops inside with constant
+        ranges walk; no two threads may touch the same element. The constants become slots of a
+        per-thread array (packed; a walked tile's slots span a range, the array indexed from its
+        least)."""
         where = f"Func {s.name} is stored in registers at the block level of kernel {self.kernel_name}"
         threads = [ir.const_int(t) for t in self.threads]
         if None in threads:
@@ -458,12 +462,17 @@ class _BlockLevel:
                                "must give each thread the same elements")
         for offset in owned.thread_parts:
             self._check_disjoint(where, offset, slots, owned.threads_used(threads))
-        rewrite = _ThreadOwnedAccesses(s.name, self.lets, ranges, {r: i for i, r in enumerate(slots)})
+        if owned.walked:
+            rewrite = _ThreadOwnedAccesses(s.name, self.lets, ranges, slot_base=slots[0])
+            elements = slots[-1] - slots[0] + 1
+        else:
+            rewrite = _ThreadOwnedAccesses(s.name, self.lets, ranges, {r: i for i, r in enumerate(slots)})
+            elements = max(len(slots), 1)
         body = rewrite.mutate(body)
-        size = max(len(slots), 1) * s.type.bytes()
+        size = elements * s.type.bytes()
         if size > MAX_LOCAL_BYTES:
             raise CompileError(f"{where}: {size} bytes per thread, at most {MAX_LOCAL_BYTES} are allowed")
-        return ir.Allocate(s.name, s.type, (ir.IntImm(Int(32), max(len(slots), 1)),), body, LOCAL)
+        return ir.Allocate(s.name, s.type, (_const(elements),), body, LOCAL)
 
     @staticmethod
     def _check_disjoint(where: str, offset: ir.Expr, slots: list[int], threads) -> None:
@@ -553,10 +562,12 @@ class _ThreadOwnedAccesses(LetScopeMutator):
     statements_only = False  # the accesses are expressions
 
     def __init__(self, name: str, lets: dict[str, ir.Expr], thread_ranges: dict[str, Interval],
-                 slot_of: dict[int, int] | None = None):
+                 slot_of: dict[int, int] | None = None, slot_base: int | None = None):
         super().__init__()
         self.lets.update(lets)
-        self.name, self.slot_of = name, slot_of
+        self.name, self.slot_of, self.slot_base = name, slot_of, slot_base
+        self.loops: dict[str, tuple[int, int]] = {}  # enclosing loops with constant ranges: (min, extent)
+        self.walked = False  # some access's slot depends on such a loop
         self.thread_ranges = thread_ranges  # a clamp that never binds for the block's threads is settled
         self.slots: set[int] = set()
         self.thread_parts: set[ir.Expr] = set()
@@ -590,17 +601,62 @@ class _ThreadOwnedAccesses(LetScopeMutator):
         finally:
             self.in_threads -= thread_let
 
+    def visit_For(self, s):
+        lo, extent = (ir.const_int(simplify(substitute_lets(e, self.lets))) for e in (s.min, s.extent))
+        known = lo is not None and extent is not None
+        if known:
+            self.loops[s.name] = (lo, extent)
+        try:
+            return self.default(s)
+        finally:
+            if known:
+                del self.loops[s.name]
+
+    def _walked_slots(self, rest: ir.Expr) -> tuple[list[int], ir.Expr, dict[str, ir.Expr]] | None:
+        """Where rest names loops inside with constant ranges (a few thousand points at most) and
+        is a constant at each of their points, affine in them: the values it takes, rest as that
+        affine form of the loops, and the loops' first point (None otherwise)."""
+        names = sorted(free_variables(rest) & set(self.loops))
+        ranges = [self.loops[n] for n in names]
+        if not names or math.prod(extent for _, extent in ranges) > 4096:
+            return None
+        at = {}
+        for point in itertools.product(*(range(lo, lo + extent) for lo, extent in ranges)):
+            at[point] = ir.const_int(simplify(substitute({n: _const(v) for n, v in zip(names, point)}, rest)))
+            if at[point] is None:
+                return None
+        first = tuple(lo for lo, _ in ranges)
+        steps = []
+        for k, (_, extent) in enumerate(ranges):
+            step = tuple(v + (1 if i == k and extent > 1 else 0) for i, v in enumerate(first))
+            steps.append(at[step] - at[first])
+        if any(value != at[first] + sum(c * (p - lo) for c, p, lo in zip(steps, point, first))
+               for point, value in at.items()):
+            return None
+        form: ir.Expr = _const(at[first])
+        for name, c, lo in zip(names, steps, first):
+            form = ir.Add(form, ir.Mul(_const(c), ir.Sub(ir.Variable(name, Int(32)), _const(lo))))
+        return sorted(set(at.values())), simplify(form), {n: _const(lo) for n, lo in zip(names, first)}
+
     def _slot(self, index: ir.Expr) -> ir.Expr:
         full = simplify(settle_choices(simplify(substitute_lets(index, self.lets)), self.thread_ranges))
-        slot = ir.const_int(simplify(substitute({t: ir.IntImm(Int(32), 0) for t in THREAD_IDS}, full)))
+        rest = simplify(substitute({t: ir.IntImm(Int(32), 0) for t in THREAD_IDS}, full))
+        slot = ir.const_int(rest)
+        walked = None if slot is not None else self._walked_slots(rest)
+        if walked is None:
+            thread_part = simplify(ir.Sub(full, rest))
+        else:  # the thread's part where the loops start (the simplifier folds constants there)
+            walked, rest, first = walked
+            thread_part = simplify(ir.Sub(substitute(first, full), substitute(first, rest)))
         if not self.in_threads:
             self.problem = self.problem or "it is used outside the GPU thread loops"
-        elif slot is None:
+        elif (slot is None and walked is None) or free_variables(thread_part) & set(self.loops):
             self.problem = self.problem or (f"the index {expr_to_string(full)} is not the thread's position plus a "
-                                            "constant: unroll the loops inside the thread loops that walk it")
+                                            "constant or a walk of loops of constant ranges inside the thread loops")
         else:
-            self.slots.add(slot)
-            self.thread_parts.add(simplify(ir.Sub(full, ir.IntImm(Int(32), slot))))
+            self.slots.update([slot] if walked is None else walked)
+            self.walked = self.walked or walked is not None
+            self.thread_parts.add(thread_part)
             for d in range(3):
                 limits = [n for dim, n in self.guards if dim == d]
                 before = self.most_threads[d]
@@ -608,6 +664,8 @@ class _ThreadOwnedAccesses(LetScopeMutator):
                     self.most_threads[d] = _ALL
                 else:
                     self.most_threads[d] = max(before or 0, min(limits))
+            if self.slot_base is not None:
+                return simplify(ir.Sub(rest, _const(self.slot_base)))
             if self.slot_of is not None:
                 return ir.IntImm(Int(32), self.slot_of[slot])
         return index
