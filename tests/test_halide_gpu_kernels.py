@@ -663,7 +663,7 @@ _NP = {str(t): np.dtype(n) for t, n in [(hl.Int(8), "int8"), (hl.UInt(8), "uint8
                                         (hl.UInt(16), "uint16"), (hl.Int(32), "int32"),
                                         (hl.UInt(32), "uint32")]}
 # the emulated device compiles each pipeline with g++: it runs a sample of the combinations
-_DOT_EMULATED = [(0, 4), (7, 16)]
+_DOT_EMULATED = [(0, 4), (3, 4), (7, 16)]
 
 
 def _dot_product(out_t, a_t, b_t, factor, target):
@@ -695,19 +695,23 @@ def _dot_product(out_t, a_t, b_t, factor, target):
 
 def _dot_products(cases, target):
     for index, factor in cases:
-        source = _dot_product(*DOT_TYPES[index], factor, target)
+        out_t, a_t, b_t = DOT_TYPES[index]
+        source = _dot_product(out_t, a_t, b_t, factor, target)
         kernels = source[source.index('extern "C" __global__'):]
         # g lives in each thread's own array: its atomic update is a plain one (CUDA's atomics
         # work on global and shared memory only)
         assert "atomic" not in kernels, kernels
+        if a_t == b_t and a_t.bits() == 8:  # four products of bytes of one signedness: one __dp4a
+            assert kernels.count("__dp4a(") == factor, kernels
 
 
 def test_cuda_8_bit_dot_product(device):
     """Ports cuda_8_bit_dot_product: g(x, y) += Out(a(r, x)) * b(r, y) over 4 * factor terms of
     8- and 16-bit inputs (twelve type combinations, factor 4 and 16), the update atomic,
     vectorized by factor and unrolled, h gpu_tile 32x8 RoundUp over 128x128, on Halide's target
-    host-cuda-cuda_capability_61. Each equals numpy's sums (wrapping as the output type does).
-    (Halide also greps its PTX for dp4a/dp2a; pyhalide's CUDA C does not use them yet.) Halide's
+    host-cuda-cuda_capability_61. Each equals numpy's sums (wrapping as the output type does);
+    where both inputs are bytes of one signedness, each four products are one __dp4a (Halide
+    greps its PTX for dp4a, and dp2a for the 16-bit inputs, which pyhalide does not make). Halide's
     loop over a vector width its body never uses is dropped. The emulated device runs a sample."""
     cases = [(i, f) for i in range(len(DOT_TYPES)) for f in (4, 16)]
     _dot_products(_DOT_EMULATED if device == "emulated" else cases, hl.Target("host-cuda-cuda_capability_61"))

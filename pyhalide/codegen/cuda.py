@@ -87,6 +87,15 @@ template <typename T> static inline T atomicAdd(T *p, T v) {
     return seen;
 }
 static inline int __popc(unsigned int x) { return __builtin_popcount(x); }
+static inline int __dp4a(int a, int b, int c) {
+    unsigned int sum = (unsigned int)c;
+    for (int j = 0; j < 32; j += 8) sum += (unsigned int)((int)(int8_t)(a >> j) * (int)(int8_t)(b >> j));
+    return (int)sum;
+}
+static inline unsigned int __dp4a(unsigned int a, unsigned int b, unsigned int c) {
+    for (int j = 0; j < 32; j += 8) c += ((a >> j) & 0xffu) * ((b >> j) & 0xffu);
+    return c;
+}
 static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
 static inline int __clz(unsigned int x) { return x ? __builtin_clz(x) : 32; }
 static inline int __clzll(unsigned long long x) { return x ? __builtin_clzll(x) : 64; }
@@ -124,6 +133,10 @@ template <> inline double hl_arg<double>(int64_t bits) { double d; memcpy(&d, &b
 // A run of N elements read or written as one aligned access (cuda_vectors): LDG.128 and the like
 template <typename T, int N> struct alignas(sizeof(T) * N) hl_vec { T v[N]; };
 template <typename T> HL_DEVICE T hl_min(T a, T b) { return b < a ? b : a; }
+// four bytes as one word, the first lowest (the operands of __dp4a)
+HL_DEVICE unsigned int hl_bytes4(uint8_t a, uint8_t b, uint8_t c, uint8_t d) {
+    return a | (unsigned int)b << 8 | (unsigned int)c << 16 | (unsigned int)d << 24;
+}
 template <typename T> HL_DEVICE T hl_max(T a, T b) { return a < b ? b : a; }
 template <typename T, typename S> HL_DEVICE T hl_reinterpret(S s) {
     static_assert(sizeof(T) == sizeof(S), "reinterpret between sizes");
@@ -132,6 +145,38 @@ template <typename T, typename S> HL_DEVICE T hl_reinterpret(S s) {
     return u.t;
 }
 """
+
+
+def _dot_term(s: ir.Stmt, memory: dict) -> tuple | None:
+    """(name, index, type, A, B) of a statement `name[index] += Out(A) * Out(B)`, Out a 32-bit
+    integer type and A, B loads of 8-bit integers (an atomic one only of a thread's own array);
+    else None."""
+    old = None
+    if isinstance(s, ir.Atomic):
+        if memory.get(s.body.name) != "local":
+            return None
+        old, s = s.old, s.body
+    if not isinstance(s, ir.Store) or s.predicate is not None or not isinstance(s.value, ir.Add):
+        return None
+    t = s.value.type
+    if t.bits != 32 or t.is_float() or t.lanes != 1:
+        return None
+    for acc, product in ((s.value.a, s.value.b), (s.value.b, s.value.a)):
+        current = (isinstance(acc, ir.Variable) and acc.name == old) if old is not None else (
+            isinstance(acc, ir.Load) and acc.name == s.name and acc.index == s.index and acc.predicate is None)
+        if current and isinstance(product, ir.Mul):
+            a, b = (_widened_byte(x, t) for x in (product.a, product.b))
+            if a is not None and b is not None:
+                return s.name, s.index, t, a, b
+    return None
+
+
+def _widened_byte(e: ir.Expr, t: Type) -> ir.Load | None:
+    if isinstance(e, ir.Cast) and e.type == t and isinstance(e.value, ir.Load) and e.value.predicate is None:
+        byte = e.value.type
+        if byte.bits == 8 and not byte.is_bool() and not byte.is_float() and byte.lanes == 1:
+            return e.value
+    return None
 
 
 def _constant_size(a: ir.Allocate) -> bool:
@@ -294,8 +339,41 @@ class CudaPrinter:
         return getattr(self.plan, kind).get((self.segment, name, *key))
 
     def s_Block(self, s):
-        for sub in s.stmts:
-            self.stmt(sub)
+        stmts, i = s.stmts, 0
+        while i < len(stmts):
+            if self._dot_product(stmts[i:i + 4]):
+                i += 4
+            else:
+                self.stmt(stmts[i])
+                i += 1
+
+    def _dot_product(self, run) -> bool:
+        """Four updates `acc += A[k + j] * B[m + j]` (j = 0..3: an int8 dot product vectorized by
+        the schedule, unrolled in the kernel) of 8-bit A and B of the same signedness widened to
+        32 bits, printed as one __dp4a: the same sum modulo 2^32, one instruction (Halide's too)."""
+        if len(run) < 4:
+            return False
+        terms = [_dot_term(s, self.memory) for s in run]
+        if None in terms or len({(name, index, t) for name, index, t, _, _ in terms}) != 1:
+            return False
+        for which in (3, 4):  # A's loads, then B's: one buffer, consecutive elements, one type
+            loads = [term[which] for term in terms]
+            keys = [self.lets.key(e.index) for e in loads]
+            if None in keys or len({(e.name, e.type, k[0]) for e, k in zip(loads, keys)}) != 1 \
+                    or [k[1] - keys[0][1] for k in keys] != [0, 1, 2, 3]:
+                return False
+        name, index, t, a0, b0 = terms[0]
+        if a0.type != b0.type or name in (a0.name, b0.name):
+            return False
+        word = "int" if a0.type.is_int() else "unsigned int"
+
+        def packed(which: int) -> str:
+            return f"({word})hl_bytes4({', '.join(self.expr(term[which]) for term in terms)})"
+
+        a, b = packed(3), packed(4)
+        target = f"{self.ref(name)}[{self.expr(index)}]"
+        self.emit(f"{target} = ({c_type(t)})__dp4a({a}, {b}, ({word})({target}));")
+        return True
 
     def s_LetStmt(self, s):
         value = self.expr(s.value)
