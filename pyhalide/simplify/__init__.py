@@ -15,6 +15,8 @@ from ..ir_mutator import (
     IRMutator,
     Substitution,
     free_variables,
+    has_call,
+    has_load,
     has_ranged,
     map_children,
     remember_free_variables,
@@ -676,6 +678,8 @@ class Simplify(IRMutator):
         return ir.IfThenElse(condition, then_case, else_case)
 
     def _knowing(self, condition: ir.Expr, holds: bool, s: ir.Stmt) -> ir.Stmt:
+        if has_load(condition) or has_call(condition):  # memory the branch writes could change it
+            return self.mutate(s)
         self.known_conditions[condition] = holds
         try:
             return self.mutate(s)
