@@ -445,3 +445,28 @@ def test_undef_leaves_a_tuple_element_as_it_was():
         g[x] = (g[x][0], hl.undef(hl.Int(32)))  # element 1 holds float32
     with pytest.raises(hl.HalideError, match="undef takes an hl.Type"):
         hl.undef(3)
+
+
+def test_undef_inside_an_expression_is_an_element_left_alone_as_in_halide():
+    """A select that picks undef stores nothing there (a pure definition leaves the output as it
+    was; an update keeps the element), and an operation on undef is undef (an update of only
+    undef values stores nothing): the same values as Halide 21 for the same pipelines."""
+    halide = pytest.importorskip("halide")
+
+    def run(m):
+        x = m.Var("x")
+        f = m.Func("undef_in_select")
+        f[x] = m.select(x % 3 == 0, m.undef(m.Int(32)), x * 2)
+        out = m.Buffer(np.full(7, -1, np.int32))
+        f.realize(out)
+        g = m.Func("undef_in_update")
+        g[x] = x
+        g[x] = m.select(x > 2, m.undef(m.Int(32)), g[x] * 10)
+        g[x] += m.undef(m.Int(32))
+        g[x] = g[x] + 1
+        return np.asarray(out).copy(), np.asarray(g.realize([6])).copy()
+
+    got, want = run(hl), run(halide)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    np.testing.assert_array_equal(got[0], [-1, 2, 4, -1, 8, 10, -1])
