@@ -11,7 +11,10 @@ now includes consumers' GPU block and thread loops). Then, per stage, by where i
 * at a kernel's block level: gpu_threads over one or two of its loops, split first or not
   (shared memory, or sometimes store_in(Heap): global memory; barriers between the thread loops);
 * inside thread loops: serial directives only (split, reorder, unroll; a vectorize is unrolled
-  in a kernel) — per-thread local memory.
+  in a kernel) — per-thread local memory, or sometimes store_in(GPUShared or Heap): the
+  thread's slice of a shared or global allocation;
+* sometimes a kernel is a block per row and a thread per element (gpu_blocks(y).gpu_threads(x)):
+  its block's size is decided at the launch.
 
 Schedules the CUDA backend refuses by design (thread loops or allocations with no bound known
 before the launch, too many threads, too much shared memory, when compiling or at the launch) are
@@ -58,6 +61,10 @@ class _GpuScheduler(_Scheduler):
     def loop_directives(self, f, s) -> None:
         where = self.where(f.name())
         if where == "thread":
+            if s == 0 and self.draw(st.integers(0, 4)) == 0:  # the thread's slice of shared or global memory
+                memory = self.draw(st.sampled_from(["GPUShared", "Heap"]))
+                self.try_apply(f"{f.name()}.store_in(hl.MemoryType.{memory})",
+                               lambda: f.store_in(getattr(hl.MemoryType, memory)))
             self.cpu_side_directives(f, s, 3, ["split", "reorder", "rename", "unroll", "vectorize"])
         elif where == "block":
             if s == 0 and self.draw(st.integers(0, 3)) == 0:  # global memory, a slice per block
@@ -102,6 +109,14 @@ class _GpuScheduler(_Scheduler):
         if not pure:
             if self.draw(st.booleans()) and self.try_apply(f"{stext}.gpu_single_thread()", target.gpu_single_thread,
                                                            target):
+                self.sched.loop_directives += 1
+            return
+        if len(pure) >= 2 and not pure[0].is_rvar and self.draw(st.integers(0, 4)) == 0:
+            # a block per row, a thread per element of it: the block's size decided at the launch
+            inner, outer = pure[0].name, pure[1].name
+            if self.try_apply(f"{stext}.gpu_blocks({outer!r}).gpu_threads({inner!r})",
+                              lambda: target.gpu_blocks(self.var(outer, False)).gpu_threads(self.var(inner, False)),
+                              target):
                 self.sched.loop_directives += 1
             return
         dims = pure[: self.draw(st.integers(1, min(2, len(pure))))]
