@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import pyhalide as hl
+from pyhalide.codegen import gpu_runtime
 
 CUDA = hl.Target("host-cuda")
 GT = hl.TailStrategy
@@ -663,7 +664,7 @@ _NP = {str(t): np.dtype(n) for t, n in [(hl.Int(8), "int8"), (hl.UInt(8), "uint8
                                         (hl.UInt(16), "uint16"), (hl.Int(32), "int32"),
                                         (hl.UInt(32), "uint32")]}
 # the emulated device compiles each pipeline with g++: it runs a sample of the combinations
-_DOT_EMULATED = [(0, 4), (3, 4), (7, 16)]
+_DOT_EMULATED = [(0, 4), (1, 4), (3, 4), (5, 4), (7, 16), (8, 4)]
 
 
 def _dot_product(out_t, a_t, b_t, factor, target):
@@ -701,20 +702,47 @@ def _dot_products(cases, target):
         # g lives in each thread's own array: its atomic update is a plain one (CUDA's atomics
         # work on global and shared memory only)
         assert "atomic" not in kernels, kernels
-        if a_t == b_t and a_t.bits() == 8:  # four products of bytes of one signedness: one __dp4a
-            assert kernels.count("__dp4a(") == factor, kernels
+        # each four products: bytes by bytes one dp4a, 16-bit values by bytes two dp2a (Halide
+        # greps its PTX for them; the helpers are those instructions in inline PTX)
+        if a_t.bits() == b_t.bits() == 8:
+            assert kernels.count("hl_dp4a_") == factor, kernels
+        else:
+            assert kernels.count("hl_dp2a_lo_") == kernels.count("hl_dp2a_hi_") == factor, kernels
 
 
 def test_cuda_8_bit_dot_product(device):
     """Ports cuda_8_bit_dot_product: g(x, y) += Out(a(r, x)) * b(r, y) over 4 * factor terms of
     8- and 16-bit inputs (twelve type combinations, factor 4 and 16), the update atomic,
     vectorized by factor and unrolled, h gpu_tile 32x8 RoundUp over 128x128, on Halide's target
-    host-cuda-cuda_capability_61. Each equals numpy's sums (wrapping as the output type does);
-    where both inputs are bytes of one signedness, each four products are one __dp4a (Halide
-    greps its PTX for dp4a, and dp2a for the 16-bit inputs, which pyhalide does not make). Halide's
-    loop over a vector width its body never uses is dropped. The emulated device runs a sample."""
+    host-cuda-cuda_capability_61. Each equals numpy's sums (wrapping as the output type does),
+    and each four products are one dp4a (bytes by bytes) or two dp2a (16-bit values by bytes), as
+    Halide's test checks in its PTX. Halide's loop over a vector width its body never uses is
+    dropped. The emulated device runs a sample, every signedness and both instructions."""
     cases = [(i, f) for i in range(len(DOT_TYPES)) for f in (4, 16)]
     _dot_products(_DOT_EMULATED if device == "emulated" else cases, hl.Target("host-cuda-cuda_capability_61"))
+
+
+@pytest.mark.skipif(gpu_runtime.nvcc_path() is None and gpu_runtime._nvrtc() is None,
+                    reason="neither nvcc nor NVRTC is installed")
+def test_cuda_8_bit_dot_product_kernels_use_the_dot_product_instructions():
+    """The PTX nvcc (or NVRTC) makes of the dot product's kernels holds the dp4a and dp2a
+    instructions of the operands' signedness (what Halide's test greps for)."""
+    for index, wanted in [(1, "dp4a.s32.u32"), (5, "dp2a.lo.s32.u32"), (8, "dp2a.hi.s32.s32")]:
+        out_t, a_t, b_t = DOT_TYPES[index]
+        x, y = _vars("x y")
+        in_a, in_b, g, h = hl.Func("in_a"), hl.Func("in_b"), hl.Func("g"), hl.Func("h")
+        in_a[x, y] = hl.cast(a_t, x - y)
+        in_b[x, y] = hl.cast(b_t, x + y)
+        r = hl.RDom([hl.Range(0, 8)])
+        g[x, y] += hl.cast(out_t, in_a[r, x]) * in_b[r, y]
+        h[x, y] = g[x, y]
+        in_a.compute_root()
+        in_b.compute_root()
+        g.update().atomic().vectorize(r, 4).unroll(r)
+        xi, yi = _vars("xi yi")
+        h.gpu_tile(x, y, xi, yi, 32, 8, GT.RoundUp)
+        ptx = gpu_runtime.compile_ptx(hl.Pipeline(h).cuda_source(CUDA), 80)
+        assert wanted in ptx, (index, wanted)
 
 
 def test_cuda_8_bit_dot_product_on_capability_70(device):

@@ -87,15 +87,6 @@ template <typename T> static inline T atomicAdd(T *p, T v) {
     return seen;
 }
 static inline int __popc(unsigned int x) { return __builtin_popcount(x); }
-static inline int __dp4a(int a, int b, int c) {
-    unsigned int sum = (unsigned int)c;
-    for (int j = 0; j < 32; j += 8) sum += (unsigned int)((int)(int8_t)(a >> j) * (int)(int8_t)(b >> j));
-    return (int)sum;
-}
-static inline unsigned int __dp4a(unsigned int a, unsigned int b, unsigned int c) {
-    for (int j = 0; j < 32; j += 8) c += ((a >> j) & 0xffu) * ((b >> j) & 0xffu);
-    return c;
-}
 static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
 static inline int __clz(unsigned int x) { return x ? __builtin_clz(x) : 32; }
 static inline int __clzll(unsigned long long x) { return x ? __builtin_clzll(x) : 64; }
@@ -133,10 +124,11 @@ template <> inline double hl_arg<double>(int64_t bits) { double d; memcpy(&d, &b
 // A run of N elements read or written as one aligned access (cuda_vectors): LDG.128 and the like
 template <typename T, int N> struct alignas(sizeof(T) * N) hl_vec { T v[N]; };
 template <typename T> HL_DEVICE T hl_min(T a, T b) { return b < a ? b : a; }
-// four bytes as one word, the first lowest (the operands of __dp4a)
+// four bytes, or two 16-bit halves, as one word, the first lowest (the operands of dp4a, dp2a)
 HL_DEVICE unsigned int hl_bytes4(uint8_t a, uint8_t b, uint8_t c, uint8_t d) {
     return a | (unsigned int)b << 8 | (unsigned int)c << 16 | (unsigned int)d << 24;
 }
+HL_DEVICE unsigned int hl_halves2(uint16_t a, uint16_t b) { return a | (unsigned int)b << 16; }
 template <typename T> HL_DEVICE T hl_max(T a, T b) { return a < b ? b : a; }
 template <typename T, typename S> HL_DEVICE T hl_reinterpret(S s) {
     static_assert(sizeof(T) == sizeof(S), "reinterpret between sizes");
@@ -147,10 +139,43 @@ template <typename T, typename S> HL_DEVICE T hl_reinterpret(S s) {
 """
 
 
+def _dot_product_helper(wide: int, half: str, signs: str) -> str:
+    """The name of the helper for PTX's dp4a (wide 8) or dp2a.lo/.hi (wide 16: the 16-bit pair
+    against bytes 0-1 or 2-3 of the other word), of operands signed (s) or not (u) as `signs` says."""
+    return f"hl_dp{4 if wide == 8 else 2}a{'_' + half if half else ''}_{signs}"
+
+
+def _dot_product_helpers() -> str:
+    """Every dp4a / dp2a helper: inline PTX on the GPU, the same sums in C++ for the emulation
+    (32-bit wrap-around, as the instructions)."""
+    cuda, cpu = [], []
+    for wide, halves in ((8, [""]), (16, ["lo", "hi"])):
+        for half in halves:
+            for signs in ("ss", "su", "us", "uu"):
+                name = _dot_product_helper(wide, half, signs)
+                op = f"dp{4 if wide == 8 else 2}a{'.' + half if half else ''}.{signs[0]}32.{signs[1]}32"
+                head = f"HL_DEVICE int {name}(unsigned int a, unsigned int b, int c)"
+                cuda.append(f'{head} {{ int d; asm("{op} %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c)); '
+                            "return d; }")
+                n, first = (4, 0) if wide == 8 else (2, 2 * (half == "hi"))
+                cpu.append(f"{head} {{ return hl_dot(a, b, c, {wide}, {str(signs[0] == 's').lower()}, "
+                           f"{str(signs[1] == 's').lower()}, {first}, {n}); }}")
+    emulation = r"""static inline int hl_lane(unsigned int w, int bits, int i, bool is_signed) {
+    unsigned int v = (w >> (bits * i)) & ((1u << bits) - 1);
+    return (int)(is_signed && (v >> (bits - 1)) ? v | ~((1u << bits) - 1) : v);
+}
+static inline int hl_dot(unsigned int a, unsigned int b, int c, int bits, bool sa, bool sb, int first, int n) {
+    unsigned int sum = (unsigned int)c;
+    for (int i = 0; i < n; i++) sum += (unsigned int)(hl_lane(a, bits, i, sa) * hl_lane(b, 8, first + i, sb));
+    return (int)sum;
+}"""
+    return "\n".join(["#ifdef __CUDACC__", *cuda, "#else", emulation, *cpu, "#endif"])
+
+
 def _dot_term(s: ir.Stmt, memory: dict) -> tuple | None:
     """(name, index, type, A, B) of a statement `name[index] += Out(A) * Out(B)`, Out a 32-bit
-    integer type and A, B loads of 8-bit integers (an atomic one only of a thread's own array);
-    else None."""
+    integer type and A, B loads of 8- or 16-bit integers (an atomic one only of a thread's own
+    array); else None."""
     old = None
     if isinstance(s, ir.Atomic):
         if memory.get(s.body.name) != "local":
@@ -165,16 +190,16 @@ def _dot_term(s: ir.Stmt, memory: dict) -> tuple | None:
         current = (isinstance(acc, ir.Variable) and acc.name == old) if old is not None else (
             isinstance(acc, ir.Load) and acc.name == s.name and acc.index == s.index and acc.predicate is None)
         if current and isinstance(product, ir.Mul):
-            a, b = (_widened_byte(x, t) for x in (product.a, product.b))
+            a, b = (_widened_small(x, t) for x in (product.a, product.b))
             if a is not None and b is not None:
                 return s.name, s.index, t, a, b
     return None
 
 
-def _widened_byte(e: ir.Expr, t: Type) -> ir.Load | None:
+def _widened_small(e: ir.Expr, t: Type) -> ir.Load | None:
     if isinstance(e, ir.Cast) and e.type == t and isinstance(e.value, ir.Load) and e.value.predicate is None:
-        byte = e.value.type
-        if byte.bits == 8 and not byte.is_bool() and not byte.is_float() and byte.lanes == 1:
+        small = e.value.type
+        if small.bits in (8, 16) and not small.is_bool() and not small.is_float() and small.lanes == 1:
             return e.value
     return None
 
@@ -348,9 +373,10 @@ class CudaPrinter:
                 i += 1
 
     def _dot_product(self, run) -> bool:
-        """Four updates `acc += A[k + j] * B[m + j]` (j = 0..3: an int8 dot product vectorized by
-        the schedule, unrolled in the kernel) of 8-bit A and B of the same signedness widened to
-        32 bits, printed as one __dp4a: the same sum modulo 2^32, one instruction (Halide's too)."""
+        """Four updates `acc += A[k + j] * B[m + j]` (j = 0..3: a dot product of 8- or 16-bit
+        integers vectorized by the schedule, unrolled in the kernel) widened to 32 bits: bytes by
+        bytes are one dp4a, 16-bit values by bytes two dp2a (low and high pairs), as Halide makes
+        them; the same sum modulo 2^32."""
         if len(run) < 4:
             return False
         terms = [_dot_term(s, self.memory) for s in run]
@@ -363,16 +389,19 @@ class CudaPrinter:
                     or [k[1] - keys[0][1] for k in keys] != [0, 1, 2, 3]:
                 return False
         name, index, t, a0, b0 = terms[0]
-        if a0.type != b0.type or name in (a0.name, b0.name):
+        wide, narrow = (3, 4) if a0.type.bits >= b0.type.bits else (4, 3)  # the bytes: `narrow`
+        wide_t, narrow_t = terms[0][wide].type, terms[0][narrow].type
+        if narrow_t.bits != 8 or name in (a0.name, b0.name):
             return False
-        word = "int" if a0.type.is_int() else "unsigned int"
-
-        def packed(which: int) -> str:
-            return f"({word})hl_bytes4({', '.join(self.expr(term[which]) for term in terms)})"
-
-        a, b = packed(3), packed(4)
+        signs = "".join("s" if x.is_int() else "u" for x in (wide_t, narrow_t))
+        values = {which: [self.expr(term[which]) for term in terms] for which in (wide, narrow)}
         target = f"{self.ref(name)}[{self.expr(index)}]"
-        self.emit(f"{target} = ({c_type(t)})__dp4a({a}, {b}, ({word})({target}));")
+        total = f"(int)({target})"
+        for half, lanes in ([("", slice(0, 4))] if wide_t.bits == 8 else [("lo", slice(0, 2)), ("hi", slice(2, 4))]):
+            pack = "hl_bytes4" if wide_t.bits == 8 else "hl_halves2"
+            total = (f"{_dot_product_helper(wide_t.bits, half, signs)}({pack}({', '.join(values[wide][lanes])}), "
+                     f"hl_bytes4({', '.join(values[narrow])}), {total})")
+        self.emit(f"{target} = ({c_type(t)}){total};")
         return True
 
     def s_LetStmt(self, s):
@@ -709,7 +738,7 @@ _ALIGNED = "__attribute__((aligned(16)))"  # arrays start where a 16-byte vector
 
 def cuda_source(kernels: list[Kernel]) -> str:
     """The translation unit of every kernel of a pipeline, for nvcc/NVRTC or the CPU emulation."""
-    parts = ["// Generated by pyhalide: one kernel per GPU loop nest.", PRELUDE.strip()]
-    for k in kernels:
-        parts.append(CudaPrinter(k).kernel_text())
+    texts = [CudaPrinter(k).kernel_text() for k in kernels]
+    helpers = [_dot_product_helpers()] if any("hl_dp" in text for text in texts) else []
+    parts = ["// Generated by pyhalide: one kernel per GPU loop nest.", PRELUDE.strip(), *helpers, *texts]
     return "\n\n".join(parts) + "\n"
