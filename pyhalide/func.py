@@ -623,12 +623,13 @@ class Func(FuncScheduling):
         for k, v in enumerate(values):
             if isinstance(v, Expr) and not v.defined():
                 raise HalideError(f"In pure definition of Func {self._name}: value {k} is undefined")
-            value, defined = defined_where(to_ir(v))
+            e = to_ir(v)
+            value, defined = defined_where(e)
             # hl.undef: any value will do (Halide leaves it uninitialised); pyhalide's is zero. An
             # undef some select picks leaves the element unwritten there, as in Halide.
-            ir_values.append(ir.make_const(to_ir(v).type, 0) if value is None else value)
+            ir_values.append(ir.make_const(e.type, 0) if value is None else value)
             conditions.add(defined)
-        if len(conditions - {None}) > 1 or (len(conditions) > 1 and len(values) > 1):
+        if len(conditions) > 1:
             raise HalideError(f"In pure definition of Func {self._name}: the elements of the Tuple are undef under "
                               "different conditions; Halide stores all of a Tuple's elements or none")
         predicate = next(iter(conditions - {None}), None)

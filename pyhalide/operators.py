@@ -21,7 +21,7 @@ from .expr import (
     to_ir,
     wrap,
 )
-from .ir_mutator import has_call, map_children
+from .ir_mutator import IRVisitor, has_call, map_children
 from .ir_printer import expr_to_string
 from .types import Bool, Float, Int, Type, UInt, promote
 
@@ -386,13 +386,24 @@ def defined_where(e: ir.Expr) -> tuple[ir.Expr | None, ir.Expr | None]:
     defined, None for always); (None, None) where e is never defined. An operation on an undef
     value is undef; a select picks a defined branch only where its condition chooses it (so
     `select(c, undef, v)` is v where c is false, and nothing elsewhere: a store left out)."""
+    if not has_call(e) or not _holds_undef(e):
+        return e, None
+    done: dict[int, tuple] = {}  # by node: a shared subexpression is worked out once
+
+    def walk(e):
+        hit = done.get(id(e))
+        if hit is None:
+            hit = done[id(e)] = (e, _defined_where(e, walk))  # (e kept: its id stays its own)
+        return hit[1]
+
+    return walk(e)
+
+
+def _defined_where(e: ir.Expr, walk) -> tuple[ir.Expr | None, ir.Expr | None]:
     if _is_undef_ir(e):
         return None, None
-    if not has_call(e):
-        return e, None
     if isinstance(e, ir.Select):
-        (c, c_when), (t, t_when), (f, f_when) = (defined_where(x) for x in (e.condition, e.true_value,
-                                                                             e.false_value))
+        (c, c_when), (t, t_when), (f, f_when) = (walk(x) for x in (e.condition, e.true_value, e.false_value))
         if c is None or (t is None and f is None):
             return None, None
         if t is None:
@@ -406,7 +417,7 @@ def defined_where(e: ir.Expr) -> tuple[ir.Expr | None, ir.Expr | None]:
     conditions = []
 
     def strip(child):
-        value, when = defined_where(child)
+        value, when = walk(child)
         conditions.append(when)
         if value is None:
             raise _Undefined
@@ -420,6 +431,24 @@ def defined_where(e: ir.Expr) -> tuple[ir.Expr | None, ir.Expr | None]:
     for c in conditions:
         when = _both(when, c)
     return value, when
+
+
+class _FindUndef(IRVisitor):
+    visit_once = True
+
+    def __init__(self):
+        super().__init__()
+        self.found = False
+
+    def visit_Call(self, e):
+        self.found = self.found or _is_undef_ir(e)
+        self.visit_children(e)
+
+
+def _holds_undef(e: ir.Expr) -> bool:
+    finder = _FindUndef()
+    finder.visit(e)
+    return finder.found
 
 
 _TRUE = ir.make_const(Bool(), True)

@@ -971,3 +971,29 @@ def test_value_preserving_hints_are_their_values():
     f[x] = (hl.strict_float(hl.f32(x) * 0.5) + hl.f32(hl.likely_if_innermost(x))
             + hl.f32(hl.unsafe_promise_clamped(x * 2, 0, 14)))
     assert list(np.asarray(f.realize([8]))) == [v * 0.5 + v + 2 * v for v in range(8)]
+
+
+def test_an_if_inside_an_if_of_the_same_condition_keeps_one_branch_unless_its_variables_are_bound_again():
+    """The simplifier knows an if's condition inside its branches (a specialization's loop nest
+    inside another of the same condition keeps one path), but not past a loop or let that binds a
+    variable of it again, nor for a condition that reads memory the branch could write."""
+    from pyhalide import ir
+    from pyhalide.simplify import simplify
+    from pyhalide.types import Int
+
+    x, zero = ir.Variable("x", Int(32)), ir.IntImm(Int(32), 0)
+    plus, minus = ir.Store("buf", x, zero), ir.Store("buf", ir.Sub(zero, x), zero)
+
+    def inner(c):
+        return ir.IfThenElse(c, plus, minus)
+
+    c = ir.GT(x, zero)
+    pruned = simplify(ir.IfThenElse(c, inner(c), inner(c)))
+    assert pruned.then_case == plus and pruned.else_case == minus, pruned
+    for rebinding in (ir.For("x", ir.IntImm(Int(32), -3), ir.IntImm(Int(32), 5), ir.SERIAL, inner(c)),
+                      ir.LetStmt("x", ir.Load(Int(32), "buf", zero), inner(c))):
+        kept = simplify(ir.IfThenElse(c, rebinding))
+        assert isinstance(kept.then_case.body, ir.IfThenElse), kept
+    reads = ir.GT(ir.Load(Int(32), "buf", zero), zero)
+    kept = simplify(ir.IfThenElse(reads, ir.Block((ir.Store("buf", ir.IntImm(Int(32), -1), zero), inner(reads)))))
+    assert isinstance(kept.then_case.stmts[1], ir.IfThenElse), kept

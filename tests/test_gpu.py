@@ -455,3 +455,29 @@ def test_registers_at_block_level_refuse_elements_two_threads_touch(emulated):
     f.compute_at(out, xo).gpu_threads(x).store_in(hl.MemoryType.Register)
     with pytest.raises(hl.CompileError, match=r"tn_f is stored in registers at the block level .* both touch"):
         out.realize([64], CUDA)
+
+
+def test_a_block_the_inputs_size_is_checked_at_the_launch(emulated):
+    """A block as wide as the output (gpu_blocks(y).gpu_threads(x)), and shared memory as large as
+    the part of a producer the block reads (f(x) + f(2x): it grows with the block): both sized by
+    the inputs, they run where they fit and are refused at the launch, naming the kernel and the
+    numbers, where they do not."""
+    x, y, xo, xi = (hl.Var(n) for n in "x y xo xi".split())
+    wide = hl.Func("glaunch_wide")
+    wide[x, y] = x + y
+    wide.gpu_blocks(y).gpu_threads(x)
+    assert 'extern "C" __global__ void kernel_0_' in hl.Pipeline(wide).cuda_source(CUDA)  # no __launch_bounds__
+    np.testing.assert_array_equal(np.asarray(wide.realize([40, 3], CUDA)), np.add.outer(np.arange(3), np.arange(40)))
+    with pytest.raises(hl.HalideError, match=r"glaunch_wide\S* has 2000 GPU threads in dimension x; at most 1024 fit "
+                                             r"\(the block's size for these inputs\)"):
+        wide.realize([2000, 3], CUDA)
+    f, g = hl.Func("glaunch_f"), hl.Func("glaunch_g")
+    f[x] = x
+    g[x] = f[x] + f[2 * x]
+    g.gpu_tile(x, xo, xi, 16)
+    f.compute_at(g, xo).split(x, xo, xi, 16).gpu_threads(xi)
+    assert "HL_DYNAMIC_SHARED" in hl.Pipeline(g).cuda_source(CUDA)
+    np.testing.assert_array_equal(np.asarray(g.realize([64], CUDA)), 3 * np.arange(64))
+    with pytest.raises(hl.HalideError, match=r"glaunch_g\S* needs \d+ bytes of shared memory per block for these "
+                                             r"inputs; a block has at most 49152"):
+        g.realize([16384], CUDA)

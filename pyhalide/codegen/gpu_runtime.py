@@ -34,7 +34,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..errors import HalideError
-from ..lowering.gpu_kernels import MAX_BLOCK_DIMS, MAX_GRID_DIMS, MAX_SHARED_BYTES, MAX_THREADS_PER_BLOCK, Kernel
+from ..lowering.gpu_kernels import MAX_GRID_DIMS, MAX_SHARED_BYTES, Kernel, block_size_problem
 from ..types import Int
 from .jit import cache_root
 
@@ -344,14 +344,10 @@ class EmulatedDevice(Device):
 
 
 def _check_block(kernel: Kernel, block: tuple, shared_bytes: int) -> None:
-    """A block sized at the launch must fit the GPU (a block sized when compiling was checked then)."""
-    for d, (n, most) in enumerate(zip(block, MAX_BLOCK_DIMS)):
-        if n > most:
-            raise HalideError(f"Kernel {kernel.name} needs {n} GPU threads in dimension {'xyz'[d]} for these inputs; "
-                              f"at most {most} fit")
-    if block[0] * block[1] * block[2] > MAX_THREADS_PER_BLOCK:
-        raise HalideError(f"Kernel {kernel.name} needs {block[0]}x{block[1]}x{block[2]} GPU threads per block for "
-                          f"these inputs; at most {MAX_THREADS_PER_BLOCK} fit: use smaller thread tiles")
+    """A block sized at the launch must fit the GPU (what was known when compiling was checked then)."""
+    problem = block_size_problem(kernel.name, block)
+    if problem:
+        raise HalideError(f"{problem} (the block's size for these inputs)")
     if kernel.shared_bytes + shared_bytes > MAX_SHARED_BYTES:
         raise HalideError(f"Kernel {kernel.name} needs {kernel.shared_bytes + shared_bytes} bytes of shared memory "
                           f"per block for these inputs; a block has at most {MAX_SHARED_BYTES}: use smaller tiles")

@@ -83,6 +83,19 @@ class Kernel:
     shared_bytes: int  # static shared memory (dynamic shared memory is sized at each launch)
 
 
+def block_size_problem(kernel_name: str, block) -> str | None:
+    """Why a block of `block` threads (x, y, z) does not fit a GPU, or None: checked when
+    compiling for the dimensions known then, and at the launch for a block the inputs size."""
+    for d, (n, most) in enumerate(zip(block, MAX_BLOCK_DIMS)):
+        if n > most:
+            return f"Kernel {kernel_name} has {n} GPU threads in dimension {'xyz'[d]}; at most {most} fit"
+    total = block[0] * block[1] * block[2]
+    if total > MAX_THREADS_PER_BLOCK:
+        return (f"Kernel {kernel_name} has {block[0]}x{block[1]}x{block[2]} = {total} GPU threads per block; at "
+                f"most {MAX_THREADS_PER_BLOCK} fit: use smaller thread tiles")
+    return None
+
+
 def shared_offset_name(allocation: str) -> str:
     """The kernel's let holding where a dynamically sized shared allocation starts (in bytes) in
     the kernel's dynamic shared memory."""
@@ -414,9 +427,10 @@ class _BlockLevel:
         return self._in_shared(s, self._extents(s, "GPU shared memory"), body)
 
     def _in_shared(self, s: ir.Allocate, extents: tuple[ir.Expr, ...], body: ir.Stmt) -> ir.Stmt:
-        size = ir.const_int(self._elements(extents))
+        elements = self._elements(extents)
+        size = ir.const_int(elements)
         if size is None:  # sized at each launch, in the kernel's dynamic shared memory
-            size = simplify(ir.Mul(self._elements(extents), _const(s.type.bytes())))
+            size = simplify(ir.Mul(elements, _const(s.type.bytes())))
             known = self.dynamic_shared.get(s.name)
             self.dynamic_shared[s.name] = size if known is None else _max(known, size)
             return ir.Allocate(s.name, s.type, extents, body, SHARED)
@@ -491,7 +505,8 @@ class _BlockLevel:
                                        "registers are per thread; store it in GPUShared memory")
 
     def threads_per_block(self) -> list[ir.Expr]:
-        """The block's size per dimension, as launched."""
+        """The block's size per dimension, as launched (a block has a thread where its loops have
+        none)."""
         return [_max(t, _const(1)) for t in self.threads]
 
     def _local(self, s: ir.Allocate, body: ir.Stmt, where: str) -> ir.Stmt:
@@ -501,18 +516,16 @@ class _BlockLevel:
             raise CompileError(f"Func {s.name} is computed {where} kernel {self.kernel_name}, where each thread "
                                f"holds its own copy; store_in({s.memory_type}) is not possible there")
         extents = self._extents(s, "a GPU thread's local memory")
-        if s.memory_type == HEAP:
-            self._in_heap(s, extents, per_thread=True)
-            return ir.Allocate(s.name, s.type, extents, body, HEAP)
+        elements = self._elements(extents)
         if s.memory_type == SHARED:
-            elements = self._elements(extents)
-            body = _BlockSlice(s.name, ir.Mul(_thread_number(self.threads_per_block()), elements)).mutate(body)
-            total = simplify(ir.Mul(elements, _product(self.threads_per_block())))
-            return self._in_shared(s, (total,), body)
-        size = ir.const_int(self._elements(extents))
-        if size is None:
-            # Sized at the launch: a slice per thread of one global buffer, as Halide places it.
-            if s.memory_type != "Auto":
+            per_block = self.threads_per_block()
+            body = _BlockSlice(s.name, ir.Mul(_thread_number(per_block), elements)).mutate(body)
+            return self._in_shared(s, (simplify(ir.Mul(elements, _product(per_block))),), body)
+        size = ir.const_int(elements)
+        if s.memory_type == HEAP or size is None:
+            # Stored in Heap, or sized at the launch: a slice per thread of one global buffer, as
+            # Halide places it.
+            if s.memory_type not in ("Auto", HEAP):
                 raise CompileError(f"Func {s.name} is computed {where} kernel {self.kernel_name} with a size decided "
                                    f"at the launch, so it lives in global memory; store_in({s.memory_type}) needs a "
                                    "size known when compiling: split its loops by constant factors")
@@ -800,17 +813,13 @@ class _ExtractKernels(LetScopeMutator):
         level = _BlockLevel(name, lets, {n for _, between in blocks for n, _ in between}, [b for b, _ in blocks])
         level.measure(body)
         inner = _drop_final_barriers(level.block_level(body))
-        threads = level.threads
-        constant = [ir.const_int(t) for t in threads]
-        for d, (n, most) in enumerate(zip(constant, MAX_BLOCK_DIMS)):
-            if n is not None and n > most:
-                raise CompileError(f"Kernel {name} has {n} GPU threads in dimension {'xyz'[d]}; at most {most} fit")
-        if None not in constant and constant[0] * constant[1] * constant[2] > MAX_THREADS_PER_BLOCK:
-            raise CompileError(f"Kernel {name} has {constant[0]}x{constant[1]}x{constant[2]} = "
-                               f"{constant[0] * constant[1] * constant[2]} GPU threads per block; at most "
-                               f"{MAX_THREADS_PER_BLOCK} fit: use smaller thread tiles")
+        per_block = level.threads_per_block()
+        constant = [ir.const_int(t) for t in per_block]
+        problem = block_size_problem(name, [1 if n is None else n for n in constant])  # (the launch checks the rest)
+        if problem:
+            raise CompileError(problem)
         grid = [loop.extent for loop, _ in reversed(blocks)]
-        inner = _blocks_slices(inner, level.heap, grid, level.threads_per_block())
+        inner = _blocks_slices(inner, level.heap, grid, per_block)
         offsets, dynamic_shared = level.dynamic_shared_layout()
         for alloc_name, offset in reversed(offsets.items()):
             inner = ir.LetStmt(shared_offset_name(alloc_name), offset, inner)
@@ -829,10 +838,10 @@ class _ExtractKernels(LetScopeMutator):
                         level.shared_bytes)
         args = [_const(len(self.kernels))]
         args += grid + [_const(1)] * (3 - len(grid))
-        args += level.threads_per_block()  # (a block has a thread where its loops have none)
+        args += per_block
         args.append(dynamic_shared)
         blocks_total = _product([ir.Max(ir.Cast(Int(64), g), ir.IntImm(Int(64), 0)) for g in grid])
-        threads_total = _product([ir.Cast(Int(64), t) for t in args[4:7]])
+        threads_total = _product([ir.Cast(Int(64), t) for t in per_block])
         heap = {}
         for a, elements, per_thread in level.heap.values():  # a global buffer holding every block's (thread's) slice
             slices = ir.Mul(blocks_total, threads_total) if per_thread else blocks_total
@@ -898,8 +907,9 @@ def _product(values: list[ir.Expr]) -> ir.Expr:
 
 
 class _BlockSlice(IRMutator):
-    """Accesses of a block-level Heap allocation, moved to this block's slice of one global buffer
-    that holds every block's."""
+    """Accesses of an allocation, moved by `offset` elements: to this block's (or thread's) slice
+    of one buffer that holds every block's (thread's). The allocation itself, met inside, is
+    dropped (the host makes the whole buffer)."""
 
     def __init__(self, name: str, offset: ir.Expr):
         super().__init__()

@@ -538,15 +538,27 @@ class Simplify(IRMutator):
         self.subst, self._substitution = subst, None
 
     def _without(self, name: str, fn):
-        """fn() with `name` no longer substituted (a loop or let binds it again)."""
+        """fn() with `name` no longer substituted, nor in a known condition (a loop binds it again)."""
+        known = self._forget_conditions_of(name)
         if name not in self.subst:
-            return fn()
+            try:
+                return fn()
+            finally:
+                self.known_conditions = known
         outer, outer_substitution = self.subst, self._substitution
         self._set_subst({k: v for k, v in outer.items() if k != name})
         try:
             return fn()
         finally:
             self.subst, self._substitution = outer, outer_substitution
+            self.known_conditions = known
+
+    def _forget_conditions_of(self, name: str) -> dict:
+        """Drop the known conditions that use `name` (bound again here); returns them all, to restore."""
+        known = self.known_conditions
+        if any(name in free_variables(c) for c in known):
+            self.known_conditions = {c: h for c, h in known.items() if name not in free_variables(c)}
+        return known
 
     def simplify_expr(self, e):
         if not e._children:
@@ -617,9 +629,11 @@ class Simplify(IRMutator):
         # the ranges of the lets kept so far, in force for the values after them and the body
         outer_ranges: dict[str, tuple[int, int] | None] = {}
         outer_scope = self.scope
+        known = self.known_conditions
         try:
             for name, value in chain:
                 value = self.mutate(value)
+                self._forget_conditions_of(name)
                 if _is_simple(value):
                     subst[name] = value
                     self._set_subst(subst)
@@ -632,6 +646,7 @@ class Simplify(IRMutator):
             body = self.mutate(s)
         finally:
             self.subst, self._substitution = outer, outer_substitution
+            self.known_conditions = known
             for name, r in outer_ranges.items():
                 if r is None:
                     self.ranges.pop(name, None)
@@ -680,11 +695,12 @@ class Simplify(IRMutator):
     def _knowing(self, condition: ir.Expr, holds: bool, s: ir.Stmt) -> ir.Stmt:
         if has_load(condition) or has_call(condition):  # memory the branch writes could change it
             return self.mutate(s)
-        self.known_conditions[condition] = holds
+        outer = self.known_conditions
+        self.known_conditions = {**outer, condition: holds}
         try:
             return self.mutate(s)
         finally:
-            del self.known_conditions[condition]
+            self.known_conditions = outer
 
     def visit_AssertStmt(self, s):
         new = self.default(s)
