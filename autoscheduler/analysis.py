@@ -18,7 +18,7 @@ from pyhalide import ir
 from pyhalide.bounds import Interval, bounds_of_expr
 from pyhalide.call_graph import bound_exprs, call_graph, loop_exprs, wrapper_for
 from pyhalide.errors import HalideError
-from pyhalide.ir_mutator import children
+from pyhalide.ir_mutator import children, substitute
 from pyhalide.pipeline import Pipeline
 from pyhalide.simplify import simplify
 
@@ -178,19 +178,27 @@ def count_ops(exprs) -> tuple[int, int]:
 
 def _call_sites(exprs) -> list[ir.Call]:
     """Every distinct Func or input call in exprs (each is a load; a call repeated with the same
-    arguments, such as Sxx(x, y) in both det and trace, is loaded once after value numbering)."""
+    arguments, such as Sxx(x, y) in both det and trace, is loaded once after value numbering),
+    with the values of the lets around it in its arguments (a definition names its repeated
+    subexpressions, see pyhalide/cse.py; the box a call reads needs what they stand for)."""
     out = []
     seen: set = set()
-    stack = [e for e in exprs if e is not None]
+    stack = [(e, {}) for e in exprs if e is not None]
     while stack:
-        n = stack.pop()
+        n, lets = stack.pop()
+        if isinstance(n, ir.Let):
+            stack.append((n.value, lets))
+            stack.append((n.body, {**lets, n.name: substitute(lets, n.value)}))
+            continue
         if isinstance(n, ir.Call) and n.call_type in (ir.HALIDE, ir.IMAGE):
-            key = (n.name, n.args)
+            args = tuple(substitute(lets, a) for a in n.args)
+            key = (n.name, args)
             if key in seen:
                 continue
             seen.add(key)
-            out.append(n)
-        stack.extend(children(n))
+            out.append(n if args == n.args else ir.Call(n.type, n.name, args, n.call_type, n.value_index,
+                                                        n.func, n.image))
+        stack.extend((c, lets) for c in children(n))
     return out
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import ir
+from .cse import common_subexpression_elimination
 from .deep_recursion import deep
 from .errors import HalideError
 from .expr import Expr, cast_ir, coerce_python, to_ir, wrap
-from .ir_mutator import IRVisitor
+from .ir_mutator import IRVisitor, map_children
 from .names import unique_func_name, unique_name
 from .schedule import FuncSchedule
 from .scheduling import FuncScheduling, Schedulable
@@ -282,6 +283,14 @@ class FuncTupleElementRef(FuncRef):
         return [Expr.type(self)]
 
     __add__, __sub__, __mul__, __truediv__ = Expr.__add__, Expr.__sub__, Expr.__mul__, Expr.__truediv__
+
+
+def _cse_update_value(value: ir.Expr) -> ir.Expr:
+    """A reduction's value `f(args) op e` keeps that shape (associativity, rfactor and atomics read
+    it): its operands go through common subexpression elimination one by one."""
+    if isinstance(value, ir.BinaryOp) and (isinstance(value.a, ir.Call) or isinstance(value.b, ir.Call)):
+        return map_children(value, common_subexpression_elimination)
+    return common_subexpression_elimination(value)
 
 
 class _FindVariables(IRVisitor):
@@ -655,7 +664,8 @@ class Func(FuncScheduling):
         from .operators import lower_random, next_random_tag
 
         tag = next_random_tag()  # random calls become a hash of the point, as Halide's Function::define does
-        ir_values = [lower_random(e, [ir.Variable(n, Int(32)) for n in names], tag) for e in ir_values]
+        ir_values = [lower_random(common_subexpression_elimination(e), [ir.Variable(n, Int(32)) for n in names], tag)
+                     for e in ir_values]
         self._init = Definition(tuple(ir.Variable(n) for n in names), tuple(ir_values), predicate=predicate)
         self._schedule.reset_stages(1)
 
@@ -744,7 +754,7 @@ class Func(FuncScheduling):
         free = [*(ir.Variable(n, Int(32)) for n in self._pure_args),
                 *(ir.Variable(rv.name, Int(32), ref=dom) for dom in finder.domains.values() for rv in dom.rvars)]
         ir_args = tuple(lower_random(a, free, tag) for a in ir_args)
-        ir_values = [lower_random(e, free, tag) for e in ir_values]
+        ir_values = [lower_random(_cse_update_value(e), free, tag) for e in ir_values]
         predicate = None if predicate is None else lower_random(predicate, free, tag)
         if never_defined == len(types):  # a stage that defines nothing stores nothing (Halide drops it)
             predicate = ir.make_const(Bool(), False)

@@ -29,6 +29,7 @@ class _Hasher:
         self.rvars: dict[str, str] = {}
         self.pure: dict[str, str] = {}  # the current Func's pure Vars
         self.memo: dict[int, tuple] = {}
+        self.lets: dict[str, str] = {}  # the current Func's Let names -> tokens by place
 
     def func_token(self, f) -> str:
         return f"func{self.funcs[id(f)]}"
@@ -49,7 +50,7 @@ class _Hasher:
             m = _FIELD_OF_IMAGE.match(v.name)
             suffix = f".{m.group(2)}.{m.group(3)}" if m and hasattr(v.ref, "dimensions") else ""
             return self.input_token(v.ref) + suffix
-        return f"free:{v.name}"  # a bound name inside an expression (a Let)
+        return self.lets.get(v.name, f"free:{v.name}")
 
     def node(self, n) -> str:
         """A digest of an IR node, memoised so shared subtrees cost once."""
@@ -57,6 +58,8 @@ class _Hasher:
         if hit is not None:
             return hit[1]
         parts = [type(n).__name__]
+        if isinstance(n, ir.Let):  # a Let's name (one of a per-process counter) by its place
+            self.lets.setdefault(n.name, f"let{len(self.lets)}")
         if isinstance(n, ir.Variable):
             parts += [self.variable(n), str(n.type)]
         else:
@@ -82,9 +85,10 @@ class _Hasher:
             return str(v)
         if isinstance(v, float):
             return v.hex()
-        if name == "name" and isinstance(node, ir.Call | ir.Let):
-            # a Call's name is covered by its Func or input; a Let's by its position
-            return "" if isinstance(node, ir.Call) and node.call_type in (ir.HALIDE, ir.IMAGE) else v
+        if name == "name" and isinstance(node, ir.Let):
+            return self.lets[v]
+        if name == "name" and isinstance(node, ir.Call):  # covered by its Func or input
+            return "" if node.call_type in (ir.HALIDE, ir.IMAGE) else v
         return repr(v)
 
     def definition(self, d) -> str:
@@ -112,7 +116,7 @@ def structural_hash(outputs) -> str:
     text = ["outputs " + " ".join(h.func_token(f) for f in outputs)]
     for f in order:
         h.pure = {name: f"x{i}" for i, name in enumerate(f._pure_args)}
-        h.memo = {}  # pure Vars are named per Func
+        h.memo, h.lets = {}, {}  # pure Vars and lets are named per Func
         text.append(f"{h.func_token(f)} dims {len(f._pure_args)} types {','.join(map(str, f.types()))}")
         text += [h.definition(d) for d in f.definitions()]
     return hashlib.sha256("\n".join(text).encode()).hexdigest()

@@ -42,6 +42,10 @@ class _Names(IRVisitor):
     def visit_Variable(self, v):
         self._add(v.name)
 
+    def visit_Let(self, e):
+        self._add(e.name)
+        self.visit_children(e)
+
     def visit_Call(self, c):
         if c.call_type == ir.IMAGE:
             self._add(c.name)
@@ -210,6 +214,11 @@ class _Rebuild(IRMutator):
     def visit_Variable(self, v):
         name = self.rename(v.name)
         return v if name == v.name else ir.Variable(name, v.type, v.ref)
+
+    def visit_Let(self, e):
+        e2 = self.default(e)
+        name = self.rename(e.name)
+        return e2 if name == e.name else ir.Let(name, e2.value, e2.body)
 
     def definition(self, d: Definition) -> Definition:
         rvars = tuple(ReductionVariable(self.rename(rv.name), self.mutate(rv.min), self.mutate(rv.extent))
