@@ -705,15 +705,18 @@ class Func(FuncScheduling):
                 )
             ir_values.append(e)
         ir_args = tuple(_call_arg(self._name, i, a) for i, a in enumerate(args))
-        # hl.undef leaves an element as it was (where a select picks it, or an operation uses it):
-        # it is written back unchanged
-        never_defined = 0
-        for k, (t, e) in enumerate(zip(types, ir_values)):
-            value, defined = defined_where(e)
-            never_defined += value is None
+        # hl.undef leaves an element as it was. Where every element that is ever defined is defined
+        # under one condition, that condition guards the store (Halide's: nothing is stored where
+        # it is false); otherwise (which Halide refuses) each element is written back unchanged
+        # where it is undef. An element undef everywhere is written back unchanged.
+        stripped = [defined_where(e) for e in ir_values]
+        never_defined = sum(value is None for value, _ in stripped)
+        conditions = {defined for value, defined in stripped if value is not None}
+        guard = [*conditions] if len(conditions) == 1 and None not in conditions else []
+        for k, (t, (value, defined)) in enumerate(zip(types, stripped)):
             current = ir.Call(t, self._name, ir_args, ir.HALIDE, k, self)
-            ir_values[k] = current if value is None else value if defined is None else ir.Select(defined, value,
-                                                                                                    current)
+            kept = defined is None or bool(guard)
+            ir_values[k] = current if value is None else value if kept else ir.Select(defined, value, current)
         # Pure Vars must appear unadorned, in the same position as in the pure definition.
         lhs_pure = {}
         for i, a in enumerate(ir_args):
@@ -725,7 +728,7 @@ class Func(FuncScheduling):
                     )
                 lhs_pure[a.name] = i
         finder = _FindVariables()
-        for e in (*ir_args, *ir_values):
+        for e in (*ir_args, *ir_values, *guard):
             finder.visit(e)
         for name in finder.pure:
             if name not in lhs_pure:
@@ -735,7 +738,7 @@ class Func(FuncScheduling):
                         f"{self._pure_args.index(name)} of the left-hand side"
                     )
                 raise HalideError(f"{where}: undefined variable {name}")
-        self._check_self_references(where, ir_args, ir_values, lhs_pure)
+        self._check_self_references(where, ir_args, [*ir_values, *guard], lhs_pure)
         rvars = []
         predicate = None
         for dom in finder.domains.values():
@@ -748,6 +751,8 @@ class Func(FuncScheduling):
             for name in pf.pure:
                 if name not in lhs_pure:
                     raise HalideError(f"{where}: the RDom predicate uses variable {name}, not on the left")
+        for condition in guard:
+            predicate = condition if predicate is None else ir.And(predicate, condition)
         from .operators import lower_random, next_random_tag
 
         tag = next_random_tag()

@@ -225,8 +225,9 @@ class Schedulable:
         f = self._target_func()
         from .lowering.legality import pure_var_crossing_is_safe, update_is_associative
 
-        old_r = [d.internal for d in old if d.is_rvar]
-        new_r = [d.internal for d in new if d.is_rvar]
+        impure = {d.internal for d in old if d.is_rvar and not self._is_pure_rvar_loop(d)}
+        old_r = [d.internal for d in old if d.internal in impure]
+        new_r = [d.internal for d in new if d.internal in impure]
         sched = self._stage()
         if old_r != new_r and not (sched.atomic or sched.allow_race_conditions or
                                    update_is_associative(f, self._stage_index)):
@@ -337,14 +338,30 @@ class Schedulable:
         d.for_type = for_type
         return d
 
+    def _loop_origins(self, internal: str) -> list[str]:
+        """The stage's original loops that loop `internal` was made from by splits, fuses and renames."""
+        for s in reversed(self._stage().splits):
+            if s.kind == "split" and internal in (s.outer, s.inner) or s.kind == "rename" and internal == s.outer:
+                return self._loop_origins(s.old)
+            if s.kind == "fuse" and internal == s.inner:
+                return self._loop_origins(s.old) + self._loop_origins(s.outer)
+        return [internal]
+
+    def _is_pure_rvar_loop(self, d: Dim) -> bool:
+        """Whether every RVar loop d was made from is race free (Halide's PureRVar, which its splits
+        and fuses inherit): d's iterations may then run in any order, or at once."""
+        from .lowering.legality import rvar_loop_is_race_free
+
+        f = self._target_func()
+        rvars = {rv.name for rv in f.scheduled_definitions()[self._stage_index].rvars}
+        return all(rvar_loop_is_race_free(f, self._stage_index, n)
+                   for n in self._loop_origins(d.internal) if n in rvars)
+
     def _check_loop_kind(self, d: Dim, for_type: str, what: str) -> None:
         if d.is_rvar and for_type in (PARALLEL, VECTORIZED):
-            from .lowering.legality import rvar_loop_is_race_free
-
             sched = self._stage()
             f = self._target_func()
-            if not (sched.atomic or sched.allow_race_conditions or
-                    rvar_loop_is_race_free(f, self._stage_index, d.name)):
+            if not (sched.atomic or sched.allow_race_conditions or self._is_pure_rvar_loop(d)):
                 raise CompileError(
                     f"{self._where()}: can't {what} RVar {d.name}: different iterations may write the same element "
                     f"of {f.name()} (a race). Call .atomic() or .allow_race_conditions() on the stage, or use rfactor.")

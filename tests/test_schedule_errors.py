@@ -186,6 +186,45 @@ def test_reorder_rvars_of_an_associative_update_is_accepted():
     assert np.asarray(f.realize([5])).tolist() == want
 
 
+def test_reorder_race_free_rvars_of_a_non_associative_update_is_accepted():
+    """RVars whose distinct values write distinct elements, each update reading only the element it
+    writes (Halide's PureRVars), may be reordered whatever the update computes."""
+    r = hl.RDom([(0, 4), (0, 3)], name="rp")
+    f = hl.Func("pure_rvars")
+    f[x, y] = x + y
+    f[r.x, r.y] = f[r.x, r.y] * 2 + r.x
+    f.update(0).reorder(r.y, r.x)
+    yy, xx = np.mgrid[0:3, 0:4]
+    np.testing.assert_array_equal(np.asarray(f.realize([4, 3])), (xx + yy) * 2 + xx)
+
+
+def test_loops_split_and_fused_from_race_free_rvars_may_run_in_parallel():
+    """The loops a split or a fuse makes of race-free RVars are race free too (as Halide's
+    PureRVar is inherited): parallel and gpu_threads accept them; of a scan's RVar, not."""
+    r = hl.RDom([(0, 16), (0, 4)], name="rq")
+    f = hl.Func("pure_split")
+    f[x, y] = x
+    f[r.x, r.y] = f[r.x, r.y] * 3 + r.y
+    rxo, rxi, t = hl.RVar("rxo"), hl.RVar("rxi"), hl.RVar("t")
+    f.update(0).split(r.x, rxo, rxi, 4).fuse(rxo, r.y, t).parallel(t).parallel(rxi)
+    yy, xx = np.mgrid[0:4, 0:16]
+    np.testing.assert_array_equal(np.asarray(f.realize([16, 4])), xx * 3 + yy)
+    cs, rc = cumsum()
+    with pytest.raises(hl.HalideError, match=r"can't parallelize RVar ri: different iterations may write"):
+        cs.update(0).split(rc.x, hl.RVar("ro"), hl.RVar("ri"), 2).parallel(hl.RVar("ri"))
+
+
+def test_reorder_rvars_of_an_update_whose_store_depends_on_its_func():
+    """An update that adds 1 where f (read at the RVars) is small is not a reduction whose RVars
+    may be reordered: the condition deciding the store reads what earlier iterations wrote."""
+    r = hl.RDom([(0, 3), (0, 3)], name="rc")
+    f = hl.Func("counted")
+    f[x] = x
+    f[0] = hl.select(f[r.x + r.y] < 4, f[0] + 1, hl.undef(hl.Int(32)))
+    with pytest.raises(hl.HalideError, match=r"In schedule for counted\.s1: can't reorder RVars"):
+        f.update(0).reorder(r.y, r.x)
+
+
 def test_update_reading_other_values_of_a_pure_var_is_refused():
     """Halide's rule: recursive references use each pure Var of the left-hand side in its place."""
     r = hl.RDom([(1, 5)], name="rs0")

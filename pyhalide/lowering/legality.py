@@ -32,8 +32,11 @@ def _definition_exprs(d):
 
 
 def update_is_associative(func, stage: int) -> bool:
-    """Each value is `f(args) op e` (or `e op f(args)`) for op in + * min max, and e does not read f."""
+    """Each value is `f(args) op e` (or `e op f(args)`) for op in + * min max, and neither e nor
+    the predicate (which decides whether to store) reads f."""
     d = func.scheduled_definitions()[stage]
+    if d.predicate is not None and self_calls(func, [d.predicate]):
+        return False
     for k, v in enumerate(d.values):
         if not isinstance(v, ir.Add | ir.Mul | ir.Min | ir.Max | ir.And | ir.Or):
             return False

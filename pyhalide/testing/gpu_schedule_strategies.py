@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 
 import pyhalide as hl
 from pyhalide import ir
+from pyhalide.schedule import PARALLEL
 from pyhalide.testing.schedule_strategies import INVALID_SCHEDULE_MESSAGES, Schedule, _is_associative, _Scheduler
 
 GPU_REJECTIONS = ("no upper bound known before the launch", "whose size must be known before the kernel runs",
@@ -78,6 +79,12 @@ class _GpuScheduler(_Scheduler):
     def _pure_dims(self, sched):
         return [d for d in sched.dims if not d.is_rvar]
 
+    def _parallel_inside(self, sched, dims) -> bool:
+        """Whether a parallel loop is inside the outermost of dims: it would be inside the kernel,
+        whose loops are block, thread, serial or unrolled loops."""
+        outermost = max(sched.dims.index(d) for d in dims)
+        return any(d.for_type == PARALLEL for d in sched.dims[:outermost])
+
     def _threads(self, f, s) -> None:
         target, stext = self.stage_target(f, s), self.stage_text(f, s)
         sched = target._stage()
@@ -111,7 +118,8 @@ class _GpuScheduler(_Scheduler):
                                                            target):
                 self.sched.loop_directives += 1
             return
-        if len(pure) >= 2 and not pure[0].is_rvar and self.draw(st.integers(0, 4)) == 0:
+        row_blocks = len(pure) >= 2 and not pure[0].is_rvar and not self._parallel_inside(sched, pure[:2])
+        if row_blocks and self.draw(st.integers(0, 4)) == 0:
             # a block per row, a thread per element of it: the block's size decided at the launch
             inner, outer = pure[0].name, pure[1].name
             if self.try_apply(f"{stext}.gpu_blocks({outer!r}).gpu_threads({inner!r})",
@@ -120,6 +128,8 @@ class _GpuScheduler(_Scheduler):
                 self.sched.loop_directives += 1
             return
         dims = pure[: self.draw(st.integers(1, min(2, len(pure))))]
+        if self._parallel_inside(sched, dims):
+            return
         factors = [self.draw(st.sampled_from([1, 2, 3, 4, 8, 16])) for _ in dims]
         tail = self.draw_tail(f, s, dims[0], factors[0])
         if len(dims) == 2 and tail != self.draw_tail(f, s, dims[1], factors[1]):
