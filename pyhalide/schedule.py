@@ -184,6 +184,7 @@ class FuncSchedule:
     bounds: dict[str, tuple] = field(default_factory=dict)  # var -> (min or None, extent, modulus, remainder)
     storage_order: list[str] | None = None
     folds: dict[str, tuple[int, bool]] = field(default_factory=dict)  # var -> fold_storage's (extent, forward)
+    aligns: dict[str, int] = field(default_factory=dict)  # var -> align_storage's alignment
     memory_type: str = MemoryType.Auto
     # f.in_() and f.in_(g): the Func standing between f and its consumers ("" for all of them,
     # else the consumer's name). Lowering redirects the consumers' calls on its copy of the graph.
@@ -204,7 +205,7 @@ class FuncSchedule:
     def copy(self) -> FuncSchedule:
         """An independent copy: later directives on either leave the other as it is. LoopLevels,
         IR, Definitions and the wrapper Funcs are never changed in place, so they are shared."""
-        return replace(self, bounds=dict(self.bounds), folds=dict(self.folds),
+        return replace(self, bounds=dict(self.bounds), folds=dict(self.folds), aligns=dict(self.aligns),
                        storage_order=None if self.storage_order is None else list(self.storage_order),
                        wrappers=dict(self.wrappers), rfactored=dict(self.rfactored),
                        stages=[st.copy() for st in self.stages], log=list(self.log))
@@ -294,6 +295,7 @@ DIRECTIVES = {
     "clone_in": ("func", ("funcs",), 1),
     "reorder_storage": ("func", ("var*",), 1),
     "fold_storage": ("func", ("var", "factor", "bool"), 3),
+    "align_storage": ("func", ("var", "factor"), 2),
     "async_": ("func", (), 0),
     "memoize": ("func", (), 0),
     "ring_buffer": ("func", ("factor",), 1),

@@ -673,6 +673,19 @@ class FuncScheduling(Schedulable):
         self._log("fold_storage", _json_var(var), extent, fold_forward)
         return self
 
+    def align_storage(self, var, alignment):
+        """Start the storage of var's dimension at a multiple of `alignment` and give it a
+        multiple of `alignment` coordinates, as Halide's align_storage (for aligned vector
+        accesses); the values computed are the same."""
+        self._require_defined()
+        name = _var_name(var)
+        if name not in self._pure_args:
+            raise CompileError(f"Func {self.name()}.align_storage: {name} is not a pure Var of {self.name()}")
+        alignment = _positive_int(f"Func {self.name()}.align_storage of {name}", "the alignment", alignment)
+        self._schedule.aligns[name] = alignment
+        self._log("align_storage", _json_var(var), alignment)
+        return self
+
     def async_(self):
         """Halide's async_(): compute this Func in a task of its own, overlapping its consumer.
         pyhalide computes it synchronously where it is scheduled: the same values."""
