@@ -154,6 +154,7 @@ class StageSchedule:
     initialized: bool = False
     specializations: list = field(default_factory=list)  # (condition IR, StageSchedule), first wins
     gpu_single_thread: bool = False  # the whole stage is one GPU block of one thread
+    fail_message: str = ""  # specialize_fail's: where no specialization's condition holds, the pipeline fails
 
     def find(self, name: str) -> Dim | None:
         for d in self.dims:
@@ -172,7 +173,7 @@ class StageSchedule:
         return StageSchedule(list(self.splits), [replace(d) for d in self.dims], self.atomic,
                              self.allow_race_conditions, self.initialized,
                              [(cond, special.copy()) for cond, special in self.specializations],
-                             self.gpu_single_thread)
+                             self.gpu_single_thread, self.fail_message)
 
 
 @dataclass
@@ -221,7 +222,8 @@ def stage_touched(schedule: FuncSchedule, stage: int) -> bool:
     """Whether any directive of the stage's own (loops, partitioning, unscheduled(), ...) was
     applied to stage `stage`: Halide's `touched`, which decides the unscheduled-update warning.
     Placement and storage directives (compute_at, bound, ...) are the Func's, not a stage's."""
-    return any(s == stage and (method == "specialize" or DIRECTIVES.get(method, ("func",))[0] != "func")
+    return any(s == stage and (method in ("specialize", "specialize_fail")
+                               or DIRECTIVES.get(method, ("func",))[0] != "func")
                for s, method, _ in schedule.log)
 
 
@@ -231,7 +233,7 @@ def schedule_to_json(funcs, rename: dict | None = None) -> str:
     names as a fresh process makes them (see copy_graph.canonical_func_names)."""
     for f in funcs:
         methods = {method for _, method, _ in f._schedule.log}
-        if "specialize" in methods:
+        if methods & {"specialize", "specialize_fail"}:
             raise CompileError(f"The schedule of {f.name()} uses specialize(), whose conditions are Exprs; "
                                "it can't be written as JSON")
         if "symbolic_bound" in methods:

@@ -491,8 +491,10 @@ class Schedulable:
         # The same condition again schedules the same specialization further, as in Halide.
         special = next((s for c, s in sched.specializations if c == cond), None)
         if special is None:
+            if sched.fail_message:
+                raise CompileError(f"{self._where()}: Cannot add new specializations after specialize_fail().")
             special = sched.copy()
-            special.specializations = []  # the loops and splits only
+            special.specializations, special.fail_message = [], ""  # the loops and splits only
             sched.specializations = sched.specializations + [(cond, special)]
         f = self._target_func()
         f._schedule.log.append((self._stage_index, "specialize", [str(condition)]))
@@ -500,6 +502,19 @@ class Schedulable:
         stage = Stage(f, self._stage_index)
         stage._special = special
         return stage
+
+    def specialize_fail(self, message: str) -> None:
+        """Where none of this stage's specializations' conditions holds, the pipeline fails with
+        `message` instead of running the stage's own schedule (no specialization may follow)."""
+        if not isinstance(message, str) or not message:
+            raise CompileError(f"{self._where()}: Argument passed to specialize_fail() must not be empty.")
+        sched = self._stage()
+        if sched.fail_message:
+            raise CompileError(f"{self._where()}: Only one specialize_fail() may be defined per Stage.")
+        sched.fail_message = message
+        f = self._target_func()
+        f._schedule.log.append((self._stage_index, "specialize_fail", [message]))
+        f._version += 1
 
     def allow_race_conditions(self):
         self._stage().allow_race_conditions = True
