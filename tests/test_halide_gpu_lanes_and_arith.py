@@ -761,3 +761,26 @@ def test_align_storage_aligns_the_allocation(tmp_path):
     np.testing.assert_array_equal(_np(copy.realize([10])), want)
     with pytest.raises(hl.HalideError, match="align_storage of x: the alignment must be positive"):
         f.align_storage(x, 0)
+
+
+@pytest.mark.parametrize("specialized", [False, True])
+def test_lanes_share_a_func_computed_inside_another_lane_func(specialized, device):
+    """A chain of lane-level Funcs nested one in another: h computed per row of f (whose rows
+    start where g's thread row does), f per row of g's tile, each in lanes; with f specialized on
+    a Param, h sits in both branches. h and f are each shared by the lanes of a row (as
+    register_shuffle's schedules need). Equals 4 (x + 2y)."""
+    x, y, xi, yi = _vars("x y xi yi")
+    h, f, g = hl.Func("h"), hl.Func("f"), hl.Func("g")
+    p = hl.Param(hl.Bool(), "p")
+    h[x, y] = x + 2 * y
+    f[x, y] = h[x - 1, y] + h[x + 1, y] + hl.select(p, 0, 0)
+    g[x, y] = f[x, y - 1] + f[x, y + 1]
+    g.gpu_tile(x, y, xi, yi, 32, 2).gpu_lanes(xi)
+    f.compute_at(g, yi).gpu_lanes(x)
+    if specialized:
+        f.specialize(p)
+    h.compute_at(f, y).gpu_lanes(x)
+    yy, xx = np.mgrid[0:4, 0:32]
+    for value in (True, False):
+        p.set(value)
+        np.testing.assert_array_equal(_np(g.realize([32, 4], CUDA)), 4 * (xx + 2 * yy))

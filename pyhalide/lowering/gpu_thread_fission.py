@@ -9,9 +9,9 @@ every statement of its body: `for t { allocate A; P; C }` becomes
 elements any needs), so that gpu_kernels places A' at the block level (in shared memory, or
 global memory where that is full) and puts a barrier between the parts. Thread loop iterations
 are independent, so splitting one changes nothing else; the lets and guards around A inside t
-are repeated in each part, and a serial loop between t and A whose bounds do not depend on t
-moves outside t. An allocation that cannot be moved so stays where it is (gpu_kernels refuses
-it).
+are repeated in each part, and a serial loop between t and A whose extent does not depend on t
+moves outside t (walked from 0 where its start does), as does an if-else whose condition does
+not. An allocation that cannot be moved so stays where it is (gpu_kernels refuses it).
 """
 
 from __future__ import annotations
@@ -96,6 +96,9 @@ class SliceAccesses(IRMutator):
         return body if s.name == self.name else ir.Allocate(s.name, s.type, s.extents, body, s.memory_type)
 
 
+_SPLIT = (ir.LetStmt, ir.ProducerConsumer, ir.IfThenElse, ir.Block)  # what a part is split through
+
+
 class _Fission:
     """One thread loop split around the shared allocations inside it (see the module docstring)."""
 
@@ -104,9 +107,12 @@ class _Fission:
         self.inner_names = {loop.name}  # names bound inside the loop on the way to an allocation
         self.lets: dict[str, ir.Expr] = {}
 
+    def _uniform(self, e: ir.Expr) -> bool:
+        """Whether e is the same for every iteration of the loop."""
+        return not free_variables(e) & self.inner_names
+
     def _movable_loop(self, s: ir.Stmt) -> bool:
-        return (isinstance(s, ir.For) and s.for_type == ir.SERIAL
-                and not (free_variables(s.min) | free_variables(s.extent)) & self.inner_names)
+        return isinstance(s, ir.For) and s.for_type == ir.SERIAL and self._uniform(s.extent)
 
     def shares(self, s: ir.Stmt) -> bool:
         """Whether s holds, past lets, guards, blocks and movable loops, a shared allocation."""
@@ -114,8 +120,10 @@ class _Fission:
             return True
         if isinstance(s, ir.LetStmt | ir.ProducerConsumer):
             return self.shares(s.body)
-        if isinstance(s, ir.IfThenElse) and s.else_case is None:
-            return self.shares(s.then_case)
+        if isinstance(s, ir.IfThenElse):
+            if s.else_case is None:
+                return self.shares(s.then_case)
+            return self._uniform(s.condition) and (self.shares(s.then_case) or self.shares(s.else_case))
         if isinstance(s, ir.Block):
             return any(self.shares(x) for x in s.stmts)
         return self._movable_loop(s) and self.shares(s.body)
@@ -124,8 +132,7 @@ class _Fission:
         """s, run by each iteration of the loop, as statements outside it; `wrap` puts a part back
         inside the loop and what surrounds s there. Split: each statement of s's blocks a part of
         its own (the body of a shared allocation, whose statements a barrier must separate)."""
-        shares = self.shares(s)
-        if not shares and not (split and isinstance(s, ir.LetStmt | ir.ProducerConsumer | ir.IfThenElse | ir.Block)):
+        if not self.shares(s) and not (split and isinstance(s, _SPLIT)):
             return wrap(s)
         if isinstance(s, ir.LetStmt):
             self.inner_names.add(s.name)
@@ -133,14 +140,25 @@ class _Fission:
             return self.outside(s.body, lambda p: wrap(ir.LetStmt(s.name, s.value, p)), split)
         if isinstance(s, ir.ProducerConsumer):
             return self.outside(s.body, lambda p: wrap(ir.ProducerConsumer(s.name, s.is_producer, p)), split)
-        if isinstance(s, ir.IfThenElse):
-            if s.else_case is not None:
-                return wrap(s)
+        if isinstance(s, ir.IfThenElse) and s.else_case is None:
             return self.outside(s.then_case, lambda p: wrap(ir.IfThenElse(s.condition, p)), split)
+        if isinstance(s, ir.IfThenElse):  # an if-else (a specialization) goes outside if it can
+            if not self._uniform(s.condition):
+                return wrap(s)
+            return ir.IfThenElse(s.condition, self.outside(s.then_case, wrap, split),
+                                 self.outside(s.else_case, wrap, split))
         if isinstance(s, ir.Block):
             return ir.make_block([self.outside(x, wrap, split) for x in s.stmts])
         if isinstance(s, ir.For):
-            return ir.For(s.name, s.min, s.extent, s.for_type, self.outside(s.body, wrap, split))
+            if self._uniform(s.min):
+                return ir.For(s.name, s.min, s.extent, s.for_type, self.outside(s.body, wrap, split))
+            # where it starts depends on the thread (a region that moves with it): walked from 0
+            step = ir.Variable(s.name + ".from_min", Int(32))
+            start = ir.Add(s.min, step)
+            self.inner_names.add(s.name)
+            self.lets[s.name] = start
+            body = self.outside(s.body, lambda p: wrap(ir.LetStmt(s.name, start, p)), split)
+            return ir.For(step.name, ir.IntImm(Int(32), 0), s.extent, s.for_type, body)
         return self._lift(s, wrap)
 
     def _lift(self, s: ir.Allocate, wrap) -> ir.Stmt:
