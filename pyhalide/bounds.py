@@ -517,6 +517,13 @@ def constant_bound(e: ir.Expr, upper: bool) -> int | None:
     if isinstance(e, ir.Select):
         a, b = constant_bound(e.true_value, upper), constant_bound(e.false_value, upper)
         return None if a is None or b is None else (max if upper else min)(a, b)
+    if isinstance(e, ir.Div | ir.Mod) and not e.type.is_float() and (ir.const_int(e.b) or 0) > 0:
+        # by a positive constant: Euclidean, so a remainder lies in [0, c), a quotient moves with e.a
+        c = ir.const_int(e.b)
+        if isinstance(e, ir.Mod):
+            return c - 1 if upper else 0
+        a = constant_bound(e.a, upper)
+        return None if a is None else a // c
     return None
 
 

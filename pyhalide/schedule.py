@@ -154,6 +154,7 @@ class StageSchedule:
     initialized: bool = False
     specializations: list = field(default_factory=list)  # (condition IR, StageSchedule), first wins
     gpu_single_thread: bool = False  # the whole stage is one GPU block of one thread
+    fail_message: str = ""  # specialize_fail's: where no specialization's condition holds, the pipeline fails
 
     def find(self, name: str) -> Dim | None:
         for d in self.dims:
@@ -172,7 +173,7 @@ class StageSchedule:
         return StageSchedule(list(self.splits), [replace(d) for d in self.dims], self.atomic,
                              self.allow_race_conditions, self.initialized,
                              [(cond, special.copy()) for cond, special in self.specializations],
-                             self.gpu_single_thread)
+                             self.gpu_single_thread, self.fail_message)
 
 
 @dataclass
@@ -184,6 +185,7 @@ class FuncSchedule:
     bounds: dict[str, tuple] = field(default_factory=dict)  # var -> (min or None, extent, modulus, remainder)
     storage_order: list[str] | None = None
     folds: dict[str, tuple[int, bool]] = field(default_factory=dict)  # var -> fold_storage's (extent, forward)
+    aligns: dict[str, int] = field(default_factory=dict)  # var -> align_storage's alignment
     memory_type: str = MemoryType.Auto
     # f.in_() and f.in_(g): the Func standing between f and its consumers ("" for all of them,
     # else the consumer's name). Lowering redirects the consumers' calls on its copy of the graph.
@@ -204,7 +206,7 @@ class FuncSchedule:
     def copy(self) -> FuncSchedule:
         """An independent copy: later directives on either leave the other as it is. LoopLevels,
         IR, Definitions and the wrapper Funcs are never changed in place, so they are shared."""
-        return replace(self, bounds=dict(self.bounds), folds=dict(self.folds),
+        return replace(self, bounds=dict(self.bounds), folds=dict(self.folds), aligns=dict(self.aligns),
                        storage_order=None if self.storage_order is None else list(self.storage_order),
                        wrappers=dict(self.wrappers), rfactored=dict(self.rfactored),
                        stages=[st.copy() for st in self.stages], log=list(self.log))
@@ -220,7 +222,8 @@ def stage_touched(schedule: FuncSchedule, stage: int) -> bool:
     """Whether any directive of the stage's own (loops, partitioning, unscheduled(), ...) was
     applied to stage `stage`: Halide's `touched`, which decides the unscheduled-update warning.
     Placement and storage directives (compute_at, bound, ...) are the Func's, not a stage's."""
-    return any(s == stage and (method == "specialize" or DIRECTIVES.get(method, ("func",))[0] != "func")
+    return any(s == stage and (method in ("specialize", "specialize_fail")
+                               or DIRECTIVES.get(method, ("func",))[0] != "func")
                for s, method, _ in schedule.log)
 
 
@@ -230,7 +233,7 @@ def schedule_to_json(funcs, rename: dict | None = None) -> str:
     names as a fresh process makes them (see copy_graph.canonical_func_names)."""
     for f in funcs:
         methods = {method for _, method, _ in f._schedule.log}
-        if "specialize" in methods:
+        if methods & {"specialize", "specialize_fail"}:
             raise CompileError(f"The schedule of {f.name()} uses specialize(), whose conditions are Exprs; "
                                "it can't be written as JSON")
         if "symbolic_bound" in methods:
@@ -294,6 +297,7 @@ DIRECTIVES = {
     "clone_in": ("func", ("funcs",), 1),
     "reorder_storage": ("func", ("var*",), 1),
     "fold_storage": ("func", ("var", "factor", "bool"), 3),
+    "align_storage": ("func", ("var", "factor"), 2),
     "async_": ("func", (), 0),
     "memoize": ("func", (), 0),
     "ring_buffer": ("func", ("factor",), 1),

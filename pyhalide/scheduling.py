@@ -508,8 +508,10 @@ class Schedulable:
         # The same condition again schedules the same specialization further, as in Halide.
         special = next((s for c, s in sched.specializations if c == cond), None)
         if special is None:
+            if sched.fail_message:
+                raise CompileError(f"{self._where()}: Cannot add new specializations after specialize_fail().")
             special = sched.copy()
-            special.specializations = []  # the loops and splits only
+            special.specializations, special.fail_message = [], ""  # the loops and splits only
             sched.specializations = sched.specializations + [(cond, special)]
         f = self._target_func()
         f._schedule.log.append((self._stage_index, "specialize", [str(condition)]))
@@ -517,6 +519,19 @@ class Schedulable:
         stage = Stage(f, self._stage_index)
         stage._special = special
         return stage
+
+    def specialize_fail(self, message: str) -> None:
+        """Where none of this stage's specializations' conditions holds, the pipeline fails with
+        `message` instead of running the stage's own schedule (no specialization may follow)."""
+        if not isinstance(message, str) or not message:
+            raise CompileError(f"{self._where()}: Argument passed to specialize_fail() must not be empty.")
+        sched = self._stage()
+        if sched.fail_message:
+            raise CompileError(f"{self._where()}: Only one specialize_fail() may be defined per Stage.")
+        sched.fail_message = message
+        f = self._target_func()
+        f._schedule.log.append((self._stage_index, "specialize_fail", [message]))
+        f._version += 1
 
     def allow_race_conditions(self):
         self._stage().allow_race_conditions = True
@@ -688,6 +703,19 @@ class FuncScheduling(Schedulable):
                                f"or False, got {fold_forward!r}")
         self._schedule.folds[name] = (extent, fold_forward)
         self._log("fold_storage", _json_var(var), extent, fold_forward)
+        return self
+
+    def align_storage(self, var, alignment):
+        """Start the storage of var's dimension at a multiple of `alignment` and give it a
+        multiple of `alignment` coordinates, as Halide's align_storage (for aligned vector
+        accesses); the values computed are the same."""
+        self._require_defined()
+        name = _var_name(var)
+        if name not in self._pure_args:
+            raise CompileError(f"Func {self.name()}.align_storage: {name} is not a pure Var of {self.name()}")
+        alignment = _positive_int(f"Func {self.name()}.align_storage of {name}", "the alignment", alignment)
+        self._schedule.aligns[name] = alignment
+        self._log("align_storage", _json_var(var), alignment)
         return self
 
     def async_(self):

@@ -4,10 +4,11 @@ Assumes: every stage's loop bounds are final (bounds inference, then sliding win
 where each iteration starts). Guarantees: every Provide to f lies inside f's Realize, over all
 iterations of the loops between its store and compute levels, including iterations a split runs
 past its guard; so does every call of f, where a consumer reads f past the region f computes
-(env.read_past_region). Each Realize outside the loops is preceded by a check, in 64 bits, that its box
-holds at most 2^31-1 elements (indices into it are 32-bit); a constant box too large is refused
-when compiling. Every Int(32) let outside the loops gets its 64-bit shadow here (wide_bounds),
-for this check and the buffer checks.
+(env.read_past_region); a dimension given align_storage starts and ends on its alignment. Each
+Realize outside the loops is preceded by a check, in 64 bits, that its box holds at most 2^31-1
+elements (indices into it are 32-bit); a constant box too large is refused when compiling. Every
+Int(32) let outside the loops gets its 64-bit shadow here (wide_bounds), for this check and the
+buffer checks.
 """
 
 from __future__ import annotations
@@ -59,6 +60,13 @@ def _size_check(name: str, box, shadowed: set[str]) -> ir.Stmt | None:
     return ir.LetStmt(elements.name, count, check)
 
 
+def _aligned(iv: Interval, alignment: ir.Expr) -> Interval:
+    """iv widened to start at a multiple of alignment and to span a multiple of it (align_storage)."""
+    lo = simplify(ir.Mul(ir.Div(iv.min, alignment), alignment))
+    chunks = ir.Add(ir.Div(ir.Sub(iv.max, lo), alignment), _ONE)
+    return Interval(lo, simplify(ir.Sub(ir.Add(lo, ir.Mul(chunks, alignment)), _ONE)))
+
+
 class _SizeRealizes(IRMutator):
     statements_only = True
 
@@ -102,6 +110,8 @@ class _SizeRealizes(IRMutator):
         bounds, sized = [], []
         for d, var in enumerate(f._pure_args):
             iv = require_bounded(f, var, box[d] if box else None, "the storage of its own stages")
+            if var in f._schedule.aligns:
+                iv = _aligned(iv, ir.make_const(Int(32), f._schedule.aligns[var]))
             extent = simplify(ir.Add(ir.Sub(iv.max, iv.min), _ONE))
             bounds.append((iv.min, extent))
             sized.append((iv.min, iv.max, extent))

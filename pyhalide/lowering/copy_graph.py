@@ -168,6 +168,7 @@ class _Renamer:
         s.compute_level, s.store_level = self.level(s.compute_level), self.level(s.store_level)
         s.bounds = {self(k): v for k, v in s.bounds.items()}
         s.folds = {self(k): v for k, v in s.folds.items()}
+        s.aligns = {self(k): v for k, v in s.aligns.items()}
         if s.storage_order is not None:
             s.storage_order = [self(n) for n in s.storage_order]
         stages = [s.stages[i] for i in range(len(s.stages))]

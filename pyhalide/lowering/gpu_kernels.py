@@ -24,7 +24,10 @@ every loop variable from `__block_id_*` and `__thread_id_*`:
   global buffer the host allocates), those inside thread loops per-thread local arrays (or, stored
   in GPUShared or Heap, the thread's slice of one allocation). A block-level allocation stored in
   registers (store_in(Register)) is a per-thread array of the elements each thread touches, where
-  no two threads touch the same one.
+  no two threads touch the same one; where gpu_lanes touch each other's, and for an allocation
+  inside thread loops that thread loops inside it share (first moved to block level by
+  gpu_thread_fission), it is shared memory, or a slice per block of global memory where shared
+  memory is full (Halide keeps both in registers, exchanged by warp shuffles).
 Sizes (thread counts, extents) are upper bounds over every thread of every block: constants
 where the lets and loops show one (checked against the target's limits, CompileError), else
 expressions of host values; where one depends on the block, the host finds its largest over the
@@ -47,6 +50,13 @@ from ..ir_mutator import IRMutator, IRVisitor, LetScopeMutator, free_variables, 
 from ..ir_printer import expr_to_string
 from ..simplify import simplify
 from ..types import Int, Type
+from .gpu_thread_fission import (
+    THREAD_KINDS,
+    SliceAccesses,
+    lift_thread_shared_allocations,
+    shared_by_inner_threads,
+    thread_depth,
+)
 from .lower_arithmetic import DIV, MOD
 
 BLOCK_IDS = ("__block_id_x", "__block_id_y", "__block_id_z")
@@ -60,9 +70,6 @@ MAX_BLOCK_DIMS = (1024, 1024, 64)
 MAX_GRID_DIMS = (2**31 - 1, 65535, 65535)
 MAX_SHARED_BYTES = 48 * 1024  # static shared memory per block on every CUDA GPU
 MAX_LOCAL_BYTES = 64 * 1024  # per-thread arrays: beyond this, a schedule is surely wrong
-
-_THREAD_KINDS = (ir.GPU_THREAD, ir.GPU_LANE)
-
 
 @dataclass(frozen=True)
 class KernelBuffer:
@@ -196,21 +203,6 @@ def _plus(lo: ir.Expr, index: ir.Variable) -> ir.Expr:
     return index if ir.is_const(lo, 0) else ir.Add(lo, index)
 
 
-def _thread_depth(s: ir.Stmt) -> int:
-    """The most thread loops nested in s, s included."""
-    if isinstance(s, ir.For):
-        inner = _thread_depth(s.body)
-        return inner + 1 if s.for_type in _THREAD_KINDS else inner
-    depth = 0
-    for name in s._children:
-        value = getattr(s, name)
-        if isinstance(value, ir.Stmt):
-            depth = max(depth, _thread_depth(value))
-        elif isinstance(value, tuple):
-            depth = max([depth, *(_thread_depth(v) for v in value if isinstance(v, ir.Stmt))])
-    return depth
-
-
 class _Uses(IRVisitor):
     """The buffers a kernel body reads and writes, the variables it reads and those it binds."""
 
@@ -260,8 +252,10 @@ class _FoldDivisions(IRMutator):
 class _BlockLevel:
     """Rewrites one kernel's body below its block loops (see the module docstring)."""
 
-    def __init__(self, kernel_name: str, lets: dict[str, ir.Expr], block_lets: set[str], block_loops: list[ir.For]):
+    def __init__(self, kernel_name: str, lets: dict[str, ir.Expr], block_lets: set[str], block_loops: list[ir.For],
+                 lifted: set[str]):
         self.kernel_name = kernel_name
+        self.lifted = lifted  # allocations gpu_thread_fission moved out of thread loops
         # the block's size per dimension: a constant, or an expression of host values (a bound
         # over every block of the thread loops' extents), evaluated at the launch
         self.threads: list[ir.Expr] = [_const(1)] * 3
@@ -318,8 +312,8 @@ class _BlockLevel:
             if s.for_type == ir.GPU_BLOCK:
                 raise CompileError(f"Loop {s.name} is a gpu_block loop inside kernel {self.kernel_name}'s block loops "
                                    "but not directly nested in them: a kernel's block loops must be its outermost")
-            if s.for_type in _THREAD_KINDS:
-                dim = _thread_depth(s) - 1
+            if s.for_type in THREAD_KINDS:
+                dim = thread_depth(s) - 1
                 if dim > 2:
                     raise CompileError(f"Loop {s.name} is the fourth nested GPU thread loop of kernel "
                                        f"{self.kernel_name}; a GPU block has at most 3 dimensions")
@@ -378,15 +372,18 @@ class _BlockLevel:
     # -- second walk: the rewrite
     def block_level(self, s: ir.Stmt) -> ir.Stmt:
         """s runs with every thread of the block; returns it with thread loops mapped to threads."""
-        if _thread_depth(s) == 0:
+        if thread_depth(s) == 0:
             return self._single_thread(s)
-        if isinstance(s, ir.For) and s.for_type in _THREAD_KINDS:
+        if isinstance(s, ir.For) and s.for_type in THREAD_KINDS:
             self._check_thread_level(s, "inside thread loops ")
-            return ir.make_block([self._guard_unused_dims(self._thread_nest(s), _thread_depth(s)), barrier()])
+            return ir.make_block([self._guard_unused_dims(self._thread_nest(s), thread_depth(s)), barrier()])
         if isinstance(s, ir.Allocate):
+            body = self.block_level(s.body)
             if s.memory_type == LOCAL:
-                return self._thread_owned(s, self.block_level(s.body))
-            return self._shared(s, self.block_level(s.body))
+                return self._in_registers(s, body)
+            if s.name in self.lifted and s.memory_type == "Auto":
+                return self._shared_by_threads(s, body)
+            return self._shared(s, body)
         if isinstance(s, ir.Block | ir.For | ir.LetStmt | ir.IfThenElse | ir.ProducerConsumer):
             return map_statements(s, self.block_level)
         raise CompileError(f"kernel {self.kernel_name}: a {type(s).__name__} around GPU thread loops is not supported")
@@ -450,6 +447,29 @@ class _BlockLevel:
             sixteens = ir.Call(Int(32), DIV, (simplify(ir.Add(size, _const(15))), _const(16)), ir.INTRINSIC)
             end = simplify(ir.Add(end, ir.Mul(sixteens, _const(16))))
         return offsets, end
+
+    def _in_registers(self, s: ir.Allocate, body: ir.Stmt) -> ir.Stmt:
+        """store_in(Register) at block level: each thread's own elements (_thread_owned); but
+        where gpu_lanes loops use it, lanes may read each other's elements (Halide's warp
+        shuffles), and where they do it lives in shared memory instead: the same values."""
+        try:
+            return self._thread_owned(s, body)
+        except CompileError:
+            if not any(isinstance(x, ir.For) and x.for_type == ir.GPU_LANE for x in statements(s.body)):
+                raise
+            return self._shared_by_threads(s, body)
+
+    def _shared_by_threads(self, s: ir.Allocate, body: ir.Stmt) -> ir.Stmt:
+        """Storage threads share that Halide keeps in registers (striped over a warp's lanes,
+        exchanged by shuffles; a Func computed inside thread loops and shared by thread loops
+        inside them, moved here by gpu_thread_fission): shared memory where it fits beside what is
+        there already, else a slice per block of global memory."""
+        extents = self._extents(s, "GPU shared or global memory")
+        elements = ir.const_int(self._elements(extents))
+        if elements is not None and self.shared_bytes + elements * s.type.bytes() <= MAX_SHARED_BYTES:
+            return self._in_shared(s, extents, body)
+        self._in_heap(s, extents, per_thread=False)
+        return ir.Allocate(s.name, s.type, extents, body, HEAP)
 
     def _thread_owned(self, s: ir.Allocate, body: ir.Stmt) -> ir.Stmt:
         """store_in(Register) at block level, as in Halide: each thread keeps the elements it
@@ -519,7 +539,7 @@ class _BlockLevel:
         elements = self._elements(extents)
         if s.memory_type == SHARED:
             per_block = self.threads_per_block()
-            body = _BlockSlice(s.name, ir.Mul(_thread_number(per_block), elements)).mutate(body)
+            body = SliceAccesses(s.name, ir.Mul(_thread_number(per_block), elements)).mutate(body)
             return self._in_shared(s, (simplify(ir.Mul(elements, _product(per_block))),), body)
         size = ir.const_int(elements)
         if s.memory_type == HEAP or size is None:
@@ -539,8 +559,8 @@ class _BlockLevel:
 
     def _thread_nest(self, s: ir.Stmt) -> ir.Stmt:
         """Inside a thread nest: thread loops become lets of thread ids, allocations local arrays."""
-        if isinstance(s, ir.For) and s.for_type in _THREAD_KINDS:
-            dim = _thread_depth(s) - 1
+        if isinstance(s, ir.For) and s.for_type in THREAD_KINDS:
+            dim = thread_depth(s) - 1
             tid = ir.Variable(THREAD_IDS[dim])
             body = self._thread_nest(s.body)
             bound, threads = ir.const_int(s.extent), ir.const_int(self.threads[dim])
@@ -548,6 +568,11 @@ class _BlockLevel:
                 body = ir.IfThenElse(ir.LT(tid, s.extent), body)
             return ir.LetStmt(s.name, _plus(s.min, tid), body)
         if isinstance(s, ir.Allocate):
+            if shared_by_inner_threads(s):
+                raise CompileError(f"Func {s.name} is computed inside the GPU thread loops of kernel "
+                                   f"{self.kernel_name} and shared by thread loops inside them, but a loop or "
+                                   "condition between them depends on the thread: compute it directly at a "
+                                   "thread loop")
             return self._local(s, self._thread_nest(s.body), "inside the GPU thread loops of")
         if isinstance(s, ir.For) and s.for_type == ir.GPU_BLOCK:
             raise CompileError(f"Loop {s.name} is a gpu_block loop inside the GPU thread loops of kernel "
@@ -769,7 +794,7 @@ class _ExtractKernels(LetScopeMutator):
             return ir.For(loop.name, loop.min, loop.extent, ir.SERIAL, loop.body)
         if s.for_type == ir.GPU_BLOCK:
             return self._kernel(s)
-        if s.for_type in _THREAD_KINDS:
+        if s.for_type in THREAD_KINDS:
             raise CompileError(f"GPU thread loop {s.name} is not inside any gpu_blocks loop: a kernel's thread loops "
                                "go inside its block loops (gpu_tile makes both)")
         return self.default(s)
@@ -810,7 +835,9 @@ class _ExtractKernels(LetScopeMutator):
         lets = dict(self.lets)
         for _, between in blocks:
             lets.update(between)
-        level = _BlockLevel(name, lets, {n for _, between in blocks for n, _ in between}, [b for b, _ in blocks])
+        body, lifted = lift_thread_shared_allocations(body)
+        level = _BlockLevel(name, lets, {n for _, between in blocks for n, _ in between}, [b for b, _ in blocks],
+                            lifted)
         level.measure(body)
         inner = _drop_final_barriers(level.block_level(body))
         per_block = level.threads_per_block()
@@ -906,31 +933,6 @@ def _product(values: list[ir.Expr]) -> ir.Expr:
     return out
 
 
-class _BlockSlice(IRMutator):
-    """Accesses of an allocation, moved by `offset` elements: to this block's (or thread's) slice
-    of one buffer that holds every block's (thread's). The allocation itself, met inside, is
-    dropped (the host makes the whole buffer)."""
-
-    def __init__(self, name: str, offset: ir.Expr):
-        super().__init__()
-        self.name, self.offset = name, offset
-
-    def _index(self, index: ir.Expr) -> ir.Expr:
-        return ir.Add(index, ir.Cast(index.type, self.offset) if index.type != self.offset.type else self.offset)
-
-    def visit_Load(self, e):
-        e = self.default(e)
-        return ir.Load(e.type, e.name, self._index(e.index), e.predicate) if e.name == self.name else e
-
-    def visit_Store(self, s):
-        s = self.default(s)
-        return ir.Store(s.name, s.value, self._index(s.index), s.predicate) if s.name == self.name else s
-
-    def visit_Allocate(self, s):
-        body = self.mutate(s.body)
-        return body if s.name == self.name else ir.Allocate(s.name, s.type, s.extents, body, s.memory_type)
-
-
 def _blocks_slices(body: ir.Stmt, heap: dict[str, tuple[ir.Allocate, ir.Expr, bool]], grid: list[ir.Expr],
                    per_block: list[ir.Expr]) -> ir.Stmt:
     """As Halide places a Func stored in Heap memory at the block level (or one computed per thread
@@ -943,7 +945,7 @@ def _blocks_slices(body: ir.Stmt, heap: dict[str, tuple[ir.Allocate, ir.Expr, bo
         block = ir.Add(ir.Mul(block, grid[d]), ir.Variable(BLOCK_IDS[d]))
     thread = ir.Add(ir.Mul(block, _product(per_block)), _thread_number(per_block))
     for a, elements, per_thread in heap.values():
-        body = _BlockSlice(a.name, ir.Mul(thread if per_thread else block, elements)).mutate(body)
+        body = SliceAccesses(a.name, ir.Mul(thread if per_thread else block, elements)).mutate(body)
     return body
 
 

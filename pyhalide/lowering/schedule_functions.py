@@ -28,7 +28,7 @@ from ..schedule import (
     MemoryType,
     TailStrategy,
 )
-from ..types import Int
+from ..types import Bool, Int
 from .environment import compute_level, store_level
 
 _FOR_TYPES = {SERIAL: ir.SERIAL, PARALLEL: ir.PARALLEL, VECTORIZED: ir.VECTORIZED, UNROLLED: ir.UNROLLED,
@@ -100,7 +100,11 @@ def _resolve_tail(tail: str, stage: int, is_rvar: bool, where: str, fixed_extent
 def build_stage(f, stage: int) -> ir.Stmt:
     """The loop nest of one definition of f; with specializations, one nest per condition."""
     sched = stage_schedule(f, stage)
-    result = _build_stage_nest(f, stage, sched)
+    if sched.fail_message:
+        message = "A schedule specialized with specialize_fail() was chosen: " + sched.fail_message
+        result = ir.AssertStmt(ir.make_const(Bool(), False), message.replace("{", "{{").replace("}", "}}"), ())
+    else:
+        result = _build_stage_nest(f, stage, sched)
     for cond, special in reversed(sched.specializations):
         result = ir.IfThenElse(cond, _build_stage_nest(f, stage, special), result)
     if sched.gpu_single_thread:  # a kernel of one block; with no thread loops, one thread runs it
@@ -335,17 +339,18 @@ def _level_loop(env, f, level, what: str) -> tuple[str, ...]:
         return (stage_prefix(g, stage) + OUTERMOST,)
     sched = stage_schedule(g, stage)
     dim = sched.find(level.var_name)
-    if dim is None:
-        loops = ", ".join(x.name for x in reversed(sched.dims))
-        raise CompileError(f"Func {f.name()} is {what} {g.name()}.s{stage}.{level.var_name}, but stage {stage} of "
-                           f"{g.name()} has no loop {level.var_name} (its loops, outermost first, are: {loops})")
-    names = [loop_name(g, stage, dim.internal)]
+    # a stage whose own schedule only fails (specialize_fail) runs its specializations' loops alone
+    names = [loop_name(g, stage, dim.internal)] if dim is not None else []
     pending = [special for _, special in sched.specializations]
     while pending:
         special = pending.pop()
         pending.extend(inner for _, inner in special.specializations)
         if (dim := special.find(level.var_name)) is not None and loop_name(g, stage, dim.internal) not in names:
             names.append(loop_name(g, stage, dim.internal))
+    if sched.find(level.var_name) is None and not (sched.fail_message and names):
+        loops = ", ".join(x.name for x in reversed(sched.dims))
+        raise CompileError(f"Func {f.name()} is {what} {g.name()}.s{stage}.{level.var_name}, but stage {stage} of "
+                           f"{g.name()} has no loop {level.var_name} (its loops, outermost first, are: {loops})")
     return tuple(names)
 
 

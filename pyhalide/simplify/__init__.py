@@ -147,6 +147,10 @@ def sub_rules(n):
             return ir.Add(ir.Sub(a, b.a), _const(t, -_c(b.b)))  # x - (y + c)
     if _c(a) is not None and isinstance(b, ir.Sub) and _c(b.a) is not None:
         return ir.Add(b.b, _const(t, _c(a) - _c(b.a)))  # c1 - (c2 - y)
+    if (isinstance(a, ir.Div) and isinstance(b, ir.Div) and a.b == b.b and (_c(b.b) or 0) > 0
+            and isinstance(a.a, ir.Add) and a.a.a == b.a and _c(a.a.b) is not None and _no_overflow(t)):
+        # (x + c0) / c1 - x / c1 -> (x % c1 + c0) / c1: a region's extent whose ends are halved
+        return ir.Div(ir.Add(ir.Mod(b.a, b.b), a.a.b), b.b)
     if isinstance(a, ir.Min | ir.Max) and _no_overflow(t):
         # min(x + c, y) - x -> min(c, y - x): a window's extent from its correlated min and max
         for k, (p, q) in enumerate(((a.a, a.b), (a.b, a.a))):
