@@ -524,6 +524,7 @@ def test_bool_predicate_cast(device):
 
 
 # ------------------------------------------------------------------------------ float16_t
+@pytest.mark.xfail(strict=True, raises=hl.HalideError, reason="pyhalide has no Float(16) yet (README)")
 def test_float16_t_passed_to_a_kernel(device):
     """Ports float16_t's GPU part: a float16 ImageParam (all 0.0625) and a float16 Param (2) in a
     kernel, output(x, y) = x * y * (sqrt(input) * mul) in float16, gpu_tile 8x8 over 8x8: each
@@ -551,6 +552,7 @@ def _f16_curve(x, y):
         hl.Float(32), hl.fast_pow(clamp_val, hl.cast(hl.Float(16), hl.f32(1.0 / 2.2))))))
 
 
+@pytest.mark.xfail(strict=True, raises=hl.HalideError, reason="pyhalide has no Float(16) yet (README)")
 def test_gpu_f16_intrinsics(device):
     """Ports gpu_f16_intrinsics (Halide runs it on Metal and OpenCL with half support only; here
     on CUDA): a float16 curve (clamp, abs, fast_pow and a select of float16 values) gpu_tile 8x8

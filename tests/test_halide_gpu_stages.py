@@ -188,6 +188,7 @@ def test_tuple_reduction_each_step_reads_one_element(device):
 
 
 # ------------------------------------------------------------------------------ compute_with
+@pytest.mark.xfail(strict=True, raises=AttributeError, reason="pyhalide has no compute_with yet (README)")
 def test_compute_with_multiple_outputs_on_gpu(device):
     """Ports compute_with's multiple_outputs_on_gpu: two outputs of different sizes (550^2 and
     110^2) reading one compute_root input, each compute_root gpu_tile 8x8, g computed with f at
