@@ -3,7 +3,9 @@
 `hl.Buffer(ndarray)` shares memory with the array. By default the axes are reversed, as in
 Halide 21: numpy `[y, x]` is Halide `[x, y]`. `np.asarray(buffer)` gives a numpy view back, its
 axes Halide's reversed (whatever the buffer's storage order); `buffer.numpy_view(False)` keeps
-Halide's order. Cropping, slicing, transposing and translating make views of the same memory.
+Halide's order. Cropping, slicing, transposing and translating make views of the same memory,
+and of the same device allocation where there is one (Halide's device_crop and device_slice),
+each view with its own dirty bits, starting as its parent's.
 
 A Buffer holds `_array`, a numpy array (None for a buffer without host memory: a bounds query,
 or after deallocate), `_axis[d]`, the numpy axis of Halide dimension d, and `_mins[d]`. A buffer
@@ -117,9 +119,11 @@ class Buffer:
             self._name = ""
             return
         self._type, self._name = other._type, unique_name("b")
-        self._array = other._host_view() if other._array is not None else None
-        self._geom, self._axis, self._mins = other._geom, list(other._axis), list(other._mins)
+        self._array, self._geom = other._array, other._geom
+        self._axis, self._mins = list(other._axis), list(other._mins)
         self._host_dirty = other.host_dirty()
+        if other._device_copy is not None:
+            self._device_copy = other._device_copy.view(other._array, other._array)
 
     def _init_array(self, buffer=None, name=None, reverse_axes=True):
         if isinstance(name, bool):  # an old pyhalide call: Buffer(array, reverse_axes) is not Halide's
@@ -164,6 +168,8 @@ class Buffer:
         else:
             b._array = array
         b._host_dirty = self.host_dirty()
+        if self._device_copy is not None:
+            b._device_copy = self._device_copy.view(self._array, array)
         return b
 
     def _cropped(self, sizes: list[int]) -> Buffer:
@@ -245,7 +251,8 @@ class Buffer:
         return self._type
 
     def _shape_array(self) -> np.ndarray:
-        """The array whose shape and strides are the buffer's (the host one, or the geometry)."""
+        """The array whose shape and strides are the buffer's (the host one, or the geometry),
+        also what views are made of: as it is (a view of a device-dirty buffer is device-dirty)."""
         return self._array if self._array is not None else self._geom
 
     def dimensions(self) -> int:
@@ -360,17 +367,12 @@ class Buffer:
     def _view_copy(self) -> Buffer:
         """A new Buffer (a new name) seeing this one's memory the same way."""
         self._need_defined("a view")
-        return self._derived(self._view_base(), list(self._axis), list(self._mins))
-
-    def _view_base(self) -> np.ndarray:
-        """The array views are made of: the host array brought up to date, or the geometry."""
-        return self._host_view() if self._array is not None else self._geom
+        return self._derived(self._shape_array(), list(self._axis), list(self._mins))
 
     def _set_view(self, array, axis: list[int], mins: list[int]) -> None:
-        """Make this buffer see `array` (a view): its device copy, if any, goes (read back first)."""
+        """Make this buffer see `array` (a view), and its part of the device copy if any."""
         if self._device_copy is not None:
-            self.copy_to_host()
-            self.device_free()
+            self._device_copy = self._device_copy.view(self._array, array)
         if self._array is not None:
             self._array = array
         else:
@@ -378,7 +380,7 @@ class Buffer:
         self._axis, self._mins = axis, mins
 
     def _crop_view(self, rect: list[tuple[int, int]]) -> np.ndarray:
-        a = self._view_base()
+        a = self._shape_array()
         index = [slice(None)] * a.ndim
         for d, (lo, extent) in enumerate(rect):
             lo, extent = _index(lo, "crop: min"), _index(extent, "crop: extent")
@@ -431,7 +433,7 @@ class Buffer:
         if not lo <= pos < lo + extent:
             raise BufferIndexError(f"Buffer {self._name}.{method}({d}, {pos}): position {pos} is outside dimension "
                                    f"{d} [{lo}, {lo + extent - 1}]")
-        a, ax = self._view_base(), self._axis[d]
+        a, ax = self._shape_array(), self._axis[d]
         view = a[(slice(None),) * ax + (pos - lo, Ellipsis)]  # the Ellipsis keeps a 0-d result a view
         axis = [x - (x > ax) for i, x in enumerate(self._axis) if i != d]
         return view, axis, [m for i, m in enumerate(self._mins) if i != d]
@@ -447,7 +449,7 @@ class Buffer:
         """The view with one more dimension, last, of extent 1 and min 0 (Halide's add_dimension:
         its stride is the last dimension's extent times its stride)."""
         self._need_defined(method)
-        a, n = self._view_base(), self.dimensions()
+        a, n = self._shape_array(), self.dimensions()
         stride = 1 if n == 0 else self._dim_field("extent", n - 1) * self._dim_field("stride", n - 1)
         view = np.lib.stride_tricks.as_strided(a, a.shape + (1,), a.strides + (stride * a.itemsize,),
                                                writeable=a.flags.writeable)
@@ -498,7 +500,7 @@ class Buffer:
 
     def transposed(self, *args) -> Buffer:
         axis, mins = self._transposed(args, "transposed")
-        return self._derived(self._view_base(), axis, mins)
+        return self._derived(self._shape_array(), axis, mins)
 
     def reverse_axes(self) -> Buffer:
         """A view with the dimensions in reverse order."""
@@ -540,7 +542,7 @@ class Buffer:
             arr = self._host("device_malloc")
             device = cuda_device()
             offset, nbytes = span(arr)
-            self._device_copy = DeviceCopy(device, 0, nbytes, offset, owner=self, elements=arr)
+            self._device_copy = DeviceCopy(device, 0, nbytes, offset, kept=True, elements=arr)
             self._device_copy.allocate()
         return 0
 
@@ -552,8 +554,7 @@ class Buffer:
         self.device_malloc(device_api, target)
         c = self._device_copy
         if fresh or c.host_dirty:
-            c.device.to_device(c.address, self._host_address() - c.offset, c.nbytes)
-            c.host_dirty = False
+            c.copy_to_device(self._host_address())
         self._host_dirty = False
         return 0
 
@@ -564,7 +565,8 @@ class Buffer:
         return 0
 
     def device_free(self) -> int:
-        """Drop the device copy (without copying it back)."""
+        """Drop the device copy (without copying it back); its memory is freed once no view of
+        this buffer holds it either."""
         c, self._device_copy = self._device_copy, None
         if c is not None:
             self._host_dirty = c.host_dirty

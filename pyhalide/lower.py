@@ -24,6 +24,7 @@ from .lowering.constant_stack_indices import constant_stack_indices
 from .lowering.copy_graph import errors_in_user_names
 from .lowering.environment import Environment, build_environment, pipeline_inputs
 from .lowering.gpu_host_copies import gpu_host_copies
+from .lowering.gpu_kernel_checks import gpu_kernel_checks
 from .lowering.gpu_kernels import Kernel, gpu_kernels
 from .lowering.gpu_vector_loops import gpu_vector_loops
 from .lowering.inline import inline_functions
@@ -153,7 +154,10 @@ def layout_passes(dense_buffers: list[str], kernels: list[Kernel] | None = None,
         gpu_kernels(stmt)
         return stmt
 
-    gpu = [("gpu kernels checked", check_kernels)] if gpu_loops_serial else [] if kernels is None else [
+    # A check the same for a whole GPU loop nest is made before it (a kernel cannot report one).
+    checks = [("gpu kernel checks", gpu_kernel_checks)]
+    gpu = [*checks, ("gpu kernels checked", check_kernels)] if gpu_loops_serial else [] if kernels is None else [
+        *checks,
         # Each GPU block nest becomes a kernel and a launch; the host side then copies what the
         # host touches between kernels.
         ("gpu kernels", extract_kernels),

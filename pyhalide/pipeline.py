@@ -368,6 +368,8 @@ class Pipeline:
                     outs[k]._mins = [lo for lo, _ in region]
                     results[k] = outs[k]._cropped(sizes)
         self._run(outs)
+        for o in outs:  # as Halide's realize of sizes: the results on the host, their device copies kept
+            o.copy_to_host()
         return results[0] if len(results) == 1 else results
 
     def _outputs_constrained(self) -> bool:

@@ -187,6 +187,7 @@ class FuncSchedule:
     folds: dict[str, tuple[int, bool]] = field(default_factory=dict)  # var -> fold_storage's (extent, forward)
     aligns: dict[str, int] = field(default_factory=dict)  # var -> align_storage's alignment
     memory_type: str = MemoryType.Auto
+    buffer_copy: bool = False  # copy_to_host / copy_to_device: computed (at root unless placed), never inlined
     # f.in_() and f.in_(g): the Func standing between f and its consumers ("" for all of them,
     # else the consumer's name). Lowering redirects the consumers' calls on its copy of the graph.
     wrappers: dict[str, object] = field(default_factory=dict)
@@ -303,6 +304,8 @@ DIRECTIVES = {
     "ring_buffer": ("func", ("factor",), 1),
     "hoist_storage": ("func", ("level",), 1),
     "store_in": ("func", ("memory",), 1),
+    "copy_to_host": ("func", (), 0),
+    "copy_to_device": ("func", (), 0),
 }
 MAX_RECORD_CHARS = 1 << 20  # a schedule is a few kB; anything this big is not one
 _MAX_NAME = 256

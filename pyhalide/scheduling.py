@@ -11,6 +11,7 @@ import contextlib
 
 from . import ir
 from .errors import CompileError
+from .expr import wrap
 from .names import func_name_family
 from .schedule import (
     GPU_BLOCK,
@@ -28,6 +29,7 @@ from .schedule import (
     StageSchedule,
     TailStrategy,
 )
+from .target import DeviceAPI
 
 INT32_MAX = 2**31 - 1
 
@@ -410,8 +412,6 @@ class Schedulable:
     def _device_api(self, method: str, args: tuple, device_api):
         """The loops and factors of a GPU directive, its trailing positional DeviceAPI removed;
         the API must be one pyhalide runs (CUDA, or Default_GPU, which is CUDA here)."""
-        from .target import DeviceAPI
-
         if args and isinstance(args[-1], DeviceAPI):
             device_api, args = args[-1], args[:-1]
         if device_api not in (None, DeviceAPI.CUDA, DeviceAPI.Default_GPU):
@@ -676,6 +676,40 @@ class FuncScheduling(Schedulable):
         self._log(method, [{"func": g.name()} for g in consumers])
         return stand_in
 
+    def copy_to_device(self, device_api=DeviceAPI.Default_GPU):
+        """Halide's copy_to_device: this Func, a plain copy of another Func or image (what in_()
+        makes), is a buffer copy whose result kernels read. As Halide's buffer copy it is
+        computed (at root unless placed), never inlined; pyhalide copies on the host, and the
+        pipeline moves the data between host and device as the stages around it need: the same
+        values."""
+        if device_api not in (DeviceAPI.CUDA, DeviceAPI.Default_GPU, DeviceAPI.Host):
+            raise CompileError(f"Func {self.name()}.copy_to_device({device_api}): pyhalide's only GPU device API "
+                               "is CUDA")
+        return self._buffer_copy("copy_to_device" if device_api != DeviceAPI.Host else "copy_to_host")
+
+    def copy_to_host(self):
+        """Halide's copy_to_host: this Func, a plain copy of another (what in_() makes), is a
+        buffer copy to the host; computed as copy_to_device's, its result is on the host."""
+        return self._buffer_copy("copy_to_host")
+
+    def _buffer_copy(self, method: str):
+        """Check, as Halide does, that this Func can be a buffer copy, and make it one."""
+        if not self.defined():
+            raise CompileError(f"{method} on Func {self.name()} with no definition")
+        if self.outputs() != 1:
+            raise CompileError(f"{method} on a Tuple-valued Func {self.name()} not yet supported")
+        if self.has_update_definition():
+            raise CompileError(f"{method} on Func {self.name()} with update definition")
+        value = self.definitions()[0].values[0]
+        if not (isinstance(value, ir.Call) and value.call_type in (ir.HALIDE, ir.IMAGE)
+                and [getattr(a, "name", None) for a in value.args] == list(self._pure_args)
+                and all(isinstance(a, ir.Variable) for a in value.args)):
+            raise CompileError(f"Func {self.name()} is scheduled as {method}, but has value: {wrap(value)}. Expected "
+                               "a single call to another Func with matching dimensionality and argument order.")
+        self._schedule.buffer_copy = True
+        self._log(method)
+        return self
+
     def store_in(self, memory_type):
         """Where this Func's storage lives (hl.MemoryType); the target must support it."""
         if not isinstance(memory_type, str) or memory_type not in MemoryType.ALL:
@@ -830,7 +864,6 @@ def rfactor(stage: Schedulable, pairs):
     vectorized or parallelized over u, which the original reduction forbade. Float results may
     differ in the last bits: the sum is reassociated, as in Halide.
     """
-    from .expr import wrap
     from .func import Definition, Func
     from .ir_mutator import substitute
     from .lowering.legality import update_is_associative

@@ -327,10 +327,10 @@ def test_gpu_non_contiguous_copy(device):
 
 
 def test_gpu_non_contiguous_copy_kept_on_device(device):
-    """gpu_non_contiguous_copy as Halide runs it: the output view stays on the device (Halide
-    copies nothing back until asked; pyhalide does so for a Buffer with a device allocation, so
-    the view is given one first), the host writes every element of the big buffer outside the
-    view (numpy here), and then copy_to_host of the view must write only its own elements."""
+    """gpu_non_contiguous_copy as Halide runs it: the output view stays on the device (nothing
+    is copied back until asked; here the view is given its device allocation beforehand), the
+    host writes every element of the big buffer outside the view (numpy here), and then
+    copy_to_host of the view must write only its own elements."""
     full, cropped, in_sub, f = _non_contiguous_setup()
     cropped.device_malloc()
     f.realize(cropped, CUDA)

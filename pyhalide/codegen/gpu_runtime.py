@@ -13,8 +13,9 @@ thread loops as serial loops, the cheapest check that a GPU schedule keeps the m
 The host code calls `GpuRun.callback(op, args, n)` (an address in the scalars array) to launch a
 kernel or copy a buffer; a GpuRun lives for one call of the pipeline and tracks every buffer the
 kernels touch by its host address: its device copy and which copy is newer (Halide's host and
-device dirty bits). Buffers the user keeps on the device (`Buffer.copy_to_device()`) carry that
-state across calls; the rest is copied back and freed when the call ends.
+device dirty bits). As in Halide, the hl.Buffers the kernels use keep their device copies, and
+that state, across calls (until copy_to_host, device_free, or the Buffer's end); a bare numpy
+array's is copied back and freed when the call ends.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -458,6 +460,7 @@ class CudaBindingsDevice(Device):
         return int(ptr)
 
     def free(self, address):
+        self._ctx()  # a DeviceAllocation is freed on whichever thread drops it last
         self._check(self.cu.cuMemFree(address)[0], "cuMemFree")
 
     def to_device(self, address, host, nbytes):
@@ -553,6 +556,16 @@ def cuda_unavailable_reason() -> str | None:
 
 
 # ---------------------------------------------------------------------------- one call
+class DeviceAllocation:
+    """Device memory, freed once nothing refers to it: a Buffer's device copy and the views of it
+    (crops, slices) share one, so a view keeps it alive after the Buffer it came from is gone."""
+
+    def __init__(self, device: Device, nbytes: int):
+        self.address = device.malloc(nbytes)
+        finalizer = weakref.finalize(self, device.free, self.address)
+        finalizer.atexit = False  # the driver may be gone by then; the process's memory goes anyway
+
+
 @dataclass
 class DeviceCopy:
     """A buffer's device copy and Halide's dirty bits: which of host and device is newer."""
@@ -563,34 +576,66 @@ class DeviceCopy:
     offset: int  # bytes from the start of the device copy to the host pointer's element
     host_dirty: bool = True
     device_dirty: bool = False
-    owner: object = None  # the hl.Buffer keeping it across calls, or None (freed at the end of the call)
-    allocation: int = 0  # what device.malloc returned (address is inside it)
+    kept: bool = False  # an hl.Buffer holds it across calls (else it is freed at the end of the call)
+    allocation: DeviceAllocation | None = None  # the device memory (address is inside it)
     elements: np.ndarray | None = None  # the host array, where known: its elements are this copy's
+
+    def _spans_gaps(self) -> bool:
+        """Whether the bytes the elements span hold others (a strided view, a crop's parent's)."""
+        return self.elements is not None and self.elements.nbytes != self.nbytes
+
+    def _staged(self, view: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The device copy's bytes read into host memory, and the elements' view of them."""
+        staged = np.empty(self.nbytes, np.uint8)
+        self.device.to_host(staged.ctypes.data, self.address, self.nbytes)
+        return staged, np.ndarray(view.shape, view.dtype, buffer=staged, offset=self.offset, strides=view.strides)
 
     def copy_to_host(self, host: int) -> None:
         """The device copy's elements back to the host array at `host` (the address of its
-        element at the host pointer). A strided view's elements do not fill the bytes they span:
-        those go through a staging copy, so the host's bytes between them are left alone."""
+        element at the host pointer). A view whose elements do not fill the bytes they span goes
+        through a staging copy, so the host's bytes between them are left alone."""
         self.device.synchronize()
-        view = self.elements
-        if view is None or view.nbytes == self.nbytes:
-            self.device.to_host(host - self.offset, self.address, self.nbytes)
+        if self._spans_gaps():
+            self.elements[...] = self._staged(self.elements)[1]
         else:
-            staged = np.empty(self.nbytes, np.uint8)
-            self.device.to_host(staged.ctypes.data, self.address, self.nbytes)
-            view[...] = np.ndarray(view.shape, view.dtype, buffer=staged, offset=self.offset, strides=view.strides)
+            self.device.to_host(host - self.offset, self.address, self.nbytes)
         self.device_dirty = False
+
+    def copy_to_device(self, host: int) -> None:
+        """The host array's elements to the device copy; as copy_to_host, a view with gaps writes
+        its own elements only (the device bytes between them may be another buffer's newer ones)."""
+        if self._spans_gaps():
+            staged, view = self._staged(self.elements)
+            view[...] = self.elements
+            self.device.to_device(self.address, staged.ctypes.data, self.nbytes)
+        else:
+            self.device.to_device(self.address, host - self.offset, self.nbytes)
+        self.host_dirty = False
 
     def allocate(self) -> None:
         """Device memory for the copy, placed so that the element at the host pointer is
         aligned to VECTOR_ALIGNMENT bytes: kernels load aligned runs of elements as vectors."""
-        self.allocation = self.device.malloc(self.nbytes + VECTOR_ALIGNMENT)
-        self.address = self.allocation + (-(self.allocation + self.offset)) % VECTOR_ALIGNMENT
+        self.allocation = DeviceAllocation(self.device, self.nbytes + VECTOR_ALIGNMENT)
+        start = self.allocation.address
+        self.address = start + (-(start + self.offset)) % VECTOR_ALIGNMENT
+
+    def view(self, parent: np.ndarray, view: np.ndarray) -> DeviceCopy:
+        """The device copy of `view`, an array of some of `parent`'s elements (a crop, a slice):
+        the same device memory, laid out as on the host, and the same dirty bits, as Halide's
+        device_crop and device_slice."""
+        offset, nbytes = span(view)
+        shift = view.__array_interface__["data"][0] - parent.__array_interface__["data"][0]
+        return DeviceCopy(self.device, self.address + self.offset + shift - offset, nbytes, offset, self.host_dirty,
+                          self.device_dirty, True, self.allocation, view)
+
+    def aligned(self) -> bool:
+        """Whether the element at the host pointer is where kernels' vector accesses assume."""
+        return (self.address + self.offset) % VECTOR_ALIGNMENT == 0
 
     def free(self) -> None:
-        if self.allocation:
-            self.device.free(self.allocation)
-        self.address = self.allocation = 0
+        """Drop this copy's hold on the device memory (freed when no view holds it either)."""
+        self.allocation = None
+        self.address = 0
 
 
 def span(arr: np.ndarray) -> tuple[int, int]:
@@ -608,12 +653,22 @@ class GpuRun:
     def __init__(self, device: Device, module, kernels: list[Kernel]):
         self.device, self.module, self.kernels = device, module, kernels
         self.copies: dict[int, DeviceCopy] = {}
+        self.owners: dict[int, object] = {}  # host address -> the hl.Buffer to give its device copy
         self.error: BaseException | None = None
 
-    def register(self, arr: np.ndarray, kept: DeviceCopy | None) -> None:
-        """A pipeline buffer: its device copy is `kept` (a Buffer on the device), else made when a
-        kernel first uses it."""
+    def register(self, arr: np.ndarray, buffer) -> None:
+        """A pipeline buffer (`buffer`: the hl.Buffer it is, None for a bare array). A Buffer's
+        device copy is used where it has one, else made when a kernel first uses the buffer and
+        given to the Buffer, as Halide's pipelines give the Buffers they use device allocations;
+        a bare array's lasts for the call."""
         host = arr.__array_interface__["data"][0]
+        kept = None if buffer is None else buffer._device_copy
+        if kept is not None and not kept.aligned():
+            # a view into a device allocation whose first element is not aligned as kernels'
+            # vector accesses need: this call works on an aligned copy of its own, through the host
+            buffer.copy_to_host()
+            buffer.set_host_dirty()
+            kept = buffer = None
         if kept is not None:
             if kept.device is not self.device:
                 raise HalideError(f"A buffer lives on the {kept.device.name} device, but this pipeline runs on "
@@ -622,6 +677,8 @@ class GpuRun:
         elif host not in self.copies:
             offset, nbytes = span(arr)
             self.copies[host] = DeviceCopy(self.device, 0, nbytes, offset, elements=arr)
+            if buffer is not None:
+                self.owners[host] = buffer
 
     def _copy_for(self, host: int, nbytes: int) -> DeviceCopy:
         c = self.copies.get(host)
@@ -631,9 +688,11 @@ class GpuRun:
             c.nbytes = nbytes
         if c.address == 0:
             c.allocate()
+            owner = self.owners.pop(host, None)
+            if owner is not None:
+                owner._device_copy, c.kept = c, True
         if c.host_dirty:
-            self.device.to_device(c.address, host - c.offset, c.nbytes)
-            c.host_dirty = False
+            c.copy_to_device(host)
         return c
 
     def _launch(self, args) -> None:
@@ -683,17 +742,17 @@ class GpuRun:
                 c.free()
 
     def finish(self, outputs: list[np.ndarray]) -> None:
-        """After the call: outputs back to the host unless a Buffer keeps them on the device; the
-        call's own device copies freed."""
+        """After the call: outputs back to the host unless a Buffer keeps them on the device (as
+        Halide's realize into a Buffer leaves them); the call's own device copies freed."""
         try:
             self.device.synchronize()
             for arr in outputs:
                 c = self.copies.get(arr.__array_interface__["data"][0])
-                if c is not None and c.owner is None:
+                if c is not None and not c.kept:
                     self.copy_to_host(arr.__array_interface__["data"][0])
         finally:
             for c in self.copies.values():
-                if c.owner is None:
+                if not c.kept:
                     c.free()
             self.copies.clear()
 

@@ -200,23 +200,23 @@ class CompiledPipeline:
         interrupts.arm()
         if self.cuda_source is not None:
             rc = self._run_with_gpu(arrays, buffers, sc)
-        elif self.host_only_gpu:
-            rc = self._run_serially(arrays, buffers, sc)
         else:
-            rc = self._fn(*arrays, sc)
+            rc = self._run_on_host(arrays, buffers, sc)
         if rc != 0:
             if rc == interrupts.INTERRUPTED:
                 interrupts.raise_interrupt()
             self._raise(rc, sc, names)
 
-    def _run_serially(self, arrays: list, buffers: list, sc) -> int:
-        """GPU loops run as serial loops on the host: Buffers kept on a device are read on the host."""
-        for buf in buffers:
-            if getattr(buf, "_device_copy", None) is not None:
-                buf.copy_to_host()
+    def _run_on_host(self, arrays: list, buffers: list, sc) -> int:
+        """Host code only (no GPU, or GPU loops run as serial loops): a Buffer whose device copy is
+        newer is read back first, and one the pipeline writes is then newer on the host."""
+        on_device = [(buf, spec[1]) for buf, spec in zip(buffers, self._specs)
+                     if getattr(buf, "_device_copy", None) is not None]
+        for buf, _ in on_device:
+            buf.copy_to_host()
         rc = self._fn(*arrays, sc)
-        for buf, spec in zip(buffers, self._specs):
-            if spec[1] and getattr(buf, "_device_copy", None) is not None:
+        for buf, is_output in on_device:
+            if is_output:
                 buf.set_host_dirty()
         return rc
 
@@ -227,7 +227,7 @@ class CompiledPipeline:
             module = self._modules[device.name] = device.load(self.cuda_source, self.kernels, self.target)
         run = GpuRun(device, module, self.kernels)
         for arr, buf in zip(arrays, buffers):
-            run.register(arr, getattr(buf, "_device_copy", None))
+            run.register(arr, None if type(buf) is np.ndarray else buf)
         outer = getattr(GpuRun._local, "run", None)
         GpuRun._local.run = run
         try:

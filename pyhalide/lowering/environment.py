@@ -147,7 +147,7 @@ def _environment(outputs, funcs, sources, user_names, target) -> Environment:
             if sched.compute_level.kind == "at" or sched.explicit_inline or sched.store_level is not None:
                 sched.compute_level, sched.store_level, sched.explicit_inline = LoopLevel.root(), None, False
             env.order.append(f)
-        elif sched.explicit_inline or (sched.is_default and not f.has_update_definition()):
+        elif sched.explicit_inline or (sched.is_default and not f.has_update_definition() and not sched.buffer_copy):
             if f.has_update_definition():
                 raise CompileError(f"Func {name} has update definitions and cannot be inlined")
             if sched.store_level is not None and not sched.store_level.is_inlined():
