@@ -735,11 +735,10 @@ def test_async_gpu(device):
     computed one at a time on the GPU into a buffer stored at root, each copied to a host double
     buffer (gpu.in_().copy_to_host(), fold_storage(t, 2)) for a parallel vectorized CPU stage;
     with and without async_() on the copy the output is the same, expensive(expensive(17)) in
-    uint32 (Halide: 800x800x16; here 64x48x4). Halide's expensive(e, 16) squares e's size 16
-    times over: an Expr DAG that pyhalide's code generators emit as a tree (no common
-    subexpressions are shared), minutes to compile; depth 8 here."""
+    uint32 (Halide: 800x800x16; here 64x48x4). expensive(e, 16) doubles e's tree 16 times over:
+    a graph the definition's common subexpression elimination makes 16 lets."""
     w, h, frames = (800, 800, 16) if device == "gpu" else (64, 48, 4)
-    depth = 8
+    depth = 16
     in_buf = hl.Buffer(hl.UInt(32), [w, h, frames])
     in_buf.fill(17)
     outs = []
