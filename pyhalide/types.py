@@ -195,7 +195,7 @@ class Type:
             return other.is_uint() and other.bits <= self.bits
         if self.is_float():
             return ((other.is_float() and other.bits <= self.bits) or (self.bits == 64 and other.bits <= 32)
-                    or (self.bits == 32 and other.bits <= 16))
+                    or (self.bits == 32 and other.bits <= 16) or (self.bits == 16 and other.bits <= 8))
         return False
 
     def is_max(self, value) -> bool:

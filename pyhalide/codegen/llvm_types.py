@@ -44,8 +44,12 @@ def double_to_half(b: ll.IRBuilder, v):
 
     f = b.fptrunc(v, of(F32))  # to nearest: one step too far from zero, or exact
     back = b.fpext(f, of(F64))
-    fabs = b.module.declare_intrinsic("llvm.fabs", [of(F64)])
-    too_far = b.fcmp_ordered(">", b.call(fabs, [back]), b.call(fabs, [v]))
+    magnitude = ll.Constant(of(I64), [(1 << 63) - 1] * vec if vec else (1 << 63) - 1)
+
+    def abs_bits(d):  # ordered as the magnitudes are
+        return b.and_(b.bitcast(d, of(I64)), magnitude)
+
+    too_far = b.icmp_unsigned(">", abs_bits(back), abs_bits(v))
     inexact = b.fcmp_ordered("!=", back, v)
     bits = b.sub(b.bitcast(f, of(I32)), b.zext(too_far, of(I32)))
     odd = b.or_(bits, b.zext(inexact, of(I32)))
