@@ -399,3 +399,74 @@ def test_reference_evaluator_computes_in_float16():
     f[x] = hl.select(a[x] > 1, hl.sqrt(a[x]) * a[x], a[x] / hl.cast(hl.Float(16), 3)) + hl.cast(hl.Float(16), x)
     (want,) = reference.realize(f, [av.size])
     assert_same_bits(np.asarray(f.realize([av.size])), want)
+
+
+# ------------------------------------------------------------------------------ CUDA
+def _cuda_pipeline():
+    """float16 arithmetic, casts from float64, int64 and float32, math, a select and a float16 Param
+    in one kernel (gpu_tile 8x8 over 16 x 2 rows of inputs)."""
+    x, y, xi, yi = (hl.Var(n) for n in "x y xi yi".split())
+    a = hl.ImageParam(hl.Float(16), 1, "a")
+    d = hl.ImageParam(hl.Float(64), 1, "d")
+    i = hl.ImageParam(hl.Int(64), 1, "i")
+    p = hl.Param(hl.Float(16), "p")
+    f = hl.Func("f")
+    h = a[x]
+    f[x, y] = (h * p + h / (h + hl.cast(hl.Float(16), y)), hl.cast(hl.Float(16), d[x]), hl.cast(hl.Float(16), i[x]),
+               hl.select(h > p, hl.sqrt(h), hl.exp(h)), hl.cast(hl.Float(64), h * h), hl.cast(hl.Int(32), h))
+    f.gpu_tile(x, y, xi, yi, 8, 8)
+    return f, a, d, i, p
+
+
+def _cuda_inputs(n: int):
+    av = _halves()[:n]
+    with np.errstate(over="ignore"):
+        dv = np.resize(np.array(_FLOAT_EDGES + _DOUBLE_TRAPS, np.float64), n)
+    iv = np.resize(np.array(_INT_EDGES, np.int64), n)
+    return av, dv, iv
+
+
+def test_float16_in_cuda_kernels(device):
+    """The same float16 computation in a CUDA kernel (serial and emulated devices, a GPU where
+    there is one): each operation rounded to float16, float64 and int64 converted with one
+    rounding, the Param passed in as float16, as numpy computes it."""
+    n, rows = 32, 8
+    f, a, d, i, p = _cuda_pipeline()
+    av, dv, iv = _cuda_inputs(n)
+    av = np.where(np.isfinite(av) & (np.abs(av) < 30000), av, F16(2))  # (the int32 cast stays in range)
+    value = 1 + 2.0**-11 + 2.0**-40
+    a.set(hl.Buffer(av))
+    d.set(hl.Buffer(dv))
+    i.set(hl.Buffer(iv))
+    p.set(value)
+    got = f.realize([n, rows], hl.Target("host-cuda"))
+    for b in got:
+        b.copy_to_host()
+    got = [np.asarray(b) for b in got]
+    ph = F16(value)
+    ys = np.arange(rows, dtype=F16)[:, None]
+    with np.errstate(all="ignore"):
+        want = [av * ph + av / (av + ys), np.broadcast_to(dv.astype(F16), (rows, n)),
+                np.broadcast_to(iv.astype(F16), (rows, n)),
+                np.broadcast_to(np.where(av > ph, np.sqrt(av), np.exp(av)), (rows, n)),
+                np.broadcast_to((av * av).astype(np.float64), (rows, n)),
+                np.broadcast_to(av.astype(np.int32), (rows, n))]
+    for k in range(4):
+        assert_same_bits(got[k], np.asarray(want[k], F16), f"output {k}")
+    np.testing.assert_array_equal(got[4], want[4])
+    np.testing.assert_array_equal(got[5], want[5])
+
+
+@pytest.mark.parametrize("capability", [80, 90])
+def test_float16_kernels_compile_for_the_gpu(capability):
+    """The float16 kernel compiles with nvcc (or NVRTC) for sm_80 and sm_90, within the limits."""
+    from pyhalide.codegen import gpu_runtime
+
+    if gpu_runtime.nvcc_path() is None and gpu_runtime._nvrtc() is None:
+        pytest.skip("neither nvcc nor NVRTC is installed")
+    f = _cuda_pipeline()[0]
+    source = hl.Pipeline([f]).cuda_source(hl.Target("host-cuda"))
+    assert "#include <cuda_fp16.h>" in source and "typedef __half hl_half;" in source
+    assert "const hl_half *__restrict__" in source and "hl_half v_p)" in source
+    report = gpu_runtime.ptxas_report(gpu_runtime.compile_ptx(source, capability), capability)
+    assert report and all(r.spill_stores == 0 for r in report.values())
