@@ -69,6 +69,7 @@ def test_the_float16_type():
     assert to_ir(t.max()).value == np.inf and to_ir(t.min()).value == -np.inf
     assert hl.Float(32).can_represent(t) and not t.can_represent(hl.Float(32)) and t.can_represent(hl.UInt(1))
     assert hl.Buffer(np.zeros(4, F16)).type() == t
+    assert repr(t.max()) == "<halide.Expr of type float16: infh>"  # as Halide prints it
 
 
 @pytest.mark.parametrize("lib", LIBS)
