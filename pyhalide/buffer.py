@@ -738,8 +738,6 @@ class Buffer:
         from .func import image_call
 
         self._need_defined("an image call")
-        if self._type.is_float() and self._type.bits == 16:
-            raise HalideError(f"Buffer {self._name} holds float16, which pyhalide stores but does not compute in")
         return image_call(self, key)
 
     def __setitem__(self, key, value):

@@ -230,7 +230,7 @@ def _int_fits(t: Type, value: int) -> bool:
     """Halide's Type::can_represent(int64): exactly, for float types too."""
     if t.is_float():
         with np.errstate(over="ignore"):
-            as_float = np.float32(value) if t.bits == 32 else np.float64(value)
+            as_float = t.element_of().to_numpy().type(value)
         return bool(np.isfinite(as_float)) and int(as_float) == value
     return t.element_of().can_represent(value)
 

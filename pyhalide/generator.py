@@ -46,7 +46,7 @@ from .target import Target
 from .types import Bool, Float, Int, Type, UInt
 
 _NAME = re.compile(r"^(?!.*__)[A-Za-z0-9][A-Za-z0-9_]*$")  # a C identifier without "_" first or "__"
-_TYPE_NAMES = {"bool": Bool(), "float32": Float(32), "float64": Float(64),
+_TYPE_NAMES = {"bool": Bool(), "float16": Float(16), "float32": Float(32), "float64": Float(64),
                "int8": Int(8), "int16": Int(16), "int32": Int(32), "int64": Int(64),
                "uint8": UInt(8), "uint16": UInt(16), "uint32": UInt(32), "uint64": UInt(64)}
 

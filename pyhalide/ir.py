@@ -94,9 +94,9 @@ class FloatImm(Expr):
     def __post_init__(self):
         if not (self.type.is_float() and self.type.is_scalar()):
             _fail(f"FloatImm of type {self.type}")
-        if self.type.bits == 32:
+        if self.type.bits < 64:
             with np.errstate(over="ignore"):
-                object.__setattr__(self, "value", float(np.float32(self.value)))
+                object.__setattr__(self, "value", float(self.type.to_numpy().type(self.value)))
 
 
 @_node

@@ -30,8 +30,7 @@ class _ExprPrinter:
         return f"({e.type}){e.value}"
 
     def p_FloatImm(self, e):
-        s = repr(e.value)
-        return s + "f" if e.type.bits == 32 else s
+        return repr(e.value) + {16: "h", 32: "f"}.get(e.type.bits, "")
 
     def p_StringImm(self, e):
         return repr(e.value)

@@ -209,8 +209,8 @@ def max(*args) -> Expr:
 def clamp(a, min_val, max_val) -> Expr:
     """clamp(a, lo, hi): the bounds take a's type."""
     e = to_ir(a)
-    lo = coerce_python(min_val, e.type) if _is_python_number(min_val) else cast_ir(e.type, to_ir(min_val))
-    hi = coerce_python(max_val, e.type) if _is_python_number(max_val) else cast_ir(e.type, to_ir(max_val))
+    lo = fold_cast(e.type, coerce_python(min_val, e.type) if _is_python_number(min_val) else to_ir(min_val))
+    hi = fold_cast(e.type, coerce_python(max_val, e.type) if _is_python_number(max_val) else to_ir(max_val))
     return wrap(ir.Max(ir.Min(e, hi), lo))
 
 
@@ -652,7 +652,9 @@ def fast_log(e) -> Expr:
 
 
 def fast_pow(a, b) -> Expr:
-    return pow(a, b)
+    """pow in Float(32): Halide's fast_pow casts both arguments to float (pyhalide's is exact)."""
+    x, y = (to_ir(v) for v in (a, b))
+    return pow(wrap(cast_ir(Float(32, x.type.lanes), x)), wrap(cast_ir(Float(32, y.type.lanes), y)))
 
 
 def _float_test(name: str):

@@ -49,8 +49,8 @@ _CODE_NAMES = {TypeCode.Int: INT, TypeCode.UInt: UINT, TypeCode.Float: FLOAT, Ty
 _TYPECODE_OF = {name: member for member, name in _CODE_NAMES.items()}
 # a code given as a string, a _Code or an hl.TypeCode -> the one _Code object for it
 _CODES = {**{name: _Code(name) for name in _TYPECODE_OF}, **{m: _Code(n) for m, n in _CODE_NAMES.items()}}
-# the widths pyhalide computes in (float16 exists only as buffer storage: see from_numpy)
-_VALID_BITS = {INT: (8, 16, 32, 64), UINT: (1, 8, 16, 32, 64), FLOAT: (32, 64), HANDLE: (64,)}
+# the widths pyhalide computes in
+_VALID_BITS = {INT: (8, 16, 32, 64), UINT: (1, 8, 16, 32, 64), FLOAT: (16, 32, 64), HANDLE: (64,)}
 
 
 def _code_of(code) -> _Code:
@@ -88,15 +88,6 @@ class Type:
         object.__setattr__(self, "code", code)
         object.__setattr__(self, "bits", _Count(bits))
         object.__setattr__(self, "lanes", _Count(lanes))
-
-    @classmethod
-    def _unchecked(cls, code: str, bits: int, lanes: int) -> Type:
-        """A type pyhalide stores but does not compute in (float16 buffers)."""
-        t = object.__new__(cls)
-        object.__setattr__(t, "code", _CODES[code])
-        object.__setattr__(t, "bits", _Count(bits))
-        object.__setattr__(t, "lanes", _Count(lanes))
-        return t
 
     # --- queries, named as in Halide's Python bindings ---
     def is_int(self) -> bool:
@@ -204,7 +195,7 @@ class Type:
             return other.is_uint() and other.bits <= self.bits
         if self.is_float():
             return ((other.is_float() and other.bits <= self.bits) or (self.bits == 64 and other.bits <= 32)
-                    or (self.bits == 32 and other.bits <= 16))
+                    or (self.bits == 32 and other.bits <= 16) or (self.bits == 16 and other.bits <= 8))
         return False
 
     def is_max(self, value) -> bool:
@@ -267,7 +258,6 @@ _TO_NUMPY = {
 
 # One object per type made here (Types are immutable): equality then mostly finds the same object.
 _INTERNED: dict[tuple[str, int, int], Type] = {}
-_FLOAT16 = Type._unchecked(FLOAT, 16, 1)
 
 
 def _int64(t: Type, method: str, value) -> int:
@@ -300,9 +290,8 @@ def UInt(bits: int, lanes: int = 1) -> Type:
 
 
 def Float(bits: int, lanes: int = 1) -> Type:
-    if bits not in (32, 64):
-        raise HalideError(f"Float({bits}): pyhalide computes only in 32 and 64 bit floats "
-                          "(float16 numpy arrays can be held in an hl.Buffer, not computed on)")
+    if bits not in (16, 32, 64):
+        raise HalideError(f"Float({bits}): bits must be 16, 32 or 64")
     return _interned(FLOAT, bits, lanes)
 
 
@@ -318,8 +307,6 @@ def from_numpy(dtype) -> Type:
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
         return Bool()
-    if dtype == np.float16:
-        return _FLOAT16
     for (code, bits), dt in _TO_NUMPY.items():
         if dt == dtype:
             return Type(code, bits)

@@ -8,9 +8,8 @@ or the closed form the Halide test uses. Sizes are smaller than Halide's where t
 
 Not ported: vector_shuffle builds its vectors with Internal::Shuffle, which Halide's Python
 bindings do not expose; strict_fma's fma() is not in Halide 21's Python bindings either (its
-strict_float half is ported). The float16 tests fail: pyhalide does not compute in float16. The
-last section tests what pyhalide gained for these ports (specialize_fail, align_storage, storage
-that inner thread loops share)."""
+strict_float half is ported). The last section tests what pyhalide gained for these ports
+(specialize_fail, align_storage, storage that inner thread loops share)."""
 
 from __future__ import annotations
 
@@ -527,7 +526,6 @@ def test_bool_predicate_cast(device):
 
 
 # ------------------------------------------------------------------------------ float16_t
-@pytest.mark.xfail(strict=True, raises=hl.HalideError, reason="pyhalide has no Float(16) yet (README)")
 def test_float16_t_passed_to_a_kernel(device):
     """Ports float16_t's GPU part: a float16 ImageParam (all 0.0625) and a float16 Param (2) in a
     kernel, output(x, y) = x * y * (sqrt(input) * mul) in float16, gpu_tile 8x8 over 8x8: each
@@ -555,7 +553,6 @@ def _f16_curve(x, y):
         hl.Float(32), hl.fast_pow(clamp_val, hl.cast(hl.Float(16), hl.f32(1.0 / 2.2))))))
 
 
-@pytest.mark.xfail(strict=True, raises=hl.HalideError, reason="pyhalide has no Float(16) yet (README)")
 def test_gpu_f16_intrinsics(device):
     """Ports gpu_f16_intrinsics (Halide runs it on Metal and OpenCL with half support only; here
     on CUDA): a float16 curve (clamp, abs, fast_pow and a select of float16 values) gpu_tile 8x8

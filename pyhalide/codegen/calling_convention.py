@@ -23,7 +23,7 @@ from llvmlite import ir as ll
 
 from ..errors import InternalError
 from ..types import Type
-from .llvm_types import F32, F64, I8, I32, I64, PTR, llvm_type
+from .llvm_types import F32, F64, I8, I32, I64, PTR, double_to_half, llvm_type
 
 if TYPE_CHECKING:
     from .llvm import CodeGen
@@ -147,7 +147,7 @@ def _load(b: ll.IRBuilder, ty, ptr):
 def _from_int64(b: ll.IRBuilder, raw, t: Type):
     if t.is_float():
         d = b.bitcast(raw, F64)
-        return d if t.bits == 64 else b.fptrunc(d, F32)
+        return d if t.bits == 64 else b.fptrunc(d, F32) if t.bits == 32 else double_to_half(b, d)
     if t.is_bool():
         return b.icmp_unsigned("!=", raw, ll.Constant(I64, 0))
     return b.trunc(raw, llvm_type(t)) if t.bits < 64 else raw

@@ -44,13 +44,21 @@ def call_overloaded(cg: CodeGen, base: str, t: Type, args):
 def _math(cg: CodeGen, e):
     t = e.type
     args = [cg.expr(a) for a in e.args]
-    if e.name in _UNARY_LLVM:
-        return call_overloaded(cg, _UNARY_LLVM[e.name], t, args)
-    if e.name not in _LIBM:
-        raise InternalError(f"codegen: unknown math function {e.name}")
+    if t.is_float() and t.bits == 16:  # as Halide: in float32, the result rounded to float16
+        wide = t.with_bits(32)
+        args = [cg.cast(a, t, wide) for a in args]
+        return cg.cast(_math_of(cg, e.name, wide, args), wide, t)
+    return _math_of(cg, e.name, t, args)
+
+
+def _math_of(cg: CodeGen, name: str, t: Type, args):
+    if name in _UNARY_LLVM:
+        return call_overloaded(cg, _UNARY_LLVM[name], t, args)
+    if name not in _LIBM:
+        raise InternalError(f"codegen: unknown math function {name}")
     b = cg.b
     lt = llvm_type(t.element_of())
-    fn = cg.declare(e.name + ("f" if t.bits == 32 else ""), lt, [lt] * len(args))
+    fn = cg.declare(name + ("f" if t.bits == 32 else ""), lt, [lt] * len(args))
     if t.lanes == 1:
         return b.call(fn, args)
     result = ll.Constant(llvm_type(t), ll.Undefined)  # no vector libm: one call per lane
@@ -138,7 +146,7 @@ def _text(cg, e, parts_from: int, separator: str, condition=None):
         for lane in lanes:
             if scalar.is_float():
                 formats.append("%f")
-                values.append(b.fpext(lane, F64) if scalar.bits == 32 else lane)
+                values.append(b.fpext(lane, F64) if scalar.bits < 64 else lane)
             else:
                 formats.append("%lld" if scalar.is_int() else "%llu")
                 values.append(cg.cast(lane, scalar, Type("int" if scalar.is_int() else "uint", 64)))

@@ -53,7 +53,14 @@ typedef unsigned long long uint64_t;
 #else
 #include <cstdint>
 #endif
+#include <cuda_fp16.h>
 #define HL_DEVICE __device__ __forceinline__
+// float16 is stored as __half and computed in float, each result rounded to float16 (as Halide)
+typedef __half hl_half;
+HL_DEVICE hl_half hl_f16(float f) { return __float2half_rn(f); }
+HL_DEVICE hl_half hl_f16(double d) { return __double2half(d); }
+HL_DEVICE float hl_f32(hl_half h) { return __half2float(h); }
+HL_DEVICE hl_half hl_half_bits(unsigned short bits) { return __ushort_as_half(bits); }
 #define HL_DYNAMIC_SHARED extern __shared__ __align__(16) unsigned char hl_dynamic_shared[]
 #else
 // Emulation on the CPU: each block's threads are std::threads that meet at a std::barrier.
@@ -120,6 +127,13 @@ template <typename F> static void hl_emulate(const int64_t *grid, const int *blo
 template <typename T> static inline T hl_arg(int64_t bits) { return (T)bits; }
 template <> inline float hl_arg<float>(int64_t bits) { double d; memcpy(&d, &bits, 8); return (float)d; }
 template <> inline double hl_arg<double>(int64_t bits) { double d; memcpy(&d, &bits, 8); return d; }
+// float16 is g++'s _Float16, computed in float as on the GPU (no excess precision is relied on)
+typedef _Float16 hl_half;
+static inline hl_half hl_f16(float f) { return (hl_half)f; }
+static inline hl_half hl_f16(double d) { return (hl_half)d; }
+static inline float hl_f32(hl_half h) { return (float)h; }
+static inline hl_half hl_half_bits(uint16_t bits) { hl_half h; memcpy(&h, &bits, 2); return h; }
+template <> inline hl_half hl_arg<hl_half>(int64_t bits) { double d; memcpy(&d, &bits, 8); return (hl_half)d; }
 #endif
 // A run of N elements read or written as one aligned access (cuda_vectors): LDG.128 and the like
 template <typename T, int N> struct alignas(sizeof(T) * N) hl_vec { T v[N]; };
@@ -214,12 +228,12 @@ def c_type(t: Type, memory: bool = False) -> str:
     if t.is_bool():
         return "uint8_t" if memory else "bool"
     if t.is_float():
-        if t.bits == 32:
-            return "float"
-        if t.bits == 64:
-            return "double"
-        raise CompileError(f"The CUDA backend does not support {t} yet")
+        return {16: "hl_half", 32: "float", 64: "double"}[t.bits]
     return f"{'' if t.is_int() else 'u'}int{t.bits}_t"
+
+
+def _is_half(t: Type) -> bool:
+    return t.is_float() and t.bits == 16
 
 
 def c_name(name: str) -> str:
@@ -242,6 +256,8 @@ def _literal(e: ir.Expr) -> str:
             return f"{v}ull"
         return f"(({c_type(t)}){v})"
     v = e.value
+    if t.bits == 16:  # no float16 literals in C++: the bits, exactly
+        return f"hl_half_bits({int(np.float16(v).view(np.uint16))})"
     if v != v or v in (float("inf"), float("-inf")):  # from the bits: no portable literal
         import struct
 
@@ -591,7 +607,12 @@ class CudaPrinter:
         return self.ref(e.name)
 
     def e_Cast(self, e):
-        return f"(({c_type(e.type)})({self.expr(e.value)}))"
+        value, src = self.expr(e.value), e.value.type
+        if _is_half(src):  # float16 -> float is exact, and float -> t as float16 -> t would be
+            return f"(({c_type(e.type)})hl_f32({value}))"
+        if _is_half(e.type):  # from an integer through float: exact where the result is finite
+            return f"hl_f16({value if src.is_float() else f'(float)({value})'})"
+        return f"(({c_type(e.type)})({value}))"
 
     def e_Reinterpret(self, e):
         return f"hl_reinterpret<{c_type(e.type)}>({self.expr(e.value)})"
@@ -599,6 +620,8 @@ class CudaPrinter:
     def _wrapping(self, e, op: str):
         t = e.type
         a, b = self.expr(e.a), self.expr(e.b)
+        if _is_half(t):
+            return f"hl_f16(hl_f32({a}) {op} hl_f32({b}))"
         if t.is_float() or t.bits >= 32:
             return f"({a} {op} {b})"
         if op == "*":
@@ -617,7 +640,7 @@ class CudaPrinter:
     def e_Div(self, e):
         if not e.type.is_float():
             raise InternalError("cuda: integer division survived the arithmetic rules")
-        return f"({self.expr(e.a)} / {self.expr(e.b)})"
+        return self._wrapping(e, "/")
 
     def _minmax(self, e, fn: str):
         if e.type.is_float():
@@ -631,7 +654,10 @@ class CudaPrinter:
         return self._minmax(e, "hl_max")
 
     def _binary(self, e):
-        return f"({self.expr(e.a)} {e.symbol} {self.expr(e.b)})"
+        a, b = self.expr(e.a), self.expr(e.b)
+        if _is_half(e.a.type):
+            a, b = f"hl_f32({a})", f"hl_f32({b})"
+        return f"({a} {e.symbol} {b})"
 
     e_EQ = e_NE = e_LT = e_LE = e_GT = e_GE = _binary
 
@@ -678,9 +704,11 @@ class CudaPrinter:
         args = [self.expr(a) for a in e.args]
         t = e.type
         if e.call_type == ir.EXTERN or e.name == "abs":
-            table = _MATH32 if t.bits == 32 else _MATH64
+            table = _MATH64 if t.bits == 64 else _MATH32
             if not t.is_float() or e.name not in table:
                 raise InternalError(f"cuda: math function {e.name} of {t}")
+            if _is_half(t):  # as Halide: in float, the result rounded to float16
+                return f"hl_f16({table[e.name]}({', '.join(f'hl_f32({a})' for a in args)}))"
             return f"{table[e.name]}({', '.join(args)})"
         if e.call_type != ir.INTRINSIC:
             raise InternalError(f"cuda: a {e.call_type} call to {e.name} survived lowering")
@@ -705,7 +733,7 @@ class CudaPrinter:
         if e.name in ("popcount", "count_leading_zeros", "count_trailing_zeros"):
             return self._bit_count(e.name, a0, args[0], ct)
         if e.name in ("is_nan", "is_inf", "is_finite"):
-            return f"{e.name.replace('is_', 'is')}({args[0]})"
+            return f"{e.name.replace('is_', 'is')}({f'hl_f32({args[0]})' if _is_half(a0) else args[0]})"
         if e.name in ("print", "trace"):
             raise CompileError(f"{e.name}() inside a GPU kernel is not supported (print or trace on the CPU)")
         raise InternalError(f"cuda: no rule for intrinsic {e.name}")

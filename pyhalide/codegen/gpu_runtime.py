@@ -359,6 +359,13 @@ def _numpy_arg(value, t):
     return np.intp(value) if t is None else np.dtype(t.to_numpy()).type(value)
 
 
+def _ctypes_arg(value, t):
+    """A scalar kernel argument as ctypes holds it; a float16 (which ctypes lacks) as its bits."""
+    if t.is_float() and t.bits == 16:
+        return ctypes.c_uint16(int(np.float16(value).view(np.uint16)))
+    return np.ctypeslib.as_ctypes_type(t.to_numpy())(value)
+
+
 class PyCudaDevice(Device):
     name = "pycuda"
 
@@ -472,7 +479,7 @@ class CudaBindingsDevice(Device):
     def launch(self, module, kernel, grid, block, shared_bytes, args):
         # kernelParams as the driver takes it, an array of pointers to the values (the one form
         # every cuda-bindings version accepts as a plain address)
-        values = [ctypes.c_void_p(v) if t is None else np.ctypeslib.as_ctypes_type(t.to_numpy())(v) for v, t in args]
+        values = [ctypes.c_void_p(v) if t is None else _ctypes_arg(v, t) for v, t in args]
         params = (ctypes.c_void_p * max(len(values), 1))(*[ctypes.addressof(v) for v in values])
         err = self.cu.cuLaunchKernel(module[1][kernel.name], *(int(g) for g in grid), *(int(b) for b in block),
                                      int(shared_bytes), 0, ctypes.addressof(params), 0)[0]

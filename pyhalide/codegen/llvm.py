@@ -25,7 +25,7 @@ from ..types import Int, Type
 from . import calling_convention, heap, parallel, x86
 from .calls import emit_call
 from .interrupts import INTERRUPTED
-from .llvm_types import I32, I64, PTR, VOID, llvm_type
+from .llvm_types import I32, I64, PTR, VOID, double_to_half, llvm_type
 
 EXPLICIT_STACK_LIMIT = 1 << 20  # store_in(Stack / Register): more would overflow a worker thread's stack
 
@@ -267,6 +267,8 @@ class CodeGen:
         if src.element_of() == dst.element_of():
             return v
         if src.is_float() and dst.is_float():
+            if src.bits == 64 and dst.bits == 16:
+                return double_to_half(b, v)
             return b.fpext(v, lt) if dst.bits > src.bits else b.fptrunc(v, lt)
         if src.is_float():
             return b.fptosi(v, lt) if dst.is_int() else b.fptoui(v, lt)

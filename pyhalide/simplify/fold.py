@@ -25,9 +25,9 @@ def euclid_mod(a: int, b: int) -> int:
 
 def _float(t: Type, v: float) -> float:
     """Round a Python float to t's precision."""
-    if t.bits == 32:
+    if t.bits < 64:
         with np.errstate(over="ignore"):
-            return float(np.float32(v))
+            return float(t.to_numpy().type(v))
     return float(v)
 
 
