@@ -42,8 +42,7 @@ PYEOF
 echo "== GPU tests (pytest -m gpu: kernels on the device)"
 timeout 150 "$PY" -m pytest -p no:cacheprovider -m gpu -rs tests/test_gpu.py tests/test_gpu_fuzz.py 2>&1 | tee "$OUT/gpu_tests.log" | tail -40
 echo "== Halide's GPU tests, ported (pytest -m gpu)"
-timeout 100 "$PY" -m pytest -p no:cacheprovider -m gpu -rs tests/test_halide_gpu_kernels.py \
-  tests/test_halide_gpu_shared_memory.py tests/test_halide_gpu_atomics_and_errors.py 2>&1 \
+timeout 150 "$PY" -m pytest -p no:cacheprovider -m gpu -rs tests/test_halide_gpu_*.py tests/test_float16.py 2>&1 \
   | tee "$OUT/halide_gpu_tests.log" | tail -20
 
 if [ -n "${HALIDE_TUTORIAL:-}" ]; then
