@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from . import ir
 from .errors import HalideError
-from .expr import Expr, wrap
+from .expr import Expr, cast_ir, to_ir, wrap
 from .names import func_name_family, unique_name
 from .types import Type
 
@@ -26,7 +26,8 @@ class Param(Expr):
         self._name = name or unique_name("p")
         self._value = None
         self._estimate = None
-        self._min, self._max = min, max
+        self._min = self._max = None
+        self.set_range(min, max)
         self._ir = ir.Variable(self._name, type, ref=self)
         if value is not None:
             self.set(value)
@@ -38,16 +39,7 @@ class Param(Expr):
         return self._type
 
     def set(self, value) -> None:
-        self._value = self._in_range(self._checked(value, "set"))
-
-    def _in_range(self, value):
-        """Halide checks a Param against its set_range when the pipeline runs; here, when either is set."""
-        if value is not None:
-            if isinstance(self._min, int | float) and value < self._min:
-                raise HalideError(f"Param {self._name} is set to {value!r}, below its minimum {self._min!r}")
-            if isinstance(self._max, int | float) and value > self._max:
-                raise HalideError(f"Param {self._name} is set to {value!r}, above its maximum {self._max!r}")
-        return value
+        self._value = self._checked(value, "set")
 
     def _checked(self, value, method: str):
         if isinstance(value, Expr | str):
@@ -65,20 +57,53 @@ class Param(Expr):
         return self._estimate
 
     def get(self):
+        """The value the pipeline runs with, checked against the Param's range there (as Halide
+        does when the pipeline runs, with its message; set() and set_range() accept anything)."""
         if self._value is None:
             raise HalideError(f"Param {self._name} has no value: call {self._name}.set(...) first")
+        if self._min is not None and self._value < self._min:
+            raise HalideError(f"Error: Parameter {self._name} is {self._value!r} but must be at least {self._min!r}")
+        if self._max is not None and self._value > self._max:
+            raise HalideError(f"Error: Parameter {self._name} is {self._value!r} but must be at most {self._max!r}")
         return self._value
 
     def is_set(self) -> bool:
         return self._value is not None
 
     def set_range(self, min=None, max=None) -> None:
-        old, (self._min, self._max) = (self._min, self._max), (min, max)
-        try:
-            self._in_range(self._value)
-        except HalideError:
-            self._min, self._max = old
-            raise
+        self.set_min_value(min)
+        self.set_max_value(max)
+
+    def set_min_value(self, value) -> None:
+        """The least value the pipeline accepts (None: no bound): a number or a constant Expr."""
+        self._min = self._bound(value, "set_min_value")
+
+    def set_max_value(self, value) -> None:
+        """The greatest value the pipeline accepts (None: no bound): a number or a constant Expr."""
+        self._max = self._bound(value, "set_max_value")
+
+    def min_value(self) -> Expr:
+        """The lower bound as an Expr of the Param's type (an undefined Expr where there is none)."""
+        return self._bound_expr(self._min)
+
+    def max_value(self) -> Expr:
+        """The upper bound as an Expr of the Param's type (an undefined Expr where there is none)."""
+        return self._bound_expr(self._max)
+
+    def _bound(self, value, method: str):
+        if isinstance(value, Expr):
+            if not value.defined():
+                return None
+            from .simplify import simplify
+
+            const = ir.const_value(simplify(cast_ir(self._type, to_ir(value))))
+            if const is None:
+                raise HalideError(f"Param {self._name}.{method}({value!r}): pyhalide takes a constant bound")
+            value = const
+        return None if value is None else self._checked(value, method)
+
+    def _bound_expr(self, value) -> Expr:
+        return Expr() if value is None else wrap(ir.make_const(self._type, value))
 
     def __repr__(self):
         return self._name

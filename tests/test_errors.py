@@ -212,14 +212,29 @@ def test_two_inputs_with_one_name_are_refused():
 
 
 def test_values_outside_their_declared_ranges_are_refused():
+    """As Halide: set() and set_range() take any value; the pipeline refuses one out of range
+    when it runs, with Halide's message; min_value()/max_value() give the bounds as Exprs."""
     p = hl.Param(hl.Int(32), "ranged", 1)
+    assert not p.min_value().defined() and not p.max_value().defined()
     p.set_range(0, 5)
-    with pytest.raises(hl.HalideError, match=r"Param ranged is set to 10, above its maximum 5"):
-        p.set(10)
-    with pytest.raises(hl.HalideError, match=r"Param ranged is set to 1, below its minimum 2"):
-        p.set_range(2, 5)
+    x = hl.Var("x")
+    uses = hl.Func("uses_ranged")
+    uses[x] = x + p
+    p.set(10)
+    with pytest.raises(hl.HalideError, match=r"Parameter ranged is 10 but must be at most 5"):
+        uses.realize([2])
+    p.set(1)
+    p.set_min_value(hl.Expr(2))
+    assert p.min_value().type() == hl.Int(32) and hl.evaluate(p.min_value()) == 2
+    with pytest.raises(hl.HalideError, match=r"Parameter ranged is 1 but must be at least 2"):
+        uses.realize([2])
     p.set(5)
-    assert p.get() == 5
+    assert list(uses.realize([2])) == [5, 6]
+    p.set_max_value(None)
+    p.set(500)
+    assert list(uses.realize([1])) == [500]
+    with pytest.raises(hl.HalideError, match=r"constant bound"):
+        p.set_min_value(hl.Param(hl.Int(32), "other", 0) + 1)
     buf = hl.Buffer(np.zeros(4, np.uint8), "u8_edge")
     # as in Halide 21: the constant is wrapped into the image's type (300 -> 44), not refused
     wrapped = hl.Func("edge300")
