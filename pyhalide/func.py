@@ -431,6 +431,19 @@ class Func(FuncScheduling):
     def update_values(self, i: int = 0) -> list[Expr]:
         return [wrap(v) for v in self._scheduled_update(i).values]
 
+    def rvars(self, i: int = 0) -> list[RVar]:
+        """The RVars update i reduces over, innermost first (Halide's Func.rvars)."""
+        d = self._scheduled_update(i)
+        finder = _FindVariables()
+        for e in (*d.args, *d.values, *([d.predicate] if d.predicate is not None else [])):
+            finder.visit(e)
+        place = {id(rv): RVar(dom, k) for dom in finder.domains.values() for k, rv in enumerate(dom.rvars)}
+        return [place[id(rv)] for rv in d.rvars if id(rv) in place]
+
+    def infer_arguments(self) -> list:
+        """The ImageParams and Params this Func's pipeline reads (see Pipeline.infer_arguments)."""
+        return self._pipeline().infer_arguments()
+
     def _update(self, i: int) -> Definition:
         if not 0 <= i < len(self._updates):
             raise HalideError(f"Func {self._name} has {len(self._updates)} update definitions; no update {i}")

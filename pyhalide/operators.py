@@ -651,6 +651,16 @@ def fast_log(e) -> Expr:
     return log(e)
 
 
+def fast_sin(e) -> Expr:
+    """sin (Halide's is a polynomial accurate to about 1e-5; pyhalide's, as its other fast_*, is exact)."""
+    return sin(e)
+
+
+def fast_cos(e) -> Expr:
+    """cos (Halide's is a polynomial accurate to about 1e-5; pyhalide's, as its other fast_*, is exact)."""
+    return cos(e)
+
+
 def fast_pow(a, b) -> Expr:
     """pow in Float(32): Halide's fast_pow casts both arguments to float (pyhalide's is exact)."""
     x, y = (to_ir(v) for v in (a, b))

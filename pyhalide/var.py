@@ -210,6 +210,10 @@ class RDom:
     def defined(self) -> bool:
         return self._domain is not None
 
+    def same_as(self, other) -> bool:
+        """Whether other is this reduction domain (not an equal one made apart)."""
+        return isinstance(other, RDom) and self._domain is not None and self._domain is other._domain
+
     def __repr__(self):  # as Halide's bindings print it
         from .ir_printer import expr_to_string
 

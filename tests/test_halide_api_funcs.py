@@ -556,3 +556,33 @@ def _input_queried(lib):
 def test_an_input_bounds_query_gets_the_region_read_as_in_halide():
     assert _input_queried(hl) == [[(-1, 12), (-2, 6)], [(-1, 12), (-2, 6)]]
     assert _input_queried(hl) == _input_queried(_real())
+
+
+def test_rvars_get_func_infer_arguments_same_as_and_fast_trig_as_halide():
+    """Func.rvars, Pipeline.get_func (realization order, Halide's error past the end),
+    Func.infer_arguments, RDom.same_as and fast_sin/fast_cos give what Halide 21's give."""
+    seen = []
+    for lib in (hl, _real()):
+        x = lib.Var("x")
+        r = lib.RDom([lib.Range(0, 3), lib.Range(0, 2)], "rd")
+        f = lib.Func("f")
+        f[x] = 0
+        f[r.x] += r.y
+        f[x] += 1
+        g = lib.Func("g")
+        g[x] = f[x] + 1
+        p = lib.Pipeline(g)
+        with pytest.raises(Exception, match=r"Index value passed is 2; however, there are only 2 functions"):
+            p.get_func(2)
+        ip, pp = lib.ImageParam(lib.Int(32), 1, "ip"), lib.Param(lib.Int(32), "pp")
+        h = lib.Func("h")
+        h[x] = ip[x] + pp
+        args = [a.name() if lib is hl else a.name for a in h.infer_arguments()]  # (Halide's: Arguments)
+        trig = [lib.evaluate(fn(lib.f32(v))) for fn in (lib.fast_sin, lib.fast_cos) for v in (0.0, 0.5, 1.0, -2.0)]
+        seen.append(([v.name() for v in f.rvars(0)], len(f.rvars(1)), [p.get_func(i).name() for i in range(2)],
+                     r.same_as(r), r.same_as(lib.RDom([(0, 3), (0, 2)])), args,
+                     str(lib.fast_sin(x).type()), str(lib.fast_cos(lib.f64(0.5)).type())))
+        seen[-1] += (np.array(trig, np.float32),)
+    ours, theirs = seen
+    assert ours[:-1] == theirs[:-1]
+    np.testing.assert_allclose(ours[-1], theirs[-1], atol=1e-5)  # Halide's are polynomials; ours exact
