@@ -186,6 +186,7 @@ class FuncSchedule:
     storage_order: list[str] | None = None
     folds: dict[str, tuple[int, bool]] = field(default_factory=dict)  # var -> fold_storage's (extent, forward)
     aligns: dict[str, int] = field(default_factory=dict)  # var -> align_storage's alignment
+    storage_bounds: dict = field(default_factory=dict)  # var -> bound_storage's extent (IR Expr)
     memory_type: str = MemoryType.Auto
     buffer_copy: bool = False  # copy_to_host / copy_to_device: computed (at root unless placed), never inlined
     # f.in_() and f.in_(g): the Func standing between f and its consumers ("" for all of them,
@@ -208,6 +209,7 @@ class FuncSchedule:
         """An independent copy: later directives on either leave the other as it is. LoopLevels,
         IR, Definitions and the wrapper Funcs are never changed in place, so they are shared."""
         return replace(self, bounds=dict(self.bounds), folds=dict(self.folds), aligns=dict(self.aligns),
+                       storage_bounds=dict(self.storage_bounds),
                        storage_order=None if self.storage_order is None else list(self.storage_order),
                        wrappers=dict(self.wrappers), rfactored=dict(self.rfactored),
                        stages=[st.copy() for st in self.stages], log=list(self.log))
@@ -299,6 +301,7 @@ DIRECTIVES = {
     "reorder_storage": ("func", ("var*",), 1),
     "fold_storage": ("func", ("var", "factor", "bool"), 3),
     "align_storage": ("func", ("var", "factor"), 2),
+    "bound_storage": ("func", ("var", "int"), 2),
     "async_": ("func", (), 0),
     "memoize": ("func", (), 0),
     "ring_buffer": ("func", ("factor",), 1),

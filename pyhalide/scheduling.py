@@ -752,6 +752,28 @@ class FuncScheduling(Schedulable):
         self._log("align_storage", _json_var(var), alignment)
         return self
 
+    def bound_storage(self, var, bound):
+        """Allocate `bound` coordinates of var's dimension, whatever the stages need (at most
+        that: a run that needs more stops with Halide's error), as Halide's bound_storage: a
+        constant bound puts a small allocation on the stack. The values computed are the same."""
+        self._require_defined()
+        name = _var_name(var)
+        if name not in self._pure_args:
+            raise CompileError(f"Func {self.name()}.bound_storage: {name} is not a pure Var of {self.name()} "
+                               f"(its Vars are {', '.join(self._pure_args)})")
+        from .expr import to_ir
+
+        extent = to_ir(bound)
+        if not extent.type.is_int() and not extent.type.is_uint():
+            raise CompileError(f"Func {self.name()}.bound_storage of {name}: the bound has type {extent.type}, "
+                               "not an integer")
+        c = ir.const_int(extent)
+        if c is not None and c <= 0:
+            raise CompileError(f"Func {self.name()}.bound_storage of {name}: the bound must be positive, got {c}")
+        self._schedule.storage_bounds[name] = extent if extent.type == ir.Int(32) else ir.Cast(ir.Int(32), extent)
+        self._log_bound("bound_storage", var, extent)
+        return self
+
     def async_(self):
         """Halide's async_(): compute this Func in a task of its own, overlapping its consumer.
         pyhalide computes it synchronously where it is scheduled: the same values."""

@@ -586,3 +586,38 @@ def test_rvars_get_func_infer_arguments_same_as_and_fast_trig_as_halide():
     ours, theirs = seen
     assert ours[:-1] == theirs[:-1]
     np.testing.assert_allclose(ours[-1], theirs[-1], atol=1e-5)  # Halide's are polynomials; ours exact
+
+
+def test_bound_storage_sizes_the_allocation_and_refuses_too_small_as_halide(tmp_path):
+    """bound_storage(x, 16) on a Func computed per row: a constant 16-wide allocation (on the
+    stack), the same values as Halide; where a Param, or the schedule itself, makes the stages
+    need more, the run stops with Halide's message."""
+    outs = []
+    for lib in (hl, _real()):
+        x, y = lib.Var("x"), lib.Var("y")
+        p = lib.Param(lib.Int(32), "p", 3)
+        f, g = lib.Func("stored_f"), lib.Func("stored_g")
+        f[x, y] = x * 7 + y
+        g[x, y] = f[x, y] + f[x + p, y]
+        f.compute_at(g, y).bound_storage(x, 16)
+        outs.append(np.asarray(g.realize([10, 4])))
+        p.set(9)
+        with pytest.raises(Exception, match=r"The explicit allocation bound \(16\) of dimension x of stored_f is too small "
+                                            r"to store the required region \(19\)\."):
+            g.realize([10, 4])
+        if lib is hl:
+            g.compile_to_lowered_stmt(str(tmp_path / "g.stmt"), [p])
+            assert "allocate stored_f[int32 * 16 * 1]" in (tmp_path / "g.stmt").read_text()
+    np.testing.assert_array_equal(outs[0], outs[1])
+    yy, xx = np.mgrid[0:4, 0:10]
+    np.testing.assert_array_equal(outs[0], (xx * 7 + yy) * 2 + 21)
+    x = hl.Var("x")
+    f, g = hl.Func("f_small"), hl.Func("g_small")
+    f[x] = x
+    g[x] = f[x] + f[x + 8]
+    f.compute_at(g, x).bound_storage(x, 4)
+    with pytest.raises(hl.HalideError, match=r"The explicit allocation bound \(4\) of dimension x of f_small is too "
+                                             r"small to store the required region \(9\)\."):
+        g.realize([1])  # (Halide too: its warning says the run is sure to fail)
+    with pytest.raises(hl.HalideError, match=r"bound must be positive"):
+        f.bound_storage(x, 0)

@@ -107,12 +107,15 @@ class _SizeRealizes(IRMutator):
         box = box_touched(body, r.name, include_provides=True, include_calls=False)
         if f.name() in self.read_past_region:
             box = self._with_reads(body, r.name, f, box)
-        bounds, sized = [], []
+        bounds, sized, checks = [], [], []
         for d, var in enumerate(f._pure_args):
             iv = require_bounded(f, var, box[d] if box else None, "the storage of its own stages")
             if var in f._schedule.aligns:
                 iv = _aligned(iv, ir.make_const(Int(32), f._schedule.aligns[var]))
             extent = simplify(ir.Add(ir.Sub(iv.max, iv.min), _ONE))
+            if var in f._schedule.storage_bounds:
+                extent = self._storage_bound(f, var, extent, checks)
+                iv = Interval(iv.min, simplify(ir.Sub(ir.Add(iv.min, extent), _ONE)))
             bounds.append((iv.min, extent))
             sized.append((iv.min, iv.max, extent))
         realize = ir.Realize(r.name, r.types, tuple(bounds), body, r.func, r.folds)
@@ -120,7 +123,19 @@ class _SizeRealizes(IRMutator):
         # (where `x * p` wraps); inside, the boxes are long expressions of the loop variables and
         # checking each in 64 bits doubled the lowering time of the deepest apps.
         check = None if self.loops else _size_check(r.name, sized, self.shadowed)
-        return realize if check is None else ir.make_block([check, realize])
+        return ir.make_block([*checks, *([check] if check is not None else []), realize])
+
+    @staticmethod
+    def _storage_bound(f, var: str, needed: ir.Expr, checks: list) -> ir.Expr:
+        """bound_storage's extent for var, with Halide's check, when the pipeline runs, that the
+        stages need no more than it (the lets that would show a constant need are not in scope
+        here; where the check is sure to fail, Halide also fails only when it runs)."""
+        bound = f._schedule.storage_bounds[var]
+        fits = simplify(ir.LE(needed, bound))
+        if not ir.is_const(fits, 1):
+            checks.append(ir.AssertStmt(fits, f"The explicit allocation bound ({{}}) of dimension {var} of {f.name()} "
+                                        "is too small to store the required region ({}).", (bound, needed)))
+        return bound
 
 
     def _with_reads(self, body, name: str, f, box):

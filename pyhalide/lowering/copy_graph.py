@@ -169,6 +169,7 @@ class _Renamer:
         s.bounds = {self(k): v for k, v in s.bounds.items()}
         s.folds = {self(k): v for k, v in s.folds.items()}
         s.aligns = {self(k): v for k, v in s.aligns.items()}
+        s.storage_bounds = {self(k): v for k, v in s.storage_bounds.items()}
         if s.storage_order is not None:
             s.storage_order = [self(n) for n in s.storage_order]
         stages = [s.stages[i] for i in range(len(s.stages))]
