@@ -565,17 +565,17 @@ def test_rvars_get_func_infer_arguments_same_as_and_fast_trig_as_halide():
     for lib in (hl, _real()):
         x = lib.Var("x")
         r = lib.RDom([lib.Range(0, 3), lib.Range(0, 2)], "rd")
-        f = lib.Func("f")
+        f = lib.Func("gf_producer")
         f[x] = 0
         f[r.x] += r.y
         f[x] += 1
-        g = lib.Func("g")
+        g = lib.Func("gf_consumer")
         g[x] = f[x] + 1
         p = lib.Pipeline(g)
         with pytest.raises(Exception, match=r"Index value passed is 2; however, there are only 2 functions"):
             p.get_func(2)
         ip, pp = lib.ImageParam(lib.Int(32), 1, "ip"), lib.Param(lib.Int(32), "pp")
-        h = lib.Func("h")
+        h = lib.Func("gf_args")
         h[x] = ip[x] + pp
         args = [a.name() if lib is hl else a.name for a in h.infer_arguments()]  # (Halide's: Arguments)
         trig = [lib.evaluate(fn(lib.f32(v))) for fn in (lib.fast_sin, lib.fast_cos) for v in (0.0, 0.5, 1.0, -2.0)]
@@ -602,8 +602,8 @@ def test_bound_storage_sizes_the_allocation_and_refuses_too_small_as_halide(tmp_
         f.compute_at(g, y).bound_storage(x, 16)
         outs.append(np.asarray(g.realize([10, 4])))
         p.set(9)
-        with pytest.raises(Exception, match=r"The explicit allocation bound \(16\) of dimension x of stored_f is too small "
-                                            r"to store the required region \(19\)\."):
+        with pytest.raises(Exception, match=r"The explicit allocation bound \(16\) of dimension x of stored_f is too "
+                                            r"small to store the required region \(19\)\."):
             g.realize([10, 4])
         if lib is hl:
             g.compile_to_lowered_stmt(str(tmp_path / "g.stmt"), [p])
