@@ -580,12 +580,17 @@ class FuncScheduling(Schedulable):
     def compute_inline(self):
         return self.compute_at(LoopLevel.inlined())
 
-    def bound(self, v, min, extent):
+    def _pure_var(self, method: str, var) -> str:
+        """The name of var, which a bound or storage directive must give as one of the Func's pure Vars."""
         self._require_defined()
-        name = _var_name(v)
+        name = _var_name(var)
         if name not in self._pure_args:
-            raise CompileError(f"Func {self.name()}.bound: {name} is not a pure Var of {self.name()} "
+            raise CompileError(f"Func {self.name()}.{method}: {name} is not a pure Var of {self.name()} "
                                f"(its Vars are {', '.join(self._pure_args)})")
+        return name
+
+    def bound(self, v, min, extent):
+        name = self._pure_var("bound", v)
         from .expr import to_ir
 
         ext = to_ir(extent)
@@ -607,10 +612,7 @@ class FuncScheduling(Schedulable):
             self._log(method, _json_var(v), *values)
 
     def bound_extent(self, v, extent):
-        self._require_defined()
-        name = _var_name(v)
-        if name not in self._pure_args:
-            raise CompileError(f"Func {self.name()}.bound_extent: {name} is not a pure Var of {self.name()}")
+        name = self._pure_var("bound_extent", v)
         from .expr import to_ir
 
         ext = to_ir(extent)
@@ -619,10 +621,7 @@ class FuncScheduling(Schedulable):
         return self
 
     def align_bounds(self, v, modulus, remainder=0):
-        self._require_defined()
-        name = _var_name(v)
-        if name not in self._pure_args:
-            raise CompileError(f"Func {self.name()}.align_bounds: {name} is not a pure Var of {self.name()}")
+        name = self._pure_var("align_bounds", v)
         modulus = _positive_int(f"Func {self.name()}.align_bounds of {name}", "the modulus", modulus)
         self._schedule.bounds[name] = ("align", modulus, int(remainder))
         self._log("align_bounds", _json_var(v), modulus, int(remainder))
@@ -725,10 +724,7 @@ class FuncScheduling(Schedulable):
         walks var forward, computed inside it): there the extent must hold what one iteration
         needs, or the schedule is refused. Elsewhere (and for fold_forward=False, a window
         pyhalide never makes) the storage stays whole: the same results, more memory."""
-        self._require_defined()
-        name = _var_name(var)
-        if name not in self._pure_args:
-            raise CompileError(f"Func {self.name()}.fold_storage: {name} is not a pure Var of {self.name()}")
+        name = self._pure_var("fold_storage", var)
         if not isinstance(extent, int) or isinstance(extent, bool) or not 1 <= extent <= INT32_MAX:
             raise CompileError(f"Func {self.name()}.fold_storage({name}, ...): the extent must be an integer in "
                                f"[1, {INT32_MAX}], got {extent!r}")
@@ -743,10 +739,7 @@ class FuncScheduling(Schedulable):
         """Start the storage of var's dimension at a multiple of `alignment` and give it a
         multiple of `alignment` coordinates, as Halide's align_storage (for aligned vector
         accesses); the values computed are the same."""
-        self._require_defined()
-        name = _var_name(var)
-        if name not in self._pure_args:
-            raise CompileError(f"Func {self.name()}.align_storage: {name} is not a pure Var of {self.name()}")
+        name = self._pure_var("align_storage", var)
         alignment = _positive_int(f"Func {self.name()}.align_storage of {name}", "the alignment", alignment)
         self._schedule.aligns[name] = alignment
         self._log("align_storage", _json_var(var), alignment)
@@ -756,11 +749,7 @@ class FuncScheduling(Schedulable):
         """Allocate `bound` coordinates of var's dimension, whatever the stages need (at most
         that: a run that needs more stops with Halide's error), as Halide's bound_storage: a
         constant bound puts a small allocation on the stack. The values computed are the same."""
-        self._require_defined()
-        name = _var_name(var)
-        if name not in self._pure_args:
-            raise CompileError(f"Func {self.name()}.bound_storage: {name} is not a pure Var of {self.name()} "
-                               f"(its Vars are {', '.join(self._pure_args)})")
+        name = self._pure_var("bound_storage", var)
         from .expr import to_ir
 
         extent = to_ir(bound)
