@@ -121,27 +121,15 @@ class Pipeline:
     def get_func(self, index: int) -> Func:
         """The Func at `index` in the order the pipeline realizes its Funcs, producers first (as
         Halide's Pipeline.get_func)."""
-        from .call_graph import bound_exprs, called_funcs, loop_exprs
-
-        order: list[Func] = []
-        done: set[int] = set()
-
-        def visit(f):
-            if id(f) in done:
-                return
-            done.add(id(f))
-            for d in f.definitions():
-                for g in called_funcs([e for e in (*loop_exprs(d), *bound_exprs(d))]).values():
-                    visit(g)
-            order.append(f)
+        from .call_graph import call_graph
 
         self._require_defined()
-        for out in self._outputs:
-            visit(out)
+        graph = call_graph(self._outputs)
+        order = list(reversed(graph.order))
         if not 0 <= index < len(order):
             raise HalideError(f"Error: Index value passed is {index}; however, there are only {len(order)} "
                               "functions in the pipeline.")
-        return order[index]
+        return graph.funcs[order[index]]
 
     def copy_schedule(self) -> PipelineSchedule:
         """A snapshot of the schedule of every Func of the pipeline, for set_schedule."""
