@@ -23,12 +23,6 @@ from pyhalide.codegen import gpu_runtime
 CUDA = hl.Target("host-cuda")
 
 
-def _vars(names: str):
-    return [hl.Var(n) for n in names.split()]
-
-
-def _np(buf) -> np.ndarray:
-    return np.asarray(buf)
 
 
 def _on_device(device: str) -> bool:
@@ -72,8 +66,8 @@ def allocations(device, monkeypatch):
 def _gpu_buffer(offset: int = 0, sizes=(128, 128)) -> hl.Buffer:
     """Halide's make_gpu_buffer: x + 256 y (+ 65536 c) + offset computed by a gpu_tile 8x8
     pipeline into a buffer realize allocates (which copies it to the host)."""
-    v = _vars("x y c")[: len(sizes)]
-    xi, yi = _vars("xi yi")
+    v = hl.vars("x y c")[: len(sizes)]
+    xi, yi = hl.vars("xi yi")
     f = hl.Func("f")
     f[tuple(v)] = sum(var * 256**k for k, var in enumerate(v)) + offset
     f.gpu_tile(v[0], v[1], xi, yi, 8, 8)
@@ -100,7 +94,7 @@ def test_gpu_give_input_buffers_device_allocations(device):
     assert inp.host_dirty() and not inp.device_dirty()
 
     f = hl.Func("f")
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     f[x, y] = inp[x, y]
     f.gpu_tile(x, y, xi, yi, 8, 8)
     out = f.realize([100, 100], CUDA)
@@ -116,7 +110,7 @@ def test_gpu_give_input_buffers_device_allocations(device):
         assert not out.host_dirty() and out.device_dirty()
         assert inp.has_device_allocation()
         assert not inp.host_dirty() and not inp.device_dirty()
-    np.testing.assert_array_equal(_np(out), np.full((100, 100), 7.0, np.float32))
+    np.testing.assert_array_equal(np.asarray(out), np.full((100, 100), 7.0, np.float32))
     assert not out.device_dirty()  # reading it on the host copied it back
 
 
@@ -125,7 +119,7 @@ def test_cpu_pipeline_reads_a_device_dirty_buffer(device):
     by CPU pipelines: each reads the newer device values (copied back first; Halide refuses a
     device-dirty input to a pipeline compiled without device support), and a Buffer with a
     device allocation that a CPU pipeline writes is then newer on the host."""
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     f = hl.Func("f")
     f[x, y] = x + 256 * y
     f.gpu_tile(x, y, xi, yi, 8, 8)
@@ -134,7 +128,7 @@ def test_cpu_pipeline_reads_a_device_dirty_buffer(device):
     assert buf.device_dirty() == _on_device(device)
     g = hl.Func("g")
     g[x, y] = buf[x, y] + 1
-    np.testing.assert_array_equal(_np(g.realize([64, 32])), _closed_form([(0, 64), (0, 32)]) + 1)
+    np.testing.assert_array_equal(np.asarray(g.realize([64, 32])), _closed_form([(0, 64), (0, 32)]) + 1)
     assert not buf.device_dirty()
     f.realize(buf, CUDA)
     h = hl.Func("h")
@@ -142,7 +136,7 @@ def test_cpu_pipeline_reads_a_device_dirty_buffer(device):
     h.realize(buf)
     assert buf.host_dirty() == _on_device(device) and not buf.device_dirty()
     yy, xx = np.mgrid[0:32, 0:64]
-    np.testing.assert_array_equal(_np(buf), xx - yy)
+    np.testing.assert_array_equal(np.asarray(buf), xx - yy)
 
 
 # ------------------------------------------------------------------------------ device_crop
@@ -155,7 +149,7 @@ def test_device_crop_in_place(device):
     buf.copy_to_host()
     assert (buf.left(), buf.top(), buf.width(), buf.height()) == (32, 32, 64, 64)
     assert buf[32, 32] == 32 + 256 * 32
-    np.testing.assert_array_equal(_np(buf), _closed_form([(32, 64), (32, 64)]))
+    np.testing.assert_array_equal(np.asarray(buf), _closed_form([(32, 64), (32, 64)]))
 
 
 def test_device_crop_nondestructive(device):
@@ -166,9 +160,9 @@ def test_device_crop_nondestructive(device):
     cropped2 = cropped.cropped([(40, 16), (40, 16)])
     assert cropped.has_device_allocation() == cropped2.has_device_allocation() == _on_device(device)
     cropped.copy_to_host()
-    np.testing.assert_array_equal(_np(cropped), _closed_form([(32, 64), (32, 64)]))
+    np.testing.assert_array_equal(np.asarray(cropped), _closed_form([(32, 64), (32, 64)]))
     cropped2.copy_to_host()
-    np.testing.assert_array_equal(_np(cropped2), _closed_form([(40, 16), (40, 16)]))
+    np.testing.assert_array_equal(np.asarray(cropped2), _closed_form([(40, 16), (40, 16)]))
 
 
 def test_device_crop_outlives_parent(device, allocations):
@@ -181,7 +175,7 @@ def test_device_crop_outlives_parent(device, allocations):
     assert cropped.has_device_allocation() == _on_device(device)
     assert allocations.live() == (1 if _on_device(device) else 0)
     cropped.copy_to_host()
-    np.testing.assert_array_equal(_np(cropped), _closed_form([(32, 64), (32, 64)]))
+    np.testing.assert_array_equal(np.asarray(cropped), _closed_form([(32, 64), (32, 64)]))
     del cropped
     assert allocations.live() == 0
 
@@ -191,7 +185,7 @@ def test_device_crop_realize_to_and_from_crop(device):
     crop of one device buffer and the output a crop of another (each in place, [64, 128)^2).
     The output's parent outside the crop keeps its values."""
     inp = hl.ImageParam(hl.Int(32), 2, "in")
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     f = hl.Func("f")
     f[x, y] = inp[x, y] + 42
     f.gpu_tile(x, y, xi, yi, 8, 8)
@@ -203,10 +197,10 @@ def test_device_crop_realize_to_and_from_crop(device):
     f.realize(gpu_output, CUDA)
     assert gpu_output.device_dirty() == _on_device(device)
     gpu_output.copy_to_host()
-    np.testing.assert_array_equal(_np(gpu_output), _closed_form([(64, 64), (64, 64)]) + 42)
+    np.testing.assert_array_equal(np.asarray(gpu_output), _closed_form([(64, 64), (64, 64)]) + 42)
     want = _closed_form([(0, 128), (0, 128)])
     want[64:, 64:] += 42
-    np.testing.assert_array_equal(_np(parent), want)
+    np.testing.assert_array_equal(np.asarray(parent), want)
 
 
 def test_device_crop_copies_only_its_region(device):
@@ -216,7 +210,7 @@ def test_device_crop_copies_only_its_region(device):
     copied back."""
     mem = np.full((128, 128), -1, np.int32)
     buf = hl.Buffer(mem)
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     f = hl.Func("f")
     f[x, y] = x + 256 * y
     f.gpu_tile(x, y, xi, yi, 8, 8)
@@ -241,7 +235,7 @@ def test_device_crop_unaligned(device):
     gpu_tile with the thread loop vectorized by 4): the results are right, the output's parent
     keeps its values around the crop."""
     inp = hl.ImageParam(hl.Int(32), 2, "in")
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     f = hl.Func("f")
     f[x, y] = inp[x, y] * 2
     f.gpu_tile(x, y, xi, yi, 8, 8).vectorize(xi, 4)
@@ -251,8 +245,9 @@ def test_device_crop_unaligned(device):
     out = gpu_output.cropped(rect)
     f.realize(out, CUDA)
     out.copy_to_host()
-    np.testing.assert_array_equal(_np(out), _closed_form(rect) * 2)
-    np.testing.assert_array_equal(_np(gpu_output), np.where(_in_rect(rect), 2, 1) * _closed_form([(0, 128), (0, 128)]))
+    np.testing.assert_array_equal(np.asarray(out), _closed_form(rect) * 2)
+    np.testing.assert_array_equal(np.asarray(gpu_output),
+                                  np.where(_in_rect(rect), 2, 1) * _closed_form([(0, 128), (0, 128)]))
 
 
 # ------------------------------------------------------------------------------ device_slice
@@ -274,7 +269,7 @@ def test_device_slice_in_place(device):
     assert buf.has_device_allocation() == _on_device(device)
     assert buf.dimensions() == 2 and buf.width() == EDGES[0] and buf.height() == EDGES[2]
     buf.copy_to_host()
-    np.testing.assert_array_equal(_np(buf), _slice_want({1: 0}))
+    np.testing.assert_array_equal(np.asarray(buf), _slice_want({1: 0}))
 
 
 def test_device_slice_nondestructive(device):
@@ -286,18 +281,18 @@ def test_device_slice_nondestructive(device):
     assert sliced.has_device_allocation() == _on_device(device)
     assert sliced.dimensions() == 2 and sliced.width() == EDGES[1] and sliced.height() == EDGES[2]
     sliced.copy_to_host()
-    np.testing.assert_array_equal(_np(sliced), _slice_want({0: 31}))
+    np.testing.assert_array_equal(np.asarray(sliced), _slice_want({0: 31}))
 
     sliced = buf.sliced(1, 0)
     sliced2 = sliced.sliced(0, 10)
     assert sliced2.has_device_allocation() == _on_device(device)
     assert sliced2.dimensions() == 1 and sliced2.width() == EDGES[2]
     sliced.copy_to_host()
-    np.testing.assert_array_equal(_np(sliced), _slice_want({1: 0}))
+    np.testing.assert_array_equal(np.asarray(sliced), _slice_want({1: 0}))
     sliced2.copy_to_host()
-    np.testing.assert_array_equal(_np(sliced2), _slice_want({1: 0, 0: 10}))
+    np.testing.assert_array_equal(np.asarray(sliced2), _slice_want({1: 0, 0: 10}))
     buf.copy_to_host()
-    np.testing.assert_array_equal(_np(buf), _closed_form([(0, e) for e in EDGES]))
+    np.testing.assert_array_equal(np.asarray(buf), _closed_form([(0, e) for e in EDGES]))
 
 
 def test_device_slice_outlives_parent(device, allocations):
@@ -309,14 +304,14 @@ def test_device_slice_outlives_parent(device, allocations):
     assert allocations.live() == (1 if _on_device(device) else 0)
     assert sliced.dimensions() == 2 and sliced.width() == EDGES[0] and sliced.height() == EDGES[2]
     sliced.copy_to_host()
-    np.testing.assert_array_equal(_np(sliced), _slice_want({1: 0}))
+    np.testing.assert_array_equal(np.asarray(sliced), _slice_want({1: 0}))
 
 
 def test_device_slice_realize_to_and_from_slice(device):
     """Ports device_slice, realizing to and from slices: in(x, y) + 42 on the GPU from the plane
     y = 0 of one device buffer into the plane y = 0 of another."""
     inp = hl.ImageParam(hl.Int(32), 2, "in")
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     f = hl.Func("f")
     f[x, y] = inp[x, y] + 42
     f.gpu_tile(x, y, xi, yi, 8, 8)
@@ -327,7 +322,7 @@ def test_device_slice_realize_to_and_from_slice(device):
     f.realize(gpu_output, CUDA)
     gpu_output.copy_to_host()
     gpu_output.copy_to_host()
-    np.testing.assert_array_equal(_np(gpu_output), _slice_want({1: 0}) + 42)
+    np.testing.assert_array_equal(np.asarray(gpu_output), _slice_want({1: 0}) + 42)
 
 
 # ------------------------------------------------------------------------------ device_buffer_copy
@@ -364,13 +359,13 @@ def test_device_buffer_copy(device):
     # device -> host
     cpu_buf = hl.Buffer(hl.Int(32), [128, 128])
     cpu_buf.copy_from(_gpu_buffer())
-    np.testing.assert_array_equal(_np(cpu_buf), base)
+    np.testing.assert_array_equal(np.asarray(cpu_buf), base)
     # device -> device
     gpu_buf1, gpu_buf2 = _gpu_buffer(), _gpu_buffer(256000)
     gpu_buf1.copy_from(gpu_buf2)
     gpu_buf1.copy_to_device()
     _round_trip(gpu_buf1)
-    np.testing.assert_array_equal(_np(gpu_buf1), base + 256000)
+    np.testing.assert_array_equal(np.asarray(gpu_buf1), base + 256000)
     # host -> device, into a crop
     gpu_buf1 = _gpu_buffer()
     rect = [(32, 64), (32, 64)]
@@ -378,26 +373,26 @@ def test_device_buffer_copy(device):
     gpu_buf2.copy_from(hl.Buffer(hl.Int(32), [128, 128]))
     gpu_buf2.copy_to_device()
     _round_trip(gpu_buf1)
-    np.testing.assert_array_equal(_np(gpu_buf1), np.where(_in_rect(rect), 0, base))
+    np.testing.assert_array_equal(np.asarray(gpu_buf1), np.where(_in_rect(rect), 0, base))
     # device -> host, into a crop of a host buffer
     cpu_buf = hl.Buffer(hl.Int(32), [128, 128])
     cpu_buf1 = cpu_buf.cropped(rect)
     cpu_buf1.copy_from(_gpu_buffer())
-    np.testing.assert_array_equal(_np(cpu_buf), np.where(_in_rect(rect), base, 0))
+    np.testing.assert_array_equal(np.asarray(cpu_buf), np.where(_in_rect(rect), base, 0))
     # device -> device, from a bigger buffer into a crop
     gpu_buf1, gpu_buf2 = _gpu_buffer(), _gpu_buffer(256000)
     gpu_buf3 = gpu_buf2.cropped(rect)
     gpu_buf3.copy_from(gpu_buf1)
     gpu_buf3.copy_to_device()
     _round_trip(gpu_buf2)
-    np.testing.assert_array_equal(_np(gpu_buf2), base + np.where(_in_rect(rect), 0, 256000))
+    np.testing.assert_array_equal(np.asarray(gpu_buf2), base + np.where(_in_rect(rect), 0, 256000))
     # device -> device, from a crop into a bigger buffer
     gpu_buf1, gpu_buf2 = _gpu_buffer(), _gpu_buffer(256000)
     gpu_buf3 = gpu_buf2.cropped(rect)
     gpu_buf1.copy_from(gpu_buf3)
     gpu_buf1.copy_to_device()
     _round_trip(gpu_buf1)
-    np.testing.assert_array_equal(_np(gpu_buf1), base + np.where(_in_rect(rect), 256000, 0))
+    np.testing.assert_array_equal(np.asarray(gpu_buf1), base + np.where(_in_rect(rect), 256000, 0))
     # device -> device, between crops neither of which holds the other
     gpu_buf1, gpu_buf2 = _gpu_buffer(), _gpu_buffer(256000)
     rect1, rect2 = [(32, 64), (32, 16)], [(32, 16), (32, 64)]
@@ -405,7 +400,7 @@ def test_device_buffer_copy(device):
     gpu_buf1_crop.copy_from(gpu_buf2_crop)
     gpu_buf1_crop.copy_to_device()
     _round_trip(gpu_buf1)
-    np.testing.assert_array_equal(_np(gpu_buf1), base + np.where(_in_rect(rect1) & _in_rect(rect2), 256000, 0))
+    np.testing.assert_array_equal(np.asarray(gpu_buf1), base + np.where(_in_rect(rect1) & _in_rect(rect2), 256000, 0))
 
 
 def test_device_buffer_copy_to_device_of_a_crop_keeps_the_rest(device):
@@ -414,7 +409,7 @@ def test_device_buffer_copy_to_device_of_a_crop_keeps_the_rest(device):
     spans whole rows of the parent; the bytes between its rows are the parent's)."""
     mem = np.zeros((128, 128), np.int32)
     buf = hl.Buffer(mem)
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     f = hl.Func("f")
     f[x, y] = x + 256 * y
     f.gpu_tile(x, y, xi, yi, 8, 8)
@@ -435,7 +430,7 @@ def test_gpu_cpu_simultaneous_read(device):
     that picks which of two GPU stages the output reads, on the host in the same pipeline; the
     table's first entry changed on the host between two runs (so its device copy is stale) picks
     the other stage. 20x20, closed forms of Halide's test."""
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     table = hl.ImageParam(hl.Int(32), 1, "table")
     f, g, h = hl.Func("f"), hl.Func("g"), hl.Func("h")
     f[x, y] = x * 2 + y + table[x]
@@ -452,21 +447,21 @@ def test_gpu_cpu_simultaneous_read(device):
     table.set(t)
     result2 = h.realize([20, 20], CUDA)
     yy, xx = np.mgrid[0:20, 0:20]
-    np.testing.assert_array_equal(_np(result1), xx * 2 + yy + np.where(xx == 0, 0, 17))
-    np.testing.assert_array_equal(_np(result2), xx + yy * 2 + np.where(yy == 0, 1, 17))
+    np.testing.assert_array_equal(np.asarray(result1), xx * 2 + yy + np.where(xx == 0, 0, 17))
+    np.testing.assert_array_equal(np.asarray(result2), xx + yy * 2 + np.where(yy == 0, 1, 17))
 
 
 # ------------------------------------------------------------------------------ gpu_object_lifetime_1/2/3
 def test_gpu_object_lifetime_1(device, allocations):
     """Ports gpu_object_lifetime_1: a gpu_tile pipeline realized twice (a new Func each time);
     once the results are dropped, every device allocation made is freed."""
-    x, xi = _vars("x xi")
+    x, xi = hl.vars("x xi")
     for _ in range(2):
         f = hl.Func("f")
         f[x] = x
         f.gpu_tile(x, xi, 32)
         result = f.realize([256], CUDA)
-        np.testing.assert_array_equal(_np(result), np.arange(256))
+        np.testing.assert_array_equal(np.asarray(result), np.arange(256))
     del result
     assert allocations.live() == 0
     assert allocations.made() == (2 if _on_device(device) else 0)
@@ -475,7 +470,7 @@ def test_gpu_object_lifetime_1(device, allocations):
 def test_gpu_object_lifetime_2(device, allocations):
     """Ports gpu_object_lifetime_2: an internal GPU stage between two host ones; its device
     allocation is freed when the call ends (the output, computed on the host, has none)."""
-    x, xi = _vars("x xi")
+    x, xi = hl.vars("x xi")
     f, g, h = hl.Func("f"), hl.Func("g"), hl.Func("h")
     f[x] = x
     g[x] = f[x]
@@ -486,7 +481,7 @@ def test_gpu_object_lifetime_2(device, allocations):
     assert not out.has_device_allocation()
     assert allocations.live() == 0
     assert allocations.made() == (2 if _on_device(device) else 0)  # f, copied up, and g
-    np.testing.assert_array_equal(_np(out), np.arange(256))
+    np.testing.assert_array_equal(np.asarray(out), np.arange(256))
 
 
 def test_gpu_object_lifetime_3(device, allocations):
@@ -494,7 +489,7 @@ def test_gpu_object_lifetime_3(device, allocations):
     the GPU: each of the nine buffers a kernel uses gets a device allocation, and none is left
     after the call. (Halide frees some early, after their last use; pyhalide frees a device
     copy when its buffer's scope ends, so all nine are live at once.)"""
-    x, xi = _vars("x xi")
+    x, xi = hl.vars("x xi")
     fs = [hl.Func(f"f{i}") for i in range(10)]
     fs[0][x] = x
     for i in range(1, 10):
@@ -504,7 +499,7 @@ def test_gpu_object_lifetime_3(device, allocations):
         if i % 3:
             f.gpu_tile(x, xi, 32)
     out = fs[-1].realize([256], CUDA)
-    np.testing.assert_array_equal(_np(out), np.arange(256))
+    np.testing.assert_array_equal(np.asarray(out), np.arange(256))
     assert allocations.live() == 0
     if _on_device(device):
         assert allocations.made() == 9
@@ -513,13 +508,13 @@ def test_gpu_object_lifetime_3(device, allocations):
 # ------------------------------------------------------------------------------ func_lifetime, func_lifetime_2
 def _check_product(buf, add: int) -> None:
     yy, xx = np.mgrid[0:32, 0:32]
-    np.testing.assert_array_equal(_np(buf), xx * yy + add)
+    np.testing.assert_array_equal(np.asarray(buf), xx * yy + add)
 
 
 def test_func_lifetime(device):
     """Ports func_lifetime: f realized on the GPU; then a Func g defined, realized and dropped;
     then f realized again, still right (x * y + 1, and g's x * y + 2)."""
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     f = hl.Func("f")
     f[x, y] = x * y + 1
     f.gpu_tile(x, y, xi, yi, 8, 8)
@@ -536,7 +531,7 @@ def test_func_lifetime(device):
 def test_func_lifetime_2(device):
     """Ports func_lifetime_2: f and g realized on the GPU, then f dropped; g realized again is
     still right."""
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     g = hl.Func("g")
     f = hl.Func("f")
     f[x, y] = x * y + 1
@@ -555,14 +550,14 @@ def test_device_copy_at_inner_loop(device):
     """Ports device_copy_at_inner_loop: a sliding window with the producer on the GPU (stored at
     root, computed per row of the consumer, gpu_tile x by 32) and the consumer on the host: the
     producer's new row is copied back inside the loop over y. 2 (x + y) + 1 over 100x100."""
-    x, y, xi = _vars("x y xi")
+    x, y, xi = hl.vars("x y xi")
     f, g = hl.Func("f"), hl.Func("g")
     f[x, y] = x + y
     g[x, y] = f[x, y] + f[x, y + 1]
     f.store_root().compute_at(g, y).gpu_tile(x, xi, 32)
     out = g.realize([100, 100], CUDA)
     yy, xx = np.mgrid[0:100, 0:100]
-    np.testing.assert_array_equal(_np(out), 2 * (xx + yy) + 1)
+    np.testing.assert_array_equal(np.asarray(out), 2 * (xx + yy) + 1)
 
 
 # ------------------------------------------------------------------------------ async_device_copy
@@ -583,7 +578,7 @@ def test_async_device_copy(case, device):
     into a double buffer, fold_storage(t, 2)), or computed on the CPU and copied to the device
     by frames.in().copy_to_device() for a GPU reduction (2: synchronously; 3: async into a
     double buffer). Each equals ((x + y) % 8) * 16 + 120 (Halide: 1024x1024; here 64x64)."""
-    x, y, t, xo, yo = _vars("x y t xo yo")
+    x, y, t, xo, yo = hl.vars("x y t xo yo")
     n = 16
     r = hl.RDom([hl.Range(0, n)])
     frames = hl.Func("frames")
@@ -606,10 +601,10 @@ def test_async_device_copy(case, device):
     size = 1024 if device == "gpu" else 64
     out = avg.realize([size, size], CUDA)
     yy, xx = np.mgrid[0:size, 0:size]
-    np.testing.assert_array_equal(_np(out), ((xx + yy) % 8) * n + n * (n - 1) // 2)
+    np.testing.assert_array_equal(np.asarray(out), ((xx + yy) % 8) * n + n * (n - 1) // 2)
     avg.realize(out, CUDA)  # Halide's benchmark: realize into the same output, then device_sync
     out.device_sync()
-    np.testing.assert_array_equal(_np(out), ((xx + yy) % 8) * n + n * (n - 1) // 2)
+    np.testing.assert_array_equal(np.asarray(out), ((xx + yy) % 8) * n + n * (n - 1) // 2)
 
 
 def test_copy_to_host_needs_a_plain_copy():
@@ -645,7 +640,7 @@ def test_gpu_allocation_cache(device, allocations):
     128x128 300 times per thread; here 16x16, 3 times, and the emulated device (which compiles
     each chain's kernels with g++) gets chains of 12."""
     n = 12 if device == "emulated" else 30
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
 
     def chain(a, b, shift_x, clamp_y):
         fs = [hl.Func(f"f{k}") for k in range(n)]
@@ -668,7 +663,7 @@ def test_gpu_allocation_cache(device, allocations):
             for _ in range(3):
                 result = out_func.realize([16, 16], CUDA)
                 result.copy_to_host()
-                np.testing.assert_array_equal(_np(result), np.full((16, 16), correct, np.float32))
+                np.testing.assert_array_equal(np.asarray(result), np.full((16, 16), correct, np.float32))
         except BaseException as e:  # noqa: BLE001 - reported by the main thread
             errors.append(e)
 
@@ -688,13 +683,13 @@ def test_gpu_assertion_in_kernel(device, fresh_func_names):
     fails with Halide's error about f's bound (Halide's kernel traps and the runtime reports it;
     pyhalide checks it on the host before the launch: it is the same for every GPU thread)."""
     f, g = hl.Func("f"), hl.Func("g")
-    c, x, xi = _vars("c x xi")
+    c, x, xi = hl.vars("c x xi")
     f[c, x] = x + c + 3
     f.bound(c, 0, 3).unroll(c)
     g[c, x] = f[c, x] * 8
     g.gpu_tile(x, xi, 8)
     f.compute_at(g, x).gpu_threads(x)
-    got = _np(g.realize([3, 100], CUDA))
+    got = np.asarray(g.realize([3, 100], CUDA))
     xx, cc = np.mgrid[0:100, 0:3]
     np.testing.assert_array_equal(got, (xx + cc + 3) * 8)
     with pytest.raises(hl.RuntimeCheckError, match=r"Bounds given for f in c \(from 0 to 2\) do not cover required "
@@ -707,7 +702,7 @@ def test_gpu_check_that_varies_within_a_kernel_is_refused(device, fresh_func_nam
     computed per block, whose required region moves with the block) cannot be made before the
     launch, and a kernel cannot report one: compiling refuses it, naming the check."""
     f, g = hl.Func("f"), hl.Func("g")
-    x, xi = _vars("x xi")
+    x, xi = hl.vars("x xi")
     f[x] = x
     f.bound(x, 0, 64)
     g[x] = f[x]
@@ -743,7 +738,7 @@ def test_async_gpu(device):
     in_buf.fill(17)
     outs = []
     for use_async in (False, True):
-        x, y, t, xi, yi = _vars("x y t xi yi")
+        x, y, t, xi, yi = hl.vars("x y t xi yi")
         inp = hl.ImageParam(hl.UInt(32), 3, "in")
         cpu, gpu = hl.Func("cpu"), hl.Func("gpu")
         gpu[x, y, t] = _expensive(inp[x, y, t], depth)
@@ -756,7 +751,7 @@ def test_async_gpu(device):
         inp.set(in_buf)
         out = hl.Buffer(hl.UInt(32), [w, h, frames])
         cpu.realize(out, CUDA)
-        outs.append(_np(out).copy())
+        outs.append(np.asarray(out).copy())
     want = _expensive_np(_expensive_np(np.uint32(17), depth), depth)
     np.testing.assert_array_equal(outs[0], np.full((frames, h, w), want, np.uint32))
     np.testing.assert_array_equal(outs[1], outs[0])
@@ -774,7 +769,7 @@ def test_device_copy(order, shape, device):
     buf = hl.Buffer(hl.Float(32), shape, order)
     t, c, y, x = np.indices(shape[::-1])
     want = (x * np.float32(0.5) + y * np.float32(2.0) + c * np.float32(4.0) + t * np.float32(0.8)).astype(np.float32)
-    _np(buf)[...] = want
+    np.asarray(buf)[...] = want
     buf.set_host_dirty()
     buf.device_malloc()
     buf.set_host_dirty()
@@ -787,4 +782,4 @@ def test_device_copy(order, shape, device):
     buf.set_device_dirty(True)
     buf.copy_to_host()
     assert not buf.device_dirty()
-    np.testing.assert_array_equal(_np(buf), want)
+    np.testing.assert_array_equal(np.asarray(buf), want)

@@ -17,22 +17,16 @@ CUDA = hl.Target("host-cuda")
 GT = hl.TailStrategy
 
 
-def _vars(names: str):
-    return [hl.Var(n) for n in names.split()]
-
-
-def _np(buf) -> np.ndarray:
-    return np.asarray(buf)
 
 
 # ------------------------------------------------------------------------------ hello_gpu
 def test_hello_gpu(device):
     """Ports hello_gpu: a float Func x * y + 2.4 over 32x32, gpu_tile 8x8, matches x * y + 2.4."""
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     f = hl.Func("f")
     f[x, y] = x * y + hl.f32(2.4)
     f.gpu_tile(x, y, xi, yi, 8, 8)
-    got = _np(f.realize([32, 32], CUDA))
+    got = np.asarray(f.realize([32, 32], CUDA))
     j, i = np.mgrid[0:32, 0:32]
     want = (i * j).astype(np.float32) + np.float32(2.4)
     np.testing.assert_allclose(got, want, atol=1e-3, rtol=0)
@@ -43,11 +37,11 @@ def test_gpu_condition_lifting(device):
     """Ports gpu_condition_lifting (Halide issue 4297): y split by 32 with GuardWithIf over an
     extent of 10, reordered (x, z, yi, yo), and yo, yi and z all made GPU block loops (no thread
     loops; the guard's condition must not be lifted out of the kernel). All zeros."""
-    x, y, z, yo, yi = _vars("x y z yo yi")
+    x, y, z, yo, yi = hl.vars("x y z yo yi")
     f = hl.Func("f")
     f[x, y, z] = 0
     f.split(y, yo, yi, 32, GT.GuardWithIf).reorder(x, z, yi, yo).gpu_blocks(yo).gpu_blocks(yi).gpu_blocks(z)
-    got = _np(f.realize([10, 10, 10], CUDA))
+    got = np.asarray(f.realize([10, 10, 10], CUDA))
     np.testing.assert_array_equal(got, np.zeros((10, 10, 10), np.int32))
 
 
@@ -61,7 +55,7 @@ def test_gpu_data_flows(device):
 
     inp = hl.ImageParam(hl.Int(32), 1, "in1")
     f, g, out = hl.Func("f"), hl.Func("g"), hl.Func("out")
-    x, xi = _vars("x xi")
+    x, xi = hl.vars("x xi")
     f[x] = inp[x] + 1
     g[x] = f[x] * 2
     out[x] = g[x] + 3
@@ -73,7 +67,7 @@ def test_gpu_data_flows(device):
     output1 = hl.Buffer(hl.Int(32), [n])
     out.realize(output1, CUDA)
     output1.copy_to_host()
-    np.testing.assert_array_equal(_np(output1), (data + 1) * 2 + 3)
+    np.testing.assert_array_equal(np.asarray(output1), (data + 1) * 2 + 3)
 
     inp2 = hl.ImageParam(hl.Int(32), 1, "in2")
     f2, out2 = hl.Func("f"), hl.Func("out")
@@ -85,7 +79,7 @@ def test_gpu_data_flows(device):
     output2 = hl.Buffer(hl.Int(32), [n])
     out2.realize(output2, CUDA)
     output2.copy_to_host()
-    np.testing.assert_array_equal(_np(output2), (data + 1) * 2)
+    np.testing.assert_array_equal(np.asarray(output2), (data + 1) * 2)
 
 
 # ------------------------------------------------------------------------------ gpu_different_blocks_threads_dimensions
@@ -95,7 +89,7 @@ def test_gpu_different_blocks_threads_dimensions(device, passes_in_forked_child)
     memory computed at that serial loop with two thread dimensions of its own. Halide's test only
     compiles it; here it also runs and equals x + y (on the emulated device in a forked child, so
     that a kernel writing outside its memory fails this test only)."""
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     f, g = hl.Func("f"), hl.Func("g")
     f[x, y] = x + y
     g[x, y] = f[x, y]
@@ -105,7 +99,7 @@ def test_gpu_different_blocks_threads_dimensions(device, passes_in_forked_child)
     yy, xx = np.mgrid[0:32, 0:48]
 
     def check():
-        got = _np(g.realize([48, 32], CUDA))
+        got = np.asarray(g.realize([48, 32], CUDA))
         np.testing.assert_array_equal(got, xx + yy)
         return True
 
@@ -121,7 +115,7 @@ def test_gpu_free_sync(device):
     again, its output's device memory freed after each call: the free must wait for the kernel.
     Halide only checks that this does not crash (1024x1024, 10 times); here 64x64, 4 times on
     the emulations, each result checked against numpy (summed in the same order)."""
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     r = hl.RDom([hl.Range(0, 100)])
     f = hl.Func("f")
     f[x, y] = hl.sum(hl.sqrt(hl.sqrt(hl.sqrt(hl.sqrt(x + y + r)))))
@@ -132,7 +126,7 @@ def test_gpu_free_sync(device):
     for k in range(100):
         want += np.sqrt(np.sqrt(np.sqrt(np.sqrt((xx + yy + k).astype(np.float32)))))
     for _ in range(times):
-        got = _np(f.realize([size, size], CUDA))
+        got = np.asarray(f.realize([size, size], CUDA))
         np.testing.assert_allclose(got, want, rtol=1e-5)
 
 
@@ -165,14 +159,14 @@ def test_gpu_jit_explicit_copy_to_device(api_passed, device):
         assert b.host_dirty()
 
         f = hl.Func("f")
-        x, y, tx, ty = _vars("x y tx ty")
+        x, y, tx, ty = hl.vars("x y tx ty")
         f[x, y] = a[x, y] + b[x, y] + 2
         if api_passed == "positional":
             f.gpu_tile(x, y, tx, ty, 8, 8, GT.Auto, api)
         else:
             f.gpu_tile(x, y, tx, ty, 8, 8, GT.Auto, device_api=api)
         out = f.realize([100, 100], CUDA)
-        np.testing.assert_array_equal(_np(out), np.full((100, 100), 7.0, np.float32))
+        np.testing.assert_array_equal(np.asarray(out), np.full((100, 100), 7.0, np.float32))
 
 
 # ------------------------------------------------------------------------------ gpu_large_alloc
@@ -180,14 +174,14 @@ def test_gpu_large_alloc(device):
     """Ports gpu_large_alloc: two compute_root GPU stages over a 10 MB image each (2560x1024
     int32), g = clamp(max(x, y), 20, 100). On the emulated device (a std::thread per GPU
     thread) the image is 1/16 of that."""
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     f, g = hl.Func("f"), hl.Func("g")
     f[x, y] = hl.max(x, y)
     g[x, y] = hl.clamp(f[x, y], 20, 100)
     f.compute_root().gpu_tile(x, y, xi, yi, 16, 16)
     g.compute_root().gpu_tile(x, y, xi, yi, 16, 16)
     w, h = (1024 * 10 // 4, 1024) if device != "emulated" else (640, 256)
-    got = _np(g.realize([w, h], CUDA))
+    got = np.asarray(g.realize([w, h], CUDA))
     yy, xx = np.mgrid[0:h, 0:w]
     np.testing.assert_array_equal(got, np.clip(np.maximum(xx, yy), 20, 100))
 
@@ -200,7 +194,7 @@ def test_gpu_many_kernels(device):
     device_release to drop the device context). The result is n(n+1)/2 everywhere each time.
     Halide has 70 kernels; the emulated device, which compiles each with g++, gets 3."""
     n = {"serial": 20, "emulated": 3, "gpu": 70}[device]
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     inp = hl.ImageParam(hl.Int(32), 2, "input")
     adders = []
     for i in range(1, n + 1):
@@ -218,7 +212,7 @@ def test_gpu_many_kernels(device):
             f.realize(buf_out, CUDA)
             buf_in, buf_out = buf_out, buf_in
         buf_in.copy_to_host()
-        np.testing.assert_array_equal(_np(buf_in), np.full((32, 32), n * (n + 1) // 2, np.int32))
+        np.testing.assert_array_equal(np.asarray(buf_in), np.full((32, 32), n * (n + 1) // 2, np.int32))
 
     run_all()
     run_all()
@@ -234,7 +228,7 @@ def test_gpu_mixed_dimensionality(device):
     2-D; h computed per block with 2-D threads and a 1-D-threaded update; g and f computed inside
     h's threads. Equals x + y + z + 4 (Halide: 64^3; here 16x16x8)."""
     f, g, h, out = hl.Func("f"), hl.Func("g"), hl.Func("h"), hl.Func("out")
-    x, y, z = _vars("x y z")
+    x, y, z = hl.vars("x y z")
     f[x, y, z] = x + y + z
     f[x, y, z] += 1
     g[x, y, z] = f[x, y, z]
@@ -243,7 +237,7 @@ def test_gpu_mixed_dimensionality(device):
     h[x, y, z] += 1
     out[x, y, z] = h[x, y, z]
     out[x, y, z] += 1
-    xi, yi, zi = _vars("xi yi zi")
+    xi, yi, zi = hl.vars("xi yi zi")
     out.gpu_tile(x, y, z, xi, yi, zi, 4, 4, 4)
     out.update().gpu_tile(x, y, xi, yi, 4, 4)
     h.compute_at(out, x).gpu_threads(x, y)
@@ -253,7 +247,7 @@ def test_gpu_mixed_dimensionality(device):
     f.compute_at(g, x)
     f.update()
     sx, sy, sz = (64, 64, 64) if device == "gpu" else (16, 16, 8)
-    got = _np(out.realize([sx, sy, sz], CUDA))
+    got = np.asarray(out.realize([sx, sy, sz], CUDA))
     zz, yy, xx = np.mgrid[0:sz, 0:sy, 0:sx]
     np.testing.assert_array_equal(got, xx + yy + zz + 4)
 
@@ -262,7 +256,7 @@ def test_gpu_mixed_dimensionality(device):
 def test_gpu_multi_kernel(device):
     """Ports gpu_multi_kernel: three kernels in a chain (floor of a float division, a sqrt, a
     round to int32), each gpu_tile 32; equals the same float32 arithmetic in numpy."""
-    x, xi = _vars("x xi")
+    x, xi = hl.vars("x xi")
     k1, k2, k3 = hl.Func("kernel1"), hl.Func("kernel2"), hl.Func("kernel3")
     k1[x] = hl.floor((x + hl.f32(0.5)) / hl.f32(3.0))
     k2[x] = hl.sqrt(4 * x * x) + k1[x]
@@ -270,7 +264,7 @@ def test_gpu_multi_kernel(device):
     k1.gpu_tile(x, xi, 32).compute_root()
     k2.gpu_tile(x, xi, 32).compute_root()
     k3.gpu_tile(x, xi, 32)
-    got = _np(k3.realize([256], CUDA))
+    got = np.asarray(k3.realize([256], CUDA))
     i = np.arange(256)
     a = np.floor((i.astype(np.float32) + np.float32(0.5)) / np.float32(3.0))
     b = np.sqrt((4 * i * i).astype(np.float32)) + a
@@ -295,7 +289,7 @@ def _non_contiguous_setup():
     in_sub = np.zeros(arr.shape, bool)
     in_sub[W_OFF:W_OFF + 2 * W_SIZE:2, Z_OFF:Z_OFF + 2 * Z_SIZE:2,
            Y_OFF:Y_OFF + 2 * Y_SIZE:2, X_OFF:X_OFF + 2 * X_SIZE:2] = True
-    x, y, z, w, xi, yi = _vars("x y z w xi yi")
+    x, y, z, w, xi, yi = hl.vars("x y z w xi yi")
     f = hl.Func("f")
     f[x, y, z, w] = 3 * x + 2 * y + z + 4 * w
     f.gpu_tile(x, y, xi, yi, 16, 16)
@@ -316,7 +310,7 @@ def test_gpu_non_contiguous_copy(device):
     copying the view back from the device must touch only the view's own elements."""
     full, cropped, in_sub, f = _non_contiguous_setup()
     f.realize(cropped, CUDA)
-    x, y, z, w = _vars("x y z w")
+    x, y, z, w = hl.vars("x y z w")
     test = ((x >= X_OFF) & (x < X_OFF + X_SIZE * 2) & (y >= Y_OFF) & (y < Y_OFF + Y_SIZE * 2) &
             (z >= Z_OFF) & (z < Z_OFF + Z_SIZE * 2) & (w >= W_OFF) & (w < W_OFF + W_SIZE * 2) &
             (x % 2 == 0) & (y % 2 == 0) & (z % 2 == 0) & (w % 2 == 0))
@@ -348,7 +342,7 @@ def test_gpu_param_allocation(device):
     whose size, 3 * slices + 1 rows, depends on a Param with a declared range [1, 256] (the bound
     the kernel's array gets). g(x, y) = sum_r (x + r) + slices, in closed form."""
     f, g = hl.Func("f"), hl.Func("g")
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     slices = hl.Param(hl.Int(32), "slices")
     r = hl.RDom([hl.Range(0, 3 * slices + 1)])
     slices.set_range(1, 256)
@@ -358,7 +352,7 @@ def test_gpu_param_allocation(device):
     f.compute_at(g, xi)
     slices.set(32)
     size = 1024 if device == "gpu" else 32
-    got = _np(g.realize([size, size], CUDA))
+    got = np.asarray(g.realize([size, size], CUDA))
     s, n = 32, 3 * 32 + 1
     xx = np.broadcast_to(np.arange(size), (size, size))
     np.testing.assert_array_equal(got, n * xx + n * (n - 1) // 2 + s)
@@ -372,12 +366,12 @@ def test_gpu_specialize_cpu_or_gpu(device):
     thread loops), and the same trick on g gives f a loop xi to be computed at. Both values of
     the Param equal 6x + 5y (Halide: 1024x1024; here 64x64)."""
     f, g, h = hl.Func("f"), hl.Func("g"), hl.Func("h")
-    x, y = _vars("x y")
+    x, y = hl.vars("x y")
     use_gpu = hl.Param(hl.Bool(), "use_gpu")
     f[x, y] = x + y
     g[x, y] = f[x - 1, y + 1] + f[x + 1, y - 1] + x
     h[x, y] = g[x + 1, y - 1] + g[x - 1, y + 1] + y
-    xo, yo, xi, yi, t = _vars("xo yo xi yi t")
+    xo, yo, xi, yi, t = hl.vars("xo yo xi yi t")
     h.compute_root().specialize(use_gpu).gpu_tile(x, y, xi, yi, 4, 4)
     h.tile(x, y, xo, yo, xi, yi, 8, 8).fuse(xo, yo, t).parallel(t)
     h.specialize(use_gpu).split(x, x, t, 1).serial(t)
@@ -388,9 +382,9 @@ def test_gpu_specialize_cpu_or_gpu(device):
     f.compute_at(g, xi)
     size = 1024 if device == "gpu" else 64
     use_gpu.set(True)
-    out1 = _np(h.realize([size, size], CUDA))
+    out1 = np.asarray(h.realize([size, size], CUDA))
     use_gpu.set(False)
-    out2 = _np(h.realize([size, size], CUDA))
+    out2 = np.asarray(h.realize([size, size], CUDA))
     yy, xx = np.mgrid[0:size, 0:size]
     np.testing.assert_array_equal(out1, 6 * xx + 5 * yy)
     np.testing.assert_array_equal(out2, 6 * xx + 5 * yy)
@@ -401,17 +395,17 @@ def test_gpu_specialize_thread_loops(device):
     loops depend on a Param<bool> (4x4 tiles, threads over the tiles; otherwise 8x8 tiles,
     threads over the tile index). With the Param true, g equals 2x + y."""
     f, g = hl.Func("f"), hl.Func("g")
-    x, y = _vars("x y")
+    x, y = hl.vars("x y")
     p = hl.Param(hl.Bool(), "p")
     f[x, y] = x + y
     g[x, y] = f[x, y] + x
-    xo, yo, xi, yi = _vars("xo yo xi yi")
+    xo, yo, xi, yi = hl.vars("xo yo xi yi")
     f.specialize(p).tile(x, y, xi, yi, 4, 4).gpu_threads(x, y)
     f.tile(x, y, xo, yo, xi, yi, 8, 8).gpu_threads(xo, yo)
     f.compute_at(g, x)
     g.tile(x, y, xi, yi, 2, 2).gpu_blocks(x, y)
     p.set(True)
-    got = _np(g.realize([32, 32], CUDA))
+    got = np.asarray(g.realize([32, 32], CUDA))
     yy, xx = np.mgrid[0:32, 0:32]
     np.testing.assert_array_equal(got, 2 * xx + yy)
 
@@ -423,7 +417,7 @@ def test_specialize_to_gpu(device):
     evaluate of a sum of absolute differences), which is also numpy's."""
     f, g, h = hl.Func("f"), hl.Func("g"), hl.Func("h")
     inp = hl.ImageParam(hl.Int(32), 1, "in")
-    x, xi = _vars("x xi")
+    x, xi = hl.vars("x xi")
     f[x] = inp[x] + inp[x + 1]
     g[x] = f[x * 2]
     h[x] = g[x] - 7
@@ -439,7 +433,7 @@ def test_specialize_to_gpu(device):
         p.set(False)
     h.realize(reference, CUDA)
     k = np.arange(128)
-    np.testing.assert_array_equal(_np(reference), data[2 * k] + data[2 * k + 1] - 7)
+    np.testing.assert_array_equal(np.asarray(reference), data[2 * k] + data[2 * k + 1] - 7)
     for combo in range(1, 8):
         gpu_f.set(bool(combo & 1))
         gpu_g.set(bool(combo & 2))
@@ -448,7 +442,7 @@ def test_specialize_to_gpu(device):
         r = hl.RDom(out)
         err = hl.evaluate(hl.sum(hl.cast(hl.UInt(32), hl.abs(out[r] - reference[r]))))
         assert err == 0, f"combination {combo}"
-        np.testing.assert_array_equal(_np(out), _np(reference))
+        np.testing.assert_array_equal(np.asarray(out), np.asarray(reference))
 
 
 # ------------------------------------------------------------------------------ gpu_sum_scan
@@ -461,7 +455,7 @@ def test_gpu_sum_scan(device):
     B = 16
     n = 1024 * 16 if device == "gpu" else 512
     f = hl.Func("f")
-    x, y = _vars("x y")
+    x, y = hl.vars("x y")
     im = hl.ImageParam(hl.Int(32), 1, "im")
     blocks = im.width() // B
     f[x, y] = 0
@@ -482,7 +476,7 @@ def test_gpu_sum_scan(device):
     out.bound(x, 0, im.width() // B * B)
     data = np.floor(np.sin(np.arange(n, dtype=np.float32)) * 100).astype(np.int32)
     im.set(hl.Buffer(data))
-    got = _np(out.realize([n], CUDA))
+    got = np.asarray(out.realize([n], CUDA))
     np.testing.assert_array_equal(got, np.cumsum(data, dtype=np.int64).astype(np.int32))
 
 
@@ -494,13 +488,13 @@ def test_gpu_transpose(device):
     256x256; here 128x128."""
     size = 256 if device == "gpu" else 128
     inp = hl.ImageParam(hl.UInt(8), 2, "in")
-    x, y = _vars("x y")
+    x, y = hl.vars("x y")
     in_func = hl.Func("in_func")
     in_func[x, y] = inp[x, y]
     out = hl.Func("out")
     out[x, y] = in_func[y, x]
-    xi, yi, xo, yo, xii, xio, yii, yio = _vars("xi yi xo yo xii xio yii yio")
-    tile_idx, subtile_idx = _vars("tile_idx subtile_idx")
+    xi, yi, xo, yo, xii, xio, yii, yio = hl.vars("xi yi xo yo xii xio yii yio")
+    tile_idx, subtile_idx = hl.vars("tile_idx subtile_idx")
     (out.tile(x, y, xo, yo, xi, yi, 64, 64)
         .fuse(xo, yo, tile_idx)
         .tile(xi, yi, xio, yio, xii, yii, 16, 16)
@@ -511,7 +505,7 @@ def test_gpu_transpose(device):
     yy, xx = np.mgrid[0:size, 0:size]
     data = (xx * 17 + yy).astype(np.uint8)
     inp.set(hl.Buffer(data))
-    got = _np(out.realize([size, size], CUDA))
+    got = np.asarray(out.realize([size, size], CUDA))
     np.testing.assert_array_equal(got, (yy * 17 + xx).astype(np.uint8))
     np.testing.assert_array_equal(got, data.T)
 
@@ -529,18 +523,18 @@ def test_gpu_vectorize(device):
     xy = (xx * yy).astype(np.float32)
     image = (xx + yy).astype(np.float32)
 
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     f = hl.Func("f")
     f[x, y] = x * y + hl.f32(2.4)
     _vectorized_gpu_tile(f, x, y, xi, yi)
-    np.testing.assert_allclose(_np(f.realize([32, 32], CUDA)), xy + np.float32(2.4), atol=1e-3, rtol=0)
+    np.testing.assert_allclose(np.asarray(f.realize([32, 32], CUDA)), xy + np.float32(2.4), atol=1e-3, rtol=0)
 
     im = hl.ImageParam(hl.Float(32), 2, "im")
     f2 = hl.Func("f")
     f2[x, y] = x * y + hl.f32(2.4) + im[x, y]
     _vectorized_gpu_tile(f2, x, y, xi, yi)
     im.set(hl.Buffer(image))
-    np.testing.assert_allclose(_np(f2.realize([32, 32], CUDA)), xy + np.float32(2.4) + image, atol=1e-3, rtol=0)
+    np.testing.assert_allclose(np.asarray(f2.realize([32, 32], CUDA)), xy + np.float32(2.4) + image, atol=1e-3, rtol=0)
 
     im3 = hl.ImageParam(hl.Float(32), 2, "im")
     f3 = hl.Func("f")
@@ -548,7 +542,7 @@ def test_gpu_vectorize(device):
     _vectorized_gpu_tile(f3, x, y, xi, yi)
     im3.set(hl.Buffer(image))
     want = np.where(image > 32, 1.0, -1.0).astype(np.float32) + image
-    np.testing.assert_allclose(_np(f3.realize([32, 32], CUDA)), want, atol=1e-3, rtol=0)
+    np.testing.assert_allclose(np.asarray(f3.realize([32, 32], CUDA)), want, atol=1e-3, rtol=0)
 
 
 # ------------------------------------------------------------------------------ parallel_gpu_nested
@@ -556,7 +550,7 @@ def test_parallel_gpu_nested(device):
     """Ports parallel_gpu_nested: kernels launched from inside a parallel CPU loop (z parallel,
     x and y gpu_tile 16x16), with a Param in the kernel; equals x * y + 3z + 1 (Halide: 64^3;
     here 32x32x8)."""
-    x, y, z, xi, yi = _vars("x y z xi yi")
+    x, y, z, xi, yi = hl.vars("x y z xi yi")
     f = hl.Func("f")
     k = hl.Param(hl.Int(32), "k")
     k.set(3)
@@ -564,7 +558,7 @@ def test_parallel_gpu_nested(device):
     f.gpu_tile(x, y, xi, yi, 16, 16)
     f.parallel(z)
     sx, sy, sz = (64, 64, 64) if device == "gpu" else (32, 32, 8)
-    got = _np(f.realize([sx, sy, sz], CUDA))
+    got = np.asarray(f.realize([sx, sy, sz], CUDA))
     zz, yy, xx = np.mgrid[0:sz, 0:sy, 0:sx]
     np.testing.assert_array_equal(got, xx * yy + zz * 3 + 1)
 
@@ -575,7 +569,7 @@ def test_gpu_bounds_inference_failure(device):
     bounds inference): two reductions used by two differences, one of them compute_root with a
     GPU block loop over p and nothing else, both read by a select. Halide's test expects it to
     compile for host-cuda; here it also runs: every value is 0."""
-    x, y, p, d = _vars("x y p d")
+    x, y, p, d = hl.vars("x y p d")
     f1, f2 = hl.Func("f1"), hl.Func("f2")
     f1[x, y, p] = 0
     f2[x, y, p] = 0
@@ -592,7 +586,7 @@ def test_gpu_bounds_inference_failure(device):
     result[d, p] = hl.select(d == 0, d1[p], d2[p])
     d2.compute_root().gpu_blocks(p)
     result.compile_jit(hl.Target("host-cuda"))
-    got = _np(result.realize([2, 8], CUDA))
+    got = np.asarray(result.realize([2, 8], CUDA))
     np.testing.assert_array_equal(got, np.zeros((8, 2), np.float32))
 
 
@@ -639,7 +633,7 @@ def test_invalid_gpu_loop_nests(case, device):
     blocks inside blocks, a Func computed between two block loops, too many thread dimensions
     once nesting (or a specialization) is counted, a serial loop between block loops) of two
     8-D Funcs: each is an HalideError from compile_jit, whichever way the device runs."""
-    v = _vars("v0 v1 v2 v3 v4 v5 v6 v7")
+    v = hl.vars("v0 v1 v2 v3 v4 v5 v6 v7")
     p = hl.Param(hl.Bool(), "p")
     f, g = hl.Func("f"), hl.Func("g")
     f[tuple(v)] = v[0]
@@ -668,7 +662,7 @@ _DOT_EMULATED = [(0, 4), (1, 4), (3, 4), (5, 4), (7, 16), (8, 4)]
 
 
 def _dot_product(out_t, a_t, b_t, factor, target):
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     in_a, in_b = hl.Func("in_a"), hl.Func("in_b")
     in_a[x, y] = hl.cast(a_t, x - y * 17)
     in_a.compute_root()
@@ -690,7 +684,7 @@ def _dot_product(out_t, a_t, b_t, factor, target):
     a = (rr[None, :] - idx[:, None] * 17).astype(_NP[str(a_t)])  # a[x, r]
     b = (rr[None, :] * 3 + idx[:, None] * 7).astype(_NP[str(b_t)])  # b[y, r]
     want = np.einsum("xr,yr->yx", a.astype(np.int64), b.astype(np.int64)).astype(_NP[str(out_t)])
-    np.testing.assert_array_equal(_np(out), want, err_msg=f"{a_t} x {b_t} -> {out_t}, factor {factor}")
+    np.testing.assert_array_equal(np.asarray(out), want, err_msg=f"{a_t} x {b_t} -> {out_t}, factor {factor}")
     return hl.Pipeline(h).cuda_source(target)
 
 
@@ -729,7 +723,7 @@ def test_cuda_8_bit_dot_product_kernels_use_the_dot_product_instructions():
     instructions of the operands' signedness (what Halide's test greps for)."""
     for index, wanted in [(1, "dp4a.s32.u32"), (5, "dp2a.lo.s32.u32"), (8, "dp2a.hi.s32.s32")]:
         out_t, a_t, b_t = DOT_TYPES[index]
-        x, y = _vars("x y")
+        x, y = hl.vars("x y")
         in_a, in_b, g, h = hl.Func("in_a"), hl.Func("in_b"), hl.Func("g"), hl.Func("h")
         in_a[x, y] = hl.cast(a_t, x - y)
         in_b[x, y] = hl.cast(b_t, x + y)
@@ -739,7 +733,7 @@ def test_cuda_8_bit_dot_product_kernels_use_the_dot_product_instructions():
         in_a.compute_root()
         in_b.compute_root()
         g.update().atomic().vectorize(r, 4).unroll(r)
-        xi, yi = _vars("xi yi")
+        xi, yi = hl.vars("xi yi")
         h.gpu_tile(x, y, xi, yi, 32, 8, GT.RoundUp)
         ptx = gpu_runtime.compile_ptx(hl.Pipeline(h).cuda_source(CUDA), 80)
         assert wanted in ptx, (index, wanted)
@@ -756,7 +750,7 @@ def test_cuda_8_bit_dot_product_on_capability_70(device):
 def test_gpu_arg_types(device):
     """Ports gpu_arg_types: an int16 Param passed to a kernel (select(foo > x, 255, foo + x) in
     int16), the GPU result equal to the same Expr computed on the CPU, and to numpy."""
-    x, tx = _vars("x tx")
+    x, tx = hl.vars("x tx")
     foo = hl.Param(hl.Int(16), "foo")
     e = hl.select(foo > x, hl.cast(hl.Int(16), 255), foo + hl.cast(hl.Int(16), x))
     f, g = hl.Func("f"), hl.Func("g")
@@ -767,7 +761,7 @@ def test_gpu_arg_types(device):
     out = f.realize([256], CUDA)
     out2 = g.realize([256])
     out.copy_to_host()
-    np.testing.assert_array_equal(_np(out), _np(out2))
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(out2))
     i = np.arange(256)
     want = np.where(-1 > i, 255, (np.int16(-1) + i.astype(np.int16))).astype(np.int16)
-    np.testing.assert_array_equal(_np(out), want)
+    np.testing.assert_array_equal(np.asarray(out), want)

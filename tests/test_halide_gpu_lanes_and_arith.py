@@ -22,12 +22,6 @@ CUDA = hl.Target("host-cuda")
 GT = hl.TailStrategy
 
 
-def _vars(names: str):
-    return [hl.Var(n) for n in names.split()]
-
-
-def _np(buf) -> np.ndarray:
-    return np.asarray(buf)
 
 
 # ------------------------------------------------------------------------------ register_shuffle
@@ -36,14 +30,14 @@ def test_register_shuffle_convolution(device):
     f, g's x tile (32, RoundUp) warp lanes, f's wrapper computed per row of the tile with its x
     split by 32 into lanes and an unrolled outer loop (34 values over 32 lanes, read across
     lanes). Equals 2 (x + y) in uint8."""
-    x, y, xo, xi, yi = _vars("x y xo xi yi")
+    x, y, xo, xi, yi = hl.vars("x y xo xi yi")
     f, g = hl.Func("f"), hl.Func("g")
     f[x, y] = hl.cast(hl.UInt(8), x + y)
     g[x, y] = f[x - 1, y] + f[x + 1, y]
     g.gpu_tile(x, y, xi, yi, 32, 2, GT.RoundUp).gpu_lanes(xi)
     f.compute_root()
     f.in_(g).compute_at(g, yi).split(x, xo, xi, 32, GT.RoundUp).gpu_lanes(xi).unroll(xo)
-    got = _np(g.realize([32, 4], CUDA))
+    got = np.asarray(g.realize([32, 4], CUDA))
     yy, xx = np.mgrid[0:4, 0:32]
     np.testing.assert_array_equal(got, (2 * (xx + yy)).astype(np.uint8))
 
@@ -53,7 +47,7 @@ def test_register_shuffle_broadcast(device):
     tiles, x in lanes and y a serial loop in each block; a's and b's wrappers computed per block
     in lanes and stored in registers, so each lane holds one a and one b and every lane reads
     every b. Equals x + 100 y exactly."""
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     a, b, c = hl.Func("a"), hl.Func("b"), hl.Func("c")
     a[x] = hl.cast(hl.Float(32), x)
     b[y] = hl.cast(hl.Float(32), y)
@@ -63,7 +57,7 @@ def test_register_shuffle_broadcast(device):
     c.tile(x, y, xi, yi, 32, 32, GT.RoundUp).gpu_blocks(x, y).gpu_lanes(xi)
     a.in_(c).compute_at(c, x).gpu_lanes(x).store_in(hl.MemoryType.Register)
     b.in_(c).compute_at(c, x).gpu_lanes(y).store_in(hl.MemoryType.Register)
-    got = _np(c.realize([32, 32], CUDA))
+    got = np.asarray(c.realize([32, 32], CUDA))
     yy, xx = np.mgrid[0:32, 0:32]
     np.testing.assert_array_equal(got, (xx + 100 * yy).astype(np.float32))
 
@@ -72,7 +66,7 @@ def test_register_shuffle_vectorized_broadcast(device):
     """Ports register_shuffle's vectorized broadcast: the same outer product in 64x64 tiles,
     each lane a 2-vector of x, the rows split by 64 with an unrolled pair (yii) and the rest
     (yi) GPU threads; a's and b's wrappers computed per thread row, 2-vectors in lanes."""
-    x, y, xi, yi, yii = _vars("x y xi yi yii")
+    x, y, xi, yi, yii = hl.vars("x y xi yi yii")
     a, b, c = hl.Func("a"), hl.Func("b"), hl.Func("c")
     a[x] = hl.cast(hl.Float(32), x)
     b[y] = hl.cast(hl.Float(32), y)
@@ -83,7 +77,7 @@ def test_register_shuffle_vectorized_broadcast(device):
      .gpu_threads(yi).vectorize(xi, 2).gpu_lanes(xi))
     a.in_(c).compute_at(c, yi).vectorize(x, 2).gpu_lanes(x)
     b.in_(c).compute_at(c, yi).vectorize(y, 2).gpu_lanes(y)
-    got = _np(c.realize([64, 64], CUDA))
+    got = np.asarray(c.realize([64, 64], CUDA))
     yy, xx = np.mgrid[0:64, 0:64]
     np.testing.assert_array_equal(got, (xx + 100 * yy).astype(np.float32))
 
@@ -92,7 +86,7 @@ def _stencil_chain(width: int, size):
     """register_shuffle's masked stencil chain: three 3-tap box filters of x + y, each stage
     computed per output row in lanes, the output in `width`-wide tiles (its footprint on the
     input 6 wider, so some lanes are idle). Equals 27 (x + y)."""
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     a, b, c, d = hl.Func("a"), hl.Func("b"), hl.Func("c"), hl.Func("d")
     a[x, y] = x + y
     a.compute_root()
@@ -102,7 +96,7 @@ def _stencil_chain(width: int, size):
     d.gpu_tile(x, y, xi, yi, width, 2).gpu_lanes(xi)
     for stage in (a.in_(), b, c):
         stage.compute_at(d, yi).gpu_lanes(x)
-    got = _np(d.realize(size, CUDA))
+    got = np.asarray(d.realize(size, CUDA))
     yy, xx = np.mgrid[0:size[1], 0:size[0]]
     np.testing.assert_array_equal(got, 27 * (xx + yy))
 
@@ -122,13 +116,13 @@ def test_register_shuffle_masked_stencil_chain_half_warps(device):
 def test_register_shuffle_shift_depends_on_y(device):
     """Ports register_shuffle's shuffle whose shift depends on the row: b(x, y) = a(x + y, y), a
     computed per row of b's 16x8 tile in lanes. Equals x + 2y."""
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     a, b = hl.Func("a"), hl.Func("b")
     a[x, y] = x + y
     b[x, y] = a[x + y, y]
     b.gpu_tile(x, y, xi, yi, 16, 8, GT.RoundUp).gpu_lanes(xi)
     a.compute_at(b, yi).gpu_lanes(x)
-    got = _np(b.realize([32, 32], CUDA))
+    got = np.asarray(b.realize([32, 32], CUDA))
     yy, xx = np.mgrid[0:32, 0:32]
     np.testing.assert_array_equal(got, xx + 2 * yy)
 
@@ -139,7 +133,7 @@ def test_register_shuffle_bilinear_upsample(device):
     thread (x unrolled by 4 in lanes, y unrolled); f's wrapper staged per thread with its storage
     aligned to 64, 2-vectors, split by 32 into lanes (GuardWithIf), the rest unrolled. The output
     starts at 0. Equals (x + y - 1) / 2 exactly."""
-    x, y, xi, yi, xii, yii = _vars("x y xi yi xii yii")
+    x, y, xi, yi, xii, yii = hl.vars("x y xi yi xii yii")
     f, upx, upy = hl.Func("f"), hl.Func("upx"), hl.Func("upy")
     f[x, y] = hl.cast(hl.Float(32), x + y)
     f.compute_root()
@@ -151,7 +145,7 @@ def test_register_shuffle_bilinear_upsample(device):
     (f.in_().compute_at(upy, yi).align_storage(x, 64).vectorize(x, 2, GT.RoundUp)
      .split(x, x, xi, 32, GT.GuardWithIf).reorder(xi, y, x).gpu_lanes(xi).unroll(x).unroll(y))
     upy.output_buffer().dim(0).set_min(0).dim(1).set_min(0)
-    got = _np(upy.realize([128, 128], CUDA))
+    got = np.asarray(upy.realize([128, 128], CUDA))
     yy, xx = np.mgrid[0:128, 0:128]
     np.testing.assert_array_equal(got, (xx + yy - 1).astype(np.float32) / np.float32(2))
 
@@ -160,7 +154,7 @@ def _box_downsample(tile: tuple[int, int], lanes: int, size: int):
     """register_shuffle's box downsample by 8: three pairwise sums along x (s1, s2, s3) of
     f = x + y, each computed per output row of s4, split by `lanes` into lanes (RoundUp, the
     rest unrolled); f's wrapper in 2-vectors over 2 * lanes. Equals (8x + y) * 8 + 28."""
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     f = hl.Func("f")
     f[x, y] = hl.cast(hl.Float(32), x + y)
     f.compute_root()
@@ -173,7 +167,7 @@ def _box_downsample(tile: tuple[int, int], lanes: int, size: int):
     for s in (s3, s2, s1):
         s.compute_at(s4, yi).split(x, x, xi, lanes, GT.RoundUp).gpu_lanes(xi).unroll(x)
     f.in_().compute_at(s4, yi).split(x, x, xi, 2 * lanes, GT.RoundUp).vectorize(xi, 2).gpu_lanes(xi).unroll(x)
-    got = _np(s4.realize([size, size], CUDA))
+    got = np.asarray(s4.realize([size, size], CUDA))
     yy, xx = np.mgrid[0:size, 0:size]
     np.testing.assert_array_equal(got, ((xx * 8 + yy) * 8 + 28).astype(np.float32))
 
@@ -199,7 +193,7 @@ def test_register_shuffle_lut_in_registers(device):
     size = 64 if device == "emulated" else 256
     rng = np.random.default_rng(3)
     buf = hl.Buffer(rng.integers(0, 256, (size, size), dtype=np.uint8))
-    x, y, xi, yi, xo = _vars("x y xi yi xo")
+    x, y, xi, yi, xo = hl.vars("x y xi yi xo")
     lut, curved = hl.Func("lut"), hl.Func("curved")
     lut[x] = hl.cast(hl.UInt(16), x) + 1
     curved[x, y] = lut[buf[x, y]]
@@ -207,8 +201,8 @@ def test_register_shuffle_lut_in_registers(device):
     lut.compute_root()
     lut.in_().compute_at(curved, x).split(x, xo, xi, 32 * 4).vectorize(xi, 4).gpu_lanes(xi).unroll(xo)
     lut.in_().in_().compute_at(curved, yi).split(x, xo, xi, 32 * 4).vectorize(xi, 4).gpu_lanes(xi).unroll(xo)
-    got = _np(curved.realize([size, size], CUDA))
-    np.testing.assert_array_equal(got, _np(buf).astype(np.uint16) + 1)
+    got = np.asarray(curved.realize([size, size], CUDA))
+    np.testing.assert_array_equal(got, np.asarray(buf).astype(np.uint16) + 1)
 
 
 def test_register_shuffle_rfactor_reduction(device):
@@ -216,7 +210,7 @@ def test_register_shuffle_rfactor_reduction(device):
     c(y) = b(y) in blocks of 8 rows, a thread per row; b's update split by 8 and rfactored over
     the inner part (u), the intermediate computed per row with its pure and update stages in
     lanes over u. Equals sum (x + y) = 1024 y + 523776 (Halide: 256 rows; here 64)."""
-    x, y, yo, yi, ylane, u = _vars("x y yo yi ylane u")
+    x, y, yo, yi, ylane, u = hl.vars("x y yo yi ylane u")
     ro, ri = hl.RVar("ro"), hl.RVar("ri")
     a, b, c = hl.Func("a"), hl.Func("b"), hl.Func("c")
     a[x, y] = x + y
@@ -231,7 +225,7 @@ def test_register_shuffle_rfactor_reduction(device):
     intm.compute_at(c, yi).update().gpu_lanes(u)
     intm.gpu_lanes(u)
     rows = 256 if device == "gpu" else 64
-    got = _np(c.realize([rows], CUDA))
+    got = np.asarray(c.realize([rows], CUDA))
     np.testing.assert_array_equal(got, 1024 * np.arange(rows) + 1023 * 1024 // 2)
 
 
@@ -239,7 +233,7 @@ def test_register_shuffle_fast_pow_chain(device):
     """Ports register_shuffle's check against a combinatorial explosion: ten nested
     fast_pow(e, e + 1) of x, gpu_tile 32, over 1024 values; Halide only checks that it compiles
     and runs, so does this (a std::thread per GPU thread makes it 128 on the emulated device)."""
-    x, xo, xi = _vars("x xo xi")
+    x, xo, xi = hl.vars("x xo xi")
     e = x
     for _ in range(10):
         e = hl.fast_pow(e, e + 1)
@@ -264,7 +258,7 @@ _CAST_EMULATED = [(0, 2), (1, 0), (2, 1), (3, 5), (4, 7), (5, 4), (6, 3), (7, 6)
 def _casts(pairs, seed: int):
     """Each (source, destination) pair of _CAST_TYPES as its own Func, gpu_tile 64, realized as
     one pipeline over 1024 values (rand() & 0xffff) / 512 of the source type."""
-    x, y, xo, xi = _vars("x y xo xi")
+    x, y, xo, xi = hl.vars("x y xo xi")
     rng = np.random.default_rng(seed)
     raw = (rng.integers(0, 1 << 31, 1024) & 0xFFFF) / 512.0
     funcs, wants = [], []
@@ -278,7 +272,7 @@ def _casts(pairs, seed: int):
         wants.append((data.astype(b_np), f"{a_t} -> {b_t}"))
     outs = hl.Pipeline(funcs).realize([1024, 1], CUDA)
     for out, (want, what) in zip(outs, wants):
-        np.testing.assert_array_equal(_np(out)[0], want, err_msg=what)
+        np.testing.assert_array_equal(np.asarray(out)[0], want, err_msg=what)
 
 
 def test_vector_cast(device):
@@ -315,7 +309,7 @@ def test_interleave_rgb_interleave(type_index, x_stride, device):
     must still hold 7 afterwards."""
     _interleave_sample(device, type_index, x_stride)
     t, t_np = _INTERLEAVE_TYPES[type_index]
-    x, y, c, xi, yi = _vars("x y c xi yi")
+    x, y, c, xi, yi = hl.vars("x y c xi yi")
     inp, interleaved = hl.Func("input"), hl.Func("interleaved")
     inp[x, y, c] = hl.cast(t, x * 3 + y * 5 + c)
     interleaved[x, y, c] = inp[x, y, c]
@@ -333,7 +327,7 @@ def test_interleave_rgb_interleave(type_index, x_stride, device):
     cropped.copy_to_host()
     cc, yy, xx = np.mgrid[0:x_stride, 0:128, 0:255]
     want = np.where(cc < 3, xx * 3 + yy * 5 + cc, 7).astype(t_np)
-    np.testing.assert_array_equal(_np(buff), want)
+    np.testing.assert_array_equal(np.asarray(buff), want)
 
 
 @pytest.mark.parametrize("x_stride", [3, 4])
@@ -344,7 +338,7 @@ def test_interleave_rgb_deinterleave(type_index, x_stride, device):
     innermost and bounded, gpu_tile 16x16, into a planar 255x128x3 buffer."""
     _interleave_sample(device, type_index, x_stride)
     t, t_np = _INTERLEAVE_TYPES[type_index]
-    x, y, c, xi, yi = _vars("x y c xi yi")
+    x, y, c, xi, yi = hl.vars("x y c xi yi")
     inp = hl.ImageParam(t, 3, "input")
     inp.dim(0).set_stride(x_stride)
     inp.dim(2).set_min(0).set_extent(3).set_stride(1)
@@ -354,23 +348,23 @@ def test_interleave_rgb_deinterleave(type_index, x_stride, device):
     deinterleaved.gpu_tile(x, y, xi, yi, 16, 16)
     input_buf = hl.Buffer.make_interleaved(t, 255, 128, x_stride)
     rng = np.random.default_rng(type_index * 2 + x_stride)
-    _np(input_buf)[...] = rng.integers(0, 1 << 31, _np(input_buf).shape).astype(t_np)
+    np.asarray(input_buf)[...] = rng.integers(0, 1 << 31, np.asarray(input_buf).shape).astype(t_np)
     input_buf.crop(2, 0, 3)
     inp.set(input_buf)
     buff = hl.Buffer(t, [255, 128, 3])
     deinterleaved.realize(buff, CUDA)
     buff.copy_to_host()
-    np.testing.assert_array_equal(_np(buff), _np(input_buf))
+    np.testing.assert_array_equal(np.asarray(buff), np.asarray(input_buf))
 
 
 # ------------------------------------------------------------------------------ interleave_x
 def test_interleave_x(device):
     """Ports interleave_x: select(x % 2 == 0, 3, 7) in uint16 over 128x128, gpu_tile 16x16."""
-    x, y, tx, ty = _vars("x y tx ty")
+    x, y, tx, ty = hl.vars("x y tx ty")
     interleaved = hl.Func("interleaved")
     interleaved[x, y] = hl.select(x % 2 == 0, hl.cast(hl.UInt(16), 3), hl.cast(hl.UInt(16), 7))
     interleaved.gpu_tile(x, y, tx, ty, 16, 16)
-    got = _np(interleaved.realize([128, 128], CUDA))
+    got = np.asarray(interleaved.realize([128, 128], CUDA))
     want = np.broadcast_to(np.where(np.arange(128) % 2 == 0, 3, 7).astype(np.uint16), (128, 128))
     np.testing.assert_array_equal(got, want)
 
@@ -418,7 +412,7 @@ _MDM_W, _MDM_H = 256, 16  # Halide: 1024x1024; 16-wide tiles of the widest vecto
 
 
 def _mdm_schedule(f, vector_width: int):
-    xi, yi = _vars("xi yi")
+    xi, yi = hl.vars("xi yi")
     if vector_width > 1:
         f.vectorize(f.args()[0], vector_width)
     f.compute_root().gpu_tile(f.args()[0], f.args()[1], xi, yi, 16, 16)
@@ -427,7 +421,7 @@ def _mdm_schedule(f, vector_width: int):
 def _mul(vector_width: int):
     """mul_div_mod's mul<T1, T2, RT> for every listed type triple, as one pipeline: each product
     equals the product in 64 bits wrapped to RT."""
-    x, y = _vars("x y")
+    x, y = hl.vars("x y")
     funcs, wants = [], []
     for k, (t1, t2, rt) in enumerate(_MULS):
         a = _test_image(_INT_TYPES[t1][1], 1, _MDM_W, _MDM_H)
@@ -440,14 +434,14 @@ def _mul(vector_width: int):
         with np.errstate(over="ignore"):
             wants.append(((a.astype(np.int64) * b.astype(np.int64)).astype(rt_np), f"{t1} * {t2} -> {rt}"))
     for out, (want, what) in zip(hl.Pipeline(funcs).realize([_MDM_W, _MDM_H], CUDA), wants):
-        np.testing.assert_array_equal(_np(out), want, err_msg=f"{what}, vector width {vector_width}")
+        np.testing.assert_array_equal(np.asarray(out), want, err_msg=f"{what}, vector width {vector_width}")
 
 
 def _div_mod(vector_width: int):
     """mul_div_mod's div_mod<T> for each integer type, as one pipeline of Tuple-valued Funcs
     (a / b, a % b): b's zeros made 1 and a's min over -1 made min + 1; then q * b + r == a (in 64
     bits) and 0 <= r < |b|, Euclidean division."""
-    x, y = _vars("x y")
+    x, y = hl.vars("x y")
     funcs, cases = [], []
     for t in _DIVS:
         t_hl, t_np = _INT_TYPES[t]
@@ -465,7 +459,7 @@ def _div_mod(vector_width: int):
         cases.append((t, a.astype(np.int64), b.astype(np.int64)))
     outs = hl.Pipeline(funcs).realize([_MDM_W, _MDM_H], CUDA)
     for k, (t, a, b) in enumerate(cases):
-        q, r = _np(outs[2 * k]).astype(np.int64), _np(outs[2 * k + 1]).astype(np.int64)
+        q, r = np.asarray(outs[2 * k]).astype(np.int64), np.asarray(outs[2 * k + 1]).astype(np.int64)
         what = f"{t}, vector width {vector_width}"
         np.testing.assert_array_equal(q * b + r, a, err_msg=f"(a / b) * b + a % b != a: {what}")
         assert np.all((r >= 0) & ((r < np.abs(b)) | (b == np.iinfo(_INT_TYPES[t][1]).min))), what
@@ -493,7 +487,7 @@ def test_strict_fma_strict_float_on_the_gpu(device):
     float32 arithmetic exactly, and differs from the fused result (x * b exact in float64, then
     + c rounded once) by at most 1 ULP, somewhere by exactly 1. Halide's fma() is not in its
     Python bindings, so its half of the test is not ported."""
-    x, xo, xi = _vars("x xo xi")
+    x, xo, xi = hl.vars("x xo xi")
     b, c = hl.Param(hl.Float(32), "b"), hl.Param(hl.Float(32), "c")
     g = hl.Func("g")
     g[x] = hl.strict_float(hl.cast(hl.Float(32), x) * b + c)
@@ -503,7 +497,7 @@ def test_strict_fma_strict_float_on_the_gpu(device):
     c.set(float(cv))
     out = g.realize([1024], CUDA)
     out.copy_to_host()
-    got = _np(out)
+    got = np.asarray(out)
     i = np.arange(1024, dtype=np.float32)
     np.testing.assert_array_equal(got, i * bv + cv)
     fused = (i.astype(np.float64) * np.float64(bv) + np.float64(cv)).astype(np.float32)
@@ -515,12 +509,12 @@ def test_strict_fma_strict_float_on_the_gpu(device):
 def test_bool_predicate_cast(device):
     """Ports bool_predicate_cast: uint8(input(x, y) >= 32) of a uint8 input x + y, gpu_tile 8x8,
     over 96x96: 1 where x + y >= 32, else 0."""
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     inp, test = hl.Func("input"), hl.Func("test")
     inp[x, y] = hl.cast(hl.UInt(8), x + y)
     test[x, y] = hl.cast(hl.UInt(8), inp[x, y] >= 32)
     test.gpu_tile(x, y, xi, yi, 8, 8)
-    got = _np(test.realize([96, 96], CUDA))
+    got = np.asarray(test.realize([96, 96], CUDA))
     yy, xx = np.mgrid[0:96, 0:96]
     np.testing.assert_array_equal(got, (xx + yy >= 32).astype(np.uint8))
 
@@ -530,7 +524,7 @@ def test_float16_t_passed_to_a_kernel(device):
     """Ports float16_t's GPU part: a float16 ImageParam (all 0.0625) and a float16 Param (2) in a
     kernel, output(x, y) = x * y * (sqrt(input) * mul) in float16, gpu_tile 8x8 over 8x8: each
     value has the bits of float16((x * y) / 2)."""
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     inp = hl.ImageParam(hl.Float(16), 2, "input")
     mul = hl.Param(hl.Float(16), "mul")
     output = hl.Func("output")
@@ -542,7 +536,7 @@ def test_float16_t_passed_to_a_kernel(device):
     buf.copy_to_host()
     yy, xx = np.mgrid[0:8, 0:8]
     want = ((xx * yy) / 2.0).astype(np.float16)
-    np.testing.assert_array_equal(_np(buf).view(np.uint16), want.view(np.uint16))
+    np.testing.assert_array_equal(np.asarray(buf).view(np.uint16), want.view(np.uint16))
 
 
 # ------------------------------------------------------------------------------ gpu_f16_intrinsics
@@ -558,7 +552,7 @@ def test_gpu_f16_intrinsics(device):
     on CUDA): a float16 curve (clamp, abs, fast_pow and a select of float16 values) gpu_tile 8x8
     over 64x64 is within 0.01 of the same Func computed on the CPU; and Funcs of float16
     infinity, negative infinity and NaN, gpu_tile 8, give those values."""
-    x, y, xi, xo, yi, yo = _vars("x y xi xo yi yo")
+    x, y, xi, xo, yi, yo = hl.vars("x y xi xo yi yo")
     output, output_cpu = hl.Func("output"), hl.Func("output_cpu")
     output[x, y] = _f16_curve(x, y)
     output_cpu[x, y] = _f16_curve(x, y)
@@ -566,7 +560,8 @@ def test_gpu_f16_intrinsics(device):
     out = output.realize([64, 64], CUDA)
     out2 = output_cpu.realize([64, 64])
     out.copy_to_host()
-    np.testing.assert_allclose(_np(out).astype(np.float32), _np(out2).astype(np.float32), atol=0.01, rtol=0)
+    np.testing.assert_allclose(np.asarray(out).astype(np.float32), np.asarray(out2).astype(np.float32),
+                               atol=0.01, rtol=0)
 
     special = {"inf": np.float16(np.inf), "neg_inf": np.float16(-np.inf), "nan": np.float16(np.nan)}
     for name, value in special.items():
@@ -575,7 +570,7 @@ def test_gpu_f16_intrinsics(device):
         f.gpu_tile(x, xo, xi, 8)
         got = f.realize([8], CUDA)
         got.copy_to_host()
-        np.testing.assert_array_equal(_np(got).view(np.uint16), np.full(8, value).view(np.uint16), err_msg=name)
+        np.testing.assert_array_equal(np.asarray(got).view(np.uint16), np.full(8, value).view(np.uint16), err_msg=name)
 
 
 # ------------------------------------------------------------------------------ inverse
@@ -585,7 +580,7 @@ def test_inverse_on_the_gpu(device):
     nothing folds): the mantissas agree but for the last 13 bits (Halide prints mismatches but
     does not fail; here they fail). The emulated device (a std::thread per GPU thread) computes
     the first 2048."""
-    x, xi = _vars("x xi")
+    x, xi = hl.vars("x xi")
     v = x * hl.f32(1.34) + hl.f32(1.0142)
     p = hl.Param(hl.Float(32), "p")
     p.set(1.0)
@@ -598,10 +593,10 @@ def test_inverse_on_the_gpu(device):
     g5.gpu_tile(x, xi, 16)
     n = 2048 if device == "emulated" else 10000
     for exact, fast in ((f1, f5), (g1, g5)):
-        want = _np(exact.realize([n]))
+        want = np.asarray(exact.realize([n]))
         got = fast.realize([n], CUDA)
         got.copy_to_host()
-        a, b = _np(got).view(np.uint32).astype(np.int64), want.view(np.uint32).astype(np.int64)
+        a, b = np.asarray(got).view(np.uint32).astype(np.int64), want.view(np.uint32).astype(np.int64)
         same_exponent = (a >> 23) == (b >> 23)
         assert np.all(~same_exponent | (np.abs(a - b) < 1 << 13)), fast.name()
 
@@ -641,14 +636,14 @@ def test_widening_reduction(device):
     int16 average of neighbours, with the output's mins and extents constrained (W - 2 by H)."""
     size = 64 if device == "emulated" else 256
     data, weights, kernel, inp = _widening_setup(size)
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     r = hl.RDom([hl.Range(-1, 3), hl.Range(-1, 3)])
     sums = _weighted_sums(data, weights)
 
     f = hl.Func("f")
     f[x, y] = hl.u8_sat(hl.sum(hl.i16(inp[x + r.x, y + r.y]) * kernel[r.x, r.y]) / 16)
     f.gpu_tile(x, y, xi, yi, 16, 16)
-    got = _np(f.realize([size, size], CUDA))
+    got = np.asarray(f.realize([size, size], CUDA))
     np.testing.assert_array_equal(got[1:-1, 1:-1], _u8_sat_div(sums, 16))
 
     ft, g = hl.Func("ft"), hl.Func("g")
@@ -656,7 +651,7 @@ def test_widening_reduction(device):
     ft[x, y] = (ft[x, y][0] + hl.i16(inp[x + r.x, y + r.y]) * kernel[r.x, r.y], ft[x, y][1] + kernel[r.x, r.y])
     g[x, y] = hl.u8_sat((ft[x, y][0] + ft[x, y][1]) / 16)
     g.gpu_tile(x, y, xi, yi, 16, 16)
-    got = _np(g.realize([size, size], CUDA))
+    got = np.asarray(g.realize([size, size], CUDA))
     np.testing.assert_array_equal(got[1:-1, 1:-1], _u8_sat_div(sums + int(weights.sum()), 16))
 
     fa, ga = hl.Func("fa"), hl.Func("ga")
@@ -665,7 +660,7 @@ def test_widening_reduction(device):
     ga.gpu_tile(x, y, xi, yi, 16, 16)
     ga.output_buffer().dim(0).set_min(0).set_extent(size - 2)
     ga.output_buffer().dim(1).set_min(0).set_extent(size)
-    got = _np(ga.realize([size - 2, size], CUDA))
+    got = np.asarray(ga.realize([size - 2, size], CUDA))
     want = (data[:, :size - 2].astype(np.int16) + data[:, 1:size - 1]) // 2
     np.testing.assert_array_equal(got[1:-1, :size - 3], want[1:-1, :size - 3].astype(np.uint8))
 
@@ -678,7 +673,7 @@ def test_issue_3926(gpu, device):
     at the tiles' inner x, realized over 34x34 with param false (x + 2) and true (x + 1). As
     written the schedule has no GPU loops (realized on host-cuda); the gpu_tile version is the one
     Halide's test leaves in a comment, each specialization's tiles GPU blocks and threads."""
-    x, y, tx, ty = _vars("x y tx ty")
+    x, y, tx, ty = hl.vars("x y tx ty")
     param = hl.Param(hl.Bool(), "param")
     f, g = hl.Func("f"), hl.Func("g")
     f[x] = x
@@ -696,7 +691,7 @@ def test_issue_3926(gpu, device):
         param.set(value)
         g.realize(out, CUDA)
         out.copy_to_host()
-        np.testing.assert_array_equal(_np(out), xx + add)
+        np.testing.assert_array_equal(np.asarray(out), xx + add)
 
 
 # ------------------------------------------------------------------------------ what the ports needed of pyhalide
@@ -704,7 +699,7 @@ def test_specialize_fail_is_the_error_where_no_specialization_applies():
     """specialize_fail (which issue_3926 uses) as Halide has it: the pipeline fails with its
     message where no specialization's condition holds, the stage runs its specializations where
     one does, and no specialization may be added after it, nor a second specialize_fail."""
-    x, xi = _vars("x xi")
+    x, xi = hl.vars("x xi")
     p = hl.Param(hl.Bool(), "p")
     f = hl.Func("f")
     f[x] = x + hl.select(p, 1, 2)
@@ -715,7 +710,7 @@ def test_specialize_fail_is_the_error_where_no_specialization_applies():
     with pytest.raises(hl.HalideError, match="Only one specialize_fail"):
         f.specialize_fail("again")
     p.set(True)
-    np.testing.assert_array_equal(_np(f.realize([8])), np.arange(8) + 1)
+    np.testing.assert_array_equal(np.asarray(f.realize([8])), np.arange(8) + 1)
     p.set(False)
     with pytest.raises(hl.HalideError, match=r"A schedule specialized with specialize_fail\(\) was chosen: no fast"):
         f.realize([8])
@@ -727,13 +722,13 @@ def test_func_computed_by_inner_thread_loops_is_shared_by_them(device):
     part, and read by g's inner thread loop (xi) at x - 1 and x + 1, which other threads
     computed: the threads of a row share f (block-level storage with a barrier between f and g,
     as serial loops would compute it). Equals 2 (x + y)."""
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     f, g = hl.Func("f"), hl.Func("g")
     f[x, y] = x + y
     g[x, y] = f[x - 1, y] + f[x + 1, y]
     g.gpu_tile(x, y, xi, yi, 16, 4)
     f.compute_at(g, yi).gpu_threads(x)
-    got = _np(g.realize([32, 8], CUDA))
+    got = np.asarray(g.realize([32, 8], CUDA))
     yy, xx = np.mgrid[0:8, 0:32]
     np.testing.assert_array_equal(got, 2 * (xx + yy))
 
@@ -757,10 +752,10 @@ def test_align_storage_aligns_the_allocation(tmp_path):
     g.compile_to_lowered_stmt(str(stmt))
     assert f"allocate {f.name()}[int32 * 16]" in stmt.read_text()
     want = 4 * np.arange(10) + 16
-    np.testing.assert_array_equal(_np(g.realize([10])), want)
+    np.testing.assert_array_equal(np.asarray(g.realize([10])), want)
     copy = build()[1]
     hl.Pipeline(copy).apply_schedule_json(hl.Pipeline(g).schedule_to_json())
-    np.testing.assert_array_equal(_np(copy.realize([10])), want)
+    np.testing.assert_array_equal(np.asarray(copy.realize([10])), want)
     with pytest.raises(hl.HalideError, match="align_storage of x: the alignment must be positive"):
         f.align_storage(x, 0)
 
@@ -771,7 +766,7 @@ def test_lanes_share_a_func_computed_inside_another_lane_func(specialized, devic
     start where g's thread row does), f per row of g's tile, each in lanes; with f specialized on
     a Param, h sits in both branches. h and f are each shared by the lanes of a row (as
     register_shuffle's schedules need). Equals 4 (x + 2y)."""
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     h, f, g = hl.Func("h"), hl.Func("f"), hl.Func("g")
     p = hl.Param(hl.Bool(), "p")
     h[x, y] = x + 2 * y
@@ -785,4 +780,4 @@ def test_lanes_share_a_func_computed_inside_another_lane_func(specialized, devic
     yy, xx = np.mgrid[0:4, 0:32]
     for value in (True, False):
         p.set(value)
-        np.testing.assert_array_equal(_np(g.realize([32, 4], CUDA)), 4 * (xx + 2 * yy))
+        np.testing.assert_array_equal(np.asarray(g.realize([32, 4], CUDA)), 4 * (xx + 2 * yy))

@@ -23,9 +23,6 @@ TS = hl.TailStrategy
 MT = hl.MemoryType
 
 
-def _vars(names):
-    return [hl.Var(n) for n in names.split()]
-
 
 def _isolated(fn):
     """fn() (which returns an array), run in a forked child on the emulated device, so that a
@@ -79,7 +76,7 @@ def test_fuse_gpu_threads(device):
     bound() and the input's constraints, is input + input."""
     from pyhalide.lower import finish_lowering, lower
 
-    x, y, bx, by, tx, ty = _vars("x y bx by tx ty")
+    x, y, bx, by, tx, ty = hl.vars("x y bx by tx ty")
     width, height = hl.Param(hl.Int(32), "width"), hl.Param(hl.Int(32), "height")
     inp = hl.ImageParam(hl.Int(32), 2, "input")
     tup, consumer = hl.Func("tuple"), hl.Func("consumer")
@@ -110,7 +107,7 @@ def test_gpu_dynamic_shared(per_thread, memory_type, device):
     """Port of gpu_dynamic_shared: f computed per block (over the block's threads) or per thread,
     stored in shared or heap memory, where the amount of f each block needs, f(x) and f(2x),
     grows with the block index; g(x) = f(x) + f(2x) = 3x."""
-    x, xi = _vars("x xi")
+    x, xi = hl.vars("x xi")
     f, g = hl.Func("f"), hl.Func("g")
     f[x] = x
     g[x] = f[x] + f[2 * x]
@@ -130,7 +127,7 @@ def test_gpu_mixed_shared_mem_types(device):
     summed as uint64; out(x) = 9 * (x / 16) + the sum of the offsets."""
     types = [hl.Int(8), hl.Int(16), hl.Int(32), hl.Int(64), hl.UInt(8), hl.UInt(16), hl.UInt(32), hl.UInt(64),
              hl.Float(32)]
-    x, xi = _vars("x xi")
+    x, xi = hl.vars("x xi")
     out = hl.Func("out")
     e = hl.cast(hl.UInt(64), 0)
     offset = 0
@@ -159,7 +156,7 @@ def test_gpu_non_monotonic_shared_mem_size_1d(device):
     """Port of gpu_non_monotonic_shared_mem_size, case 1: the part of f one 32-wide block of g
     reads, f(x * (255 - x)), is non-monotonic in the block index; sized by naive interval
     arithmetic it would exceed shared memory, sized per block it fits."""
-    x, xi = _vars("x xi")
+    x, xi = hl.vars("x xi")
     f, g = hl.Func("f"), hl.Func("g")
     size, tile = 256, 32
     f[x] = x
@@ -176,7 +173,7 @@ def test_gpu_non_monotonic_shared_mem_size_2d(case, device):
     computed per block, non-monotonic in both dimensions: in shared memory (case 2), in heap
     memory (case 3: each block its slice of one global allocation), and one producer in each
     (case 4)."""
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     g = hl.Func("g")
     if case == 2:
         w, h, tw, th = 64, 31, 2, 4
@@ -216,7 +213,7 @@ def test_gpu_reuse_shared_memory_multi_thread_type(memory_type, device):
     """Port of gpu_reuse_shared_memory's multi_thread_type_test: a chain of five producers of
     mixed widths (uint8/16/32), each computed per 1x1 block over its own threads, whose shared
     (or heap) storage Halide reuses; every output is 32."""
-    x, y, z, tx, ty = _vars("x y z thread_x thread_y")
+    x, y, z, tx, ty = hl.vars("x y z thread_x thread_y")
     f1, f2, f3, f4, f5, f6 = (hl.Func(f"f{i}") for i in range(1, 7))
     f1[x, y, z] = hl.cast(hl.UInt(8), 1)
     f2[x, y, z] = hl.cast(hl.UInt(32), f1[x + 1, y, z] + f1[x, y + 1, z])
@@ -239,7 +236,7 @@ def test_gpu_reuse_shared_memory_pyramid(memory_type, device):
     2x, all computed per 3x4 block of the last, each split so its threads cover it; every
     output is 1."""
     levels = 10
-    x, y, xo, xi, tx, ty = _vars("x y xo xi thread_x thread_y")
+    x, y, xo, xi, tx, ty = hl.vars("x y xo xi thread_x thread_y")
     funcs = [hl.Func(f"pyr{i}") for i in range(levels)]
     funcs[0][x, y] = 1
     for i in range(1, levels):
@@ -258,7 +255,7 @@ def test_gpu_reuse_shared_memory_inverted_pyramid(memory_type, device):
     previous at half resolution, computed per 64x64 block of the last over 4x4 threads; every
     output is 1."""
     levels = 6
-    x, y, xi, yi, xii, yii = _vars("x y xi yi xii yii")
+    x, y, xi, yi, xii, yii = hl.vars("x y xi yi xii yii")
     size = 8 * 16 * 4
     funcs = [hl.Func(f"ipyr{i}") for i in range(levels)]
     funcs[0][x, y] = 1
@@ -277,7 +274,7 @@ def test_gpu_reuse_shared_memory_dynamic(memory_type, device):
     """Port of gpu_reuse_shared_memory's dynamic_shared_test: three producers per block whose
     sizes grow with the block index (each reads x and 2x), each split over 16 threads;
     f4(x) = 27x."""
-    x, xo, xi, txo = _vars("x xo xi thread_xo")
+    x, xo, xi, txo = hl.vars("x xo xi thread_xo")
     f1, f2, f3, f4 = (hl.Func(f"dyn{i}") for i in range(1, 5))
     f1[x] = x
     f2[x] = f1[x] + f1[2 * x]
@@ -295,7 +292,7 @@ def test_gpu_reuse_shared_memory_repeated_realization(memory_type, device):
     """Port of gpu_reuse_shared_memory's repeated_realization_test: a tuple-valued producer
     realized once per iteration of an unrolled serial loop above the thread loops (so several
     copies of its block-level allocation share a name); c(x, y) = (x + y) + (x - (y + 1))."""
-    x, y, xo, yo, xi, yi, ky = _vars("x y xo yo xi yi ky")
+    x, y, xo, yo, xi, yi, ky = hl.vars("x y xo yo xi yi ky")
     p, c = hl.Func("p"), hl.Func("c")
     p[x, y] = (x + y, x - y)
     c[x, y] = p[x, y][0] + p[x, y + 1][1]
@@ -310,7 +307,7 @@ def test_gpu_reuse_shared_memory_repeated_register_realization(device):
     """Port of gpu_reuse_shared_memory's repeated_register_realization_test: a tuple-valued
     producer in registers, realized per iteration of an unrolled loop inside the thread loops;
     c(x) = 2 (x + 1) + (x - 1)."""
-    x, xo, xi, u = _vars("x xo xi u")
+    x, xo, xi, u = hl.vars("x xo xi u")
     p, c = hl.Func("p"), hl.Func("c")
     p[x] = (x + 1, x - 1)
     c[x] = p[x][0] * 2 + p[x][1]
@@ -325,7 +322,7 @@ def test_gpu_thread_barrier_flips(device):
     """Port of gpu_thread_barrier, first part: f computed per 16x8 block and flipped ten times in
     place, rows then columns, through scratch space, each update over the block's threads (the
     stages race unless separated by barriers); g = f(0, 0) + f(9, 7) = 709 everywhere."""
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     f, g = hl.Func("f"), hl.Func("g")
     f[x, y] = x + 100 * y
     passes = 10
@@ -349,7 +346,7 @@ def test_gpu_thread_barrier_flips(device):
 
 
 def _undef_stages():
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     f, g = hl.Func("f"), hl.Func("g")
     f[x, y] = 0
     f[x, y] += hl.undef(hl.Int(32))
@@ -384,7 +381,7 @@ def test_gpu_vectorized_shared_memory(device):
     """Port of gpu_vectorized_shared_memory (an OpenCL test in Halide, run here on CUDA): g and
     its update computed per block in shared memory, split over threads and vectorized by 4;
     h(x) = 4x + 90."""
-    x, xo, xi = _vars("x xo xi")
+    x, xo, xi = hl.vars("x xo xi")
     f, g, h = hl.Func("f"), hl.Func("g"), hl.Func("h")
     f[x] = x
     g[x] = f[x - 1] + f[x + 1]
@@ -419,7 +416,7 @@ def test_shared_self_references(device):
     gc.collect()
     assert ref() is None
 
-    x, xo, xi = _vars("x xo xi")
+    x, xo, xi = hl.vars("x xo xi")
     f = build()
     g = hl.Func("g")
     g[x] = f[x]
@@ -439,7 +436,7 @@ def _check_register_case(g, sizes, want):
 def test_gpu_register_at_block_level_one_element_per_thread(device):
     """Port of gpu_register_at_block_level, case 1: f in registers at block level, one element
     per thread, each thread reading back its own; g = 2 (x + 1000 y)."""
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     f, g = hl.Func("f"), hl.Func("g")
     f[x, y] = x + y * 1000
     g[x, y] = f[x, y] * 2
@@ -452,7 +449,7 @@ def test_gpu_register_at_block_level_one_element_per_thread(device):
 def test_gpu_register_at_block_level_several_elements_per_thread(device):
     """Port of gpu_register_at_block_level, case 2: each thread computes 4 unrolled elements of
     f in registers (computed per thread) and reads them back; g = 3 (x + 1000 y)."""
-    x, y, xi, yi, xii = _vars("x y xi yi xii")
+    x, y, xi, yi, xii = hl.vars("x y xi yi xii")
     f, g = hl.Func("f"), hl.Func("g")
     f[x, y] = x + y * 1000
     g[x, y] = f[x, y] + f[x, y] * 2
@@ -466,8 +463,8 @@ def test_gpu_register_at_block_level_tile_per_thread(device):
     """Port of gpu_register_at_block_level, case 3: f in registers at block level, a 2x2 tile
     per thread walked by serial loops, matching the consumer's 2x2 tile per thread;
     g = 2 (x + 1000 y)."""
-    x, y, xo, yo, xi, yi, xii, yii = _vars("x y xo yo xi yi xii yii")
-    fxo, fyo, fxi, fyi = _vars("fxo fyo fxi fyi")
+    x, y, xo, yo, xi, yi, xii, yii = hl.vars("x y xo yo xi yi xii yii")
+    fxo, fyo, fxi, fyi = hl.vars("fxo fyo fxi fyi")
     f, g = hl.Func("f"), hl.Func("g")
     f[x, y] = x + y * 1000
     g[x, y] = f[x, y] * 2
@@ -482,7 +479,7 @@ def test_gpu_register_at_block_level_tile_per_thread(device):
 def test_gpu_register_at_block_level_two_stages(device):
     """Port of gpu_register_at_block_level, case 4: a pure definition and an update in
     registers at block level, both over the same threads; g = 2 (x + y)."""
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     f, g = hl.Func("f"), hl.Func("g")
     f[x, y] = x + y
     f[x, y] += x + y
@@ -497,7 +494,7 @@ def test_gpu_register_at_block_level_two_stages(device):
 def test_gpu_register_at_block_level_wrapper(device):
     """Port of gpu_register_at_block_level, case 5: a 2x2 unrolled tile per thread in registers
     at block level, read back through a wrapper computed per thread; g = 2 (x + 100 y)."""
-    x, y, xi, yi, xii, yii = _vars("x y xi yi xii yii")
+    x, y, xi, yi, xii, yii = hl.vars("x y xi yi xii yii")
     f, g = hl.Func("f"), hl.Func("g")
     f[x, y] = x + y * 100
     g[x, y] = f[x, y] * 2
@@ -514,7 +511,7 @@ def test_gpu_store_in_register_with_no_lanes_loop(device):
     """Port of gpu_store_in_register_with_no_lanes_loop: f in registers per thread, fully
     unrolled, where the consumer's GuardWithIf tail makes the amount needed vary (so the
     allocation takes its upper bound); g(x, y) = x + y on a size not a multiple of the tile."""
-    x, y, xi, yi, xii, yii = _vars("x y xi yi xii yii")
+    x, y, xi, yi, xii, yii = hl.vars("x y xi yi xii yii")
     f, g = hl.Func("f"), hl.Func("g")
     f[x, y] = x + y
     g[x, y] = f[x, y]
@@ -532,7 +529,7 @@ def test_gpu_dynamic_and_register_realization(device):
     GuardWithIf), h_blur is realized twice in one kernel, as a scalar for v_blur's pure
     definition and as a window sized by the radius Param for its update; compared with a numpy
     separable blur of radius 3, shifted right by 4 and cast to int16."""
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     inp = hl.Func("input")
     inp[x, y] = hl.cast(hl.Int(16), (x * 7 + y * 13) % 100)
     radius = hl.Param(hl.Int(32), "radius")
@@ -564,7 +561,7 @@ def test_dynamic_allocation_in_gpu_kernel(device):
     """Port of dynamic_allocation_in_gpu_kernel: five producers per block in heap memory whose
     size depends on a Param p, one per thread, alternating float and int; for each p,
     g(x, y) = 64 x + 64 y + 64 p + 320."""
-    x, y, xi, yi = _vars("x y xi yi")
+    x, y, xi, yi = hl.vars("x y xi yi")
     f1, f2, f3, f4, f5, f6, g = (hl.Func(n) for n in "f1 f2 f3 f4 f5 f6 g".split())
     p = hl.Param(hl.Int(32), "p")
     f1[x, y] = hl.cast(hl.Float(32), x + y)
@@ -592,7 +589,7 @@ def test_vectorized_gpu_allocation(device):
     """Port of vectorized_gpu_allocation (Halide issue 3061): a 1x1 sum over an input, bounded
     to 2x2x3 and vectorized over the 3 channels inside the thread loops; the output equals the
     input."""
-    x, y, c, xo, xi, yo, yi, co, ci = _vars("x y c xo xi yo yi co ci")
+    x, y, c, xo, xi, yo, yi, co, ci = hl.vars("x y c xo xi yo yi co ci")
     data = np.arange(12, dtype=np.float32).reshape(3, 2, 2)
     inp = hl.Buffer(data, "input")
     func = hl.Func("func")
