@@ -136,8 +136,8 @@ from .operators import (
     undef,
 )
 from .param import Dimension, ImageParam, OutputImageParam, Param
-from .pipeline import Callable, Module, Pipeline, StmtOutputFormat
-from .schedule import LoopLevel, MemoryType, Partition, TailStrategy
+from .pipeline import Callable, Module, Pipeline, Realization, StmtOutputFormat
+from .schedule import LoopAlignStrategy, LoopLevel, MemoryType, Partition, TailStrategy
 from .target import (
     DeviceAPI,
     Target,

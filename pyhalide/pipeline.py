@@ -19,6 +19,20 @@ from .names import func_name_family
 from .types import Int
 
 
+class Realization(list):
+    """The Buffers of a multi-output realization (Halide's hl.Realization): a list of Buffers,
+    built from Buffers to realize into, or returned by realize(sizes) of several outputs."""
+
+    def __init__(self, buffers):
+        super().__init__([buffers] if isinstance(buffers, Buffer) else buffers)
+        bad = [b for b in self if not isinstance(b, Buffer)]
+        if not self or bad:
+            raise HalideError(f"Realization takes one or more hl.Buffers, got {bad[0] if bad else 'none'!r}")
+
+    def size(self) -> int:
+        return len(self)
+
+
 class Pipeline:
     def __init__(self, outputs=None):
         """Pipeline(f) or Pipeline([f, g, ...]); Pipeline() is undefined, as in Halide."""
@@ -344,7 +358,7 @@ class Pipeline:
                 self._query_bounds(lowered, outs)  # Halide's bounds query: shapes, nothing computed
             else:
                 self._run(outs, keep_plan=True)
-            return outs[0] if len(outs) == 1 else outs
+            return outs[0] if len(outs) == 1 else Realization(outs)
         if sizes is None:
             sizes = []
         if isinstance(sizes, int):
@@ -383,7 +397,7 @@ class Pipeline:
         self._run(outs)
         for o in outs:  # as Halide's realize of sizes: the results on the host, their device copies kept
             o.copy_to_host()
-        return results[0] if len(results) == 1 else results
+        return results[0] if len(results) == 1 else Realization(results)
 
     def _outputs_constrained(self) -> bool:
         return any(p._constraint_list() for f in self._outputs for p in (f.__dict__.get("_output_params") or ()))

@@ -74,6 +74,19 @@ class Partition:
     ALL = ("Auto", "Never", "Always")
 
 
+class LoopAlignStrategy:
+    """How compute_with lines up a stage's fused loops with its parent's where their ranges
+    differ (Halide's hl.LoopAlignStrategy): the same first or last iteration, or the same loop
+    variable values (NoAlign; Auto means NoAlign)."""
+
+    AlignStart = "AlignStart"
+    AlignEnd = "AlignEnd"
+    NoAlign = "NoAlign"
+    Auto = "Auto"
+
+    ALL = ("AlignStart", "AlignEnd", "NoAlign", "Auto")
+
+
 class LoopLevel:
     """Where a Func is computed or stored: inlined, at root, or inside a loop of another Func."""
 
@@ -155,6 +168,10 @@ class StageSchedule:
     specializations: list = field(default_factory=list)  # (condition IR, StageSchedule), first wins
     gpu_single_thread: bool = False  # the whole stage is one GPU block of one thread
     fail_message: str = ""  # specialize_fail's: where no specialization's condition holds, the pipeline fails
+    # compute_with: the stage's loops from the outermost down to this level's Var are the
+    # parent stage's (fused), aligned per loop name as `fuse_align` says (absent: NoAlign)
+    fuse_level: LoopLevel | None = None
+    fuse_align: dict[str, str] = field(default_factory=dict)
 
     def find(self, name: str) -> Dim | None:
         for d in self.dims:
@@ -173,7 +190,7 @@ class StageSchedule:
         return StageSchedule(list(self.splits), [replace(d) for d in self.dims], self.atomic,
                              self.allow_race_conditions, self.initialized,
                              [(cond, special.copy()) for cond, special in self.specializations],
-                             self.gpu_single_thread, self.fail_message)
+                             self.gpu_single_thread, self.fail_message, self.fuse_level, dict(self.fuse_align))
 
 
 @dataclass
@@ -268,7 +285,8 @@ def _renamed(data, rename: dict):
 # directives, each with arguments of these kinds (checked before anything is applied).
 #   var: {"var": name, "rvar": bool}; factor: an int in [1, 2^31-1]; int: any int32;
 #   tail: a TailStrategy; level: {"loop_level": {...}}; funcs: [{"func": name}, ...];
-#   pairs: [[var, var], ...]; memory: a MemoryType; partition: a Partition; bool.
+#   pairs: [[var, var], ...]; memory: a MemoryType; partition: a Partition; bool;
+#   align: a LoopAlignStrategy or [[var, strategy], ...].
 # A trailing "*" repeats the kind.
 # method -> (where: "any" stage, "update" stages only or "func" (stage 0), argument kinds, least count)
 DIRECTIVES = {
@@ -293,6 +311,7 @@ DIRECTIVES = {
     "rfactor": ("update", ("pairs",), 1),
     "compute_at": ("func", ("level",), 1),
     "store_at": ("func", ("level",), 1),
+    "compute_with": ("any", ("level", "align"), 2),
     "bound": ("func", ("var", "int", "int"), 3),
     "bound_extent": ("func", ("var", "int"), 2),
     "align_bounds": ("func", ("var", "factor", "int"), 3),
@@ -352,6 +371,14 @@ def _check_arg(where: str, kind: str, a) -> None:
     elif kind == "memory":
         if a not in MemoryType.ALL:
             raise _bad(f"{where}: expected a memory type ({', '.join(MemoryType.ALL)}), got {_short(a)}")
+    elif kind == "align":
+        pairs = a if isinstance(a, list) else []
+        if not (a in LoopAlignStrategy.ALL or isinstance(a, list) and len(a) <= _MAX_LIST and
+                all(isinstance(x, list) and len(x) == 2 and x[1] in LoopAlignStrategy.ALL for x in pairs)):
+            raise _bad(f"{where}: expected a loop alignment strategy ({', '.join(LoopAlignStrategy.ALL)}) or a "
+                       f"list of [var, strategy] pairs, got {_short(a)}")
+        for x in pairs:
+            _check_arg(where, "var", x[0])
     elif kind == "bool":
         if not isinstance(a, bool):
             raise _bad(f"{where}: expected true or false, got {_short(a)}")
@@ -495,8 +522,9 @@ def schedule_to_python(funcs) -> str:
             if method == "symbolic_bound":
                 lines.append(f"# {target}.bound({_source_arg(args[0])}, ...) over Exprs: not written as source")
                 continue
-            shown = [f"hl.Partition.{a}" if method == "partition" and k == 1 else _source_arg(a)
-                     for k, a in enumerate(args)]
+            shown = [f"hl.Partition.{a}" if method == "partition" and k == 1 else
+                     "[" + ", ".join(f"({_source_arg(v)}, hl.LoopAlignStrategy.{s})" for v, s in a) + "]"
+                     if method == "compute_with" and k == 1 else _source_arg(a) for k, a in enumerate(args)]
             lines.append(f"{target}.{method}({', '.join(shown)})")
     return "\n".join(lines) + ("\n" if lines else "")
 
@@ -521,4 +549,6 @@ def _source_arg(a) -> str:
         return f"hl.{'RVar' if a.get('rvar') else 'Var'}({a['var']!r})"
     if isinstance(a, str) and a in TailStrategy.ALL:
         return f"hl.TailStrategy.{a}"
+    if isinstance(a, str) and a in LoopAlignStrategy.ALL:
+        return f"hl.LoopAlignStrategy.{a}"
     return repr(a)

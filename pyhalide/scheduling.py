@@ -22,6 +22,7 @@ from .schedule import (
     UNROLLED,
     VECTORIZED,
     Dim,
+    LoopAlignStrategy,
     LoopLevel,
     MemoryType,
     Partition,
@@ -532,6 +533,58 @@ class Schedulable:
         f = self._target_func()
         f._schedule.log.append((self._stage_index, "specialize_fail", [message]))
         f._version += 1
+
+    def compute_with(self, *args, **kwargs):
+        """Fuse this stage's loops, from the outermost down to a Var, with another stage's
+        (Halide's compute_with): `(stage or Func, var, align)` or `(LoopLevel, align)`, align a
+        LoopAlignStrategy or a list of (var, strategy). This stage runs after the other in each
+        iteration of the shared loops; the two must not depend on each other (checked when
+        lowering, with the loops' names, kinds and the compute levels)."""
+        from .func import Stage
+
+        where = f"{self._target_func().name()}.compute_with"
+        align = kwargs.pop("align", LoopAlignStrategy.Auto)
+        if kwargs:
+            raise CompileError(f"{where}: unexpected keyword arguments {sorted(kwargs)}")
+        if args and isinstance(args[0], LoopLevel):
+            level, rest = args[0], args[1:]
+        elif len(args) >= 2 and (isinstance(args[0], Stage) or hasattr(args[0], "_schedule")):
+            other, rest = args[0], args[2:]
+            func, stage = (other._func, other._stage_index) if isinstance(other, Stage) else (other, 0)
+            level = LoopLevel(func, _var_name(args[1]), stage)
+        else:
+            raise CompileError(f"{where} takes (stage, var[, align]) or (loop_level[, align])")
+        if len(rest) > 1:
+            raise CompileError(f"{where}: too many arguments")
+        if rest:
+            align = rest[0]
+        if level.kind != "at":
+            raise CompileError(f"{where}: Undefined loop level to compute with ({level})")
+        f = self._target_func()
+        if level.func_name == f.name():
+            raise CompileError(f"Cannot schedule {f.name()}.s{self._stage_index} to be computed with "
+                               f"{level.func_name}.s{level.stage_index}.{level.var_name}")
+        if getattr(self, "_special", None) is not None:
+            raise CompileError(f"{where}: compute_with can't be used within a specialization; Func {f.name()} is "
+                               "scheduled to be computed with another, so it must not have any specializations")
+        sched = self._stage()
+        if sched.specializations:
+            raise CompileError(f"Func {f.name()} is scheduled to be computed with {level.func_name}, so it must not "
+                               "have any specializations.")
+        if isinstance(align, list | tuple):
+            pairs = [(_var_name(v), s) for v, s in align]
+        else:
+            pairs = [(level.var_name, align)]
+        for _, strategy in pairs:
+            if strategy not in LoopAlignStrategy.ALL:
+                raise CompileError(f"{where}: {strategy!r} is not a LoopAlignStrategy")
+        if sched.fuse_level is not None:
+            print(f"Warning: {f.name()}.s{self._stage_index} already has a compute_with at {sched.fuse_level}. "
+                  f"Replacing it with a new compute_with at {level}")
+        sched.fuse_level, sched.fuse_align = level, dict(pairs)
+        self._log("compute_with", {"loop_level": level.to_json()},
+                  [[{"var": v, "rvar": False}, s] for v, s in pairs])
+        return self
 
     def allow_race_conditions(self):
         self._stage().allow_race_conditions = True

@@ -11,8 +11,7 @@ thread) would make them slow.
 trim_no_ops counts the Selects and ifs of the lowered Stmt (compile_to_module's) with an
 IRVisitor where Halide adds a custom lowering pass (C++ only). Not ported: the CPU-only parts of
 these tests, among them reduction_non_rectangular's tracing checks (a JIT trace handler is C++
-only; its GPU cases install none) and tuple_reduction's last case. compute_with's GPU case fails
-until pyhalide has compute_with (the README lists it as not yet implemented)."""
+only; its GPU cases install none) and tuple_reduction's last case."""
 
 from __future__ import annotations
 
@@ -183,7 +182,6 @@ def test_tuple_reduction_each_step_reads_one_element(device):
 
 
 # ------------------------------------------------------------------------------ compute_with
-@pytest.mark.xfail(strict=True, raises=AttributeError, reason="pyhalide has no compute_with yet (README)")
 def test_compute_with_multiple_outputs_on_gpu(device):
     """Ports compute_with's multiple_outputs_on_gpu: two outputs of different sizes (550^2 and
     110^2) reading one compute_root input, each compute_root gpu_tile 8x8, g computed with f at

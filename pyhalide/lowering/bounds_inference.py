@@ -46,8 +46,15 @@ def require_bounded(f, dim_name: str, iv: Interval | None, who: str) -> Interval
 
 
 def _is_compute_block(s, name: str) -> bool:
-    return (isinstance(s, ir.Block) and len(s.stmts) == 2 and isinstance(s.stmts[0], ir.ProducerConsumer)
-            and s.stmts[0].is_producer and s.stmts[0].name == name)
+    """`produce f; consume f`, or a fused group's `produce p {produce f {...}}; consume ...`."""
+    if not (isinstance(s, ir.Block) and len(s.stmts) == 2):
+        return False
+    produce = s.stmts[0]
+    while isinstance(produce, ir.ProducerConsumer) and produce.is_producer:
+        if produce.name == name:
+            return True
+        produce = produce.body
+    return False
 
 
 class _ComputeSites(IRVisitor):
@@ -138,7 +145,7 @@ def _func_lets(f, env, produce, consume):
     # Each stage covers what its consumers need and what the later stages of f read or write;
     # the later stages' loops use their own bounds, so they are defined first (last stage first).
     n_stages = len(f.definitions())
-    stages = produce.body.stmts if n_stages > 1 else (produce.body,)
+    stages = env.fused_stages.get(name) or (produce.body.stmts if n_stages > 1 else (produce.body,))
     for s in range(n_stages - 1, -1, -1):
         footprint = None
         if s + 1 < n_stages:

@@ -55,7 +55,7 @@ class _Names(IRVisitor):
 def _schedule_names(sched) -> list[str]:
     names = [n for st in sched.stages for d in st.dims for n in (d.name, d.internal)]
     names += [n for st in sched.stages for sp in st.splits for n in (sp.old, sp.outer, sp.inner)]
-    for level in (sched.compute_level, sched.store_level):
+    for level in (sched.compute_level, sched.store_level, *(st.fuse_level for st in sched.stages)):
         if level is not None and level.kind == "at":
             names += [level.func_name, level.var_name]
     return names
@@ -177,6 +177,8 @@ class _Renamer:
             stages.extend(special for _, special in st.specializations)
             for d in st.dims:
                 d.name, d.internal = self(d.name), self(d.internal)
+            st.fuse_level = self.level(st.fuse_level)
+            st.fuse_align = {self(k): v for k, v in st.fuse_align.items()}
             st.splits = [Split(sp.kind, self(sp.old), self(sp.outer), self(sp.inner), sp.factor, sp.tail)
                          for sp in st.splits]
         return s

@@ -9,6 +9,7 @@ from ..errors import CompileError, InternalError
 from ..ir_mutator import IRVisitor
 from ..schedule import LoopLevel
 from .copy_graph import copy_graph, errors_in_user_names
+from .fused_loops import find_fused_groups
 
 
 def definition_exprs(func):
@@ -93,6 +94,14 @@ class Environment:
     read_past_region: set[str] = field(default_factory=set)
     # generated names the copy renamed (see copy_graph.py) -> the user's: what messages show
     user_names: dict[str, str] = field(default_factory=dict)
+    # compute_with (fused_loops.py): (child, stage, parent, stage, level) of each fused stage; the
+    # groups of Funcs fused together (children first); each member's stages as nests of their own
+    fused_pairs: list[tuple] = field(default_factory=list)
+    fused_groups: list[list] = field(default_factory=list)
+    fused_stages: dict[str, list] = field(default_factory=dict)
+
+    def fused_group(self, f) -> list | None:
+        return next((g for g in self.fused_groups if any(m is f for m in g)), None)
 
     def is_output(self, f) -> bool:
         return any(o is f for o in self.outputs)
@@ -165,6 +174,7 @@ def _environment(outputs, funcs, sources, user_names, target) -> Environment:
             level = _innermost_consumer_loop(env, f.name())
             if level is not None:
                 env.levels[f.name()] = level
+    find_fused_groups(env)
     return env
 
 

@@ -400,8 +400,16 @@ def schedule_functions(env) -> ir.Stmt:
     stmt: ir.Stmt = ir.make_block([])
     at_outermost = {level.func_name for g in env.order for level in (compute_level(g, env), store_level(g, env))
                     if level is not None and level.kind == "at" and level.var_name == OUTERMOST}
+    placed: set[str] = set()
     for f in reversed(env.order):
         check_target(f, env.target)
+        if f.name() in placed:
+            continue
+        group = env.fused_group(f)
+        if group is not None:
+            stmt = _place_group(env, stmt, group)
+            placed.update(g.name() for g in group)
+            continue
         produce = build_produce(f, f.name() in at_outermost)
 
         def computed(body, f=f, produce=produce):
@@ -439,6 +447,55 @@ def schedule_functions(env) -> ir.Stmt:
         store_loop = compute_loop if slevel == clevel else _level_loop(env, f, slevel, "stored at")
         stmt = _store_and_compute(stmt, f, store_loop, compute_loop, computed, realized)
     _StoredOutsideParallel().check(stmt)
+    return stmt
+
+
+def _place_group(env, stmt, group) -> ir.Stmt:
+    """A fused group's production (fused_loops.py) at the members' common compute level, each
+    member's Realize at its own store level."""
+    from .fused_loops import build_group_produce
+
+    for f in group:
+        check_target(f, env.target)
+        if f.name() in {lv.func_name for g in env.order for lv in (compute_level(g, env), store_level(g, env))
+                        if lv is not None and lv.kind == "at" and lv.var_name == OUTERMOST}:
+            raise CompileError(f"Func {f.name()} is computed with another Func (compute_with), so nothing can be "
+                               "computed or stored at its Var.outermost()")
+    produce, stages = build_group_produce(env, group)
+    env.fused_stages.update(stages)
+
+    def computed(body):
+        for f in group:  # the parent's consume outermost, as its produce
+            body = ir.ProducerConsumer(f.name(), False, body)
+        return ir.make_block([produce, body])
+
+    def realized(body, f):
+        return ir.Realize(f.name(), tuple(f.types()), (), body, func=f)
+
+    parent = group[-1]
+    clevel = compute_level(parent, env)
+    stored_here = [f for f in group if not env.is_output(f) and store_level(f, env) == clevel]
+    elsewhere = [f for f in group if not env.is_output(f) and store_level(f, env) != clevel]
+
+    def realized_here(body):
+        body = computed(body)
+        for f in stored_here:
+            body = realized(body, f)
+        return body
+
+    if clevel.is_root():
+        stmt = realized_here(stmt)
+    else:
+        stmt = _inject(stmt, _level_loop(env, parent, clevel, "computed at"), realized_here, parent, "computed at")
+    for f in elsewhere:
+        slevel = store_level(f, env)
+        if slevel.is_root():
+            stmt = realized(stmt, f)
+            continue
+        outer = _InjectAt(_level_loop(env, f, slevel, "stored at"), lambda body, f=f: realized(body, f))
+        stmt = outer.mutate(stmt)
+        if not outer.found:
+            raise CompileError(f"Func {f.name()} is stored at loop {outer.loops[0]}, which does not exist here")
     return stmt
 
 
