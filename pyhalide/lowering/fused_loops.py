@@ -12,6 +12,10 @@ production (`build_group_produce`, for schedule_functions):
 - the parent's loop (the *real* loop, the one that runs) spans the union of the fused stages'
   ranges, and its own body is guarded to its own range where that union may be larger;
 - the child's nest goes at the end of the real loop's body: it runs after the parent there.
+
+The unions, shifts and guards name the stages' bounds (`f.s0.y.min` ...), not their values:
+sliding window, which rewrites those lets, shrinks what a member computes per iteration and the
+shared loops and guards follow.
 """
 
 from __future__ import annotations
@@ -76,7 +80,7 @@ def _fused_pairs(env) -> list[tuple]:
                     f.name() in _transitive_callees(env, parent.name()):
                 raise CompileError(f"Invalid compute_with: there is dependency between {parent.name()} and {f.name()}")
             mine, theirs = compute_level(f, env), compute_level(parent, env)
-            if mine != theirs:
+            if _level_loops(env, f, mine) != _level_loops(env, parent, theirs):
                 raise CompileError(f"Invalid compute_with: the compute levels of {parent.name()}.s{stage} (computed at "
                                    f"{theirs}) and {label} (computed at {mine}) do not match.")
             if stage_schedule(f, s).specializations:
@@ -91,6 +95,13 @@ def _fused_pairs(env) -> list[tuple]:
     for f, s, parent, stage, level in pairs:
         _check_fused_dims(f, s, parent, stage, level.var_name)
     return pairs
+
+
+def _level_loops(env, f, level) -> tuple:
+    """The loops a compute level names (a level without a stage resolved as for compute_at)."""
+    from .schedule_functions import _level_loop
+
+    return ("root",) if level.is_root() else _level_loop(env, f, level, "computed at")
 
 
 def _check_stage_order(f, pairs) -> None:
@@ -175,6 +186,10 @@ def find_fused_groups(env) -> None:
     position = {f.name(): i for i, f in enumerate(env.order)}
     ordered = []
     for members in (g for g in groups if g):
+        for a in sorted(members):  # (the loops run them together: none may read another)
+            for b in sorted(members & _transitive_callees(env, a)):
+                raise CompileError(f"Invalid compute_with: there is dependency between {a} and {b}, which are "
+                                   "computed with each other (in one fused group)")
         order: list[str] = []
         visiting: set[str] = set()
 

@@ -285,7 +285,7 @@ def sliding_window(stmt: ir.Stmt, env) -> tuple[ir.Stmt, list[Window]]:
     really compute in each iteration."""
     windows: list[Window] = []
     for f in reversed(env.order):
-        if f.has_update_definition() or env.is_output(f) or env.fused_group(f) is not None:
-            continue  # (a fused group's loops are shared: one member can't compute less alone)
+        if f.has_update_definition() or env.is_output(f):
+            continue
         stmt = _Slide(f, windows).mutate(stmt)
     return stmt, windows

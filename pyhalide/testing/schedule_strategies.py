@@ -26,6 +26,9 @@ consumers are final. For each Func:
   per iteration of the enclosing loops is slow).
 * a few Func-level directives: bound on outputs (exact region), align_bounds and
   reorder_storage on intermediates, atomic() on associative updates.
+* now and then, compute_with: stages of Funcs computed at the same level and independent of each
+  other fused with a parent stage from the outermost loop down to one they share (same names and
+  loop kinds from there outwards), aligned at random.
 
 A directive the API refuses (hl.HalideError at schedule time) is skipped and recorded; that is the
 API rejecting an illegal schedule. The result is a Schedule, whose repr is Python source that
@@ -433,6 +436,62 @@ class _Scheduler:
             self.try_apply(f"{name}.reorder_storage({', '.join(repr(a) for a in perm)})",
                            lambda: f.reorder_storage(*[hl.Var(a) for a in perm]))
 
+    # ---------------------------------------------------------------- compute_with
+    def callees(self, name: str) -> set[str]:
+        """The Funcs name calls, directly or not."""
+        found, todo = set(), [name]
+        while todo:
+            n = todo.pop()
+            for callee, callers in self.graph.callers.items():
+                if n in callers and callee not in found:
+                    found.add(callee)
+                    todo.append(callee)
+        return found
+
+    def compute_withs(self) -> None:
+        """Now and then, one fused group: a parent stage and one or two children computed at the
+        same level, independent of it and of each other, each fused from the outermost loop down to
+        a loop the two stages share (same names and kinds from there outwards)."""
+        if self.draw(st.booleans()):
+            return
+        computed = [n for n in self.graph.order if n in self.schedulable and self.placement[n] != INLINE]
+        deps = {n: self.callees(n) for n in computed}
+
+        def independent(a, b):
+            return a != b and a not in deps[b] and b not in deps[a] and self.placement[a] == self.placement[b]
+
+        parents = [p for p in computed if any(independent(p, c) for c in computed)]
+        if not parents:
+            return
+        parent = self.draw(st.sampled_from(parents))
+        children: list[str] = []
+        for c in self.draw(st.permutations([c for c in computed if independent(parent, c)]))[:2]:
+            if all(independent(c, other) for other in children):
+                children.append(c)
+        for child in children:
+            pf, cf = self.graph.funcs[parent], self.graph.funcs[child]
+            k = self.draw(st.integers(0, len(pf.definitions()) - 1))
+            s = self.draw(st.integers(0, len(cf.definitions()) - 1))
+            pt, ct = self.stage_target(pf, k), self.stage_target(cf, s)
+            pdims, cdims = list(reversed(pt._stage().dims)), list(reversed(ct._stage().dims))  # outermost first
+            shared = []
+            for a, b in zip(pdims, cdims):
+                if a.name != b.name or a.for_type != b.for_type:
+                    break
+                shared.append(b)
+            if not shared:
+                continue
+            d = self.draw(st.sampled_from(shared))
+            align = self.draw(st.sampled_from(["", "AlignStart", "AlignEnd", "NoAlign"]))
+            var = self.var(d.name, d.is_rvar)
+            if align:
+                text = f"{self.stage_text(cf, s)}.compute_with({self.stage_text(pf, k)}, {d.name!r}, " \
+                       f"hl.LoopAlignStrategy.{align})"
+                self.try_apply(text, lambda: ct.compute_with(pt, var, getattr(hl.LoopAlignStrategy, align)))
+            else:
+                text = f"{self.stage_text(cf, s)}.compute_with({self.stage_text(pf, k)}, {d.name!r})"
+                self.try_apply(text, lambda: ct.compute_with(pt, var))
+
     # ---------------------------------------------------------------- everything
     def run(self) -> Schedule:
         for name in self.graph.order:
@@ -443,6 +502,7 @@ class _Scheduler:
             self.func_directives(f)
             for s in range(len(f.definitions())):
                 self.loop_directives(f, s)
+        self.compute_withs()
         return self.sched
 
 
