@@ -328,3 +328,35 @@ def test_guarded_splits_of_many_consumers_ask_only_for_what_they_read():
     app.stages_per_tile(hl, built, ("denoised", "g_gr", "r_r", "b_b", "g_gb"), tile, gpu=False)
     built.funcs["curve"].compute_root()
     assert app.check(app.realize(hl, built), app.reference(inputs))
+
+
+def test_a_func_computed_at_the_outermost_of_a_compute_with_parent():
+    """f computed with g at y, p (read by both) computed at g's Var.outermost(): p is computed
+    once, in g's one-iteration outermost loop, which f's outermost loop is fused into (f's runs
+    at g's value, as its other fused loops), so both read it there."""
+    from pyhalide import ir
+    from pyhalide.ir_mutator import IRVisitor
+    from pyhalide.lower import lower
+
+    class Loops(IRVisitor):
+        def visit_For(self, s):
+            loops[s.name] = s
+            self.visit_children(s)
+
+    p, f, g = hl.Func("cwo_p"), hl.Func("cwo_f"), hl.Func("cwo_g")
+    p[x, y] = x * 10 + y
+    f[x, y] = p[x, y] + p[x + 1, y]
+    g[x, y] = p[x, y + 1] * 2
+    f.compute_root().compute_with(g, y)
+    g.compute_root()
+    p.compute_at(g, hl.Var.outermost())
+    loops = {}
+    lower([f, g], hook=lambda name, stmt: Loops().visit(stmt) if name == "schedule functions" else None)
+    fused = loops["cwo_f.s0.__outermost"]
+    assert isinstance(fused.min, ir.Variable) and fused.min.name == "cwo_g.s0.__outermost"
+    a, b = hl.Buffer(hl.Int(32), [8, 6]), hl.Buffer(hl.Int(32), [5, 7])
+    hl.Pipeline([f, g]).realize([a, b])
+    yy, xx = np.mgrid[0:6, 0:8]
+    np.testing.assert_array_equal(np.asarray(a), 20 * xx + 2 * yy + 10)
+    yy, xx = np.mgrid[0:7, 0:5]
+    np.testing.assert_array_equal(np.asarray(b), 20 * xx + 2 * yy + 2)

@@ -2,20 +2,25 @@
 
 `f.compute_with(g, y)` runs f's loops from the outermost down to y as g's: one loop nest in
 which each iteration runs g's body, then f's. The Funcs fused this way (transitively) form a
-group, realized together at one compute level. This module checks the groups (`fused_groups`,
-when the environment is built), orders them in the realization order, and builds a group's
-production (`build_group_produce`, for schedule_functions):
+group, realized together at one compute level. This module checks the groups
+(`find_fused_groups`, when the environment is built), orders them in the realization order, and
+builds a group's production (`build_group_produce`, for schedule_functions):
 
 - each fused loop of a child stage becomes a one-iteration serial loop at the parent's loop
-  variable (shifted as its LoopAlignStrategy says), inside a guard that keeps it to its own
-  range; it keeps its name, so Funcs computed at it and bounds inference find it;
+  variable (shifted as its LoopAlignStrategy says); it keeps its name, so Funcs computed at it
+  and bounds inference find it;
 - the parent's loop (the *real* loop, the one that runs) spans the union of the fused stages'
-  ranges, and its own body is guarded to its own range where that union may be larger;
+  ranges;
+- each stage's body is guarded to its own ranges inside its innermost fused loop (only where the
+  union may be larger), so the children placed after it there are not;
 - the child's nest goes at the end of the real loop's body: it runs after the parent there.
 
 The unions, shifts and guards name the stages' bounds (`f.s0.y.min` ...), not their values:
 sliding window, which rewrites those lets, shrinks what a member computes per iteration and the
 shared loops and guards follow.
+
+Fused at Var.outermost(), or with a Func computed or stored at a member's Var.outermost(), the
+group's stages each sit in their one-iteration `__outermost` loop, fused as any other.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from __future__ import annotations
 from .. import ir
 from ..errors import CompileError
 from ..ir_mutator import IRMutator, IRVisitor
-from ..schedule import LoopAlignStrategy
+from ..schedule import Dim, LoopAlignStrategy
 from ..simplify import simplify
 from ..types import Int
 
@@ -125,10 +130,16 @@ def _check_stage_order(f, pairs) -> None:
         previous = (parent.name(), stage)
 
 
-def fused_dims(sched, var: str):
-    """The dims of a stage schedule from `var` outwards (outermost first), or None without `var`."""
+def fused_dims(sched, var: str, outermost: bool = False):
+    """The dims of a stage schedule from `var` outwards (outermost first), or None without `var`;
+    with `outermost` (where the stage has its `__outermost` loop), led by that loop."""
+    from .schedule_functions import OUTERMOST
+
+    outer = [Dim(OUTERMOST, OUTERMOST)] if outermost or var == OUTERMOST else []
+    if var == OUTERMOST:
+        return outer
     index = sched.index(var)
-    return None if index < 0 else list(reversed(sched.dims[index:]))
+    return None if index < 0 else outer + list(reversed(sched.dims[index:]))
 
 
 def _check_fused_dims(f, s: int, parent, stage: int, var: str) -> None:
@@ -347,20 +358,31 @@ class _FuseStage(IRMutator):
         return ir.For(s.name, s.min, s.extent, s.for_type, body)
 
 
-def build_group_produce(env, group) -> tuple[ir.Stmt, dict]:
+def build_group_produce(env, group, outermost: bool) -> tuple[ir.Stmt, dict]:
     """The production of a fused group (see the module docstring), and each member's stages as
-    nests of their own (bounds inference reads what the later stages of a Func touch there)."""
-    from .schedule_functions import build_stage, loop_name, stage_schedule
+    nests of their own (bounds inference reads what the later stages of a Func touch there);
+    with `outermost` (or a fusion at Var.outermost()), each stage in its `__outermost` loop."""
+    from .schedule_functions import OUTERMOST, build_stage, loop_name, stage_schedule
 
     names = {f.name() for f in group}
     pairs = [p for p in env.fused_pairs if p[0].name() in names]
     parent_of = {(f.name(), s): (parent, stage, level) for f, s, parent, stage, level in pairs}
     order = _stage_order(group, pairs)
+    outermost = outermost or any(level.var_name == OUTERMOST for *_, level in pairs)
+    outer_dims = [Dim(OUTERMOST, OUTERMOST)] if outermost else []
+
+    def loop_dims(f, s) -> list:
+        """The stage's loops, innermost first, with its `__outermost` loop if it has one."""
+        return [*stage_schedule(f, s).dims, *outer_dims]
+
+    zero = ir.make_const(_I32, 0)
     nests = {(f.name(), s): build_stage(f, s) for f, s in order}
+    if outermost:
+        nests = {(f.name(), s): ir.For(loop_name(f, s, OUTERMOST), zero, _ONE, ir.SERIAL, nests[(f.name(), s)])
+                 for f, s in order}
     loops: dict[str, ir.For] = {}
     for nest in nests.values():
         _Loops(loops).visit(nest)
-    zero = ir.make_const(_I32, 0)
     alias: dict[str, tuple[str, ir.Expr]] = {}  # a fused child loop -> (its real loop, offset below it)
     spans: dict[str, list] = {}  # a real loop -> the ranges, in its coordinates, of the stages fused in it
     hosted: dict[str, list] = {}  # a real loop -> the child stages whose nests go at the end of its body
@@ -368,8 +390,8 @@ def build_group_produce(env, group) -> tuple[ir.Stmt, dict]:
         if (f.name(), s) not in parent_of:
             continue
         parent, stage, level = parent_of[(f.name(), s)]
-        mine = fused_dims(stage_schedule(f, s), level.var_name)
-        theirs = fused_dims(stage_schedule(parent, stage), level.var_name)
+        mine = fused_dims(stage_schedule(f, s), level.var_name, outermost)
+        theirs = fused_dims(stage_schedule(parent, stage), level.var_name, outermost)
         for dim, parent_dim in zip(mine, theirs):
             name, parent_name = loop_name(f, s, dim.internal), loop_name(parent, stage, parent_dim.internal)
             own, parent_loop = loops[name], loops[parent_name]
@@ -391,7 +413,7 @@ def build_group_produce(env, group) -> tuple[ir.Stmt, dict]:
 
     def fused_nest(f, s) -> ir.Stmt:
         at, guards, guard_at = {}, [], None
-        for dim in reversed(stage_schedule(f, s).dims):  # outermost first
+        for dim in reversed(loop_dims(f, s)):  # outermost first
             name = loop_name(f, s, dim.internal)
             own = loops[name]
             if name in alias:
@@ -408,7 +430,7 @@ def build_group_produce(env, group) -> tuple[ir.Stmt, dict]:
             if not covered:
                 guards.append(_in_range(ir.Variable(name, _I32), own.min, _last(own)))
         children = {}
-        for dim in stage_schedule(f, s).dims:
+        for dim in loop_dims(f, s):
             name = loop_name(f, s, dim.internal)
             children[name] = [fused_nest(g, k) for g, k in hosted.get(name, [])]
         return _FuseStage(at, unions, guards, guard_at, children).mutate(nests[(f.name(), s)])

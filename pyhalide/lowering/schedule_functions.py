@@ -407,7 +407,7 @@ def schedule_functions(env) -> ir.Stmt:
             continue
         group = env.fused_group(f)
         if group is not None:
-            stmt = _place_group(env, stmt, group)
+            stmt = _place_group(env, stmt, group, at_outermost)
             placed.update(g.name() for g in group)
             continue
         produce = build_produce(f, f.name() in at_outermost)
@@ -450,18 +450,15 @@ def schedule_functions(env) -> ir.Stmt:
     return stmt
 
 
-def _place_group(env, stmt, group) -> ir.Stmt:
+def _place_group(env, stmt, group, at_outermost: set[str]) -> ir.Stmt:
     """A fused group's production (fused_loops.py) at the members' common compute level, each
-    member's Realize at its own store level."""
+    member's Realize at its own store level (`at_outermost`: the Funcs something is computed or
+    stored at the Var.outermost() of)."""
     from .fused_loops import build_group_produce
 
     for f in group:
         check_target(f, env.target)
-        if f.name() in {lv.func_name for g in env.order for lv in (compute_level(g, env), store_level(g, env))
-                        if lv is not None and lv.kind == "at" and lv.var_name == OUTERMOST}:
-            raise CompileError(f"Func {f.name()} is computed with another Func (compute_with), so nothing can be "
-                               "computed or stored at its Var.outermost()")
-    produce, stages = build_group_produce(env, group)
+    produce, stages = build_group_produce(env, group, any(f.name() in at_outermost for f in group))
     env.fused_stages.update(stages)
 
     def computed(body):

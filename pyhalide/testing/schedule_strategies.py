@@ -487,10 +487,11 @@ class _Scheduler:
             if align:
                 text = f"{self.stage_text(cf, s)}.compute_with({self.stage_text(pf, k)}, {d.name!r}, " \
                        f"hl.LoopAlignStrategy.{align})"
-                self.try_apply(text, lambda: ct.compute_with(pt, var, getattr(hl.LoopAlignStrategy, align)))
+                self.try_apply(text, lambda ct=ct, pt=pt, var=var, align=align:
+                               ct.compute_with(pt, var, getattr(hl.LoopAlignStrategy, align)))
             else:
                 text = f"{self.stage_text(cf, s)}.compute_with({self.stage_text(pf, k)}, {d.name!r})"
-                self.try_apply(text, lambda: ct.compute_with(pt, var))
+                self.try_apply(text, lambda ct=ct, pt=pt, var=var: ct.compute_with(pt, var))
 
     # ---------------------------------------------------------------- everything
     def run(self) -> Schedule:
