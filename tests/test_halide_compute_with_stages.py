@@ -579,8 +579,9 @@ def test_bad_compute_with_invalid_specialization():
 def test_bad_compute_with_parent_func_not_used():
     """Ports test/error/bad_compute_with_parent_func_not_used: p and g computed with f at h's y,
     where f is used only by h's update and p and g only by h's pure stage, so the fused group
-    cannot be computed at one place that uses all of it; refused, naming a member computed
-    where it is not used (Halide: "Fused groups must either be entirely used or unused")."""
+    cannot be computed at one place that uses all of it: f's level is h.s1.y, the others' h.s0.y
+    (a level without a stage is the stage that uses the Func); refused, naming both loops
+    (Halide: "Fused groups must either be entirely used or unused")."""
     x, y = hl.Var("x"), hl.Var("y")
     f, g, h, p = hl.Func("f"), hl.Func("g"), hl.Func("h"), hl.Func("p")
     f[x, y] = x + y
@@ -592,8 +593,10 @@ def test_bad_compute_with_parent_func_not_used():
         fn.compute_at(h, y)
     p.compute_with(f, x)
     g.compute_with(f, x)
-    with pytest.raises(hl.HalideError, match=rf"Func ({_name('p')}|{_name('g')}) is computed but never used where "
-                                             "it is computed"):
+    f_, h_, member = _name("f"), _name("h"), f"({_name('p')}|{_name('g')})"
+    message = (rf"Invalid compute_with: the compute levels of {f_}\.s0 \(computed at {h_}\.s1\.y\) and "
+               rf"{member}\.s0 \(computed at {h_}\.s0\.y\) do not match")
+    with pytest.raises(hl.HalideError, match=message):
         h.realize([200, 200])
 
 

@@ -84,10 +84,12 @@ def _fused_pairs(env) -> list[tuple]:
             if parent.name() in _transitive_callees(env, f.name()) or \
                     f.name() in _transitive_callees(env, parent.name()):
                 raise CompileError(f"Invalid compute_with: there is dependency between {parent.name()} and {f.name()}")
-            mine, theirs = compute_level(f, env), compute_level(parent, env)
-            if _level_loops(env, f, mine) != _level_loops(env, parent, theirs):
+            mine = _level_loops(env, f, compute_level(f, env))
+            theirs = _level_loops(env, parent, compute_level(parent, env))
+            if mine != theirs:
                 raise CompileError(f"Invalid compute_with: the compute levels of {parent.name()}.s{stage} (computed at "
-                                   f"{theirs}) and {label} (computed at {mine}) do not match.")
+                                   f"{' and '.join(theirs)}) and {label} (computed at {' and '.join(mine)}) do not "
+                                   "match.")
             if stage_schedule(f, s).specializations:
                 raise CompileError(f"Func {f.name()} is scheduled to be computed with {parent.name()}, so it must not "
                                    "have any specializations.")
@@ -103,7 +105,8 @@ def _fused_pairs(env) -> list[tuple]:
 
 
 def _level_loops(env, f, level) -> tuple:
-    """The loops a compute level names (a level without a stage resolved as for compute_at)."""
+    """The loops a compute level names (a level without a stage resolved as for compute_at: the
+    stage of the consumer that uses the Func)."""
     from .schedule_functions import _level_loop
 
     return ("root",) if level.is_root() else _level_loop(env, f, level, "computed at")
