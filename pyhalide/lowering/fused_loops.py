@@ -101,7 +101,88 @@ def _fused_pairs(env) -> list[tuple]:
         _check_stage_order(f, [p for p in pairs if p[0] is f])
     for f, s, parent, stage, level in pairs:
         _check_fused_dims(f, s, parent, stage, level.var_name)
+    for f, s, depth, depth_before in interleaved_stages(pairs):
+        _check_interleaved(f, s, depth, depth_before)
     return pairs
+
+
+def interleaved_stages(pairs) -> list[tuple]:
+    """(f, s, depth) for each stage s of f that runs interleaved with f's stage s - 1: both fused,
+    directly or through their parents, into the loops of one unfused stage; `depth` is how many
+    of those loops the two share (the outermost ones)."""
+    from .schedule_functions import OUTERMOST, stage_schedule
+
+    parent_of = {(f.name(), s): (f, parent, stage, level) for f, s, parent, stage, level in pairs}
+
+    def host(key) -> tuple:
+        """The unfused stage whose loops run `key`, and how many of them it is fused into."""
+        if key not in parent_of:
+            return key, 1 << 30
+        f, parent, stage, level = parent_of[key]
+        root, depth = host((parent.name(), stage))
+        own = 0 if level.var_name == OUTERMOST else len(fused_dims(stage_schedule(f, key[1]), level.var_name))
+        return root, min(depth, own)
+
+    found = []
+    for f, s, _, _, _ in pairs:
+        if s > 0 and (f.name(), s - 1) in parent_of:
+            (root, depth), (root_before, depth_before) = host((f.name(), s)), host((f.name(), s - 1))
+            if root == root_before and depth > 0:
+                found.append((f, s, depth, depth_before))
+    return found
+
+
+def _check_interleaved(f, s: int, depth: int, depth_before: int) -> None:
+    """Stages of f that run in the same loops run in their order at each iteration, not each
+    over all of them: right only where stage s at a point needs stage s - 1 there and nowhere
+    else along those loops. So the shared loops must be f's own Vars (unsplit), at most as
+    deep for s as for s - 1 (s then runs after all of s - 1's inner loops), and both stages
+    must read and write f along them at the point itself. Refused otherwise (Halide computes
+    such schedules, wrongly)."""
+    from .schedule_functions import stage_schedule
+
+    label = f"{f.name()}.s{s}"
+    if depth > depth_before:
+        raise CompileError(f"Invalid compute_with: {label} is fused {depth} loops deep into the loops "
+                           f"{f.name()}.s{s - 1} is fused {depth_before} deep into: it would run at each inner "
+                           f"iteration before {f.name()}.s{s - 1} has finished the outer one. Fuse it at the same "
+                           "loop or further out.")
+    shared = [d.name for d in reversed(stage_schedule(f, s).dims)][:depth]
+    before = [d.name for d in reversed(stage_schedule(f, s - 1).dims)][:depth]
+    for t, other in ((s, s - 1), (s - 1, s)):
+        for d in stage_schedule(f, t).dims[-depth:]:
+            if d.internal not in f._pure_args:
+                raise CompileError(f"Invalid compute_with: {f.name()}.s{t} and {f.name()}.s{other} run interleaved "
+                                   f"in the loops they are fused into, so those loops must be {f.name()}'s own "
+                                   f"Vars, unsplit; {d.name} is not")
+    if shared != before:
+        raise CompileError(f"Invalid compute_with: {f.name()}.s{s - 1} and {label} run interleaved in the loops "
+                           f"they are fused into, over different Vars ({', '.join(before)} and {', '.join(shared)})")
+    for t in (s - 1, s):
+        definition = f.definitions()[t]
+        for v in shared:
+            i = f._pure_args.index(v)
+            points = [definition.args] + [c.args for c in _self_calls(f, definition)]
+            if any(not (isinstance(args[i], ir.Variable) and args[i].name == v) for args in points):
+                raise CompileError(f"Invalid compute_with: {f.name()}.s{t} writes or reads {f.name()} away from "
+                                   f"the point along {v}, but it runs interleaved with {f.name()}.s"
+                                   f"{s if t == s - 1 else s - 1} in the fused loop over {v}: it would see "
+                                   "values the other stage has not computed yet (or has already changed)")
+
+
+def _self_calls(f, definition) -> list:
+    calls = []
+
+    class _Calls(IRVisitor):
+        def visit_Call(self, c):
+            if c.call_type == ir.HALIDE and c.name == f.name():
+                calls.append(c)
+            self.visit_children(c)
+
+    finder = _Calls()
+    for e in (*definition.args, *definition.values, *([definition.predicate] if definition.predicate else [])):
+        finder.visit(e)
+    return calls
 
 
 def _level_loops(env, f, level) -> tuple:
@@ -438,7 +519,19 @@ def build_group_produce(env, group, outermost: bool) -> tuple[ir.Stmt, dict]:
             children[name] = [fused_nest(g, k) for g, k in hosted.get(name, [])]
         return _FuseStage(at, unions, guards, guard_at, children).mutate(nests[(f.name(), s)])
 
-    produce: ir.Stmt = ir.make_block([fused_nest(f, s) for f, s in order if (f.name(), s) not in parent_of])
+    checks = []
+    for f, s, depth, _ in interleaved_stages(pairs):
+        for d in stage_schedule(f, s).dims[-depth:]:  # (checked: the same Vars in both stages)
+            offset, offset_before = alias[loop_name(f, s, d.internal)][1], alias[loop_name(f, s - 1, d.internal)][1]
+            if not _same(offset, offset_before):
+                checks.append(ir.AssertStmt(
+                    ir.EQ(offset, offset_before),
+                    f"Invalid compute_with: {f.name()}.s{s} and {f.name()}.s{s - 1} run interleaved in the loop "
+                    f"over {d.name} they are fused into, but aligned differently (shifted by {{}} and {{}}): "
+                    f"{f.name()}.s{s} would not run after {f.name()}.s{s - 1} at each point. Align them the same way.",
+                    (offset, offset_before)))
+    nests_at_top = [fused_nest(f, s) for f, s in order if (f.name(), s) not in parent_of]
+    produce: ir.Stmt = ir.make_block([*checks, *nests_at_top])
     for f in group:
         produce = ir.ProducerConsumer(f.name(), True, produce)
     stages = {f.name(): [nests[(f.name(), s)] for s in range(len(f.definitions()))] for f in group}
