@@ -107,7 +107,8 @@ def _append_lets(body, lets, checks):
     while isinstance(body, ir.LetStmt):
         chain.append((body.name, body.value))
         body = body.body
-    body = ir.make_block([*checks, body])
+    if checks:  # not flattened into body: a `produce f; consume f` Block there stays one (_is_compute_block)
+        body = ir.Block((*checks, body))
     for name, value in reversed(chain + list(lets)):
         body = ir.LetStmt(name, value, body)
     return body
