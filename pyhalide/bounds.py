@@ -624,8 +624,9 @@ class _BoxCollector(IRVisitor):
     """
 
     def __init__(self, name: str, include_provides: bool, include_calls: bool, scope: dict[str, Interval],
-                 sentinels: bool = False, required: RequiredRegion | None = None):
+                 sentinels: bool = False, required: RequiredRegion | None = None, outer_loops=frozenset()):
         super().__init__()
+        self.outer_loops = outer_loops  # the loops around the statement (their variables are free in it)
         self.sentinels = sentinels
         self.required = required
         self.name = name
@@ -764,12 +765,17 @@ class _BoxCollector(IRVisitor):
             s = ir.IfThenElse(c.args[0], s.then_case, s.else_case)
         self.visit(s.condition)
         cond = _without_at_most(self._expand(s.condition))  # (it may end up in the box)
-        if not (free_variables(cond) & self.scope.keys()):
+        # an enclosing loop's variable the condition compares is a point it can narrow (the
+        # branch may then touch an empty box there: a fused stage's guard on its own range)
+        outer = {v for v in _compared_variables(s.condition) - self.scope.keys() - self.lets.keys()
+                 if v in self.outer_loops}
+        if not (free_variables(cond) & self.scope.keys()) and not outer:
             self._conditional(cond, s)
             return
         # variables the condition compares become intervals for the then-branch; the other sides
         # keep their lets, expanded, so that correlated bounds cancel
         saved_lets, saved_scope, saved_facts = dict(self.lets), dict(self.scope), self.facts
+        self.scope.update({v: Interval.point(ir.Variable(v, Int(32))) for v in outer})
         self.facts = self.facts | _upper_bounds_held(s.condition)
         for name, let in saved_lets.items():
             if _clamp_made_redundant(let.value, self.facts):
@@ -841,15 +847,18 @@ def _loop_max(s: ir.For) -> ir.Expr | None:
 
 
 def box_touched(stmt, name: str, include_provides: bool = False, include_calls: bool = True,
-                scope=None, for_checks: bool = False, required: RequiredRegion | None = None) -> list[Interval] | None:
+                scope=None, for_checks: bool = False, required: RequiredRegion | None = None,
+                outer_loops=frozenset()) -> list[Interval] | None:
     """Per dimension, the interval of coordinates of `name` used in stmt (None if never used).
 
     Each bound is simplified; a bound is None when it cannot be bounded. With for_checks, a
     branch not taken contributes an empty interval (min above max), which only checks may use.
     With `required`, only what the stages' own regions use counts (the region `name` must
     compute), not what iterations a split runs past a region read (see WITHIN_REGION).
+    `outer_loops`: the variables of the loops around stmt, which its guards may narrow.
     """
-    collector = _BoxCollector(name, include_provides, include_calls, dict(scope or {}), for_checks, required)
+    collector = _BoxCollector(name, include_provides, include_calls, dict(scope or {}), for_checks, required,
+                              outer_loops)
     collector.visit(stmt)
     if collector.box is None:
         return None

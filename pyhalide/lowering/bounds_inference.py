@@ -79,7 +79,7 @@ class _ComputeSites(IRVisitor):
             self.visit_children(s)
             return
         produce, consume = s.stmts
-        lets, checks = _func_lets(self.f, self.env, produce, consume)
+        lets, checks = _func_lets(self.f, self.env, produce, consume, {loop.name for loop in self.loops})
         self.sites.append((self.loops[-1] if self.loops else None, lets, checks))
 
 
@@ -107,16 +107,17 @@ def _append_lets(body, lets, checks):
     while isinstance(body, ir.LetStmt):
         chain.append((body.name, body.value))
         body = body.body
-    body = ir.make_block([*checks, body])
+    if checks:  # not flattened into body: a `produce f; consume f` Block there stays one (_is_compute_block)
+        body = ir.Block((*checks, body))
     for name, value in reversed(chain + list(lets)):
         body = ir.LetStmt(name, value, body)
     return body
 
 
-def _func_lets(f, env, produce, consume):
+def _func_lets(f, env, produce, consume, outer_loops):
     """The lets defining f's required region and its stages' loop bounds, and checks of bound()."""
     name = f.name()
-    box, read = _required_box(consume.body, name)
+    box, read = _required_box(consume.body, name, outer_loops)
     lets: list[tuple[str, ir.Expr]] = []
     checks: list[ir.Stmt] = []
     for d, var in enumerate(f._pure_args):
@@ -175,15 +176,15 @@ def read_bound(func: str, var: str, which: str) -> ir.Variable:
     return ir.Variable(f"{func}.{var}.read_{which}", _I32)
 
 
-def _required_box(stmt, name: str):
+def _required_box(stmt, name: str, outer_loops):
     """The box of `name` that stmt's stages use within their own regions (the region `name` must
     compute), and, where they also read it past that box (bounds.WITHIN_REGION), the box they
     read (else None)."""
     required = RequiredRegion()
-    box = box_touched(stmt, name, required=required)
+    box = box_touched(stmt, name, required=required, outer_loops=outer_loops)
     if not required.clamped:
         return box, None
-    read = box_touched(stmt, name)
+    read = box_touched(stmt, name, outer_loops=outer_loops)
     return box, (read if read != box else None)
 
 

@@ -153,6 +153,11 @@ class _Renamer:
             out = self.memo[name] = map_name_tokens(name, self.mapping)
         return out
 
+    def expr(self, e):
+        """A schedule's Expr (a bound, a specialization's condition) in the new names; anything
+        else as it is. (It may name an output's buffer: `f.output_buffer().width()`.)"""
+        return _RenameVariables(self).mutate(e) if self.mapping and isinstance(e, ir.Expr) else e
+
     def level(self, level: LoopLevel | None) -> LoopLevel | None:
         if level is None or level.kind != "at" or not self.mapping:
             return level
@@ -166,14 +171,15 @@ class _Renamer:
         if not self.mapping:
             return s
         s.compute_level, s.store_level = self.level(s.compute_level), self.level(s.store_level)
-        s.bounds = {self(k): v for k, v in s.bounds.items()}
+        s.bounds = {self(k): (kind, self.expr(lo), self.expr(ext)) for k, (kind, lo, ext) in s.bounds.items()}
         s.folds = {self(k): v for k, v in s.folds.items()}
         s.aligns = {self(k): v for k, v in s.aligns.items()}
-        s.storage_bounds = {self(k): v for k, v in s.storage_bounds.items()}
+        s.storage_bounds = {self(k): self.expr(v) for k, v in s.storage_bounds.items()}
         if s.storage_order is not None:
             s.storage_order = [self(n) for n in s.storage_order]
         stages = [s.stages[i] for i in range(len(s.stages))]
         for st in stages:
+            st.specializations = [(self.expr(cond), special) for cond, special in st.specializations]
             stages.extend(special for _, special in st.specializations)
             for d in st.dims:
                 d.name, d.internal = self(d.name), self(d.internal)
@@ -184,13 +190,23 @@ class _Renamer:
         return s
 
 
-class _Rebuild(IRMutator):
+class _RenameVariables(IRMutator):
+    def __init__(self, rename: _Renamer):
+        super().__init__()
+        self.rename = rename
+
+    def visit_Variable(self, v):
+        name = self.rename(v.name)
+        return v if name == v.name else ir.Variable(name, v.type, v.ref)
+
+
+class _Rebuild(_RenameVariables):
     """One consumer's definitions over the copied graph: calls to Funcs go to the copies (through
     the consumer's wrappers), names are renamed."""
 
     def __init__(self, consumer, copies: dict[int, object], rename: _Renamer):
-        super().__init__()
-        self.consumer, self.copies, self.rename = consumer, copies, rename
+        super().__init__(rename)
+        self.consumer, self.copies = consumer, copies
         self.memo: dict[int, tuple] = {}
 
     def mutate(self, node):
@@ -214,10 +230,6 @@ class _Rebuild(IRMutator):
         elif c.call_type == ir.IMAGE and self.rename(c.name) != c.name:
             return ir.Call(c2.type, self.rename(c.name), c2.args, c2.call_type, c2.value_index, c2.func, c2.image)
         return c2
-
-    def visit_Variable(self, v):
-        name = self.rename(v.name)
-        return v if name == v.name else ir.Variable(name, v.type, v.ref)
 
     def visit_Let(self, e):
         e2 = self.default(e)
