@@ -67,9 +67,16 @@ def name_tokens(name: str) -> list[str]:
     out = []
     for token in _TOKEN.findall(name):
         out.append(token)
-        if "$" in token and token.split("$")[0] in _generated:
+        if _is_numbered_rvar(token):
             out.extend(token.split("$"))
     return out
+
+
+def _is_numbered_rvar(token: str) -> bool:
+    """`r3$4`: an anonymous RDom's RVar past the fourth, named by the RDom's generated name. Not a
+    Func renamed `f1$2` whose name given happens to be one generated before (`hl.Func()` made an
+    `f1` earlier): that is one name (tracing printed another Func's name for it)."""
+    return "$" in token and token not in _renamed and token.split("$")[0] in _generated
 
 
 def map_name_tokens(name: str, mapping: dict[str, str]) -> str:
@@ -80,7 +87,7 @@ def map_name_tokens(name: str, mapping: dict[str, str]) -> str:
         hit = mapping.get(token)
         if hit is not None:
             return hit
-        if "$" in token and token.split("$")[0] in _generated:  # an anonymous RDom's fifth RVar
+        if _is_numbered_rvar(token):
             return "$".join(mapping.get(p, p) for p in token.split("$"))
         return token
 

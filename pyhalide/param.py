@@ -339,6 +339,17 @@ class ImageParam(OutputImageParam):
         self._buffer = None
         self._estimates: list[tuple[int, int] | None] = [None] * dimensions
 
+    # tracing (Halide's ImageParam.trace_loads): the pipeline prints each value read of the image
+    _trace = frozenset()
+    _version = 0  # changed by trace_loads: the pipelines that read this image lower again
+
+    def trace_loads(self) -> ImageParam:
+        """Print every value the pipeline reads of this image: `Load name.0(x, y) = v`, as Halide."""
+        self._require_defined()
+        self._trace = self._trace | {"loads"}
+        self._version += 1
+        return self
+
     def set_estimates(self, estimates) -> ImageParam:
         """The expected region of the input: one hl.Range or (min, extent) per dimension."""
         from .estimates import estimate_list

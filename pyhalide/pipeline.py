@@ -244,6 +244,8 @@ class Pipeline:
         self._lowered = self._with_requirements(lower(self._outputs, self._target))
         self._lowered_for = self._target  # (lowering works on its own copy of the target)
         self._versions = [(f, f._version) for f in self._lowered.env.sources]
+        self._versions += [(b.source, b.source._version) for b in self._lowered.buffers
+                           if not b.is_output and hasattr(b.source, "_version")]  # (ImageParams: tracing)
         self._compiled = {}
         _schedule_warnings(self._lowered.env)
         return self._lowered

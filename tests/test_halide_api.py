@@ -305,3 +305,56 @@ def test_var_or_rvar_and_memoize_tag_as_halides():
     f[x] = hl.memoize_tag(x * 2, x + 1)
     f.split(hl.VarOrRVar(x), hl.Var("vr_xo"), hl.Var("vr_xi"), 2)
     assert list(f.realize([5])) == [0, 2, 4, 6, 8]
+
+
+_IMAGE_TRACE_SCRIPT = """
+import sys
+import numpy as np
+hl = __import__(sys.argv[1])
+x, y = hl.Var("x"), hl.Var("y")
+a, b = hl.ImageParam(hl.Int(32), 2, "a_in"), hl.ImageParam(hl.UInt(8), 1, "b_in")
+g, f = hl.Func("g"), hl.Func("f")
+g[x, y] = a[x, y] + 1
+f[x, y] = g[x, y] * 2 + a[x + 1, y] + b[x]
+g.compute_root().trace_stores()
+f.trace_loads()  # an output nothing reads: no events, so no tag
+a.trace_loads()
+b.trace_loads()
+a.set(hl.Buffer(np.arange(6, dtype=np.int32).reshape(2, 3)))
+b.set(hl.Buffer(np.array([7, 8], dtype=np.uint8)))
+f.vectorize(x, 2)
+f.realize([2, 2])
+"""
+
+
+def test_image_param_trace_loads_prints_what_halide_prints(tmp_path):
+    """ImageParam.trace_loads: each load of the image printed as `Load a_in.0(x, y) = v` (vector
+    loads lane by lane in <...>), and a func_type_and_dim tag for each image and Func that had
+    events (images first, in Halide's order), none for a traced Func without any: the same text
+    as the real Halide 21 prints for the same program."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("halide", reason="the real Halide (pip install halide) is the oracle")
+    script = tmp_path / "trace_images.py"
+    script.write_text(_IMAGE_TRACE_SCRIPT)
+    out = {m: subprocess.run([sys.executable, str(script), m], capture_output=True, text=True, check=True).stdout
+           for m in ("halide", "pyhalide")}
+    assert "Load a_in.0(" in out["pyhalide"]
+    assert 'Tag b_in.0() tag = "func_type_and_dim: 1 1 8 1 1 0 2"' in out["pyhalide"]
+    assert out["pyhalide"] == out["halide"]
+
+
+def test_a_renamed_func_whose_name_was_generated_before_is_one_name():
+    """A Func given a name an anonymous Func was generated with earlier (`hl.Func()` made "f7"),
+    renamed because that name was taken ("f7$1"), is one name token, not an anonymous RDom's
+    numbered RVar ("r3$4"): lowering renamed its parts, and when the renumbered parts met the
+    renamed Funcs' names, traces printed one Func's name for another."""
+    from pyhalide.names import map_name_tokens, name_tokens
+
+    taken = hl.Func().name()  # a generated name, such as f3
+    renamed = hl.Func(taken).name()
+    assert renamed == f"{taken}$1"
+    assert name_tokens(f"{renamed}.s0.x") == [renamed, "s0", "x"]
+    assert map_name_tokens(f"{renamed}.s0.x", {taken: "f0"}) == f"{renamed}.s0.x"
+    assert map_name_tokens(f"{renamed}.s0.x", {renamed: "f1"}) == "f1.s0.x"

@@ -53,7 +53,7 @@ def _check_trace(text: str, stores: dict, loads: dict) -> None:
             if bound is None:
                 assert got is None, f"{event}s of {name} where there should be none: {got}"
                 continue
-            assert got is not None, f"no {event}s of {name}"
+            assert got is not None, f"no {event}s of {name}: {sorted(boxes)}"
             assert len(got) == len(bound), f"{event}s of {name} have {len(got)} dimensions"
             for d, ((lo, hi), (a, b)) in enumerate(zip(bound, got)):
                 assert lo <= a and b <= hi, f"{event}s of {name} in dimension {d} span [{a}, {b}], not in [{lo}, {hi}]"

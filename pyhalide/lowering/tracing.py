@@ -12,9 +12,11 @@ Halide's text format,
   output, around the whole pipeline), and `Produce f.0(...)` / `End produce f.0(...)` around its
   production;
 - and, when any Func is traced, `Begin pipeline out.0()` / `End pipeline out.0()` around it all,
-  with a `Tag f.0() tag = "func_type_and_dim: ..."` line after it for each traced Func, producers
-  first: its types (count, then code bits lanes each) and the box the pipeline touches of it
-  (dimensions, then min extent each; 0 0 where unbounded), as a tracing tool reads them.
+  with a `Tag f.0() tag = "func_type_and_dim: ..."` line after it for each traced Func or image
+  that has events (images first, then Funcs, producers first): its types (count, then code bits
+  lanes each) and the box the pipeline touches of it (dimensions, then min extent each; 0 0
+  where unbounded), as a tracing tool reads them.
+- `Load img.0(x, y) = v` where the pipeline reads an ImageParam traced with trace_loads.
 Values print as C's %lld and %f. Not as Halide: vectorized stores print one event per lane (a
 traced loop stays scalar).
 """
@@ -26,6 +28,7 @@ from ..bounds import box_touched
 from ..ir_mutator import IRMutator, IRVisitor
 from ..simplify import simplify
 from ..types import Int
+from .environment import pipeline_inputs
 
 _I32 = Int(32)
 
@@ -56,6 +59,7 @@ class _Tracing(IRMutator):
         super().__init__()
         self.traced = traced  # name -> set of "stores", "loads", "realizations"
         self.boxes = boxes  # name -> [min, extent, ...] of its realization
+        self.touched: set[str] = set()  # the traced Funcs and images with events (Halide tags those)
 
     def _has(self, name: str, what: str) -> bool:
         return what in self.traced.get(name, ())
@@ -64,6 +68,7 @@ class _Tracing(IRMutator):
         traced = self.default(s)
         if not self._has(s.name, "stores"):
             return traced
+        self.touched.add(s.name)
         # the values printed are computed again, from the untraced ones (no second Load event)
         events = [ir.Evaluate(_trace(ir.StringImm("Store "), *_coordinates(f"{s.name}.{k}", s.args),
                                      ir.StringImm(" = "), v)) for k, v in enumerate(s.values)]
@@ -71,8 +76,9 @@ class _Tracing(IRMutator):
 
     def visit_Call(self, e):
         e = self.default(e)
-        if e.call_type != ir.HALIDE or not self._has(e.name, "loads"):
+        if e.call_type not in (ir.HALIDE, ir.IMAGE) or not self._has(e.name, "loads"):
             return e
+        self.touched.add(e.name)
         return _trace(ir.StringImm("Load "), *_coordinates(f"{e.name}.{e.value_index}", e.args),
                       ir.StringImm(" = "), e)
 
@@ -80,6 +86,7 @@ class _Tracing(IRMutator):
         body = self.mutate(s.body)
         if not self._has(s.name, "realizations"):
             return s if body is s.body else ir.Realize(s.name, s.types, s.bounds, body, s.func, s.folds)
+        self.touched.add(s.name)
         box = [x for lo, ext in s.bounds for x in (lo, ext)]
         return ir.Realize(s.name, s.types, s.bounds, ir.make_block([
             _event(f"Begin realization {s.name}.0", box), body, _event(f"End realization {s.name}.0", box)]),
@@ -95,7 +102,9 @@ class _Tracing(IRMutator):
 
 
 def tracing(stmt: ir.Stmt, env) -> ir.Stmt:
+    images = {name: image for name, image in pipeline_inputs(env)[0].items() if getattr(image, "_trace", None)}
     traced = {name: f._trace for name, f in env.funcs.items() if f._trace}
+    traced.update({name: image._trace for name, image in images.items()})
     if not traced:
         return stmt
     boxes = _realized_boxes(stmt)
@@ -106,10 +115,14 @@ def tracing(stmt: ir.Stmt, env) -> ir.Stmt:
     stmt = t.mutate(stmt)
     for f in env.outputs:
         if "realizations" in f._trace:
+            t.touched.add(f.name())
             box = t.boxes[f.name()]
             stmt = ir.make_block([_event(f"Begin realization {f.name()}.0", box), stmt,
                                   _event(f"End realization {f.name()}.0", box)])
-    tags = [_type_and_dim_tag(f, stmt) for f in env.order if f.name() in traced]
+    # the images first (in Halide's order: reverse name order), then the Funcs, producers first
+    tags = [_type_and_dim_tag(name, [image.type()], stmt) for name, image in sorted(images.items(), reverse=True)
+            if name in t.touched]
+    tags += [_type_and_dim_tag(f.name(), f.types(), stmt) for f in env.order if f.name() in t.touched]
     name = env.outputs[0].name()  # (printed as the pipeline's C name: codegen.runtime.as_printed)
     return ir.make_block([_event(f"Begin pipeline {name}.0", []), *tags, stmt, _event(f"End pipeline {name}.0", [])])
 
@@ -117,11 +130,12 @@ def tracing(stmt: ir.Stmt, env) -> ir.Stmt:
 _TYPE_CODES = {"int": 0, "uint": 1, "float": 2, "handle": 3}
 
 
-def _type_and_dim_tag(f, stmt: ir.Stmt) -> ir.Stmt:
-    """Halide's first trace tag of a Func: its types and the box touched of it in the pipeline."""
-    box = box_touched(stmt, f.name(), include_provides=True) or []
-    types = "".join(f" {_TYPE_CODES[t.code]} {t.bits} {t.lanes}" for t in f.types())
-    parts = [ir.StringImm(f'Tag {f.name()}.0() tag = "func_type_and_dim: {len(f.types())}{types} {len(box)}')]
+def _type_and_dim_tag(name: str, types: list, stmt: ir.Stmt) -> ir.Stmt:
+    """Halide's first trace tag of a Func or input image: its types and the box touched of it in
+    the pipeline."""
+    box = box_touched(stmt, name, include_provides=True) or []
+    codes = "".join(f" {_TYPE_CODES[t.code]} {t.bits} {t.lanes}" for t in types)
+    parts = [ir.StringImm(f'Tag {name}.0() tag = "func_type_and_dim: {len(types)}{codes} {len(box)}')]
     for iv in box:
         if iv.is_bounded():
             extent = simplify(ir.Add(ir.Sub(iv.max, iv.min), ir.IntImm(_I32, 1)))
