@@ -801,11 +801,23 @@ class Func(FuncScheduling):
         c._name, c._pure_args, c._declared_types = name, self._pure_args, self._declared_types
         c._init, c._updates, c._schedule, c._version = None, [], schedule, 0
         c._estimates = {}  # estimates are not carried: lowering never reads them
-        c._trace = self._trace
+        c._trace, c._trace_tags = self._trace, self._trace_tags
         return c
 
     # --- tracing (Halide's trace_stores/loads/realizations): events printed as the pipeline runs ---
     _trace = frozenset()
+    _trace_tags: tuple[str, ...] = ()
+
+    def add_trace_tag(self, trace_tag: str) -> Func:
+        """A tag printed at the start of a traced pipeline (`Tag f.0() tag = "..."`), as Halide's
+        add_trace_tag: where this Func's loads or realizations are traced."""
+        if not isinstance(trace_tag, str):
+            raise HalideError(f"Func {self.name()}.add_trace_tag: the tag must be a str, got {trace_tag!r}")
+        if "\0" in trace_tag:
+            raise HalideError("add_trace_tag() may not contain the null character.")
+        self._trace_tags = (*self._trace_tags, trace_tag)
+        self._version += 1
+        return self
 
     def _traced(self, what: str) -> Func:
         self._trace = self._trace | {what}

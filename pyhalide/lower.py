@@ -38,6 +38,7 @@ from .lowering.storage_flattening import storage_flattening
 from .lowering.storage_folding import storage_folding
 from .lowering.strip_promises import strip_promises
 from .lowering.target_queries import resolve_target_queries
+from .lowering.trace_realizations import trace_realizations
 from .lowering.tracing import tracing
 from .lowering.unit_strides import specialize_unit_strides
 from .lowering.unroll_loops import unroll_loops
@@ -112,6 +113,8 @@ def lowering_passes(env):
         # it moves what each iteration computes, so allocations are sized and buffers checked
         # after it; folding then shrinks the storage of what slides.
         ("sliding window, allocation bounds, storage folding", lambda s: _slide_and_fold(s, env)),
+        # Realization events print each Realize's box, which allocation bounds has just sized.
+        ("trace realizations", lambda s: trace_realizations(s, env)),
         ("buffer checks", lambda s: buffer_checks(s, env)),
         ("strip promises", strip_promises),
         ("simplify", simplify),

@@ -358,3 +358,38 @@ def test_a_renamed_func_whose_name_was_generated_before_is_one_name():
     assert name_tokens(f"{renamed}.s0.x") == [renamed, "s0", "x"]
     assert map_name_tokens(f"{renamed}.s0.x", {taken: "f0"}) == f"{renamed}.s0.x"
     assert map_name_tokens(f"{renamed}.s0.x", {renamed: "f1"}) == "f1.s0.x"
+
+
+_REALIZATION_TRACE_SCRIPT = """
+import sys
+hl = __import__(sys.argv[1])
+x, y = hl.Var("x"), hl.Var("y")
+g, f, h, k = hl.Func("g"), hl.Func("f"), hl.Func("h"), hl.Func("k")
+g[x, y] = x + y
+h[x, y] = x * 3
+k[x, y] = g[x, y] - 1
+f[x, y] = g[x, y] * 2 + h[x, y] + k[x, y + 1]
+g.compute_root().trace_stores().trace_realizations().add_trace_tag("first tag").add_trace_tag("second")
+h.compute_root().add_trace_tag("h is not traced: not printed")
+k.compute_at(f, y).store_root().trace_realizations().trace_loads().add_trace_tag("k's tag")
+f.add_trace_tag("f traces stores only: not printed").trace_stores()
+f.realize([2, 3])
+"""
+
+
+def test_realization_traces_and_trace_tags_print_what_halide_prints(tmp_path):
+    """trace_realizations of Funcs computed at root and inside a loop (stored outside it, so it
+    slides): Begin/End realization with the realization's box, Produce/End produce and
+    Consume/End consume with the box the pure stage computes there (one new row per iteration);
+    add_trace_tag's tags after the func_type_and_dim ones, only for Funcs whose realizations or
+    loads are traced: the same text as the real Halide 21 prints."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("halide", reason="the real Halide (pip install halide) is the oracle")
+    script = tmp_path / "trace_realizations.py"
+    script.write_text(_REALIZATION_TRACE_SCRIPT)
+    out = {m: subprocess.run([sys.executable, str(script), m], capture_output=True, text=True, check=True).stdout
+           for m in ("halide", "pyhalide")}
+    assert 'Tag g.0() tag = "second"' in out["pyhalide"] and "Consume k.0(0, 2, 2, 1)" in out["pyhalide"]
+    assert out["pyhalide"] == out["halide"]
