@@ -166,7 +166,8 @@ class CameraPipe(App):
         """Strips of 32 output rows in parallel, processed one row of 2x2 cells (two output rows)
         at a time. The denoised mosaic, the four deinterleaved planes and green at red/blue
         sites are line buffers: stored per strip, computed one new row per cell row (a sliding
-        window). Red/blue at green sites and at blue/red sites are computed per cell row; the
+        window). Red/blue at green sites and at blue/red sites are computed per cell row, the
+        six in one loop nest (compute_with: each vector of the planes read once for all); the
         colour differences, colour correction and the tone curve are inline in the output.
         The output is written per pair of columns: with the 2x2 position unrolled (x and y
         split by 2), the interleaving selects vanish and the planes are read with dense
@@ -188,6 +189,8 @@ class CameraPipe(App):
             f[name].store_at(out, yo).compute_at(out, yi).vectorize(x, 16, guard)
         for name in ("r_gr", "b_gr", "r_gb", "b_gb", "r_b", "b_r"):
             f[name].compute_at(out, yi).vectorize(x, 16, guard)
+        for name in ("b_gr", "r_gb", "b_gb", "r_b", "b_r"):  # one loop over x for all six
+            f[name].compute_with(f["r_gr"], x)
         f["curve"].compute_root()
 
     def tile_cells(self, hl, built, gpu: bool = True):

@@ -83,18 +83,20 @@ class Harris(App):
         return Built(output, [w, h], hl.Float(32), funcs, {"x": x, "y": y})
 
     def schedule(self, hl, built):
-        """Tiles of 256x32 output pixels, rows of tiles in parallel, vectorised along x. The
-        grey image and both gradients are computed per tile (with a 2- and 1-pixel apron),
-        so they stay in cache; the products and box sums are computed inline, per vector of
-        output."""
+        """Halide's own CPU schedule for harris (apps/harris): strips of 32 rows in parallel,
+        vectorised along x; the grey image and both gradients are line buffers, stored per strip
+        and computed one new row per output row (a sliding window), the two gradients in one
+        loop nest (compute_with: Ix in Iy's loops, so each row of grey is read once while hot);
+        the products and box sums are computed inline, per vector of output."""
         x, y = built.vars["x"], built.vars["y"]
         f = built.funcs
-        w, h = built.output_sizes
-        xi, yi = hl.Var("xi"), hl.Var("yi")
-        vec = 16
-        f["output"].tile(x, y, xi, yi, min(256, w), min(32, h)).parallel(y).vectorize(xi, vec)
+        h = built.output_sizes[1]
+        yi = hl.Var("yi")
+        vec = hl.get_host_target().natural_vector_size(hl.Float(32))
+        f["output"].split(y, y, yi, min(32, h)).parallel(y).vectorize(x, vec)
         for name in ("gray", "Ix", "Iy"):
-            f[name].compute_at(f["output"], x).vectorize(x, vec)
+            f[name].store_at(f["output"], y).compute_at(f["output"], yi).vectorize(x, vec)
+        f["Ix"].compute_with(f["Iy"], x)
 
     def gpu_schedule(self, hl, built):
         """32x8 output tiles, a thread per pixel; the grey image (36x12) and both gradients
