@@ -116,6 +116,7 @@ from .operators import (
     random_int,
     random_uint,
     reinterpret,
+    require,
     round,
     saturating_cast,
     select,

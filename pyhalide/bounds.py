@@ -350,6 +350,8 @@ class _Bounds:
     def b_Call(self, e):
         if e.call_type == ir.INTRINSIC and e.name == "likely":
             return self.of(e.args[0])
+        if e.call_type == ir.INTRINSIC and e.name == "require":  # (its value, where it does not fail)
+            return self.of(e.args[1])
         if e.call_type == ir.INTRINSIC and e.name == "promise_clamped":
             # promise_clamped(value, lo, hi, outer): over all iterations of the outer loop the
             # value spans [lo, hi]; for one iteration, its own interval is the tighter answer.

@@ -705,6 +705,33 @@ def print(*args) -> Expr:
     return print_when(True, *args)
 
 
+def require(condition, value, *error_args) -> Expr:
+    """`value`, where `condition` holds; where it does not, the pipeline stops with the error
+    "Requirement Failed: (condition) error_args..." (Halide's require: a precondition checked as
+    the value is computed). `error_args` are Exprs (their values at the first point that failed)
+    or strings."""
+    from .codegen.calling_convention import ERROR_VALUES
+
+    c = to_ir(condition) if not isinstance(condition, bool) else ir.IntImm(Bool(), int(condition))
+    if not c.type.is_bool():
+        raise HalideError(f"require: the condition has type {c.type}, not bool")
+    v = to_ir(value)
+    shown = str(wrap(c))
+    shown = shown if shown.startswith("(") and shown.endswith(")") else f"({shown})"
+    text = [shown.replace("{", "{{").replace("}", "}}")]
+    values = []
+    for a in error_args:
+        if isinstance(a, str):
+            text.append(a.replace("{", "{{").replace("}", "}}"))
+        else:
+            values.append(to_ir(a))
+            text.append("{}")
+    if len(values) > ERROR_VALUES:
+        raise HalideError(f"require: at most {ERROR_VALUES} Expr error arguments are reported, got {len(values)}")
+    message = ir.StringImm("Requirement Failed: " + " ".join(text))
+    return wrap(ir.Call(v.type, "require", (c, v, message, *values), ir.INTRINSIC))
+
+
 def print_when(condition, *args) -> Expr:
     if not args:
         raise HalideError("print needs at least one argument")

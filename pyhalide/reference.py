@@ -831,6 +831,12 @@ def _image_read(c: _Eval, n):
     return v
 
 
+def _first_failed(v, point: tuple, shape: tuple, t):
+    """A require's error value at the first point its condition failed, as the runtime prints it."""
+    v = np.broadcast_to(np.asarray(v), shape)[point] if shape else np.asarray(v)
+    return f"{float(v):f}" if t.is_float() else int(v)
+
+
 def _intrinsic(c: _Eval, n):
     name = n.name
     dt = _dtype(n.type) if not n.type.is_handle() else None
@@ -838,6 +844,15 @@ def _intrinsic(c: _Eval, n):
         return c.e(n.args[0] if name != "return_second" else n.args[1])
     if name == TARGET_QUERY:  # the host's answer: the reference runs here
         return c.e(answer_target_query(n, get_jit_target_from_environment()))
+    if name == "require":
+        cond, value, message, *values = n.args
+        ok = np.asarray(c.e(cond), dtype=bool)
+        if not ok.all():
+            # the first point in a loop nest's default order (the last dimension outermost)
+            point = tuple(np.argwhere(~ok.T)[0][::-1]) if ok.ndim else ()
+            shown = [_first_failed(c.e(v), point, ok.shape, v.type) for v in values]
+            raise HalideError("Error: " + message.value.format(*shown))
+        return c.e(value)
     if name in ("print", "print_when"):
         values = [a for a in n.args[1:] if not isinstance(a, ir.StringImm)]
         if not values:

@@ -120,15 +120,19 @@ def bind_arguments(cg: CodeGen, lowered, axis_maps: list[list[int]]) -> ScalarLa
 
 def store_error_values(cg: CodeGen, args) -> None:
     """Values for a failed check's message, into the error record (floats as double bits)."""
-    if len(args) > ERROR_VALUES:
-        raise InternalError(f"codegen: an assert reports {len(args)} values; at most {ERROR_VALUES} fit")
+    store_error_llvm_values(cg, [(cg.expr(a), a.type) for a in args])
+
+
+def store_error_llvm_values(cg: CodeGen, values) -> None:
+    """store_error_values of (LLVM value, its scalar Type) pairs."""
+    if len(values) > ERROR_VALUES:
+        raise InternalError(f"codegen: an assert reports {len(values)} values; at most {ERROR_VALUES} fit")
     b = cg.b
-    for k, a in enumerate(args):
-        v = cg.expr(a)
-        if a.type.is_float():
-            v64 = b.bitcast(cg.cast(v, a.type, Type("float", 64)), I64)
+    for k, (v, t) in enumerate(values):
+        if t.is_float():
+            v64 = b.bitcast(cg.cast(v, t, Type("float", 64)), I64)
         else:
-            v64 = cg.cast(v, a.type, Type("int", 64))
+            v64 = cg.cast(v, t, Type("int", 64))
         b.store(v64, scalar_ptr(b, cg.f.scalars, cg.layout.error_slot + 1 + k))
 
 

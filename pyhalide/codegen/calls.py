@@ -175,6 +175,32 @@ def _trace(cg, e):
     return values[-1] if values else ll.Constant(I32, 0)
 
 
+def _require(cg, e):
+    """require(condition, value, message, values...): the value; where the condition fails (in
+    any lane), leave with the message and the values at the first lane that failed."""
+    b = cg.b
+    cond, value, message, *values = e.args
+    if isinstance(message, ir.Broadcast):  # (the vectorizer widens every argument)
+        message = message.value
+    ok = cg.expr(cond)
+    lane = None
+    if cond.type.lanes > 1:
+        n = cond.type.lanes
+        failed = b.bitcast(b.not_(ok), ll.IntType(n))
+        lane = b.call(cg.declare(f"llvm.cttz.i{n}", ll.IntType(n), [ll.IntType(n), I1]), [failed, ll.Constant(I1, 0)])
+        ok = b.icmp_unsigned("==", failed, ll.Constant(ll.IntType(n), 0))
+    assert_id = len(cg.asserts)
+    cg.asserts.append((message.value, tuple(v.type.is_float() for v in values)))
+    with b.if_then(b.not_(ok), likely=False):
+        scalars = []
+        for v in values:
+            x = cg.expr(v)
+            scalars.append((b.extract_element(x, lane) if v.type.lanes > 1 else x, v.type.element_of()))
+        calling_convention.store_error_llvm_values(cg, scalars)
+        cg.return_error(assert_id + 1)
+    return cg.expr(value)
+
+
 def _gpu_runtime(op: int):
     """A call of the GPU runtime (gpu_runtime.GpuRun.callback): its arguments as int64s (a
     buffer name as its host address, floats as the bits of a double); leave with GPU_FAILED if it
@@ -247,6 +273,7 @@ _INTRINSICS = {
     "is_inf": _compare_magnitude_with_infinity("=="),
     "is_finite": _compare_magnitude_with_infinity("<"),
     "print": _print,
+    "require": _require,
     "trace": _trace,
     "shift_left": _refused("shift_left"),
     "shift_right": _refused("shift_right"),

@@ -105,7 +105,7 @@ class CodeGen:
         self.fn_name = fn_name
         self.axis_maps = axis_maps
         self.module = ll.Module(name=fn_name)
-        self.asserts: list[tuple[str, int]] = []  # per assert id: message, number of values
+        self.asserts: list[tuple[str, tuple]] = []  # per assert id: message, whether each value is a float
         self.layout = calling_convention.ScalarLayout()
         self._strings: dict[str, ll.GlobalVariable] = {}
         self._rules: dict[type, Callable] = {}
@@ -435,7 +435,7 @@ class CodeGen:
     def s_AssertStmt(self, s):
         cond = self.expr(s.condition)
         assert_id = len(self.asserts)
-        self.asserts.append((s.message, len(s.args)))
+        self.asserts.append((s.message, tuple(a.type.is_float() for a in s.args)))
         fail = self.f.fn.append_basic_block(f"assert_failed{assert_id}")
         ok = self.f.fn.append_basic_block(f"assert_ok{assert_id}")
         self.b.cbranch(cond, ok, fail)
@@ -559,7 +559,7 @@ class CodeGen:
         b.cbranch(b.icmp_unsigned("==", ptr, ll.Constant(PTR, None)), failed, ok)
         b.position_at_end(failed)
         assert_id = len(self.asserts)
-        self.asserts.append((f"Out of memory allocating {s.name}", 0))
+        self.asserts.append((f"Out of memory allocating {s.name}", ()))
         self.return_error(assert_id + 1)
         b.position_at_end(ok)
         self.f.heap_allocs.append(ptr)

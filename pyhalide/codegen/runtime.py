@@ -243,8 +243,9 @@ class CompiledPipeline:
         return rc
 
     def _raise(self, rc: int, sc: np.ndarray, names: UserNames | None):
-        message, nargs = self.asserts[rc - 1]
+        message, floats = self.asserts[rc - 1]
         base = self.layout.error_slot + 1
-        values = [int(v) for v in sc[base : base + nargs]]
+        raw = sc[base : base + len(floats)].astype(np.int64)
+        values = [f"{float(r.view(np.float64)):f}" if is_float else int(r) for r, is_float in zip(raw, floats)]
         message = message.format(*values)
         raise RuntimeCheckError(message if names is None else names.text(message))

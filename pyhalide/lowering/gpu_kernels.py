@@ -592,6 +592,20 @@ class _BlockLevel:
 _ALL = -1
 
 
+def _requires(s: ir.Stmt) -> bool:
+    """Whether a hl.require is evaluated in s."""
+    found = []
+
+    class _Find(IRVisitor):
+        def visit_Call(self, c):
+            if c.call_type == ir.INTRINSIC and c.name == "require":
+                found.append(c)
+            self.visit_children(c)
+
+    _Find().visit(s)
+    return bool(found)
+
+
 class _ThreadOwnedAccesses(LetScopeMutator):
     """The loads and stores of one block-level register Func, each index split into a part
     that depends on the thread ids and a constant slot (see _BlockLevel._thread_owned). With
@@ -801,6 +815,9 @@ class _ExtractKernels(LetScopeMutator):
 
     def _kernel(self, s: ir.For) -> ir.Stmt:
         name = f"kernel_{len(self.kernels)}_" + re.sub(r"[^A-Za-z0-9_]", "_", s.name)  # a C identifier
+        if _requires(s):
+            raise CompileError(f"kernel {name}: hl.require inside a GPU kernel is not supported (a kernel cannot "
+                               "stop the pipeline with an error): check it in a stage computed on the host")
         blocks = []  # (loop, lets between it and the next block loop)
         guards = []  # conditions between block loops (a GuardWithIf split's): moved inside them
         inner_names: set[str] = set()
