@@ -138,7 +138,7 @@ from .operators import (
 )
 from .param import Dimension, ImageParam, OutputImageParam, Param
 from .pipeline import Callable, Module, Pipeline, Realization, StmtOutputFormat
-from .schedule import LoopAlignStrategy, LoopLevel, MemoryType, Partition, TailStrategy
+from .schedule import LoopAlignStrategy, LoopLevel, MemoryType, Partition, PrefetchBoundStrategy, TailStrategy
 from .target import (
     DeviceAPI,
     Target,

@@ -30,6 +30,7 @@ from .lowering.gpu_vector_loops import gpu_vector_loops
 from .lowering.inline import inline_functions
 from .lowering.lower_arithmetic import lower_arithmetic
 from .lowering.partition_loops import partition_loops
+from .lowering.prefetches import inject_prefetches
 from .lowering.schedule_functions import schedule_functions
 from .lowering.select_instructions import select_instructions
 from .lowering.sliding_window import sliding_window
@@ -116,6 +117,8 @@ def lowering_passes(env):
         # Realization events print each Realize's box, which allocation bounds has just sized.
         ("trace realizations", lambda s: trace_realizations(s, env)),
         ("buffer checks", lambda s: buffer_checks(s, env)),
+        # What a prefetch fetches is not read (no bounds to infer or check): after both.
+        ("prefetches", lambda s: inject_prefetches(s, env)),
         ("strip promises", strip_promises),
         ("simplify", simplify),
         # Flattening needs the final bounds of every Realize.

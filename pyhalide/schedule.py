@@ -87,6 +87,31 @@ class LoopAlignStrategy:
     ALL = ("AlignStart", "AlignEnd", "NoAlign", "Auto")
 
 
+class PrefetchBoundStrategy:
+    """What a prefetch does where the region it would fetch leaves the buffer (Halide's
+    hl.PrefetchBoundStrategy): clamp the region into it, skip the prefetch (GuardWithIf), or fetch
+    it anyway (NonFaulting: a prefetch never faults)."""
+
+    Clamp = "Clamp"
+    GuardWithIf = "GuardWithIf"
+    NonFaulting = "NonFaulting"
+
+    ALL = ("Clamp", "GuardWithIf", "NonFaulting")
+
+
+@dataclass(frozen=True)
+class Prefetch:
+    """f.prefetch(name, at, from_, offset): at the top of each iteration of loop `at`, fetch
+    into the cache what `name` (a Func or an input image) holds where iteration `from_ + offset`
+    of loop `from_` reads or writes it."""
+
+    name: str
+    at: str
+    from_: str
+    offset: int
+    strategy: str
+
+
 class LoopLevel:
     """Where a Func is computed or stored: inlined, at root, or inside a loop of another Func."""
 
@@ -172,6 +197,7 @@ class StageSchedule:
     # parent stage's (fused), aligned per loop name as `fuse_align` says (absent: NoAlign)
     fuse_level: LoopLevel | None = None
     fuse_align: dict[str, str] = field(default_factory=dict)
+    prefetches: list[Prefetch] = field(default_factory=list)
 
     def find(self, name: str) -> Dim | None:
         for d in self.dims:
@@ -190,7 +216,8 @@ class StageSchedule:
         return StageSchedule(list(self.splits), [replace(d) for d in self.dims], self.atomic,
                              self.allow_race_conditions, self.initialized,
                              [(cond, special.copy()) for cond, special in self.specializations],
-                             self.gpu_single_thread, self.fail_message, self.fuse_level, dict(self.fuse_align))
+                             self.gpu_single_thread, self.fail_message, self.fuse_level, dict(self.fuse_align),
+                             list(self.prefetches))
 
 
 @dataclass
@@ -242,7 +269,7 @@ def stage_touched(schedule: FuncSchedule, stage: int) -> bool:
     """Whether any directive of the stage's own (loops, partitioning, unscheduled(), ...) was
     applied to stage `stage`: Halide's `touched`, which decides the unscheduled-update warning.
     Placement and storage directives (compute_at, bound, ...) are the Func's, not a stage's."""
-    return any(s == stage and (method in ("specialize", "specialize_fail")
+    return any(s == stage and (method in ("specialize", "specialize_fail", "symbolic_prefetch")
                                or DIRECTIVES.get(method, ("func",))[0] != "func")
                for s, method, _ in schedule.log)
 
@@ -259,6 +286,9 @@ def schedule_to_json(funcs, rename: dict | None = None) -> str:
         if "symbolic_bound" in methods:
             raise CompileError(f"The schedule of {f.name()} bounds a Var by an Expr that is not a constant; "
                                "it can't be written as JSON")
+        if "symbolic_prefetch" in methods:
+            raise CompileError(f"The schedule of {f.name()} prefetches an input image or by an offset that is not "
+                               "a constant; it can't be written as JSON")
     if rename is None:
         from .lowering.copy_graph import canonical_func_names
 
@@ -286,7 +316,7 @@ def _renamed(data, rename: dict):
 #   var: {"var": name, "rvar": bool}; factor: an int in [1, 2^31-1]; int: any int32;
 #   tail: a TailStrategy; level: {"loop_level": {...}}; funcs: [{"func": name}, ...];
 #   pairs: [[var, var], ...]; memory: a MemoryType; partition: a Partition; bool;
-#   align: a LoopAlignStrategy or [[var, strategy], ...].
+#   align: a LoopAlignStrategy or [[var, strategy], ...]; prefetch: a PrefetchBoundStrategy.
 # A trailing "*" repeats the kind.
 # method -> (where: "any" stage, "update" stages only or "func" (stage 0), argument kinds, least count)
 DIRECTIVES = {
@@ -312,6 +342,7 @@ DIRECTIVES = {
     "compute_at": ("func", ("level",), 1),
     "store_at": ("func", ("level",), 1),
     "compute_with": ("any", ("level", "align"), 2),
+    "prefetch": ("any", ("func", "var", "var", "int", "prefetch"), 5),
     "bound": ("func", ("var", "int", "int"), 3),
     "bound_extent": ("func", ("var", "int"), 2),
     "align_bounds": ("func", ("var", "factor", "int"), 3),
@@ -371,6 +402,10 @@ def _check_arg(where: str, kind: str, a) -> None:
     elif kind == "memory":
         if a not in MemoryType.ALL:
             raise _bad(f"{where}: expected a memory type ({', '.join(MemoryType.ALL)}), got {_short(a)}")
+    elif kind == "prefetch":
+        if a not in PrefetchBoundStrategy.ALL:
+            raise _bad(f"{where}: expected a prefetch bound strategy ({', '.join(PrefetchBoundStrategy.ALL)}), "
+                       f"got {_short(a)}")
     elif kind == "align":
         pairs = a if isinstance(a, list) else []
         if not (a in LoopAlignStrategy.ALL or isinstance(a, list) and len(a) <= _MAX_LIST and
@@ -390,6 +425,10 @@ def _check_arg(where: str, kind: str, a) -> None:
         if lv["kind"] == "at":
             _check_name(f"{where}: the loop level's Func", lv["func"])
             _check_name(f"{where}: the loop level's variable", lv["var"])
+    elif kind == "func":
+        if not isinstance(a, dict) or set(a) != {"func"}:
+            raise _bad(f"{where}: expected a Func {{'func': name}}, got {_short(a)}")
+        _check_name(f"{where}: the Func", a["func"])
     elif kind == "funcs":
         if not isinstance(a, list) or not 0 < len(a) <= _MAX_LIST or \
                 not all(isinstance(x, dict) and set(x) == {"func"} for x in a):
@@ -522,7 +561,12 @@ def schedule_to_python(funcs) -> str:
             if method == "symbolic_bound":
                 lines.append(f"# {target}.bound({_source_arg(args[0])}, ...) over Exprs: not written as source")
                 continue
+            if method == "symbolic_prefetch":
+                lines.append(f"# {target}.prefetch({args[0]}, ...) of an input image or by an Expr: not written as "
+                             "source")
+                continue
             shown = [f"hl.Partition.{a}" if method == "partition" and k == 1 else
+                     f"hl.PrefetchBoundStrategy.{a}" if method == "prefetch" and k == 4 else
                      "[" + ", ".join(f"({_source_arg(v)}, hl.LoopAlignStrategy.{s})" for v, s in a) + "]"
                      if method == "compute_with" and k == 1 else _source_arg(a) for k, a in enumerate(args)]
             lines.append(f"{target}.{method}({', '.join(shown)})")

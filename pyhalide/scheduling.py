@@ -26,6 +26,8 @@ from .schedule import (
     LoopLevel,
     MemoryType,
     Partition,
+    Prefetch,
+    PrefetchBoundStrategy,
     Split,
     StageSchedule,
     TailStrategy,
@@ -584,6 +586,49 @@ class Schedulable:
         sched.fuse_level, sched.fuse_align = level, dict(pairs)
         self._log("compute_with", {"loop_level": level.to_json()},
                   [[{"var": v, "rvar": False}, s] for v, s in pairs])
+        return self
+
+    def prefetch(self, func, at, *args, **kwargs):
+        """prefetch(func, at, from, offset=1, strategy=GuardWithIf): at the top of each iteration
+        of loop `at`, fetch into the cache what `func` (a Func, an ImageParam or a Buffer the
+        algorithm reads) holds where
+        iteration `from + offset` of loop `from` (at or outside `at`) will read or write it
+        (Halide's prefetch: a hint, the values computed are the same)."""
+        from .expr import to_ir
+        from .param import ImageParam
+
+        names = ("from", "offset", "strategy")
+        given = dict(zip(names, args))
+        for k, v in kwargs.items():
+            if k not in names or k in given:
+                raise CompileError(f"{self._where()}: prefetch got an unexpected or repeated argument {k!r}")
+            given[k] = v
+        if "from" not in given:
+            raise CompileError(f"{self._where()}: prefetch(func, at, from, offset=1, strategy) needs `from`")
+        offset, strategy = given.get("offset", 1), given.get("strategy", PrefetchBoundStrategy.GuardWithIf)
+        if strategy not in PrefetchBoundStrategy.ALL:
+            raise CompileError(f"{self._where()}: {strategy!r} is not a PrefetchBoundStrategy")
+        from .buffer import Buffer
+
+        image = isinstance(func, ImageParam | Buffer)
+        if isinstance(func, ImageParam):
+            func._require_defined()
+        if not (image or hasattr(func, "_schedule")):
+            raise CompileError(f"{self._where()}: prefetch takes a Func, an ImageParam or a Buffer, got {func!r}")
+        name = func.name()
+        at_dim, from_dim = self._dim(at, "prefetch at"), self._dim(given["from"], "prefetch from")
+        sched = self._stage()
+        if sched.index(from_dim.name) < sched.index(at_dim.name):
+            raise CompileError(f"{self._where()}: prefetch at {at_dim.name} from {from_dim.name}: the loop "
+                               f"{from_dim.name} must be {at_dim.name} or outside it")
+        c = ir.const_int(to_ir(offset))
+        if c is None:
+            raise CompileError(f"{self._where()}: the prefetch offset must be a constant integer, got {offset}")
+        sched.prefetches = [*sched.prefetches, Prefetch(name, at_dim.name, from_dim.name, c, strategy)]
+        if image:
+            self._log("symbolic_prefetch", name)
+        else:
+            self._log("prefetch", {"func": name}, _json_var(at), _json_var(given["from"]), c, strategy)
         return self
 
     def allow_race_conditions(self):

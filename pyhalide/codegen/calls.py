@@ -201,6 +201,17 @@ def _require(cg, e):
     return cg.expr(value)
 
 
+def _prefetch(cg, e):
+    """prefetch(buffer, index): bring the cache line holding that element in (for reading, kept
+    in all cache levels); never faults, whatever the address."""
+    name, index = e.args
+    b = cg.b
+    address = b.gep(cg._host(name.value), [cg.index64(index)], source_etype=llvm_type(e.type.element_of(), True))
+    fn = cg.declare("llvm.prefetch.p0", VOID, [PTR, I32, I32, I32])
+    b.call(fn, [address, ll.Constant(I32, 0), ll.Constant(I32, 3), ll.Constant(I32, 1)])
+    return ll.Constant(I32, 0)
+
+
 def _gpu_runtime(op: int):
     """A call of the GPU runtime (gpu_runtime.GpuRun.callback): its arguments as int64s (a
     buffer name as its host address, floats as the bits of a double); leave with GPU_FAILED if it
@@ -274,6 +285,7 @@ _INTRINSICS = {
     "is_finite": _compare_magnitude_with_infinity("<"),
     "print": _print,
     "require": _require,
+    "prefetch": _prefetch,
     "trace": _trace,
     "shift_left": _refused("shift_left"),
     "shift_right": _refused("shift_right"),

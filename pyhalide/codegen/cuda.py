@@ -709,6 +709,8 @@ class CudaPrinter:
         return body
 
     def e_Call(self, e):
+        if e.name == "prefetch":  # a CPU cache hint: nothing to do in a kernel
+            return "0"
         args = [self.expr(a) for a in e.args]
         t = e.type
         if e.call_type == ir.EXTERN or e.name == "abs":

@@ -22,7 +22,7 @@ from ..errors import HalideError
 from ..func import Definition
 from ..ir_mutator import IRMutator, IRVisitor
 from ..names import func_name_family, generated_prefix, is_generated, map_name_tokens, name_tokens
-from ..schedule import LoopLevel, Split
+from ..schedule import LoopLevel, Prefetch, Split
 from ..var import ReductionVariable
 
 
@@ -184,6 +184,8 @@ class _Renamer:
             for d in st.dims:
                 d.name, d.internal = self(d.name), self(d.internal)
             st.fuse_level = self.level(st.fuse_level)
+            st.prefetches = [Prefetch(self(p.name), self(p.at), self(p.from_), p.offset, p.strategy)
+                             for p in st.prefetches]
             st.fuse_align = {self(k): v for k, v in st.fuse_align.items()}
             st.splits = [Split(sp.kind, self(sp.old), self(sp.outer), self(sp.inner), sp.factor, sp.tail)
                          for sp in st.splits]

@@ -3,7 +3,7 @@
 Assumes: bounds are defined. Guarantees: every buffer `b` is addressed through the variables
 `b.min.<d>` and `b.stride.<d>`: pipeline arguments define them at entry, and each Allocate here
 defines them with LetStmts (dense, dimension 0 innermost). No Realize, Provide or Func/image Call
-remains.
+remains; a prefetch of one becomes prefetch(buffer name, flat index).
 """
 
 from __future__ import annotations
@@ -114,6 +114,9 @@ class _Flatten(IRMutator):
         return ir.Atomic(a.old, ir.Store(body.name, value, body.index))
 
     def visit_Call(self, c):
+        if c.call_type == ir.INTRINSIC and c.name == "prefetch":  # an address, never a load
+            load = self.visit_Call(c.args[0])
+            return ir.Call(c.type, "prefetch", (ir.StringImm(load.name), load.index), ir.INTRINSIC)
         if c.call_type == ir.HALIDE:
             name = buffer_names(c.func)[c.value_index]
         elif c.call_type == ir.IMAGE:
