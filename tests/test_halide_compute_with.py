@@ -59,6 +59,18 @@ def _check_trace(text: str, stores: dict, loads: dict) -> None:
                 assert lo <= a and b <= hi, f"{event}s of {name} in dimension {d} span [{a}, {b}], not in [{lo}, {hi}]"
 
 
+def _check_shifted_f_g(capfd, f, g, h, ref) -> None:
+    """Realize h (200x200) of split_test's algorithm, h = f(x - 1, y + 1) + g(x + 2, y - 2):
+    its result is `ref`, and f, g and h are stored and loaded only in the boxes Halide's test
+    expects (h never loaded)."""
+    capfd.readouterr()
+    got = np.asarray(h.realize([200, 200]))
+    _check_trace(capfd.readouterr().out,
+                 stores={f: [(-1, 198), (1, 200)], g: [(2, 201), (-2, 197)], h: [(0, 199), (0, 199)]},
+                 loads={f: [(-1, 198), (1, 200)], g: [(2, 201), (-2, 197)], h: None})
+    np.testing.assert_array_equal(got, ref)
+
+
 def _store_count(text: str) -> int:
     """How many Store events a trace has (a vector store counts once, as in Halide's)."""
     return sum(event == "Store" for event, _, _ in _EVENT.findall(text))
@@ -97,12 +109,7 @@ def test_split(capfd):
     g.compute_root().split(x, xo, xi, 7)
     g.compute_with(f, xo, AlignEnd)
     _trace(f, g, h)
-    capfd.readouterr()
-    got = np.asarray(h.realize([200, 200]))
-    _check_trace(capfd.readouterr().out,
-                 stores={f: [(-1, 198), (1, 200)], g: [(2, 201), (-2, 197)], h: [(0, 199), (0, 199)]},
-                 loads={f: [(-1, 198), (1, 200)], g: [(2, 201), (-2, 197)], h: None})
-    np.testing.assert_array_equal(got, ref)
+    _check_shifted_f_g(capfd, f, g, h, ref)
 
 
 def test_fuse(capfd):
@@ -394,12 +401,7 @@ def test_with_specialization(capfd):
     _trace(f, g, h)
     for value in (True, False):
         tile.set(value)
-        capfd.readouterr()
-        got = np.asarray(h.realize([200, 200]))
-        _check_trace(capfd.readouterr().out,
-                     stores={f: [(-1, 198), (1, 200)], g: [(2, 201), (-2, 197)], h: [(0, 199), (0, 199)]},
-                     loads={f: [(-1, 198), (1, 200)], g: [(2, 201), (-2, 197)], h: None})
-        np.testing.assert_array_equal(got, ref)
+        _check_shifted_f_g(capfd, f, g, h, ref)
 
 
 def test_nested_compute_with(capfd):
