@@ -697,6 +697,22 @@ def test_gpu_assertion_in_kernel(device, fresh_func_names):
         g.realize([4, 100], CUDA)
 
 
+def test_gpu_check_not_reached_by_an_empty_kernel(device, fresh_func_names):
+    """gpu_assertion_in_kernel's check, made before the launch, is made only where a block runs:
+    over no x (GuardWithIf tiles, so no block at all) the bound that c overruns is never used,
+    and nothing fails, as Halide's kernel is not launched."""
+    f, g = hl.Func("f"), hl.Func("g")
+    c, x, xi = hl.vars("c x xi")
+    f[c, x] = x + c + 3
+    f.bound(c, 0, 3).unroll(c)
+    g[c, x] = f[c, x] * 8
+    g.gpu_tile(x, xi, 8, hl.TailStrategy.GuardWithIf)
+    f.compute_at(g, x).gpu_threads(x)
+    assert np.asarray(g.realize([4, 0], CUDA)).shape == (0, 4)
+    with pytest.raises(hl.RuntimeCheckError, match="Bounds given for f in c"):
+        g.realize([4, 1], CUDA)
+
+
 def test_gpu_check_that_varies_within_a_kernel_is_refused(device, fresh_func_names):
     """A run-time check inside a GPU kernel that depends on the block (a bound() on a Func
     computed per block, whose required region moves with the block) cannot be made before the
