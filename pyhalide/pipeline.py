@@ -693,8 +693,8 @@ class Pipeline:
         self._set_target(None)
         seen = []
         lowered = lower(self._outputs, self._target, hook=lambda name, stmt: seen.append((name, stmt)))
-        text = to_user_names(loop_nest_text(next(stmt for name, stmt in seen if name == "simplify")),
-                             lowered.env.user_names)
+        text = to_user_names(loop_nest_text(next(stmt for name, stmt in seen if name == "simplify"),
+                                            lowered.env.fused_loops), lowered.env.user_names)
         # as Halide prints it: each Func by the name it was given, without the `$1` made unique by
         given = {f.name(): func_name_family(f.name()) for f in self.funcs()}
         print(to_user_names(text, {n: g for n, g in given.items() if n != g}), end="")
@@ -1231,10 +1231,11 @@ def _input_buffer(spec) -> Buffer:
     return src.get() if isinstance(src, ImageParam) else src
 
 
-def loop_nest_text(stmt) -> str:
+def loop_nest_text(stmt, fused_loops=frozenset()) -> str:
     """The loops, productions and storage of a Stmt, in print_loop_nest's format (Halide's):
     `produce f:` / `consume f:` blocks, `store f:` where storage is hoisted above the compute
-    level, loops as `for x:`, `parallel y:`, `vectorized x.xi in [0, 7]:` (constant ranges shown)."""
+    level, loops as `for x:`, `parallel y:`, `vectorized x.xi in [0, 7]:` (constant ranges shown);
+    `fused_loops`, the loops compute_with fused, as Halide names them (`for x.fused.xo:`)."""
     from . import ir
 
     lines: list[str] = []
@@ -1254,6 +1255,9 @@ def loop_nest_text(stmt) -> str:
         elif isinstance(s, ir.For):
             kind = "for" if s.for_type == ir.SERIAL else s.for_type
             var = s.name.split(".", 2)[-1]  # drop the "func.s<stage>." prefix
+            if s.name in fused_loops:
+                head, _, last = var.rpartition(".")
+                var = f"{head}.fused.{last}" if head else f"fused.{last}"
             lo, ext = ir.const_int(s.min), ir.const_int(s.extent)
             span = f" in [{lo}, {lo + ext - 1}]" if lo is not None and ext is not None else ""
             lines.append(f"{pad}{kind} {var}{span}:")

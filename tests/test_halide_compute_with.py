@@ -575,3 +575,23 @@ def test_bound_by_the_output_buffer_of_a_func_whose_name_was_taken():
     f[x] = x * 2
     f.bound(x, 0, f.output_buffer().width())
     np.testing.assert_array_equal(np.asarray(f.realize([4])), [0, 2, 4, 6])
+
+
+def test_print_loop_nest_names_the_fused_loops_as_halide(capsys):
+    """print_loop_nest of split_test's schedule prints what Halide 21 prints for it: the loops g
+    is fused into as `fused.y` and `x.fused.xo`, both stages' inner loops inside them."""
+    f, g, h = (hl.Func(n) for n in ("f", "g", "h"))
+    x, y = hl.vars("x y")
+    f[x, y] = x + y
+    g[x, y] = x - y
+    h[x, y] = f[x - 1, y + 1] + g[x + 2, y - 2]
+    xo, xi = hl.vars("xo xi")
+    f.compute_root().split(x, xo, xi, 7)
+    g.compute_root().split(x, xo, xi, 7)
+    g.compute_with(f, xo, AlignEnd)
+    capsys.readouterr()
+    h.print_loop_nest()
+    assert capsys.readouterr().out.splitlines() == [
+        "produce f:", "  produce g:", "    for fused.y:", "      for x.fused.xo:", "        for x.xi in [0, 6]:",
+        "          f(...) = ...", "        for x.xi in [0, 6]:", "          g(...) = ...", "consume f:",
+        "  consume g:", "    produce h:", "      for y:", "        for x:", "          h(...) = ..."]

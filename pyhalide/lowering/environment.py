@@ -99,6 +99,7 @@ class Environment:
     fused_pairs: list[tuple] = field(default_factory=list)
     fused_groups: list[list] = field(default_factory=list)
     fused_stages: dict[str, list] = field(default_factory=dict)
+    fused_loops: set[str] = field(default_factory=set)  # the loops other stages' loops are fused into
 
     def fused_group(self, f) -> list | None:
         return next((g for g in self.fused_groups if any(m is f for m in g)), None)

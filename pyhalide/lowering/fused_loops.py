@@ -442,9 +442,10 @@ class _FuseStage(IRMutator):
         return ir.For(s.name, s.min, s.extent, s.for_type, body)
 
 
-def build_group_produce(env, group, outermost: bool) -> tuple[ir.Stmt, dict]:
-    """The production of a fused group (see the module docstring), and each member's stages as
-    nests of their own (bounds inference reads what the later stages of a Func touch there);
+def build_group_produce(env, group, outermost: bool) -> tuple[ir.Stmt, dict, set]:
+    """The production of a fused group (see the module docstring), each member's stages as
+    nests of their own (bounds inference reads what the later stages of a Func touch there),
+    and the names of the real loops;
     with `outermost` (or a fusion at Var.outermost()), each stage in its `__outermost` loop."""
     from .schedule_functions import OUTERMOST, build_stage, loop_name, stage_schedule
 
@@ -535,4 +536,4 @@ def build_group_produce(env, group, outermost: bool) -> tuple[ir.Stmt, dict]:
     for f in group:
         produce = ir.ProducerConsumer(f.name(), True, produce)
     stages = {f.name(): [nests[(f.name(), s)] for s in range(len(f.definitions()))] for f in group}
-    return produce, stages
+    return produce, stages, set(unions)

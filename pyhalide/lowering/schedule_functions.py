@@ -458,8 +458,9 @@ def _place_group(env, stmt, group, at_outermost: set[str]) -> ir.Stmt:
 
     for f in group:
         check_target(f, env.target)
-    produce, stages = build_group_produce(env, group, any(f.name() in at_outermost for f in group))
+    produce, stages, fused_loops = build_group_produce(env, group, any(f.name() in at_outermost for f in group))
     env.fused_stages.update(stages)
+    env.fused_loops |= fused_loops
 
     def computed(body):
         for f in group:  # the parent's consume outermost, as its produce
