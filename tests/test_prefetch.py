@@ -112,3 +112,13 @@ def test_a_prefetch_in_a_gpu_block_loop_is_refused(device):
     g.prefetch(f, y, y)
     with pytest.raises(hl.HalideError, match="y is a gpu_block loop"):
         g.realize([69, 44], hl.Target("host-cuda"))
+
+
+def test_prefetch_inside_a_vectorized_loop():
+    """A prefetch at a serial loop inside a vectorized one fetches for each vector lane; the
+    values stay the same."""
+    x, y, im, f, g, want = _pipeline()
+    yo, yi = hl.Var("yo"), hl.Var("yi")
+    g.split(y, yo, yi, 4).reorder(x, yi, yo).vectorize(yi)
+    g.prefetch(f, x, x, 4, PBS.NonFaulting).prefetch(im, x, yo, 1, PBS.Clamp)
+    np.testing.assert_array_equal(np.asarray(g.realize([69, 44])), want)

@@ -205,10 +205,19 @@ def _prefetch(cg, e):
     """prefetch(buffer, index): bring the cache line holding that element in (for reading, kept
     in all cache levels); never faults, whatever the address."""
     name, index = e.args
+    if isinstance(name, ir.Broadcast):  # (inside a vectorized loop: one prefetch per lane)
+        name = name.value
     b = cg.b
-    address = b.gep(cg._host(name.value), [cg.index64(index)], source_etype=llvm_type(e.type.element_of(), True))
+    host, element = cg._host(name.value), llvm_type(e.type.element_of(), True)
     fn = cg.declare("llvm.prefetch.p0", VOID, [PTR, I32, I32, I32])
-    b.call(fn, [address, ll.Constant(I32, 0), ll.Constant(I32, 3), ll.Constant(I32, 1)])
+    if index.type.lanes == 1:
+        offsets = [cg.index64(index)]
+    else:
+        lanes = cg.expr(index)
+        offsets = [b.sext(b.extract_element(lanes, ll.Constant(I32, k)), I64) for k in range(index.type.lanes)]
+    for offset in offsets:
+        address = b.gep(host, [offset], source_etype=element)
+        b.call(fn, [address, ll.Constant(I32, 0), ll.Constant(I32, 3), ll.Constant(I32, 1)])
     return ll.Constant(I32, 0)
 
 

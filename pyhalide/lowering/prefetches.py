@@ -103,6 +103,9 @@ class _Inject(IRMutator):
         if g is not None:
             if name in self.env.inlined:
                 raise CompileError(f"{where}: {name} is inlined, so it has no buffer to prefetch")
+            if name not in self.realized and not self.env.is_output(g):
+                raise CompileError(f"{where}: {name} is not allocated there (it is stored inside that loop): "
+                                   "prefetch it at a loop inside its store level, or store it further out")
             return g.types()[0], buffer_names(g), \
                 lambda coords, k: ir.Call(g.types()[k], name, tuple(coords), ir.HALIDE, func=g, value_index=k)
         image = pipeline_inputs(self.env)[0].get(name)

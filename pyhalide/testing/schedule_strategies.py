@@ -28,7 +28,8 @@ consumers are final. For each Func:
   reorder_storage on intermediates, atomic() on associative updates.
 * now and then, compute_with: stages of Funcs computed at the same level and independent of each
   other fused with a parent stage from the outermost loop down to one they share (same names and
-  loop kinds from there outwards), aligned at random.
+  loop kinds from there outwards), aligned at random; and a prefetch of a root Func a stage
+  reads, at one of its loops, from that loop or one outside it.
 
 A directive the API refuses (hl.HalideError at schedule time) is skipped and recorded; that is the
 API rejecting an illegal schedule. The result is a Schedule, whose repr is Python source that
@@ -493,6 +494,36 @@ class _Scheduler:
                 text = f"{self.stage_text(cf, s)}.compute_with({self.stage_text(pf, k)}, {d.name!r})"
                 self.try_apply(text, lambda ct=ct, pt=pt, var=var: ct.compute_with(pt, var))
 
+    # ---------------------------------------------------------------- prefetch
+    def prefetches(self) -> None:
+        """Now and then, a stage prefetches a Func computed at root it reads, at one of its loops (not a
+        vectorized one) from that loop or one outside it, a drawn number of iterations ahead."""
+        if self.draw(st.integers(0, 3)):
+            return
+        options = [(callee, caller, stage) for callee, callers in self.graph.callers.items()
+                   if callee in self.schedulable and self.placement.get(callee) == ROOT  # (allocated around)
+                   for caller, stages in callers.items()
+                   if caller in self.schedulable and self.placement.get(caller) not in (None, INLINE)
+                   for stage in stages if stage is not None]
+        if not options:
+            return
+        callee, caller, stage = self.draw(st.sampled_from(sorted(options)))
+        cf = self.graph.funcs[caller]
+        target = self.stage_target(cf, stage)
+        dims = [d for d in target._stage().dims if d.for_type != "vectorized"]
+        if not dims:
+            return
+        at = self.draw(st.sampled_from(dims))
+        outer = target._stage().dims[target._stage().index(at.name):]
+        frm = self.draw(st.sampled_from(outer))
+        offset = self.draw(st.integers(-2, 4))
+        strategy = self.draw(st.sampled_from(["GuardWithIf", "Clamp", "NonFaulting"]))
+        pf = self.graph.funcs[callee]
+        self.try_apply(f"{self.stage_text(cf, stage)}.prefetch({callee}, {at.name!r}, {frm.name!r}, {offset}, "
+                       f"hl.PrefetchBoundStrategy.{strategy})",
+                       lambda: target.prefetch(pf, self.var(at.name, at.is_rvar), self.var(frm.name, frm.is_rvar),
+                                               offset, getattr(hl.PrefetchBoundStrategy, strategy)))
+
     # ---------------------------------------------------------------- everything
     def run(self) -> Schedule:
         for name in self.graph.order:
@@ -504,6 +535,7 @@ class _Scheduler:
             for s in range(len(f.definitions())):
                 self.loop_directives(f, s)
         self.compute_withs()
+        self.prefetches()
         return self.sched
 
 
