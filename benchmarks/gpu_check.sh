@@ -42,7 +42,7 @@ PYEOF
 echo "== GPU tests (pytest -m gpu: kernels on the device)"
 timeout 150 "$PY" -m pytest -p no:cacheprovider -m gpu -rs tests/test_gpu.py tests/test_gpu_fuzz.py 2>&1 | tee "$OUT/gpu_tests.log" | tail -40
 echo "== Halide's GPU tests, ported (pytest -m gpu)"
-timeout 150 "$PY" -m pytest -p no:cacheprovider -m gpu -rs tests/test_halide_gpu_*.py tests/test_float16.py 2>&1 \
+timeout 150 "$PY" -m pytest -p no:cacheprovider -m gpu -rs tests/test_halide_gpu_*.py tests/test_float16.py tests/test_require.py tests/test_prefetch.py 2>&1 \
   | tee "$OUT/halide_gpu_tests.log" | tail -20
 
 if [ -n "${HALIDE_TUTORIAL:-}" ]; then
