@@ -122,3 +122,16 @@ def test_prefetch_inside_a_vectorized_loop():
     g.split(y, yo, yi, 4).reorder(x, yi, yo).vectorize(yi)
     g.prefetch(f, x, x, 4, PBS.NonFaulting).prefetch(im, x, yo, 1, PBS.Clamp)
     np.testing.assert_array_equal(np.asarray(g.realize([69, 44])), want)
+
+
+def test_prefetch_in_a_parallel_loop_of_a_buffer_only_it_names():
+    """Inside a parallel loop, the task's closure carries the buffers its body uses: also one
+    only a prefetch names (here the second buffer of f, which g reads only at another row)."""
+    x, y, im, f, g, want = _pipeline()
+    g.parallel(y)
+    g.prefetch(f, x, y, 1, PBS.NonFaulting)
+    np.testing.assert_array_equal(np.asarray(g.realize([69, 44])), want)
+    h = hl.Func("pf_h")
+    h[x, y] = f[x, y][0]  # f's second buffer is read by no one in h's loops
+    h.parallel(y).prefetch(f, x, y, 1, PBS.Clamp)
+    np.testing.assert_array_equal(np.asarray(h.realize([69, 44])), 2 * np.asarray(im)[:44, :69])

@@ -160,6 +160,12 @@ def _names_used(stmt) -> tuple[set[str], set[str]]:
             buffers.add(st.name)
             self.visit_children(st)
 
+        def visit_Call(self, e):
+            if e.call_type == ir.INTRINSIC and e.name == "prefetch":  # prefetch(buffer, index)
+                name = e.args[0].value if isinstance(e.args[0], ir.Broadcast) else e.args[0]
+                buffers.add(name.value)
+            self.visit_children(e)
+
     Collect().visit(stmt)
     return names, buffers
 
