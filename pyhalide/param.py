@@ -293,6 +293,21 @@ class OutputImageParam:
     def _set_dim_estimate(self, i: int, min, extent) -> None:
         self._func.set_estimate(self._func.args()[i], min, extent)
 
+    def store_in(self, memory_type) -> OutputImageParam:
+        """Where the buffer lives (Halide's store_in of an image parameter). The buffer is the
+        caller's, so this changes how it is read only for GPUTexture (texture reads, which
+        Halide makes for OpenCL images): pyhalide's backends have none, and refuse it."""
+        from .schedule import MemoryType
+
+        self._require_defined()
+        if memory_type not in MemoryType.ALL:
+            raise HalideError(f"{self._name}.store_in: {memory_type!r} is not an hl.MemoryType")
+        if memory_type == MemoryType.GPUTexture:
+            raise HalideError(f"{self._name}.store_in(GPUTexture): pyhalide's backends (the host CPU, CUDA) have no "
+                              "texture reads; leave it Auto (read from memory)")
+        self._memory_type = memory_type
+        return self
+
     def __repr__(self):  # as Halide's bindings print it
         if self._type is None:
             return f"<halide.{self._kind} {self._kind}()>"

@@ -393,3 +393,21 @@ def test_realization_traces_and_trace_tags_print_what_halide_prints(tmp_path):
            for m in ("halide", "pyhalide")}
     assert 'Tag g.0() tag = "second"' in out["pyhalide"] and "Consume k.0(0, 2, 2, 1)" in out["pyhalide"]
     assert out["pyhalide"] == out["halide"]
+
+
+def test_image_param_store_in():
+    """store_in on an input or output image parameter: recorded, no effect on the values (as in
+    Halide for every memory type but GPUTexture, which pyhalide refuses: it has no texture
+    reads); not a memory type: refused."""
+    im = hl.ImageParam(hl.UInt(8), 1, "store_in_im")
+    x = hl.Var("x")
+    f = hl.Func("store_in_f")
+    f[x] = im[x] * 2
+    assert im.store_in(hl.MemoryType.Heap) is im
+    assert f.output_buffer().store_in(hl.MemoryType.Auto) is not None
+    im.set(hl.Buffer(np.arange(4, dtype=np.uint8)))
+    assert list(f.realize([4])) == [0, 2, 4, 6]
+    with pytest.raises(hl.HalideError, match="no texture reads"):
+        im.store_in(hl.MemoryType.GPUTexture)
+    with pytest.raises(hl.HalideError, match="is not an hl.MemoryType"):
+        im.store_in("Nowhere")
