@@ -77,10 +77,6 @@ def test_bad_prefetches_are_refused():
         g.prefetch(f, y, y, hl.Param(hl.Int(32), "k") + 1)
     with pytest.raises(hl.HalideError, match="not a PrefetchBoundStrategy"):
         g.prefetch(f, y, y, 1, "Sometimes")
-    xo, xi = hl.Var("xo"), hl.Var("xi")
-    g.split(x, xo, xi, 8).vectorize(xi).prefetch(f, xi, y)
-    with pytest.raises(hl.HalideError, match="xi is a vectorized loop"):
-        g.realize([69, 44])
     x, y, im, f, g, _ = _pipeline()
     h = hl.Func("pf_unused")
     h[x, y] = x
@@ -105,22 +101,33 @@ def test_a_func_prefetch_replays_from_json_an_image_one_does_not():
         hl.Pipeline(g).schedule_to_json()
 
 
-def test_a_prefetch_in_a_gpu_block_loop_is_refused(device):
-    x, y, im, f, g, _ = _pipeline()
+def test_a_prefetch_at_a_gpu_loop_is_none(device):
+    """A prefetch at a GPU block or thread loop: a kernel gets no CPU cache hints; the values
+    are the same (on every device)."""
+    x, y, im, f, g, want = _pipeline()
     xi, yi = hl.Var("xi"), hl.Var("yi")
-    g.gpu_tile(x, y, xi, yi, 8, 8)
-    g.prefetch(f, y, y)
-    with pytest.raises(hl.HalideError, match="y is a gpu_block loop"):
-        g.realize([69, 44], hl.Target("host-cuda"))
+    g.gpu_tile(x, y, xi, yi, 8, 8, hl.TailStrategy.GuardWithIf)
+    g.prefetch(f, y, y).prefetch(f, xi, y, 2)
+    out = g.realize([69, 44], hl.Target("host-cuda"))
+    out.copy_to_host()
+    np.testing.assert_array_equal(np.asarray(out), want)
+    from pyhalide.ir_printer import stmt_to_string
+    from pyhalide.lower import lower
+
+    assert "prefetch(" not in stmt_to_string(lower(g, "host-cuda").stmt)
 
 
 def test_prefetch_inside_a_vectorized_loop():
-    """A prefetch at a serial loop inside a vectorized one fetches for each vector lane; the
-    values stay the same."""
+    """A prefetch at a serial loop inside a vectorized one, or at the vectorized loop itself,
+    fetches for each vector lane; the values stay the same."""
     x, y, im, f, g, want = _pipeline()
     yo, yi = hl.Var("yo"), hl.Var("yi")
     g.split(y, yo, yi, 4).reorder(x, yi, yo).vectorize(yi)
     g.prefetch(f, x, x, 4, PBS.NonFaulting).prefetch(im, x, yo, 1, PBS.Clamp)
+    np.testing.assert_array_equal(np.asarray(g.realize([69, 44])), want)
+    x, y, im, f, g, want = _pipeline()
+    xo, xi = hl.Var("xo"), hl.Var("xi")
+    g.split(x, xo, xi, 8).vectorize(xi).prefetch(f, xi, y, 1, PBS.GuardWithIf)
     np.testing.assert_array_equal(np.asarray(g.realize([69, 44])), want)
 
 

@@ -6,7 +6,8 @@ of each iteration of the stage's loop `at`, for the box of `name` that the loop'
 iteration `from + offset` of loop `from` (its inner loops as intervals), serial loops over the
 box's outer dimensions and over its rows in steps of a cache line evaluate
 `prefetch(name(coordinates))`: storage flattening makes that an address, code generation an
-llvm.prefetch. Where the box leaves the buffer (the Func's realization, or an input's or
+llvm.prefetch (one per vector lane inside vectorized loops; none at GPU loops: a kernel gets no
+CPU cache hints). Where the box leaves the buffer (the Func's realization, or an input's or
 output's buffer), it is clamped into it (Clamp), the prefetch skipped (GuardWithIf), or made
 anyway (NonFaulting: a prefetch does not fault).
 """
@@ -53,6 +54,8 @@ class _Inject(IRMutator):
 
     def visit_For(self, s):
         body = self.mutate(s.body)
+        if s.for_type in (ir.GPU_BLOCK, ir.GPU_THREAD, ir.GPU_LANE):  # a CPU cache hint: none in a kernel
+            return s if body is s.body else ir.For(s.name, s.min, s.extent, s.for_type, body)
         fetches = [self._prefetch(f, p, from_loop, body, s) for f, p, from_loop in self.at_loops.get(s.name, [])]
         if fetches or body is not s.body:
             return ir.For(s.name, s.min, s.extent, s.for_type, ir.make_block([*fetches, body]))
@@ -60,9 +63,6 @@ class _Inject(IRMutator):
 
     def _prefetch(self, f, p, from_loop: str, body: ir.Stmt, at: ir.For) -> ir.Stmt:
         where = f"Func {f.name()}: prefetch of {p.name} at {p.at} from {p.from_}"
-        if at.for_type in (ir.VECTORIZED, ir.GPU_BLOCK, ir.GPU_THREAD, ir.GPU_LANE):
-            raise CompileError(f"{where}: {p.at} is a {at.for_type} loop; prefetch at a serial, parallel or unrolled "
-                               "loop")
         ahead = substitute({from_loop: ir.Add(ir.Variable(from_loop, _I32), _c(p.offset))}, body)
         box = box_touched(ahead, p.name, include_provides=True)
         if box is None:

@@ -496,8 +496,8 @@ class _Scheduler:
 
     # ---------------------------------------------------------------- prefetch
     def prefetches(self) -> None:
-        """Now and then, a stage prefetches a Func computed at root it reads, at one of its loops (not a
-        vectorized one) from that loop or one outside it, a drawn number of iterations ahead."""
+        """Now and then, a stage prefetches a Func computed at root it reads, at one of its loops,
+        from that loop or one outside it, a drawn number of iterations ahead."""
         if self.draw(st.integers(0, 3)):
             return
         options = [(callee, caller, stage) for callee, callers in self.graph.callers.items()
@@ -510,10 +510,7 @@ class _Scheduler:
         callee, caller, stage = self.draw(st.sampled_from(sorted(options)))
         cf = self.graph.funcs[caller]
         target = self.stage_target(cf, stage)
-        dims = [d for d in target._stage().dims if d.for_type != "vectorized"]
-        if not dims:
-            return
-        at = self.draw(st.sampled_from(dims))
+        at = self.draw(st.sampled_from(target._stage().dims))
         outer = target._stage().dims[target._stage().index(at.name):]
         frm = self.draw(st.sampled_from(outer))
         offset = self.draw(st.integers(-2, 4))
