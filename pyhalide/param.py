@@ -295,8 +295,9 @@ class OutputImageParam:
 
     def store_in(self, memory_type) -> OutputImageParam:
         """Where the buffer lives (Halide's store_in of an image parameter). The buffer is the
-        caller's, so this changes how it is read only for GPUTexture (texture reads, which
-        Halide makes for OpenCL images): pyhalide's backends have none, and refuse it."""
+        caller's, so in Halide this changes how it is read only for GPUTexture (texture reads,
+        which Halide makes for OpenCL images): pyhalide's backends have none and refuse it; any
+        other memory type is checked and changes nothing."""
         from .schedule import MemoryType
 
         self._require_defined()
@@ -305,7 +306,6 @@ class OutputImageParam:
         if memory_type == MemoryType.GPUTexture:
             raise HalideError(f"{self._name}.store_in(GPUTexture): pyhalide's backends (the host CPU, CUDA) have no "
                               "texture reads; leave it Auto (read from memory)")
-        self._memory_type = memory_type
         return self
 
     def __repr__(self):  # as Halide's bindings print it

@@ -396,7 +396,7 @@ def test_realization_traces_and_trace_tags_print_what_halide_prints(tmp_path):
 
 
 def test_image_param_store_in():
-    """store_in on an input or output image parameter: recorded, no effect on the values (as in
+    """store_in on an input or output image parameter: checked, no effect on the values (as in
     Halide for every memory type but GPUTexture, which pyhalide refuses: it has no texture
     reads); not a memory type: refused."""
     im = hl.ImageParam(hl.UInt(8), 1, "store_in_im")

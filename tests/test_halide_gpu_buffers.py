@@ -114,23 +114,29 @@ def test_gpu_give_input_buffers_device_allocations(device):
     assert not out.device_dirty()  # reading it on the host copied it back
 
 
+def _fill_on_gpu(buf):
+    """buf realized by a GPU pipeline (x + 256 y, gpu_tile 8x8), left device-dirty."""
+    x, y, xi, yi = hl.vars("x y xi yi")
+    f = hl.Func("f")
+    f[x, y] = x + 256 * y
+    f.gpu_tile(x, y, xi, yi, 8, 8)
+    f.realize(buf, CUDA)
+    return buf
+
+
 def test_cpu_pipeline_reads_a_device_dirty_buffer(device):
     """A GPU pipeline's output left on the device (realize into a Buffer), then read and written
     by CPU pipelines: each reads the newer device values (copied back first; Halide refuses a
     device-dirty input to a pipeline compiled without device support), and a Buffer with a
     device allocation that a CPU pipeline writes is then newer on the host."""
-    x, y, xi, yi = hl.vars("x y xi yi")
-    f = hl.Func("f")
-    f[x, y] = x + 256 * y
-    f.gpu_tile(x, y, xi, yi, 8, 8)
-    buf = hl.Buffer(hl.Int(32), [64, 32])
-    f.realize(buf, CUDA)
+    buf = _fill_on_gpu(hl.Buffer(hl.Int(32), [64, 32]))
+    x, y = hl.vars("x y")
     assert buf.device_dirty() == _on_device(device)
     g = hl.Func("g")
     g[x, y] = buf[x, y] + 1
     np.testing.assert_array_equal(np.asarray(g.realize([64, 32])), _closed_form([(0, 64), (0, 32)]) + 1)
     assert not buf.device_dirty()
-    f.realize(buf, CUDA)
+    _fill_on_gpu(buf)
     h = hl.Func("h")
     h[x, y] = x - y
     h.realize(buf)
@@ -209,12 +215,7 @@ def test_device_crop_copies_only_its_region(device):
     around it and the columns beside it keep the host's (stale) values until the parent is
     copied back."""
     mem = np.full((128, 128), -1, np.int32)
-    buf = hl.Buffer(mem)
-    x, y, xi, yi = hl.vars("x y xi yi")
-    f = hl.Func("f")
-    f[x, y] = x + 256 * y
-    f.gpu_tile(x, y, xi, yi, 8, 8)
-    f.realize(buf, CUDA)
+    buf = _fill_on_gpu(hl.Buffer(mem))
     if not _on_device(device):
         return
     assert buf.device_dirty()
@@ -408,12 +409,7 @@ def test_device_buffer_copy_to_device_of_a_crop_keeps_the_rest(device):
     parent's device copy, newer than its host memory, keeps its values around the crop (a crop
     spans whole rows of the parent; the bytes between its rows are the parent's)."""
     mem = np.zeros((128, 128), np.int32)
-    buf = hl.Buffer(mem)
-    x, y, xi, yi = hl.vars("x y xi yi")
-    f = hl.Func("f")
-    f[x, y] = x + 256 * y
-    f.gpu_tile(x, y, xi, yi, 8, 8)
-    f.realize(buf, CUDA)
+    buf = _fill_on_gpu(hl.Buffer(mem))
     if not _on_device(device):
         return
     rect = [(32, 64), (32, 64)]
@@ -514,32 +510,28 @@ def _check_product(buf, add: int) -> None:
 def test_func_lifetime(device):
     """Ports func_lifetime: f realized on the GPU; then a Func g defined, realized and dropped;
     then f realized again, still right (x * y + 1, and g's x * y + 2)."""
-    x, y, xi, yi = hl.vars("x y xi yi")
-    f = hl.Func("f")
-    f[x, y] = x * y + 1
-    f.gpu_tile(x, y, xi, yi, 8, 8)
-    _check_product(f.realize([32, 32], CUDA), 1)
-    g = hl.Func("g")
-    g[x, y] = x * y + 2
-    g.gpu_tile(x, y, xi, yi, 8, 8)
-    _check_product(g.realize([32, 32], CUDA), 2)
+    f = _product_on_gpu("f", 1)
+    g = _product_on_gpu("g", 2)
     del g
     gc.collect()
     _check_product(f.realize([32, 32], CUDA), 1)
 
 
+def _product_on_gpu(name: str, c: int):
+    """A Func name(x, y) = x * y + c, gpu_tile 8x8, realized on the GPU once and checked."""
+    x, y, xi, yi = hl.vars("x y xi yi")
+    f = hl.Func(name)
+    f[x, y] = x * y + c
+    f.gpu_tile(x, y, xi, yi, 8, 8)
+    _check_product(f.realize([32, 32], CUDA), c)
+    return f
+
+
 def test_func_lifetime_2(device):
     """Ports func_lifetime_2: f and g realized on the GPU, then f dropped; g realized again is
     still right."""
-    x, y, xi, yi = hl.vars("x y xi yi")
-    g = hl.Func("g")
-    f = hl.Func("f")
-    f[x, y] = x * y + 1
-    f.gpu_tile(x, y, xi, yi, 8, 8)
-    _check_product(f.realize([32, 32], CUDA), 1)
-    g[x, y] = x * y + 2
-    g.gpu_tile(x, y, xi, yi, 8, 8)
-    _check_product(g.realize([32, 32], CUDA), 2)
+    f = _product_on_gpu("f", 1)
+    g = _product_on_gpu("g", 2)
     del f
     gc.collect()
     _check_product(g.realize([32, 32], CUDA), 2)

@@ -107,9 +107,10 @@ def _fused_pairs(env) -> list[tuple]:
 
 
 def interleaved_stages(pairs) -> list[tuple]:
-    """(f, s, depth) for each stage s of f that runs interleaved with f's stage s - 1: both fused,
-    directly or through their parents, into the loops of one unfused stage; `depth` is how many
-    of those loops the two share (the outermost ones)."""
+    """(f, s, depth, depth_before) for each stage s of f that runs interleaved with f's stage
+    s - 1: both fused, directly or through their parents, into the loops of one unfused stage;
+    `depth` and `depth_before` are how many of those loops (the outermost ones) s and s - 1 are
+    fused into."""
     from .schedule_functions import OUTERMOST, stage_schedule
 
     parent_of = {(f.name(), s): (f, parent, stage, level) for f, s, parent, stage, level in pairs}
