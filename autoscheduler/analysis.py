@@ -239,6 +239,22 @@ class Analysis:
         self.order = [canon(n) for n in graph.order]
         for name in self.order:
             self._analyse_stages(self.funcs[name])
+        self.clones = self._clones()
+
+    def _clones(self) -> dict[str, tuple[str, tuple[str, ...]]]:
+        """The Funcs clone_in made: the clone's name -> (the Func cloned, the consumers that call
+        the clone), read from the cloned Funcs' schedule logs."""
+        out = {}
+        for name in self.order:
+            schedule = self.funcs[name].func._schedule
+            for _, method, args in schedule.log:
+                if method != "clone_in":
+                    continue
+                consumers = [ref["func"] for ref in args[0]]
+                clone = schedule.wrappers.get(consumers[0])
+                if clone is not None and self.name_of(clone.name()) in self.funcs:
+                    out[self.name_of(clone.name())] = (name, tuple(self.name_of(c) for c in consumers))
+        return out
 
     def name_of(self, func_name: str) -> str:
         """The name here of the Func named func_name (its own name: Func.name())."""

@@ -21,9 +21,10 @@ from pyhalide.param import ImageParam, Param
 
 from .analysis import Analysis
 from .apply import apply_directives, directives, python_source
+from .clones import stencil_clones
 from .cost_model import CostModel
 from .loop_nest import INLINE, Decision, Hardware, Model
-from .search import BeamSearch, ComputeRootHeuristic, Greedy, Problem, RandomSearch
+from .search import BeamSearch, ComputeRootHeuristic, Greedy, Problem, RandomSearch, SearchResult
 from .space import Space
 
 STRATEGIES = {
@@ -245,6 +246,42 @@ def make_problem(outputs, target=None, estimates=None, example_inputs=None, para
     return Problem(space, cost_model or CostModel.load(), analysis.order)
 
 
+MIN_CLONE_GAIN = 0.01  # clones make a schedule longer: kept only where predicted this much faster
+
+
+def search(outputs, strategy, target=None, estimates=None, example_inputs=None, params=None,
+           cost_model: CostModel | None = None) -> tuple[Problem, SearchResult]:
+    """The strategy's search over the algorithm as written, then, where it inlined producers that
+    a consumer reads as a stencil, again with those producers cloned into such consumers
+    (clones.py): the problem and result predicted cheaper. The clones stay made only if that is
+    the second."""
+    problem = make_problem(outputs, target, estimates, example_inputs, params, cost_model)
+    result = strategy.run(problem)
+    pairs = stencil_clones(problem, result)
+    if not pairs:
+        return problem, result
+    funcs = problem.model.a.funcs
+    saved = {p: (funcs[p].func.copy_schedule(), _APPLIED.get(funcs[p].func)) for p, _ in pairs}
+    for p, c in pairs:
+        f = funcs[p].func
+        f.clone_in(funcs[c].func)
+        _APPLIED[f] = list(f._schedule.log)  # the search's, not a hand schedule
+    cloned = make_problem(outputs, target, estimates, example_inputs, params, problem.cost_model)
+    again = strategy.run(cloned)
+    again.stats["search_s"] = result.stats.get("search_s", 0.0) + again.stats.get("search_s", 0.0)
+    if again.cost < (1.0 - MIN_CLONE_GAIN) * result.cost:
+        return cloned, again
+    for p, (schedule, applied) in saved.items():
+        f = funcs[p].func
+        f.set_schedule(schedule)
+        if applied is None:
+            _APPLIED.pop(f, None)
+        else:
+            _APPLIED[f] = applied
+    result.stats["search_s"] = again.stats["search_s"]
+    return problem, result
+
+
 def auto_schedule(outputs_or_pipeline, target=None, estimates=None, example_inputs=None, params=None,
                   seed: int = 0, strategy: str = "Adams2019", cost_model: CostModel | None = None) -> Result:
     """Schedule every Func the outputs need that has no hand schedule, and apply it.
@@ -267,9 +304,9 @@ def auto_schedule(outputs_or_pipeline, target=None, estimates=None, example_inpu
             return tuned
     if _flag(params.get("autotune", 0)):
         return _autotune(pipeline, params, seed, t0)
-    problem = make_problem(pipeline.outputs(), target, estimates, example_inputs, params, cost_model)
+    problem, result = search(pipeline.outputs(), _strategy(strategy, params, seed), target, estimates,
+                             example_inputs, params, cost_model)
     analysis, fixed, cm = problem.model.a, problem.space.fixed, problem.cost_model
-    result = _strategy(strategy, params, seed).run(problem)
     dirs = directives(analysis, result.models, set(fixed), problem.model.output_regions)
     funcs = {name: info.func for name, info in analysis.funcs.items()}
     for name, f in funcs.items():

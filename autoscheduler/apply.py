@@ -9,16 +9,19 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .analysis import Analysis
-from .loop_nest import FuncModel, rfactor_names, stage_loops
+from .loop_nest import INLINE, FuncModel, rfactor_names, stage_loops
 
 ALLOWED = {"compute_root", "compute_at", "store_at", "split", "reorder", "vectorize", "unroll", "fuse", "parallel",
-           "rfactor", "unscheduled"}
+           "rfactor", "clone_in", "unscheduled"}
 
 
 def directives(analysis: Analysis, models: dict[str, FuncModel], fixed: set,
                output_regions: dict) -> list[tuple]:
     """(func name, stage index, method, args) for every Func the search scheduled."""
-    out = []
+    # the copies the search scheduled as Funcs of their own are made first; a copy inlined like
+    # its original computes what the original would, and is left out
+    out = [(producer, 0, "clone_in", (consumers, clone)) for clone, (producer, consumers) in analysis.clones.items()
+           if producer not in fixed and not (models[clone].decision == models[producer].decision == INLINE)]
     guard = not analysis.inputs_always_in_bounds(output_regions)
     for name in analysis.order:
         if name in fixed:
@@ -148,6 +151,9 @@ def apply_directives(funcs: dict, dirs: list[tuple]) -> None:
         elif method == "rfactor":
             rvar, var, partial = args
             funcs[partial] = target.rfactor(rvar, var)
+        elif method == "clone_in":
+            consumers, clone = args
+            funcs[clone] = f.clone_in([funcs[c] for c in consumers])
         else:
             getattr(target, method)(*args)
 
@@ -178,6 +184,10 @@ def python_source(dirs: list[tuple]) -> str:
         if method == "rfactor":
             lines.append(f"    f[{args[2]!r}] = {target}.rfactor({ident[args[0]]}, {ident[args[1]]})")
             continue
+        if method == "clone_in":
+            consumers = ", ".join(f"f[{c!r}]" for c in args[0])
+            lines.append(f"    f[{args[1]!r}] = {target}.clone_in([{consumers}])")
+            continue
         names = _loop_names(method, args)
         rendered = ", ".join(ident[a] if k < len(names) else _literal(a) for k, a in enumerate(args))
         lines.append(f"    {target}.{method}({rendered})")
@@ -189,6 +199,8 @@ def _loop_names(method: str, args: tuple) -> tuple:
     count = {"split": 3, "vectorize": 1, "unroll": 1, "parallel": 1, "rfactor": 2}.get(method, len(args))
     if method in ("compute_at", "store_at"):
         return (args[1],)
+    if method == "clone_in":
+        return ()
     return args[:count]
 
 

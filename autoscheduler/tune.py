@@ -30,7 +30,7 @@ import numpy as np
 import pyhalide as hl
 from pyhalide.structural_hash import structural_hash
 
-from .api import gather_estimates, make_problem
+from .api import gather_estimates, search
 from .apply import apply_directives, directives, python_source
 from .cost_model import CostModel
 from .fit import _ranks, fit_ranking, total_features
@@ -214,8 +214,10 @@ class _Tuning:
             f.set_estimates([(m, e) for m, e in zip(mn or [0] * len(size), size)])
         self.outputs = outputs
         self.params = {"parallelism": threads, **params}
-        self.problem = make_problem(outputs, None, None, None, self.params, cost_model)
         self.hand = hl.Pipeline(outputs).copy_schedule()  # the schedules the build came with
+        # the space auto_schedule searches: with producers cloned into stencil consumers where
+        # that is predicted faster
+        self.problem, _ = search(outputs, self.beam(seed), None, None, None, self.params, cost_model)
         self.rng = random.Random(seed)
         self.seed = seed
         self.times: dict[str, list[float]] = {}  # schedule JSON -> measured times (medians of batches)
@@ -225,6 +227,11 @@ class _Tuning:
         self.decisions: dict[str, dict] = {}
         self.model_pick: tuple | None = None
         self.seeds: list[State] = []  # the best schedules of the nearest shapes: measured first
+
+    def beam(self, seed: int) -> BeamSearch:
+        p = self.params
+        return BeamSearch(int(p.get("beam_size", 32)), int(p.get("passes", 2)), seed=seed,
+                          max_states=int(p.get("max_states", 16_000)))
 
     # ---- candidates
     def schedule_of(self, state: State) -> str:
@@ -296,9 +303,7 @@ class _Tuning:
         second round a dropout search's), a quarter mutations of the fastest measured, a quarter
         random states (exploration: what the model ranks low is how it learns it was wrong)."""
         cm = self.problem.cost_model
-        p = self.params
-        beam = BeamSearch(int(p.get("beam_size", 32)), int(p.get("passes", 2)), seed=self.seed + round_,
-                          max_states=int(p.get("max_states", 16_000))).run(self.problem)
+        beam = self.beam(self.seed + round_).run(self.problem)
         best = [State(beam.models, beam.cost)] + beam.alternatives
         if not round_:
             self.model_pick = _decision_key(best[0])  # what auto_schedule alone would apply

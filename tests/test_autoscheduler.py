@@ -232,6 +232,51 @@ def test_sliding_windows_and_shared_producers_are_in_the_space():
         assert np.array_equal(np.asarray(out.realize([90, 70])), expected)
 
 
+def test_a_producer_read_as_a_stencil_and_elsewhere_is_cloned_into_the_stencil(monkeypatch):
+    """Local Laplacian's pyramid levels are each read by the next level's downsample (16 taps)
+    and by a Laplacian level: with no loop holding both, the first search inlines some,
+    recomputing them per tap. The search then runs again with those cloned into their
+    downsamples (clone_in), where a copy can be computed inside the downsample's loops: predicted
+    faster, kept, applied, printed, and replayed from the schedule JSON (as tuning records are),
+    each computing the app's result."""
+    from apps import load
+    from autoscheduler import clones
+
+    app = load("local_laplacian")
+    inputs = app.inputs("small")
+    expected = app.reference(inputs)
+    params = {"parallelism": 2, "vector_bits": 256, "use_records": 0}
+
+    def scheduled(stencil_taps):
+        monkeypatch.setattr(clones, "STENCIL_TAPS", stencil_taps)
+        built = app.build(hl, inputs)
+        r = auto_schedule(built.output, estimates={built.output.name(): [(0, n) for n in built.output_sizes]},
+                          params=params)
+        return built, r
+
+    default_taps = clones.STENCIL_TAPS
+    _, plain = scheduled(1 << 30)  # no consumer reads that many taps: no clones
+    built, r = scheduled(default_taps)
+    assert ".clone_in(" not in plain.schedule_source and r.predicted_s < plain.predicted_s
+    computed = {n: d for n, d in r.decisions.items() if "_clone_in_" in n and d != "inline"}
+    assert computed, r.decisions
+    for copy in computed:
+        original, consumer = copy.split("_clone_in_")
+        assert plain.decisions[original] == "inline"
+        assert f"f[{copy!r}] = f[{original!r}].clone_in([f[{consumer!r}]])" in r.schedule_source
+    assert app.check(app.realize(hl, built), expected)
+    applied = hl.Pipeline(built.output).schedule_to_json()
+    assert computed.keys() <= json.loads(applied).keys()
+    printed, replayed = app.build(hl, inputs), app.build(hl, inputs)
+    ns: dict = {}
+    exec(compile(r.schedule_source, "<schedule>", "exec"), ns)  # the test runs it; pyhalide never does
+    ns["apply_schedule"](hl.Pipeline(printed.output))
+    hl.Pipeline(replayed.output).apply_schedule_json(applied)
+    for b in (printed, replayed):
+        assert json.loads(hl.Pipeline(b.output).schedule_to_json()) == json.loads(applied)
+        assert app.check(app.realize(hl, b), expected)
+
+
 def test_every_sliding_option_slides_in_the_compiler(monkeypatch):
     """The model's sliding windows are the compiler's: under a tiled consumer, each option that
     stores a producer outside the loop it is computed in slides there, along the dimension the
