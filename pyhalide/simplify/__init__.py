@@ -409,6 +409,7 @@ class Simplify(IRMutator):
         # the conditions of the enclosing ifs, true in their then branch and false in their else
         # (a specialization's loop nest inside another of the same condition keeps one branch)
         self.known_conditions: dict[ir.Expr, bool] = {}
+        self.let_names: set[str] = set()  # the lets kept around the statement being simplified
 
     def _with_ranges(self, new: dict[str, tuple[int, int] | None], fn):
         saved = {n: self.ranges.get(n) for n in new}
@@ -633,22 +634,44 @@ class Simplify(IRMutator):
         # the ranges of the lets kept so far, in force for the values after them and the body
         outer_ranges: dict[str, tuple[int, int] | None] = {}
         outer_scope = self.scope
+        outer_lets = set(self.let_names)
         known = self.known_conditions
         try:
+            values: dict[ir.Expr, str] = {}  # the values of this chain's kept lets -> their names
             for name, value in chain:
                 value = self.mutate(value)
                 self._forget_conditions_of(name)
-                if _is_simple(value):
+                values = {v: n for v, n in values.items() if name not in free_variables(v)}
+                offset = _constant_offset(value)
+                if value in values:  # the same value as a let before it: `x.min` and `x.max.base`
+                    subst[name] = ir.Variable(values[value], value.type)
+                    self._set_subst(subst)
+                elif _is_simple(value):
                     subst[name] = value
+                    self._set_subst(subst)
+                elif offset is not None and f"{name}.base" not in self.let_names:
+                    # Halide's rule: `let x = a + c` binds a, and x becomes `x.base + c` in its
+                    # uses, where the constant folds: unrolled rows y, y + 1, ... then index a
+                    # row they share by the same expression, and load it once
+                    base = values.get(value.a)
+                    if base is None:
+                        base = values[value.a] = f"{name}.base"
+                        kept.append((base, value.a))
+                        self.let_names.add(base)
+                        self._bind_range(base, self.const_range(value.a), outer_ranges)
+                    subst[name] = ir.Add(ir.Variable(base, value.type), offset)
                     self._set_subst(subst)
                 else:
                     if name in subst:  # this let hides an enclosing one
                         del subst[name]
                         self._set_subst(subst)
                     kept.append((name, value))
+                    values[value] = name
+                    self.let_names.add(name)
                     self._bind_range(name, self.const_range(value), outer_ranges)
             body = self.mutate(s)
         finally:
+            self.let_names -= {name for name, _ in kept} - outer_lets
             self.subst, self._substitution = outer, outer_substitution
             self.known_conditions = known
             for name, r in outer_ranges.items():
@@ -726,6 +749,14 @@ def _is_simple(value) -> bool:
         return True
     return (isinstance(value, ir.Add) and isinstance(value.a, ir.Variable) and isinstance(value.b, ir.IntImm)
             and value.type.is_int() and value.type.bits >= 32)
+
+
+def _constant_offset(value) -> ir.Expr | None:
+    """c, where value is `a + c` over scalar integers of 32 bits or more (a not a constant)."""
+    if (isinstance(value, ir.Add) and isinstance(value.b, ir.IntImm) and not isinstance(value.a, ir.IntImm)
+            and value.type.is_int() and value.type.bits >= 32 and value.type.lanes == 1):
+        return value.b
+    return None
 
 
 def simplify(node):
