@@ -102,6 +102,10 @@ WITHIN_REGION = "within_region"
 # iteration: the values are the same, and nothing is written past what the box says.
 PREDICATE_LOADS = "predicate_loads"
 
+# unsafe_promise_clamped(value, min, max): the user's promise (hl.unsafe_promise_clamped) that
+# value lies in [min, max]; bounds take it, as Halide's do.
+UNSAFE_PROMISE_CLAMPED = "unsafe_promise_clamped"
+
 
 @dataclass
 class RequiredRegion:
@@ -367,9 +371,9 @@ class _Bounds:
             if self.required is None or e.args[3].name not in self.scope:
                 return a
             self.required.clamped = True
-            lo, hi = self.of(e.args[1]).min, self.of(e.args[2]).max
-            return Interval(lo if a.min is None else (a.min if lo is None else ir.Max(a.min, lo)),
-                            hi if a.max is None else (a.max if hi is None else ir.Min(a.max, hi)))
+            return _within(a, self.of(e.args[1]).min, self.of(e.args[2]).max)
+        if e.call_type == ir.INTRINSIC and e.name == UNSAFE_PROMISE_CLAMPED:
+            return _within(self.of(e.args[0]), self.of(e.args[1]).min, self.of(e.args[2]).max)
         if e.call_type == ir.INTRINSIC and e.name == "abs" and not e.type.is_float():
             a = self.of(e.args[0])
             if a.is_bounded() and not e.type.bits < 32:
@@ -385,6 +389,12 @@ class _Bounds:
         if e.type.is_bool():
             return _bool_range()
         return _type_range(e.type)
+
+
+def _within(a: Interval, lo: ir.Expr | None, hi: ir.Expr | None) -> Interval:
+    """a, where it is known to lie in [lo, hi] (None: unbounded on that side)."""
+    return Interval(lo if a.min is None else (a.min if lo is None else ir.Max(a.min, lo)),
+                    hi if a.max is None else (a.max if hi is None else ir.Min(a.max, hi)))
 
 
 def proven_positive(e: ir.Expr) -> bool:
