@@ -23,6 +23,7 @@ from .ir_mutator import (
     substitute_lets,
     touched_names,
 )
+from .scatter_gather import SCATTER_GATHER
 from .simplify import simplify
 from .types import Int
 
@@ -374,6 +375,11 @@ class _Bounds:
             return _within(a, self.of(e.args[1]).min, self.of(e.args[2]).max)
         if e.call_type == ir.INTRINSIC and e.name == UNSAFE_PROMISE_CLAMPED:
             return _within(self.of(e.args[0]), self.of(e.args[1]).min, self.of(e.args[2]).max)
+        if e.call_type == ir.INTRINSIC and e.name == SCATTER_GATHER:  # (any of its elements)
+            result = None
+            for a in e.args:
+                result = interval_union(result, self.of(a))
+            return result
         if e.call_type == ir.INTRINSIC and e.name == "abs" and not e.type.is_float():
             a = self.of(e.args[0])
             if a.is_bounded() and not e.type.bits < 32:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import ir
+from . import ir, scatter_gather
 from .cse import common_subexpression_elimination
 from .deep_recursion import deep
 from .errors import HalideError
@@ -655,6 +655,9 @@ class Func(FuncScheduling):
             raise HalideError(f"In pure definition of Func {self._name}: the elements of the Tuple are undef under "
                               "different conditions; Halide stores all of a Tuple's elements or none")
         predicate = next(iter(conditions - {None}), None)
+        n = scatter_gather.size(ir_values, f"In pure definition of Func {self._name}")
+        if n:  # every element goes to the one site, its Vars: the last is what f holds
+            ir_values = list(scatter_gather.elements((), tuple(ir_values), n)[-1][1])
         self._check_declared(len(names), [e.type for e in ir_values])
         for k, e in enumerate(ir_values):
             if e.type.lanes != 1 or e.type.is_handle():
@@ -751,6 +754,7 @@ class Func(FuncScheduling):
                         f"{self._pure_args.index(name)} of the left-hand side"
                     )
                 raise HalideError(f"{where}: undefined variable {name}")
+        scatter_gather.size([*ir_args, *ir_values], where)
         self._check_self_references(where, ir_args, [*ir_values, *guard], lhs_pure)
         rvars = []
         predicate = None
