@@ -501,13 +501,14 @@ class _Evaluator:
         stores, in the order of the iterations and, within one, of the scattered elements."""
         _, pshape, _, _, _, form, parts = plan
         nd = st.nd
-        r = self._lhs(st, plan, s, n)
-        if r is None:
-            return
-        ctx, mask, coords = r
+        # (the reads of the predicate and the sites too: an iteration may read what an earlier one wrote)
         recording = [] if (n > 1 and form is None) else None
         st.recording = recording
         try:
+            r = self._lhs(st, plan, s, n)
+            if r is None:
+                return
+            ctx, mask, coords = r
             if form is not None:
                 rhs = [[ctx.run(term) for _, _, term in form]]
             else:
