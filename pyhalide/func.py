@@ -578,6 +578,10 @@ class Func(FuncScheduling):
         if isinstance(value, _UnevaluatedFuncRefExpr):
             self._define_from_unevaluated(key, value)
             return
+        from .operators import _expr_like
+
+        if isinstance(value, FuncRef) and not _expr_like(value):  # a Tuple-valued Func's call: its elements
+            value = Tuple([value[i] for i in range(value.size())])
         values = value if _is_sequence(value) else [value]
         used = _implicit_vars_used(v for v in values if isinstance(v, Expr) or hasattr(v, "_as_expr"))
         args = self._lhs_args(key, used)
