@@ -7,6 +7,11 @@ each scatter_gather replaced by its k-th argument (a plain Expr is the same in e
 An iteration computes all its elements' values and sites before it stores any, then stores them
 left to right (so `f[scatter(i, j)] = f[gather(j, i)]` swaps, and a repeated site keeps the last
 value). Lowering (schedule_functions) and the reference evaluator both follow `elements`.
+
+A pure definition's sites are its Vars, so all of a gather's elements go to one site and the
+last remains: Func keeps that element alone (Halide's result where the Func is computed; where
+Halide inlines it into a definition that scatters too, its elements pair with that definition's,
+a result that depends on the schedule, which pyhalide's does not).
 """
 
 from __future__ import annotations
