@@ -270,6 +270,28 @@ def test_gathers_in_a_pure_definition_and_through_inlining():
     np.testing.assert_array_equal(_agree(build, [4])[0], [(3 * (i + 1)) * 10 + 3 * i for i in range(4)])
 
 
+def test_an_inlined_gather_keeps_its_last_element_under_any_schedule():
+    """g(x) = gather(1, 2) read by an update that scatters two sites: g is 2 everywhere, inlined
+    or computed at root, so both sites get 12. (Halide pairs an inlined g's elements with the
+    scatter's, giving 11 and 12, and 12 and 12 only with g computed at root: pyhalide's result
+    does not depend on the schedule.)"""
+    def build(h, root: bool):
+        x = h.Var("x")
+        g, f = h.Func("g"), h.Func("f")
+        g[x] = h.gather([h.Expr(1), h.Expr(2)])
+        f[x] = 0
+        f[h.scatter([0, 1])] = g[0] + 10
+        if root:
+            g.compute_root()
+        return f
+
+    want = _realized(build(halide, True), [3])[0]
+    np.testing.assert_array_equal(want, [12, 12, 0])
+    for root in (False, True):
+        np.testing.assert_array_equal(_realized(build(hl, root), [3])[0], want)
+        np.testing.assert_array_equal(reference.realize(build(hl, root), [3])[0], want)
+
+
 def test_scatter_of_tuples_and_broadcast_elements():
     """A Tuple-valued update with a gather per element, and one that is a plain Expr (the same
     value at every site): f(0) = (5, 7, -1), f(1) = (6, 8, -1)."""
