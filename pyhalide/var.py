@@ -157,7 +157,6 @@ def _range_pair(r, dim: int, name: str):
     lo_ir, ext_ir = to_ir(lo), to_ir(ext)
     for what, v in (("min", lo_ir), ("extent", ext_ir)):
         scatter_gather.refuse(v, f"the {what} of dimension {dim} of RDom {name}")
-    for what, v in (("min", lo_ir), ("extent", ext_ir)):
         if not (v.type.is_int() or v.type.is_uint()) or v.type.is_bool():
             raise HalideError(f"RDom {name}: the {what} of dimension {dim} has type {v.type}, not an integer")
     constants = {what: ir.const_int(v) for what, v in (("min", lo_ir), ("extent", ext_ir))}
