@@ -576,6 +576,31 @@ def test_an_rvar_only_inside_a_scatter_may_not_run_in_parallel():
     np.testing.assert_array_equal(np.asarray(f.realize([32])), want)
 
 
+def test_a_require_failing_under_a_scatters_lock_releases_it():
+    """An atomic scatter's stores run under a lock: a require() in its values that fails there
+    leaves the pipeline with its error and the lock released, so the next call (valid input)
+    runs to the end instead of spinning on it."""
+    import threading
+
+    x = hl.Var("x")
+    limit = hl.Param(hl.Int(32), "limit")
+    f = hl.Func("guarded_scatter")
+    f[x] = 0
+    r = hl.RDom([(0, 16)])
+    f[hl.scatter([r, r + 16])] = hl.gather([hl.require(r < limit, r, "r is", r), 2 * r])
+    f.update().atomic().parallel(r)
+    limit.set(4)
+    with pytest.raises(hl.HalideError, match="r is"):
+        f.realize([32])
+    limit.set(16)
+    done = []
+    worker = threading.Thread(target=lambda: done.append(np.asarray(f.realize([32]))), daemon=True)
+    worker.start()
+    worker.join(60)
+    assert done, "the second call never returned: the lock stayed held"
+    np.testing.assert_array_equal(done[0], np.concatenate([np.arange(16), 2 * np.arange(16)]))
+
+
 # ------------------------------------------------------------------------------ printing and replay
 def test_printing_and_schedule_replay(tmp_path):
     """A scattering update prints as Halide's scatter_gather Call (update_args/values, the

@@ -160,7 +160,17 @@ def _emit_locked(cg: CodeGen, s: ir.Atomic) -> None:
     b.call(pause, [])
     b.branch(retry)
     b.position_at_end(locked)
-    cg.stmt(s.body)
+    leave = cg.f.leave_with_error
+
+    def release_then_leave(builder, code):  # a require() failing under the lock must not keep it
+        builder.store_atomic(ll.Constant(I32, 0), lock, "release", 4)
+        leave(builder, code)
+
+    cg.f.leave_with_error = release_then_leave
+    try:
+        cg.stmt(s.body)
+    finally:
+        cg.f.leave_with_error = leave
     b.store_atomic(ll.Constant(I32, 0), lock, "release", 4)
 
 
