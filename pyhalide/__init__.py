@@ -138,6 +138,7 @@ from .operators import (
 )
 from .param import Dimension, ImageParam, OutputImageParam, Param
 from .pipeline import Callable, Module, Pipeline, Realization, StmtOutputFormat
+from .scatter_gather import gather, scatter
 from .schedule import LoopAlignStrategy, LoopLevel, MemoryType, Partition, PrefetchBoundStrategy, TailStrategy
 from .target import (
     DeviceAPI,

@@ -23,6 +23,7 @@ from .ir_mutator import (
     substitute_lets,
     touched_names,
 )
+from .scatter_gather import SCATTER_GATHER
 from .simplify import simplify
 from .types import Int
 
@@ -101,6 +102,10 @@ WITHIN_REGION = "within_region"
 # (an output then grows as Halide grows it), while what is read is. pyhalide guards the whole
 # iteration: the values are the same, and nothing is written past what the box says.
 PREDICATE_LOADS = "predicate_loads"
+
+# unsafe_promise_clamped(value, min, max): the user's promise (hl.unsafe_promise_clamped) that
+# value lies in [min, max]; bounds take it, as Halide's do.
+UNSAFE_PROMISE_CLAMPED = "unsafe_promise_clamped"
 
 
 @dataclass
@@ -367,9 +372,14 @@ class _Bounds:
             if self.required is None or e.args[3].name not in self.scope:
                 return a
             self.required.clamped = True
-            lo, hi = self.of(e.args[1]).min, self.of(e.args[2]).max
-            return Interval(lo if a.min is None else (a.min if lo is None else ir.Max(a.min, lo)),
-                            hi if a.max is None else (a.max if hi is None else ir.Min(a.max, hi)))
+            return _within(a, self.of(e.args[1]).min, self.of(e.args[2]).max)
+        if e.call_type == ir.INTRINSIC and e.name == UNSAFE_PROMISE_CLAMPED:
+            return _within(self.of(e.args[0]), self.of(e.args[1]).min, self.of(e.args[2]).max)
+        if e.call_type == ir.INTRINSIC and e.name == SCATTER_GATHER:  # (any of its elements)
+            result = None
+            for a in e.args:
+                result = interval_union(result, self.of(a))
+            return result
         if e.call_type == ir.INTRINSIC and e.name == "abs" and not e.type.is_float():
             a = self.of(e.args[0])
             if a.is_bounded() and not e.type.bits < 32:
@@ -385,6 +395,12 @@ class _Bounds:
         if e.type.is_bool():
             return _bool_range()
         return _type_range(e.type)
+
+
+def _within(a: Interval, lo: ir.Expr | None, hi: ir.Expr | None) -> Interval:
+    """a, where it is known to lie in [lo, hi] (None: unbounded on that side)."""
+    return Interval(lo if a.min is None else (a.min if lo is None else ir.Max(a.min, lo)),
+                    hi if a.max is None else (a.max if hi is None else ir.Min(a.max, hi)))
 
 
 def proven_positive(e: ir.Expr) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import ir
+from . import ir, scatter_gather
 from .cse import common_subexpression_elimination
 from .deep_recursion import deep
 from .errors import HalideError
@@ -578,6 +578,10 @@ class Func(FuncScheduling):
         if isinstance(value, _UnevaluatedFuncRefExpr):
             self._define_from_unevaluated(key, value)
             return
+        from .operators import _expr_like
+
+        if isinstance(value, FuncRef) and not _expr_like(value):  # a Tuple-valued Func's call: its elements
+            value = Tuple([value[i] for i in range(value.size())])
         values = value if _is_sequence(value) else [value]
         used = _implicit_vars_used(v for v in values if isinstance(v, Expr) or hasattr(v, "_as_expr"))
         args = self._lhs_args(key, used)
@@ -655,6 +659,9 @@ class Func(FuncScheduling):
             raise HalideError(f"In pure definition of Func {self._name}: the elements of the Tuple are undef under "
                               "different conditions; Halide stores all of a Tuple's elements or none")
         predicate = next(iter(conditions - {None}), None)
+        n = scatter_gather.size(ir_values, f"In pure definition of Func {self._name}")
+        if n:  # every element goes to the one site, its Vars: the last is what f holds
+            ir_values = list(scatter_gather.elements((), tuple(ir_values), n)[-1][1])
         self._check_declared(len(names), [e.type for e in ir_values])
         for k, e in enumerate(ir_values):
             if e.type.lanes != 1 or e.type.is_handle():
@@ -751,6 +758,7 @@ class Func(FuncScheduling):
                         f"{self._pure_args.index(name)} of the left-hand side"
                     )
                 raise HalideError(f"{where}: undefined variable {name}")
+        scatter_gather.size([*ir_args, *ir_values], where)
         self._check_self_references(where, ir_args, [*ir_values, *guard], lhs_pure)
         rvars = []
         predicate = None

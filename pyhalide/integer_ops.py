@@ -8,8 +8,9 @@ vars and funcs. The widening ones compute exactly in the type of twice the bits 
 from __future__ import annotations
 
 from . import ir
+from .bounds import UNSAFE_PROMISE_CLAMPED
 from .errors import HalideError
-from .expr import Expr, cast_ir, match_types, to_ir, wrap
+from .expr import Expr, cast_ir, coerce_python, is_python_number, match_types, to_ir, wrap
 from .types import Type
 
 
@@ -224,9 +225,24 @@ def memoize_tag(result, *tags) -> Expr:
 
 
 def unsafe_promise_clamped(value, lo, hi) -> Expr:
-    """value, which the caller promises lies in [lo, hi]; pyhalide does not use the promise."""
-    to_ir(lo), to_ir(hi)
-    return wrap(to_ir(value))
+    """value, which the caller promises lies in [lo, hi] (an undefined Expr: no bound on that
+    side). Bounds inference takes the promise, so a Func read or written at data-dependent sites
+    (a scatter to indices from a buffer) needs no clamp; nothing checks it, and it is dropped
+    before code generation (strip_promises)."""
+    v = to_ir(value)
+    t = v.type
+
+    def bound(b, what: str, default) -> ir.Expr:
+        if isinstance(b, Expr) and not b.defined():
+            return ir.make_const(t, default)
+        e = coerce_python(b, t) if is_python_number(b) else to_ir(b)
+        if e.type != t and not t.can_represent(e.type):
+            raise HalideError(f"unsafe_promise_clamped {what} argument (type {e.type}) could not be cast losslessly "
+                              f"to {t}")
+        return cast_ir(t, e)
+
+    bounds = (bound(lo, "min", t.min_value()), bound(hi, "max", t.max_value()))
+    return wrap(ir.Call(t, UNSAFE_PROMISE_CLAMPED, (v, *bounds), ir.INTRINSIC))
 
 
 def div_round_to_zero(a, b) -> Expr:

@@ -468,8 +468,9 @@ class Provide(Stmt):
 
 @_node
 class Atomic(Stmt):
-    """The Stores in body are read-modify-writes that other threads may race with: each runs as
-    an atomic compare-and-swap, with the value it replaces named by `old` in the stored value."""
+    """The Stores in body are read-modify-writes that other threads may race with. A single Store
+    runs as an atomic compare-and-swap, with the value it replaces named by `old` in the stored
+    value; several (a scatter's, with the lets that read their values) run under a lock."""
 
     old: str
     body: Stmt

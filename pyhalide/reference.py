@@ -33,10 +33,11 @@ iteration) are evaluated at exactly those points instead of growing the box poin
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
-from . import ir
+from . import ir, scatter_gather
 from .errors import HalideError, InternalError
 from .expr import to_ir
 from .param import ImageParam, Param
@@ -419,6 +420,10 @@ class _Evaluator:
 
     def _run_update(self, st, k):
         defn = st.defs[k]
+        n_elements = scatter_gather.size([*defn.args, *defn.values], f"In update definition {k - 1} of Func {st.name}")
+        parts = scatter_gather.elements(defn.args, defn.values, n_elements)
+        if n_elements == 1:
+            defn = replace(defn, args=parts[0][0], values=parts[0][1])
         nd = st.nd
         blo, bhi = st.boxes[k]
         pdims = st.pure_dims[k]
@@ -439,15 +444,15 @@ class _Evaluator:
             return
         block = max(1, min(total, _BLOCK_ELEMENTS // _size(pshape)))
         self_lhs = any(_calls_func(a, st.func) for a in defn.args) or _calls_func(defn.predicate, st.func)
-        form = None if self_lhs else _reduction_form(defn, st)
-        plan = (defn, pshape, env0, rmins, rexts, form)
+        form = None if self_lhs or n_elements > 1 else _reduction_form(defn, st)
+        plan = (defn, pshape, env0, rmins, rexts, form, parts)
         if not self_lhs and block < total:
             self._prescan(st, k, plan, total, block)
         for s in range(0, total, block):
             self._run_block(st, k, plan, s, min(block, total - s))
 
     def _iteration_env(self, plan, nd, s, n):
-        defn, _, env0, rmins, rexts, _ = plan
+        defn, _, env0, rmins, rexts, _, _ = plan
         env = dict(env0)
         lin = np.arange(s, s + n, dtype=np.int64)
         for rv, m, e in zip(defn.rvars, rmins, rexts):
@@ -456,8 +461,9 @@ class _Evaluator:
         return env
 
     def _lhs(self, st, plan, s, n):
-        """Evaluate predicate and left-hand side of a batch: (ctx, mask, coords) or None if none runs."""
-        defn = plan[0]
+        """Evaluate predicate and left-hand side of a batch: (ctx, mask, coords of each scattered
+        element) or None if none runs."""
+        defn, parts = plan[0], plan[-1]
         ctx = _Eval(self, self._iteration_env(plan, st.nd, s, n))
         mask = None
         if defn.predicate is not None:
@@ -467,7 +473,7 @@ class _Evaluator:
             if not p.all():
                 mask = p
         ctx.mask = mask
-        coords = [ctx.run(a) for a in defn.args]
+        coords = [[ctx.run(a) for a in args] for args, _ in parts]
         return ctx, mask, coords
 
     def _prescan(self, st, k, plan, total, block):
@@ -477,42 +483,48 @@ class _Evaluator:
             r = self._lhs(st, plan, s, min(block, total - s))
             if r is None:
                 continue
-            bb = _active_bbox(r[2], r[1])
-            if bb is None:
-                continue
-            if lo is None:
-                lo, hi = bb[0], bb[1]
-            else:
-                lo = [min(a, b) for a, b in zip(lo, bb[0])]
-                hi = [max(a, b) for a, b in zip(hi, bb[1])]
+            for coords in r[2]:
+                bb = _active_bbox(coords, r[1])
+                if bb is None:
+                    continue
+                if lo is None:
+                    lo, hi = bb[0], bb[1]
+                else:
+                    lo = [min(a, b) for a, b in zip(lo, bb[0])]
+                    hi = [max(a, b) for a, b in zip(hi, bb[1])]
         if lo is not None and not st.covers(lo, hi, k):
             raise _Grow(st, k, lo, hi)
 
     def _run_block(self, st, k, plan, s, n):
-        defn, pshape, _, _, _, form = plan
+        """Run iterations [s, s + n) of update k: every element's sites and values first (of all
+        the iterations at once when no iteration reads what an earlier one writes), then the
+        stores, in the order of the iterations and, within one, of the scattered elements."""
+        _, pshape, _, _, _, form, parts = plan
         nd = st.nd
-        r = self._lhs(st, plan, s, n)
-        if r is None:
-            return
-        ctx, mask, coords = r
+        # (the reads of the predicate and the sites too: an iteration may read what an earlier one wrote)
         recording = [] if (n > 1 and form is None) else None
         st.recording = recording
         try:
+            r = self._lhs(st, plan, s, n)
+            if r is None:
+                return
+            ctx, mask, coords = r
             if form is not None:
-                rhs = [ctx.run(term) for _, _, term in form]
+                rhs = [[ctx.run(term) for _, _, term in form]]
             else:
-                rhs = [ctx.run(v) for v in defn.values]
+                rhs = [[ctx.run(v) for v in values] for _, values in parts]
         finally:
             st.recording = None
         grid = pshape + [n]
-        m = None if mask is None else np.broadcast_to(mask, grid)
+        m = None if mask is None else np.broadcast_to(np.broadcast_to(mask, grid)[..., None], [*grid, len(parts)])
 
-        def active(a):
-            b = np.broadcast_to(a, grid)
+        def active(per_element):
+            """One array of the elements' values (the stores' order), at the active points."""
+            b = np.stack([np.broadcast_to(a, grid) for a in per_element], axis=-1)
             return b[m] if m is not None else b.reshape(-1)
 
-        wc = [active(c) for c in coords] if nd else []
-        count = int(np.count_nonzero(m)) if m is not None else _size(grid)
+        wc = [active([c[d] for c in coords]) for d in range(nd)]
+        count = int(np.count_nonzero(m)) if m is not None else _size(grid) * len(parts)
         if count == 0:
             return
         if nd:
@@ -525,18 +537,18 @@ class _Evaluator:
             lin = np.zeros(count, np.int64)
         flats = [w.reshape(-1) for w in st.work]
         if form is not None:
-            for (ufunc, vi, _), t in zip(form, rhs):
-                ufunc.at(flats[vi], lin, active(t))
+            for (ufunc, vi, _), t in zip(form, rhs[0]):
+                ufunc.at(flats[vi], lin, active([t]))
             return
         if recording:
             it_grid = np.arange(n, dtype=np.int64).reshape([1] * nd + [n])
-            if self._conflicts(st, lin, active(it_grid), recording, it_grid, grid):
+            if self._conflicts(st, lin, active([it_grid] * len(parts)), recording, it_grid, grid):
                 for i in range(n):
                     self._run_block(st, k, plan, s + i, 1)
                 return
-        vals = [active(v) for v in rhs]
-        if n > 1 and lin.size > 1:
-            # Several iterations may write one point: the last in iteration order wins.
+        vals = [active([values[vi] for values in rhs]) for vi in range(len(st.types))]
+        if n * len(parts) > 1 and lin.size > 1:
+            # Several stores may write one point: the last in iteration (then element) order wins.
             _, idx = np.unique(lin[::-1], return_index=True)
             keep = lin.size - 1 - idx
             if keep.size != lin.size:

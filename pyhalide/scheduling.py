@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 
-from . import ir
+from . import ir, scatter_gather
 from .errors import CompileError
 from .expr import wrap
 from .names import func_name_family
@@ -507,6 +507,7 @@ class Schedulable:
         cond = to_ir(condition)
         if not cond.type.is_bool() or cond.type.lanes != 1:
             raise CompileError(f"{self._where()}: specialize condition has type {cond.type}, not bool")
+        scatter_gather.refuse(cond, f"the specialize() condition of {self._where()}")
         sched = self._stage()
         # The same condition again schedules the same specialization further, as in Halide.
         special = next((s for c, s in sched.specializations if c == cond), None)
@@ -696,6 +697,8 @@ class FuncScheduling(Schedulable):
         if c is not None and c < 0:
             raise CompileError(f"Func {self.name()}.bound: extent of {name} must be non-negative, got {c}")
         lo = to_ir(min)
+        for e in (lo, ext):
+            scatter_gather.refuse(e, f"Func {self.name()}.bound of {name}")
         self._schedule.bounds[name] = ("bound", lo, ext)
         self._log_bound("bound", v, lo, ext)
         return self
@@ -714,6 +717,7 @@ class FuncScheduling(Schedulable):
         from .expr import to_ir
 
         ext = to_ir(extent)
+        scatter_gather.refuse(ext, f"Func {self.name()}.bound_extent of {name}")
         self._schedule.bounds[name] = ("bound_extent", None, ext)
         self._log_bound("bound_extent", v, ext)
         return self

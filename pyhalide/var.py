@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import abc
 
-from . import ir
+from . import ir, scatter_gather
 from .errors import HalideError
 from .expr import Expr, to_ir, wrap
 from .names import unique_name
@@ -156,6 +156,7 @@ def _range_pair(r, dim: int, name: str):
             raise HalideError(f"RDom {name}: the {what} of dimension {dim} is undefined")
     lo_ir, ext_ir = to_ir(lo), to_ir(ext)
     for what, v in (("min", lo_ir), ("extent", ext_ir)):
+        scatter_gather.refuse(v, f"the {what} of dimension {dim} of RDom {name}")
         if not (v.type.is_int() or v.type.is_uint()) or v.type.is_bool():
             raise HalideError(f"RDom {name}: the {what} of dimension {dim} has type {v.type}, not an integer")
     constants = {what: ir.const_int(v) for what, v in (("min", lo_ir), ("extent", ext_ir))}
@@ -264,6 +265,7 @@ class RDom:
         cond = to_ir(predicate)
         if not cond.type.is_bool():
             raise HalideError(f"RDom {self._name}.where: predicate has type {cond.type}, not bool")
+        scatter_gather.refuse(cond, f"the where() predicate of RDom {self._name}")
         self._domain.add_predicate(cond)
         return self
 

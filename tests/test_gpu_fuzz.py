@@ -78,7 +78,7 @@ def test_gpu_schedule_matches_reference_run_serially(name, data, monkeypatch):
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
                                  HealthCheck.function_scoped_fixture])
 @given(data=st.data(), name=st.sampled_from(["blur", "stencil_chain", "histogram", "matmul_i32", "pyramid",
-                                              "boundaries", "multi_update"]))
+                                              "boundaries", "multi_update", "scatter_network"]))
 def test_gpu_schedule_matches_reference_on_the_emulated_device(name, data, monkeypatch):
     monkeypatch.setenv("HL_JIT_TARGET", "host-cuda")
     monkeypatch.setenv("PYHALIDE_CUDA_DEVICE", "emulated")

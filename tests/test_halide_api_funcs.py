@@ -621,3 +621,22 @@ def test_bound_storage_sizes_the_allocation_and_refuses_too_small_as_halide(tmp_
         g.realize([1])  # (Halide too: its warning says the run is sure to fail)
     with pytest.raises(hl.HalideError, match=r"bound must be positive"):
         f.bound_storage(x, 0)
+
+
+def test_a_call_of_a_tuple_valued_func_defines_every_element():
+    """`f[x] = g[x]` with g Tuple-valued defines f's Tuple from g's elements, and an update
+    `f[1] = f[2]` copies every element (Halide's FuncRef to Tuple conversion); as Halide."""
+    def build(h):
+        g, f = h.Func("g"), h.Func("f")
+        xv = h.Var("x")
+        g[xv] = (xv, xv * 2)
+        f[xv] = g[xv]
+        f[1] = f[2]
+        return f
+
+    want = [np.asarray(b) for b in build(_real()).realize([3])]
+    got = [np.asarray(b) for b in build(hl).realize([3])]
+    assert len(got) == 2
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(got[0], [0, 2, 2])

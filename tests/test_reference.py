@@ -620,6 +620,21 @@ def test_each_stage_covers_what_later_stages_read():
     np.testing.assert_array_equal(one(f, [4]), [7, 9, 11, 13])
 
 
+def test_predicates_and_sites_that_read_the_func_see_earlier_iterations():
+    # an update's where() and left-hand side read what earlier iterations of the same batch wrote
+    f = hl.Func("f")
+    f[x] = 1
+    r = hl.RDom([(0, 10)])
+    r.where(f[r] > 0)
+    f[r + 1] = 0  # f(1) = 0 stops the iteration r = 1, and so on: alternate ones and zeros
+    np.testing.assert_array_equal(one(f, [11]), [1, 0] * 5 + [1])
+    g = hl.Func("g")
+    g[x] = x + 1
+    r2 = hl.RDom([(0, 4)])
+    g[hl.clamp(g[r2], 0, 5)] = 0  # r2 = 1 reads g(1), which r2 = 0 has just set to 0
+    np.testing.assert_array_equal(one(g, [6]), [0, 0, 3, 0, 5, 6])
+
+
 def test_small_requests_from_serial_loops_are_exact():
     # an order-dependent update reads a pure Func (several stages deep) one point per iteration
     img = rng(11).integers(0, 9, 300, dtype=np.int32)

@@ -105,7 +105,11 @@ def emit_parallel_for(cg: CodeGen, s: ir.For) -> None:
 
 def emit_atomic(cg: CodeGen, s: ir.Atomic) -> None:
     """A compare-and-swap loop: read the element, compute the new value from it, retry until no
-    other thread changed it in between."""
+    other thread changed it in between. An update that stores several values (a scatter) runs
+    under a lock instead."""
+    if not isinstance(s.body, ir.Store):
+        _emit_locked(cg, s)
+        return
     st = s.body
     t = st.value.type
     if t.lanes != 1:
@@ -132,6 +136,42 @@ def emit_atomic(cg: CodeGen, s: ir.Atomic) -> None:
     seen.add_incoming(actual, b.block)
     b.cbranch(ok, done, loop)
     b.position_at_end(done)
+
+
+def _emit_locked(cg: CodeGen, s: ir.Atomic) -> None:
+    """s's body under a spin lock of the update's own (a module global, shared by the copies that
+    unrolling and specialization make of the update), as Halide's mutex: loads, then stores."""
+    name = f"{s.old}.lock"
+    lock = cg.module.globals.get(name)
+    if lock is None:
+        lock = ll.GlobalVariable(cg.module, I32, name)
+        lock.linkage = "internal"
+        lock.initializer = ll.Constant(I32, 0)
+    pause = cg.declare("llvm.x86.sse2.pause", VOID, [])
+    b = cg.b
+    retry = cg.f.fn.append_basic_block(f"{s.old}.acquire")
+    wait = cg.f.fn.append_basic_block(f"{s.old}.wait")
+    locked = cg.f.fn.append_basic_block(f"{s.old}.locked")
+    b.branch(retry)
+    b.position_at_end(retry)
+    won = b.extract_value(b.cmpxchg(lock, ll.Constant(I32, 0), ll.Constant(I32, 1), "acquire", "monotonic"), 1)
+    b.cbranch(won, locked, wait)
+    b.position_at_end(wait)
+    b.call(pause, [])
+    b.branch(retry)
+    b.position_at_end(locked)
+    leave = cg.f.leave_with_error
+
+    def release_then_leave(builder, code):  # a require() failing under the lock must not keep it
+        builder.store_atomic(ll.Constant(I32, 0), lock, "release", 4)
+        leave(builder, code)
+
+    cg.f.leave_with_error = release_then_leave
+    try:
+        cg.stmt(s.body)
+    finally:
+        cg.f.leave_with_error = leave
+    b.store_atomic(ll.Constant(I32, 0), lock, "release", 4)
 
 
 def _atomic_store(builder, value, ptr):

@@ -173,7 +173,7 @@ class Touches:
         _own_expressions(s, t, subs)
         if isinstance(s, ir.Store):
             t.writes.add(s.name)
-        elif isinstance(s, ir.Atomic):
+        elif isinstance(s, ir.Atomic) and isinstance(s.body, ir.Store):  # (a locked one's loads are its own)
             t.reads.add(s.body.name)
         for sub in subs:
             inner = self(sub)
@@ -305,6 +305,10 @@ class _BlockLevel:
 
     # -- first walk: the block's size
     def measure(self, s: ir.Stmt) -> None:
+        if isinstance(s, ir.Atomic) and not isinstance(s.body, ir.Store):
+            raise CompileError(f"Stage {s.old.removesuffix('.old')} is atomic() and stores several values (a scatter) "
+                               f"inside kernel {self.kernel_name}: that needs a lock, which GPU kernels do not have "
+                               "(Halide refuses it too)")
         if isinstance(s, ir.LetStmt):
             self.lets[s.name] = s.value
             self.kernel_names.add(s.name)

@@ -11,10 +11,11 @@ GuardWithIf tails become ifs at that same place.
 
 from __future__ import annotations
 
-from .. import ir
+from .. import ir, scatter_gather
 from ..bounds import PREDICATE_LOADS, WITHIN_REGION
+from ..cse import common_subexpression_elimination
 from ..errors import CompileError
-from ..ir_mutator import IRMutator, IRVisitor, free_variables, substitute
+from ..ir_mutator import IRMutator, IRVisitor, Substitution, called_names, free_variables, substitute
 from ..schedule import (
     GPU_BLOCK,
     GPU_LANE,
@@ -240,8 +241,8 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
     items.reverse()  # later splits define the variables earlier ones use
 
     subst = {name: var(name) for name, _ in stage_dims(f, stage)}
-    body: ir.Stmt = ir.Provide(f.name(), tuple(substitute(subst, v) for v in d.values),
-                               tuple(substitute(subst, a) for a in d.args), func=f)
+    body = _provides(f, stage, tuple(substitute(subst, a) for a in d.args),
+                     tuple(substitute(subst, v) for v in d.values))
     if sched.atomic:
         if len(d.values) != 1:
             raise CompileError(f"{where}: atomic() on a Tuple-valued Func is not supported")
@@ -266,6 +267,39 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
             dim = loops[level - 1]
             lo, ext = bounds[dim.internal]
             body = ir.For(prefix + dim.internal, lo, ext, _FOR_TYPES[dim.for_type], body)
+    return body
+
+
+def _provides(f, stage: int, args: tuple, values: tuple) -> ir.Stmt:
+    """f's Provide; for a definition that scatters n elements, n Provides in order after lets that
+    compute, once, everything any of them reads of f (Halide's SplitScatterGather): the values and
+    sites of all elements are read before the first store."""
+    n = scatter_gather.size([*args, *values], f"In definition {stage} of Func {f.name()}")
+    parts = scatter_gather.elements(args, values, n)
+    if n <= 1:
+        return ir.Provide(f.name(), parts[0][1], parts[0][0], func=f)
+    # one CSE over all the elements, whose copies share everything but their scattered parts
+    bundle = common_subexpression_elimination(
+        ir.Call(_I32, "bundle", tuple(e for a, v in parts for e in (*a, *v)), ir.INTRINSIC))
+    peeled = []
+    while isinstance(bundle, ir.Let):
+        peeled.append(bundle)
+        bundle = bundle.body
+    # CSE's let names are per process; lowering's must not be
+    names = [f"{stage_prefix(f, stage)}shared{i}" for i in range(len(peeled))]
+    renamed = Substitution({let.name: ir.Variable(name, let.value.type) for let, name in zip(peeled, names)})
+    lets = [(name, renamed.mutate(let.value)) for let, name in zip(peeled, names)]
+    exprs = [renamed.mutate(e) for e in bundle.args]
+    for i, e in enumerate(exprs):
+        if f.name() in called_names(e):  # (what does not read f may be computed at its store)
+            lets.append((f"{stage_prefix(f, stage)}shared{len(lets)}", e))
+            exprs[i] = ir.Variable(lets[-1][0], e.type)
+    width = len(args) + len(values)
+    provides = [ir.Provide(f.name(), tuple(exprs[i + len(args):i + width]), tuple(exprs[i:i + len(args)]), func=f)
+                for i in range(0, len(exprs), width)]
+    body = ir.make_block(provides)
+    for name, value in reversed(lets):
+        body = ir.LetStmt(name, value, body)
     return body
 
 

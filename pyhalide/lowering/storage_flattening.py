@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 
 from .. import ir
-from ..errors import InternalError
 from ..ir_mutator import IRMutator, called_names
 from ..types import Int
 from .bounds_inference import buffer_field, buffer_names
@@ -100,8 +99,8 @@ class _Flatten(IRMutator):
 
     def visit_Atomic(self, a):
         body = self.mutate(a.body)
-        if not isinstance(body, ir.Store):
-            raise InternalError(f"atomic update {a.old} is not a single store")
+        if not isinstance(body, ir.Store):  # a scatter's stores: they run under a lock
+            return ir.Atomic(a.old, body)
         old = ir.Variable(a.old, body.value.type)
 
         class ReadsOfTarget(IRMutator):

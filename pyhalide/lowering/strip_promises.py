@@ -1,5 +1,6 @@
-"""Drop the promises bounds inference relied on (`promise_clamped(value, min, max)`,
-`within_region(value, min, max)` and `predicate_loads(cond)` -> value).
+"""Drop the promises bounds inference relied on (`promise_clamped(value, min, max)`, the user's
+`unsafe_promise_clamped(value, min, max)`, `within_region(value, min, max)` and
+`predicate_loads(cond)` -> value).
 
 Assumes: bounds inference and sliding window are done. Guarantees: no promise_clamped remains, so
 later passes (the vectorizer looking for dense Ramps) see the plain index arithmetic.
@@ -8,8 +9,10 @@ later passes (the vectorizer looking for dense Ramps) see the plain index arithm
 from __future__ import annotations
 
 from .. import ir
-from ..bounds import PREDICATE_LOADS, WITHIN_REGION
+from ..bounds import PREDICATE_LOADS, UNSAFE_PROMISE_CLAMPED, WITHIN_REGION
 from ..ir_mutator import IRMutator, has_call
+
+_PROMISES = frozenset(("promise_clamped", UNSAFE_PROMISE_CLAMPED, WITHIN_REGION, PREDICATE_LOADS))
 
 
 class _Strip(IRMutator):
@@ -31,7 +34,7 @@ class _Strip(IRMutator):
         return result
 
     def visit_Call(self, c):
-        if c.call_type == ir.INTRINSIC and c.name in ("promise_clamped", WITHIN_REGION, PREDICATE_LOADS):
+        if c.call_type == ir.INTRINSIC and c.name in _PROMISES:
             return self.mutate(c.args[0])
         return self.default(c)
 

@@ -364,3 +364,25 @@ def reduction_chain() -> Case:
     win[x, y] += colsum[x + rw.x] * (rw.y + 1) - hl.i32(clamped[x, y + rw.y])
     out[x, y] = win[x, y] - colsum[x]
     return Case("reduction_chain", [out], [20, 16], [clamped, colsum, win, out])
+
+
+@case
+def scatter_network() -> Case:
+    """hl.scatter/gather: columns of 8 sorted in place by a compare-and-swap network read from a
+    buffer (an RDom over its links, two sites each, bounded by unsafe_promise_clamped), then a
+    rotation of three rows in one update, read by a stencil."""
+    x, y = _vars("x", "y")
+    inp = hl.Buffer(_ints((8, 23), np.int16, 20), name="sn_in")
+    clamped = hl.BoundaryConditions.repeat_edge(inp)
+    links = hl.Buffer(np.array([[0, 1], [2, 3], [4, 5], [6, 7], [0, 2], [1, 3], [4, 6], [5, 7], [1, 2], [5, 6],
+                                [0, 4], [3, 7], [1, 5], [2, 6], [1, 4], [3, 6], [2, 4], [3, 5], [3, 4]], np.int32),
+                      name="sn_links")
+    sort, out = hl.Func("sn_sort"), hl.Func("sn_out")
+    sort[x, y] = hl.i32(clamped[x, y])
+    r = hl.RDom([(0, 19)], name="snr")
+    lo = hl.unsafe_promise_clamped(links[0, r], 0, 7)
+    hi = hl.unsafe_promise_clamped(links[1, r], 0, 7)
+    sort[x, hl.scatter(lo, hi)] = hl.gather(hl.min(sort[x, lo], sort[x, hi]), hl.max(sort[x, lo], sort[x, hi]))
+    sort[x, hl.scatter(0, 3, 7)] = hl.gather(sort[x, 3], sort[x, 7], sort[x, 0] * 2)
+    out[x, y] = sort[x - 1, y] + 2 * sort[x, y] - sort[x + 1, 7 - y]
+    return Case("scatter_network", [out], [23, 8], [clamped, sort, out])

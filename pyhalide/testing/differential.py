@@ -158,9 +158,25 @@ def _update_reads(hl) -> Built:
                  {}, 2, {"upd_g": ["upd_out"]})
 
 
+def _scatter(hl) -> Built:
+    """hl.scatter/gather: an update that rotates three neighbours along x at once (an RDom over
+    where they start), each also offset, read by a stencil."""
+    x, y = hl.Var("x"), hl.Var("y")
+    inp = hl.Buffer(_image("sc", (MAX_SIZE + 4, MAX_SIZE + 4)), "sc_in")
+    f, out = hl.Func("sc_f"), hl.Func("sc_out")
+    q = hl.RDom([hl.Range(0, 5)], "q")
+    f[x, y] = inp[x, y]
+    f[hl.scatter([q.x, q.x + 1, q.x + 2]), y] = f[hl.gather([q.x + 1, q.x + 2, q.x]), y] + hl.gather([1, 2, 3])
+    out[x, y] = f[x, y] * 2 + f[x + 1, y]
+    return Built([out], {"sc_f": f, "sc_out": out},
+                 {("sc_f", 0): ["x", "y"], ("sc_f", 1): ["q$x", "y"], ("sc_out", 0): ["x", "y"]},
+                 {"q$x": q.x}, 2, {"sc_f": ["sc_out"]})
+
+
 PIPELINES: dict[str, Callable] = {
     "pointwise": _pointwise, "blur": _blur, "histogram": _histogram, "prefix_sum": _prefix_sum,
     "matmul": _matmul, "resample": _resample, "two_outputs": _two_outputs, "update_reads": _update_reads,
+    "scatter": _scatter,
 }
 
 
