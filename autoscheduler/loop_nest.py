@@ -277,6 +277,9 @@ class FuncModel:
     # sliding windows: `region` is what a realization computes in the steady state; this factor
     # accounts for the first iteration of the sliding loop, which computes the whole window
     warm: float = 1.0
+    # computed at a consumer's loop: its region over one iteration of each loop around that
+    # one, innermost first (how its realizations move on through what it reads)
+    enclosing: tuple = ()
 
     def speedup(self, stage: int, level: int | None = None) -> float:
         """The parallel speedup of work inside stage `stage`'s loop `level` (None: innermost)."""
@@ -473,7 +476,9 @@ class Model:
             steady = math.prod(ext for _, ext in region)
             warm = 1.0 + (full - steady) / max(1, steady) / max(1, loops[d.store + 1].trip)
         extents = {v: ext for v, (_, ext) in zip(info.dims, region)}
-        fm = FuncModel(name, d, region, total, realizations, inherited, [], feats, warm=warm)
+        enclosing = tuple(self.site_region(name, d.consumer, d.stage, level, models)
+                          for level in range(d.level - 1, -1, -1)) if d.placement == "at" else ()
+        fm = FuncModel(name, d, region, total, realizations, inherited, [], feats, warm=warm, enclosing=enclosing)
         bytes_storage = math.prod(ext for _, ext in storage) * info.bytes_per_point
         bytes_region = math.prod(ext for _, ext in region) * info.bytes_per_point * warm
         in_cache = bytes_storage <= hw.l2 // 2
@@ -550,6 +555,11 @@ class Model:
                     mem, extra, tier, partial = reads[gm.name, cs, row]
                     if d.placement == "at":  # re-reads come from this storage while it is live
                         tier = min(tier, level, key=TIERS.index)
+                        if in_cache:
+                            # and stay in the cache with it: a line buffer folded to a few rows
+                            # and re-read row after row is loads, not traffic, as a tile is
+                            # (read_traffic sees the consumer's loops, not the folded storage)
+                            extra = 0.0
                     rsp = gm.speedup(cs)
                     feats[level] += mem / (rsp if in_cache else min(rsp, 2.0))
                     if partial and level in FAR_TIERS:
@@ -738,21 +748,33 @@ class Model:
         if not unrolled:
             return 1.0
         point = self.stage_env(fm, s, len(sm.loops) - 1)
-        block = dict(point)
-        n = 1
-        for lp in unrolled:
-            n *= lp.trip
-            for v in lp.dims:
-                block[hi_name(v)] = block[lo_name(v)] + lp.trip * self.loop_step(fm, s, lp, v) - 1
-        p, b = box_of(point), box_of(block)
+
+        def spread(loops) -> dict:
+            env = dict(point)
+            for lp in loops:
+                for v in lp.dims:
+                    env[hi_name(v)] = env[lo_name(v)] + lp.trip * self.loop_step(fm, s, lp, v) - 1
+            return env
+
+        def rows(box) -> int:
+            return math.prod(hi - lo + 1 for lo, hi in box[1:])
+
+        n = math.prod(lp.trip for lp in unrolled)
+        p, b = box_of(point), box_of(spread(unrolled))
         if p is None or b is None or any(x is None for x in (*p, *b)):
             return 1.0
         if not p:
             return 1.0 / n
+        rows_p, rows_b = rows(p), rows(b)
+        for lp in unrolled:
+            along = box_of(spread([lp]))
+            if along is not None and rows_p < rows(along) < rows_p + lp.trip - 1:
+                # the rows move less than one per iteration of lp (y / 2): neighbouring ones
+                # read a row that only a variable's parity makes the same, loaded again
+                return 1.0
         # vectors of the block: its rows, times its width in vectors of one iteration's width
-        vectors_p = math.prod(hi - lo + 1 for lo, hi in p[1:])
-        vectors_b = math.prod(hi - lo + 1 for lo, hi in b[1:]) * -(-(b[0][1] - b[0][0] + 1) // (p[0][1] - p[0][0] + 1))
-        return min(1.0, vectors_b / max(1, n * vectors_p))
+        vectors_b = rows_b * -(-(b[0][1] - b[0][0] + 1) // (p[0][1] - p[0][0] + 1))
+        return min(1.0, vectors_b / max(1, n * rows_p))
 
     def read_traffic(self, fm: FuncModel, s: int, box_of, elem: int,
                      row: int | None = None) -> tuple[float, float, str, bool]:
@@ -790,12 +812,20 @@ class Model:
         rows than the innermost iteration, the box is narrower than the array (tiles, strips).
         The L3 cache and memory stream whole rows best: a copy of a 2560x1536 float image ran
         1.7-1.9x slower in any tiling, 64x64 to 512-wide column strips, than row by row
-        (benchmarks.unit_costs)."""
+        (benchmarks.unit_costs). Past fm's own loops, the consumer's loops around its compute site
+        move its realizations on: a line buffer computed per row of a tile reads the tile's
+        width of each row."""
         if row is None:
             return False
+        envs = [self.stage_env(fm, s, k if k >= 0 else None) for k in range(len(fm.stages[s].loops) - 1, -2, -1)]
+        for region in fm.enclosing:
+            env = self.stage_env(fm, s, None)
+            for v, (mn, ext) in zip(self.a.funcs[fm.name].dims, region):
+                env[lo_name(v)], env[hi_name(v)] = mn, mn + ext - 1
+            envs.append(env)
         innermost = None
-        for k in range(len(fm.stages[s].loops) - 1, -2, -1):
-            box = box_of(self.stage_env(fm, s, k if k >= 0 else None))
+        for env in envs:
+            box = box_of(env)
             if box is None or len(box) < 2 or any(b is None for b in box):
                 return False
             rows = math.prod(hi - lo + 1 for lo, hi in box[1:])

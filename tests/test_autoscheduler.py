@@ -346,6 +346,61 @@ def test_tiles_and_column_strips_are_charged_for_walking_pieces_of_rows():
         assert partial_bytes(Decision("root", tile=tile, vector=16, parallel=1)) >= 0.9 * input_and_output, tile
 
 
+def test_line_buffers_inside_tiles_read_pieces_of_rows_and_their_re_reads_stay_in_cache():
+    """harris's shape: a grey image computed one row per output row and stored per strip (a
+    sliding line buffer) under a 3-row box filter. Per row of full-width strips it reads whole
+    input rows, and the filter's re-reads of the three folded rows are loads, not traffic; per
+    row of 512-wide tiles its input reads are pieces of rows (bytes_partial_rows). The model had
+    charged the full-width strip a re-fetch of every row three times, as if its window were the
+    strip, and picked the tiles, measured 1.2x slower."""
+    from autoscheduler.api import make_problem
+    from autoscheduler.loop_nest import FAR_TIERS, TIERS, Decision
+    from autoscheduler.search import State
+
+    x, y = hl.Var("x"), hl.Var("y")
+    big = hl.Buffer(np.zeros((1536, 2560), np.float32), "big")
+    grey, out = hl.Func("grey"), hl.Func("out")
+    grey[x, y] = big[x, y] * 0.5
+    out[x, y] = grey[x, y - 1] + grey[x, y] + grey[x, y + 1]
+    problem = make_problem([out], estimates={"out": [(0, 2560), (1, 1534)]}, params={"parallelism": 2})
+    models = {}
+    for label, tile, level in (("strips", (0, 64), 1), ("tiles", (512, 64), 2)):
+        state = problem.extend(State({}, 0.0), "out", Decision("root", tile=tile, vector=16, parallel=1))
+        d = Decision("at", "out", 0, level, vector=16, store=level - 1)
+        assert problem.model.sliding("grey", d, state.models) is not None, label
+        models[label] = problem.extend(state, "grey", d).models["grey"]
+    strips, tiles = models["strips"].features, models["tiles"].features
+    assert strips["bytes_partial_rows"] == 0 < tiles["bytes_partial_rows"]
+    once = 2560 * 1536 * 4 / 2  # the image's bytes, per core
+    assert strips["bytes_mem"] == tiles["bytes_mem"] == pytest.approx(once, rel=0.01)  # the input, once
+    cached = sum(strips[t] for t in TIERS if t not in FAR_TIERS)
+    assert 2 * once <= cached <= 2.2 * once  # the line buffer written once and read back once, not thrice
+
+
+def test_unrolled_rows_share_loads_only_where_they_read_the_same_expression():
+    """Rows unrolled in a block share what they read: a stencil's overlapping rows and a row
+    that does not move with them are loaded once per block (the simplifier gives them the same
+    index, LLVM loads it once). An upsample's y / 2 is the same row for two neighbouring rows
+    only by y's parity, which the compiler does not know: loaded again, no credit."""
+    from autoscheduler.api import make_problem
+    from autoscheduler.loop_nest import Decision
+    from autoscheduler.search import State
+
+    x, y = hl.Var("x"), hl.Var("y")
+    big = hl.Buffer(np.zeros((1024, 1024), np.float32), "big")
+    stencil, upsample, row = hl.Func("stencil"), hl.Func("upsample"), hl.Func("row")
+    stencil[x, y] = big[x, y] + big[x, y + 1] + big[x, y + 2]
+    upsample[x, y] = big[x, y / 2] * 2
+    row[x, y] = big[x, 0] * 2
+    for f, share in ((stencil, 10 / 24), (upsample, 1.0), (row, 1 / 8)):  # 10 rows for 8 x 3 loads
+        problem = make_problem([f], estimates={f.name(): [(0, 1024), (0, 1000)]}, params={"parallelism": 2})
+        d = Decision("root", tile=(16, 8), vector=16, parallel=1, unroll=True)
+        fm = problem.extend(State({}, 0.0), f.name(), d).models[f.name()]
+        acc = problem.model.a.funcs[f.name()].stages[0].accesses[0]
+        reuse = problem.model.unroll_reuse(fm, 0, lambda env, box=acc.box: [(lo(env), hi(env)) for lo, hi in box])
+        assert reuse == pytest.approx(share), f.name()
+
+
 def test_decisions_read_back_from_their_descriptions():
     from autoscheduler.loop_nest import INLINE, Decision
 
