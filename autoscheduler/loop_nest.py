@@ -40,7 +40,7 @@ FEATURES = (
     "par_tasks",  # parallel tasks run
     "stages",  # loop nests emitted
 )
-FEATURE_VERSION = 11
+FEATURE_VERSION = 12
 
 
 @dataclass(frozen=True)
