@@ -858,7 +858,13 @@ class Model:
                         return box if box is not None and all(b is not None for b in box) else None
                 else:
                     def box_of(env, acc=acc, r=region_of):
-                        return self._input_box(info, st, acc, r(env))
+                        region, box = r(env), None
+                        for part in parts_of(region):  # each path's reads of this Func: their own input boxes
+                            b = self._input_box(info, st, acc, part)
+                            if b is None:
+                                return None
+                            box = _union(box, b)
+                        return box
                 mem, extra, tier, partial = self.read_traffic(rm, rs, box_of, elem, shape[0][1] if shape else None)
             if reader is not None and mem:
                 feats["bytes_mem"] += mem / min(sp, 2.0)
@@ -909,6 +915,9 @@ def _line_bytes(box, elem: int, row: int | None = None) -> float:
         return 0.0
     if not box:  # a single value
         return float(CACHE_LINE)
+    parts = parts_of(box)
+    if len(parts) > 1:  # the lines of the parts (counting overlaps twice), where fewer than the box's
+        return min(_line_bytes(list(box), elem, row), sum(_line_bytes(list(p), elem, row) for p in parts))
     width = (box[0][1] - box[0][0] + 1) * elem
     if row is not None and box[0][1] - box[0][0] + 1 >= row:
         span = width * math.prod(max(1, hi - lo + 1) for lo, hi in box[1:])
@@ -941,6 +950,22 @@ def _eval_box(box, env):
     return out
 
 
+class Box(list):
+    """A bounding box ((lo, hi) per dimension) that remembers the boxes it bounds: reads of one
+    producer by several paths (a `2y + 1` subsample beside a direct read) can lie far apart,
+    and the cache lines they touch are those of the parts, not of all that lies between."""
+
+    parts: list
+
+    def __init__(self, bounds, parts):
+        super().__init__(bounds)
+        self.parts = parts
+
+
+def parts_of(box) -> list:
+    return getattr(box, "parts", None) or [box]
+
+
 def _union(a, b):
     if a is None:
         return b
@@ -952,7 +977,7 @@ def _union(a, b):
             out.append(None)
         else:
             out.append((min(x[0], y[0]), max(x[1], y[1])))
-    return out
+    return Box(out, parts_of(a) + parts_of(b))
 
 
 def _union_regions(a, b):
