@@ -268,8 +268,9 @@ def search(outputs, strategy, target=None, estimates=None, example_inputs=None, 
         _APPLIED[f] = list(f._schedule.log)  # the search's, not a hand schedule
     cloned = make_problem(outputs, target, estimates, example_inputs, params, problem.cost_model)
     again = strategy.run(cloned)
-    again.stats["search_s"] = result.stats.get("search_s", 0.0) + again.stats.get("search_s", 0.0)
+    searched = result.stats.get("search_s", 0.0) + again.stats.get("search_s", 0.0)
     if again.cost < (1.0 - MIN_CLONE_GAIN) * result.cost:
+        again.stats["search_s"] = searched
         return cloned, again
     for p, (schedule, applied) in saved.items():
         f = funcs[p].func
@@ -278,7 +279,7 @@ def search(outputs, strategy, target=None, estimates=None, example_inputs=None, 
             _APPLIED.pop(f, None)
         else:
             _APPLIED[f] = applied
-    result.stats["search_s"] = again.stats["search_s"]
+    result.stats["search_s"] = searched
     return problem, result
 
 

@@ -217,7 +217,7 @@ class _Tuning:
         self.hand = hl.Pipeline(outputs).copy_schedule()  # the schedules the build came with
         # the space auto_schedule searches: with producers cloned into stencil consumers where
         # that is predicted faster
-        self.problem, _ = search(outputs, self.beam(seed), None, None, None, self.params, cost_model)
+        self.problem, self.first_beam = search(outputs, self.beam(seed), None, None, None, self.params, cost_model)
         self.rng = random.Random(seed)
         self.seed = seed
         self.times: dict[str, list[float]] = {}  # schedule JSON -> measured times (medians of batches)
@@ -303,7 +303,8 @@ class _Tuning:
         second round a dropout search's), a quarter mutations of the fastest measured, a quarter
         random states (exploration: what the model ranks low is how it learns it was wrong)."""
         cm = self.problem.cost_model
-        beam = self.beam(self.seed + round_).run(self.problem)
+        # (round 0's beam is the one search() ran to choose the problem)
+        beam = self.first_beam if not round_ else self.beam(self.seed + round_).run(self.problem)
         best = [State(beam.models, beam.cost)] + beam.alternatives
         if not round_:
             self.model_pick = _decision_key(best[0])  # what auto_schedule alone would apply

@@ -634,14 +634,15 @@ class Simplify(IRMutator):
         # the ranges of the lets kept so far, in force for the values after them and the body
         outer_ranges: dict[str, tuple[int, int] | None] = {}
         outer_scope = self.scope
-        outer_lets = set(self.let_names)
+        added = set()  # the names this chain adds to let_names
         known = self.known_conditions
         try:
             values: dict[ir.Expr, str] = {}  # the values of this chain's kept lets -> their names
             for name, value in chain:
                 value = self.mutate(value)
                 self._forget_conditions_of(name)
-                values = {v: n for v, n in values.items() if name not in free_variables(v)}
+                for stale in [v for v in values if name in free_variables(v)]:  # (values this let rebinds)
+                    del values[stale]
                 offset = _constant_offset(value)
                 if value in values:  # the same value as a let before it: `x.min` and `x.max.base`
                     subst[name] = ir.Variable(values[value], value.type)
@@ -657,6 +658,7 @@ class Simplify(IRMutator):
                     if base is None:
                         base = values[value.a] = f"{name}.base"
                         kept.append((base, value.a))
+                        added.add(base)
                         self.let_names.add(base)
                         self._bind_range(base, self.const_range(value.a), outer_ranges)
                     subst[name] = ir.Add(ir.Variable(base, value.type), offset)
@@ -667,11 +669,13 @@ class Simplify(IRMutator):
                         self._set_subst(subst)
                     kept.append((name, value))
                     values[value] = name
-                    self.let_names.add(name)
+                    if name not in self.let_names:
+                        added.add(name)
+                        self.let_names.add(name)
                     self._bind_range(name, self.const_range(value), outer_ranges)
             body = self.mutate(s)
         finally:
-            self.let_names -= {name for name, _ in kept} - outer_lets
+            self.let_names -= added
             self.subst, self._substitution = outer, outer_substitution
             self.known_conditions = known
             for name, r in outer_ranges.items():
