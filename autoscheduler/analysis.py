@@ -119,6 +119,10 @@ class Access:
     data_dependent: bool = False  # the coordinate along dimension 0 depends on loaded values
     invariant: frozenset = frozenset()  # the stage's loop variables the box does not depend on
     in_bounds_of_rdom: bool = False  # read by the RDom's bounds, before the stage's loops
+    # the box moves one for one with the loops (x + c, not x / 2 or 2x): its size is the same at
+    # every iteration, so a block of it has constant bounds (a downsample's or upsample's depend
+    # on a parity bounds inference does not know, and round outwards)
+    unit: bool = True
 
 
 @dataclass
@@ -392,12 +396,15 @@ class Analysis:
         known = None not in w0 and bool(w0)
         invariant = set()
         acc.stride = 1.0
+        acc.unit = known
         for v in loop_vars:
             probe = dict(base)
             probe[hi_name(v)] = probe[lo_name(v)] + 7
             w = widths(probe)
             if known and w == w0:
                 invariant.add(v)
+            if known and (None in w or any(a - b not in (0, 7) for a, b in zip(w, w0))):
+                acc.unit = False
             if stage.pure_dims and v == stage.pure_dims[0]:
                 if not known or None in w:
                     acc.stride = GATHER
@@ -414,4 +421,5 @@ class Analysis:
                         acc.stride = GATHER
         if any(b is None for b in acc.box) or acc.data_dependent:
             acc.stride = GATHER
+            acc.unit = False
         acc.invariant = frozenset(invariant)

@@ -40,7 +40,7 @@ FEATURES = (
     "par_tasks",  # parallel tasks run
     "stages",  # loop nests emitted
 )
-FEATURE_VERSION = 12
+FEATURE_VERSION = 13
 
 
 @dataclass(frozen=True)
@@ -280,6 +280,12 @@ class FuncModel:
     # computed at a consumer's loop: its region over one iteration of each loop around that
     # one, innermost first (how its realizations move on through what it reads)
     enclosing: tuple = ()
+    register_vectors: float = 0.0  # the vector registers its storage takes where it lives in them
+
+    def root(self, models: dict) -> str:
+        """The Func at root whose loops this one is computed in (itself, where at root)."""
+        d = self.decision
+        return models[d.consumer].root(models) if d.placement == "at" else self.name
 
     def speedup(self, stage: int, level: int | None = None) -> float:
         """The parallel speedup of work inside stage `stage`'s loop `level` (None: innermost)."""
@@ -309,7 +315,8 @@ class Model:
         # it (its consumers, through inlined ones, and theirs): evaluations are shared between
         # the states of a beam that agree on those. A consumer's model object stands for all of
         # them: each is made (and memoised) for one set of models downstream of it, so the ids
-        # of the direct consumers' models are the key.
+        # of the direct consumers' models are the key (with, for a Func computed inside another's
+        # loops, the register vectors Funcs beside it already take: see register_vectors).
         self.consumers = {n: tuple(sorted(g for g in analysis.funcs[n].consumers if g in analysis.funcs))
                           for n in analysis.order}
         self._memo: dict = {}
@@ -317,6 +324,8 @@ class Model:
 
     def evaluate(self, name: str, d: Decision, models: dict) -> FuncModel:
         key = (name, d, tuple(id(models.get(g)) for g in self.consumers[name]))
+        if d.placement == "at" and d.store is None:  # it may share the registers with Funcs beside it
+            key += tuple((n, m.register_vectors) for n, m in models.items() if m.register_vectors)
         hit = self._memo.get(key)
         if hit is not None:
             return hit[0]
@@ -391,6 +400,27 @@ class Model:
                     loads += acc.count * n
                     stride = max(stride, st * acc.stride)
         return box, loads, max(stride, 1.0)
+
+    def reads_unit(self, producer: str, consumer: str, s: int, models: dict, depth: int = 0) -> bool:
+        """Whether every read of `producer` by stage s of `consumer`, through inlined Funcs, moves
+        one for one with the loops (Access.unit)."""
+        return self._unit_reads(producer, consumer, s, models, depth)[1]
+
+    def _unit_reads(self, producer: str, consumer: str, s: int, models: dict, depth: int) -> tuple[bool, bool]:
+        """(whether stage s of consumer reads producer, through inlined Funcs; whether all those
+        reads move one for one with the loops)."""
+        reads, unit = False, True
+        for acc in self.a.funcs[consumer].stages[s].accesses:
+            if acc.in_bounds_of_rdom:
+                continue
+            if acc.producer == producer:
+                reads, unit = True, unit and acc.unit
+            elif not acc.is_input and models.get(acc.producer) is not None \
+                    and models[acc.producer].decision.placement == "inline" and depth < 32:
+                r, u = self._unit_reads(producer, acc.producer, 0, models, depth + 1)
+                if r:
+                    reads, unit = True, unit and u and acc.unit
+        return reads, unit
 
     def effective_consumers(self, name: str, models: dict) -> dict:
         """Computed Funcs reading `name` (through inlined ones) -> set of their stages (None: RDom bounds)."""
@@ -479,6 +509,8 @@ class Model:
         enclosing = tuple(self.site_region(name, d.consumer, d.stage, level, models)
                           for level in range(d.level - 1, -1, -1)) if d.placement == "at" else ()
         fm = FuncModel(name, d, region, total, realizations, inherited, [], feats, warm=warm, enclosing=enclosing)
+        fm.register_vectors = self.register_vectors(info, d, storage, contexts, models)
+        registers = fm.register_vectors > 0
         bytes_storage = math.prod(ext for _, ext in storage) * info.bytes_per_point
         bytes_region = math.prod(ext for _, ext in region) * info.bytes_per_point * warm
         in_cache = bytes_storage <= hw.l2 // 2
@@ -514,9 +546,11 @@ class Model:
                 # per lane of the accumulator, and one store per lane
                 feats["stores"] += work * n_values / sp
                 feats["scatters"] += work * st.self_loads / sp
-            else:
+            elif not registers:
                 feats["stores"] += work * n_values / lanes / sp
                 feats["loads"] += work * st.self_loads / lanes / sp
+            else:  # a register move a vector at most (what makes inlining a constant no dearer)
+                feats["ops"] += work * n_values / lanes / sp
             self._input_loads(info, st, work / shared, lanes, sp, feats, 1.0, fm, reader=(fm, st.index, None))
             # a loop's overhead is paid per entry into the innermost real loop: loops of one
             # iteration and unrolled loops are no loops (a stage with no real loop is straight-line
@@ -529,7 +563,8 @@ class Model:
                     break
             if real:
                 feats["loop_entries"] += work / lanes / trip / sp
-            feats["stages"] += realizations / fm.inherited if d.placement == "at" else 1
+            if not registers:  # (a block in registers is straight-line code in its consumer's)
+                feats["stages"] += realizations / fm.inherited if d.placement == "at" else 1
             if loops and loops[0].kind == "band":
                 self._partial_results(info, loops[0].trip, extents, realizations, feats)
             for k, lp in enumerate(loops):
@@ -537,15 +572,14 @@ class Model:
                     launches = realizations * math.prod(x.trip for x in loops[:k])
                     feats["par_launches"] += launches
                     feats["par_tasks"] += launches * lp.trip
-            if st.index == 0:
+            if st.index == 0 and not registers:
                 # storage traffic: written once per realization, then read back by the consumers
                 # (read_traffic: from this storage's cache tier, or again where a consumer's
                 # loops re-read more than the cache holds)
                 row = storage[0][1] if storage else None
                 written = bytes_region * realizations / (sp if in_cache else min(sp, 2.0))
                 feats[level] += written
-                if level in FAR_TIERS and self.walks_partial_rows(
-                        fm, st.index, lambda env: [(env[lo_name(v)], env[hi_name(v)]) for v in info.dims], row):
+                if level in FAR_TIERS and row is not None and _walks_partial_rows(self._own_extents(fm, st.index), row):
                     feats["bytes_partial_rows"] += written
                 for gm, cs, _, _, _ in contexts:
                     if (gm.name, cs, row) not in reads:
@@ -564,14 +598,14 @@ class Model:
                     feats[level] += mem / (rsp if in_cache else min(rsp, 2.0))
                     if partial and level in FAR_TIERS:
                         feats["bytes_partial_rows"] += mem / min(rsp, 2.0)
-                    if not self.streams_behind_fmas(gm, cs, tier):
+                    if tier != "bytes_l1" and not self.streams_behind_fmas(gm, cs, tier):
                         feats[tier] += extra / rsp
-        if d.placement == "at":
+        if d.placement == "at" and not registers:
             stored = realizations if slide is None else \
                 models[d.consumer].realizations * math.prod(lp.trip for lp in loops[: d.store + 1])
             feats["allocs"] += stored / max(1.0, inherited)
         # the consumers' loads of this Func's storage
-        for gm, s, _, loads, stride in contexts:
+        for gm, s, _, loads, stride in contexts if not registers else ():
             sm = gm.stages[s]
             evals = loads * sm.points * gm.realizations * gm.warm
             if stride != GATHER:  # unrolled lanes share no gathered value
@@ -583,6 +617,35 @@ class Model:
         computed = sum(sm.points for sm in fm.stages[:1]) * realizations * warm
         fm.recompute = computed / max(1, math.prod(e for _, e in total))
         return fm
+
+    def register_vectors(self, info: FuncInfo, d: Decision, storage: list, contexts: list, models: dict) -> float:
+        """The vector registers a Func computed inside its consumer's loops lives in, or 0 where
+        it lives in memory. It lives in registers where it is a few vectors, computed by
+        unrolled code and read by unrolled code (its own loops and the consumer's loops inside
+        the compute site all unrolled or of one iteration), so that every index is a constant and
+        LLVM promotes the small stack array to registers; storing, loading and allocating it
+        then cost nothing (blur's columns of blur_x per block of output rows, as Adams2019
+        schedules it: 1.4x faster than a line buffer). Reads at x / 2 or 2x do not qualify
+        (Access.unit: camera_pipe's Bayer planes so modelled in a block of unrolled rows ran 3.2x
+        slower than in memory), and the Funcs in registers inside one root Func's loops share
+        the register file (register_budget): beyond it they would spill."""
+        if d.placement != "at" or d.store is not None or len(info.stages) > 1 or len(contexts) != 1:
+            return 0.0
+        gm, cs, _, _, stride = contexts[0]
+        if gm.name != d.consumer or cs != d.stage or stride == GATHER:
+            return 0.0
+        if not all(lp.trip == 1 or lp.unrolled for lp in gm.stages[cs].loops[d.level + 1:]) or \
+                not self.reads_unit(info.name, gm.name, cs, models):
+            return 0.0
+        extents = {v: ext for v, (_, ext) in zip(info.dims, storage)}
+        loops, vector = stage_loops(info, info.stages[0], d, extents, [], self.hw.cores)
+        if not all(lp.trip == 1 or lp.unrolled for lp in loops) or not (vector or extents[info.dims[0]] == 1):
+            return 0.0
+        vectors = math.prod(extents.values()) / max(1, self.lanes(info.name, d.vector))
+        root = gm.root(models)
+        taken = sum(m.register_vectors for n, m in models.items()
+                    if n != info.name and m.register_vectors and m.root(models) == root)
+        return vectors if taken + vectors <= register_budget(self.hw) else 0.0
 
     def _partial_results(self, info: FuncInfo, bands: int, extents: dict, realizations: float,
                          feats: dict) -> None:
@@ -784,7 +847,9 @@ class Model:
         realization reads that fits in the cache comes from memory once (the lines realizations
         share, from the cache); what does not is fetched again by each iteration of the
         outermost loop whose iteration does fit (per-loop footprints, as a cache sees them).
-        row: the producer storage's width, where known (boxes as wide are contiguous)."""
+        row: the producer storage's width, where known (boxes as wide are contiguous).
+        The callers charge no bytes for lines re-read from L1 (what neighbouring small blocks
+        share): those are hits, and their load instructions are counted as loads."""
         # A re-read window stays in L2 up to 3/4 of it: max_filter's 53 rows of 10.4 KB (553 KB
         # of a 1 MB L2) were charged to L3 at half of it, which hid the sliding window's gain
         # (auto schedule 60.5 -> 29.4 ms; the other apps' picks the same or within noise)
@@ -808,32 +873,41 @@ class Model:
 
     def walks_partial_rows(self, fm: FuncModel, s: int, box_of, row: int | None) -> bool:
         """Whether stage s of fm walks an array (box_of: its box over a loop env; row: its rows'
-        width) a piece of each row at a time: at the innermost loop whose iteration spans more
-        rows than the innermost iteration, the box is narrower than the array (tiles, strips).
-        The L3 cache and memory stream whole rows best: a copy of a 2560x1536 float image ran
-        1.7-1.9x slower in any tiling, 64x64 to 512-wide column strips, than row by row
-        (benchmarks.unit_costs). Past fm's own loops, the consumer's loops around its compute site
-        move its realizations on: a line buffer computed per row of a tile reads the tile's
-        width of each row."""
+        width) a piece of each row at a time: at a loop whose iteration spans more rows than the
+        innermost iteration, the box is narrower than the array (tiles, strips), and taller than
+        the prefetchers follow at once (STREAMED_ROWS). The L3 cache and memory stream whole rows
+        best: a copy of a 2560x1536 float image ran 1.7-1.9x slower in 64x64 tiles or 512-wide
+        column strips than row by row, but as fast in 16x8 tiles (benchmarks.unit_costs).
+        Past fm's own loops, the consumer's loops around its compute site move its realizations
+        on: a line buffer computed per row of a tile reads the tile's width of each row."""
         if row is None:
             return False
-        envs = [self.stage_env(fm, s, k if k >= 0 else None) for k in range(len(fm.stages[s].loops) - 1, -2, -1)]
+
+        def extents():  # innermost first, made as the walk gets to them
+            for k in range(len(fm.stages[s].loops) - 1, -2, -1):
+                yield _box_extents(box_of(self.stage_env(fm, s, k if k >= 0 else None)))
+            for region in fm.enclosing:
+                env = self.stage_env(fm, s, None)
+                for v, (mn, ext) in zip(self.a.funcs[fm.name].dims, region):
+                    env[lo_name(v)], env[hi_name(v)] = mn, mn + ext - 1
+                yield _box_extents(box_of(env))
+
+        return _walks_partial_rows(extents(), row)
+
+    def _own_extents(self, fm: FuncModel, s: int):
+        """The extents of stage s of fm's own region inside one iteration of each of its loops,
+        innermost first, then over each region of `enclosing` (stage_env's boxes over fm's own
+        dimensions, without building the environments)."""
+        dims = self.a.funcs[fm.name].dims
+        loops = fm.stages[s].loops
+        for k in range(len(loops) - 1, -2, -1):
+            ext = {v: e for v, (_, e) in zip(dims, fm.region)}
+            for lp in loops[: k + 1]:
+                for v in lp.dims:
+                    ext[v] = self.loop_step(fm, s, lp, v)
+            yield [ext[v] for v in dims]
         for region in fm.enclosing:
-            env = self.stage_env(fm, s, None)
-            for v, (mn, ext) in zip(self.a.funcs[fm.name].dims, region):
-                env[lo_name(v)], env[hi_name(v)] = mn, mn + ext - 1
-            envs.append(env)
-        innermost = None
-        for env in envs:
-            box = box_of(env)
-            if box is None or len(box) < 2 or any(b is None for b in box):
-                return False
-            rows = math.prod(hi - lo + 1 for lo, hi in box[1:])
-            if innermost is None:
-                innermost = rows  # the rows one iteration reads (a stencil's several)
-            elif rows > innermost:  # the loop that moves on to other rows
-                return box[0][1] - box[0][0] + 1 < row
-        return False
+            yield [e for _, e in region]
 
     def _input_loads(self, info, st, work, lanes, sp, feats, ctx_stride=1.0, fm: FuncModel | None = None,
                      reader=None):
@@ -870,7 +944,7 @@ class Model:
                 feats["bytes_mem"] += mem / min(sp, 2.0)
                 if partial:
                     feats["bytes_partial_rows"] += mem / min(sp, 2.0)
-                if not self.streams_behind_fmas(reader[0], reader[1], tier):
+                if tier != "bytes_l1" and not self.streams_behind_fmas(reader[0], reader[1], tier):
                     feats[tier] += extra / sp
             elif shape:
                 feats["bytes_mem"] += math.prod(e for _, e in shape) * elem / min(sp, 2.0)
@@ -890,6 +964,10 @@ class Model:
 
 
 CACHE_LINE = 64
+# Rows the prefetchers stream at once as fast as one: a copy of a 2560x1536 image (float32 and
+# uint16) in 16x2 to 32x8 tiles, rows of tiles walked along, ran at its row-by-row time, 16x10
+# tiles 1.0-1.15x it, 16x12 1.15-1.2x, 16x16 1.3-1.5x, 64x64 1.6-1.9x (one thread, AVX2 Zen 3)
+STREAMED_ROWS = 10
 
 
 TIERS = ("bytes_l1", "bytes_cache", "bytes_l3", "bytes_mem")  # fastest first
@@ -905,6 +983,32 @@ def _tier(nbytes: float, hw: Hardware) -> str:
     if nbytes <= hw.l3_share() // 2:
         return "bytes_l3"
     return "bytes_mem"
+
+
+def _box_extents(box) -> list | None:
+    """A box's extent per dimension (None where it is unbounded)."""
+    if box is None or any(b is None for b in box):
+        return None
+    return [hi - lo + 1 for lo, hi in box]
+
+
+def _walks_partial_rows(extents, row: int) -> bool:
+    """Model.walks_partial_rows over the boxes' extents, innermost loop first."""
+    innermost = None
+    for ext in extents:
+        if ext is None or len(ext) < 2:
+            return False
+        rows = math.prod(ext[1:])
+        if innermost is None:
+            innermost = rows  # the rows one iteration reads (a stencil's several)
+        elif rows > innermost:  # a loop that moves on to other rows
+            if ext[0] >= row:
+                return False
+            if rows > STREAMED_ROWS:
+                return True
+            # a few rows a piece at a time, the loops outside walking along them: as fast as
+            # whole rows (the prefetchers follow each row); what moves on past them decides
+    return False
 
 
 def _line_bytes(box, elem: int, row: int | None = None) -> float:

@@ -84,7 +84,7 @@ def line_buffers() -> dict:
 def row_walks() -> dict:
     data = hl.Buffer(np.random.default_rng(3).random((H, W)).astype(np.float32), "image")
     out = {}
-    for tile in ((W, H), (512, H), (64, H), (512, 64), (64, 64)):
+    for tile in ((W, H), (512, H), (64, H), (512, 64), (64, 64), (64, 16), (16, 8)):
         x, y, xo, yo, xi, yi = (hl.Var(n) for n in ("x", "y", "xo", "yo", "xi", "yi"))
         f = hl.Func("copied")
         f[x, y] = data[x, y] * 2 + 1
