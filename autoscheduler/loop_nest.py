@@ -786,7 +786,7 @@ class Model:
 
     def _register_tiled(self, st: StageInfo, loops: list, vector: int, d: Decision) -> bool:
         """An update whose reduction loops are outside a fully unrolled inner tile keeps its
-        accumulators in registers (as many vectors as register_budget allows), when the tile is
+        accumulators in registers (as many registers as register_budget allows), when the tile is
         its whole realization: a realization of several tiles is an array in memory (measured:
         gemm's 64x6 tiles of a 64x64 block of partial sums ran 1.6x slower than 64x6 blocks),
         whose partial sums are loaded and stored at every step of the reduction."""
@@ -796,7 +796,8 @@ class Model:
         if not rvars:
             return False
         tile = loops[rvars[-1] + 1:]  # the accumulators: the loops inside the reduction
-        accumulators = math.prod(lp.trip for lp in tile)
+        # (a vector twice the machine's width is two registers)
+        accumulators = math.prod(lp.trip for lp in tile) * vector // self.lanes(st.func, vector)
         pure_outside = any(lp.trip > 1 and lp.kind != "band" for lp in loops[:rvars[0]])
         return (bool(tile) and all(lp.kind == "inner" for lp in tile) and accumulators <= register_budget(self.hw)
                 and not pure_outside)

@@ -521,6 +521,17 @@ def test_matrix_product_walks_columns_and_packs_its_panel():
                                                    rvars_outside=True, unroll=True))
     assert set(state.pending) == {"panel"} and state.rank > state.cost
 
+    def register_tiled(tile, vector):  # prod's tile: all of one tile of out
+        tiles = problem.extend(State({}, 0.0), "out", Decision("root", tile=tile, vector=8, parallel=1))
+        st = problem.extend(tiles, "prod", Decision("at", "out", 0, 1, tile=tile, vector=vector,
+                                                    rvars_outside=True, unroll=True)).models["prod"]
+        update = st.stages[1]
+        return problem.model._register_tiled(problem.model.a.funcs["prod"].stages[1], update.loops, update.vector,
+                                             st.decision)
+
+    # 2 x 4 accumulator vectors of 8 lanes fit AVX2's 12; of 16 lanes (two registers each) they do not
+    assert register_tiled((16, 4), 8) and not register_tiled((32, 4), 16)
+
     result = auto_schedule(out, estimates=estimates, params={"parallelism": 2, "vector_bits": 256})
     decisions = {name: Decision.parse(text) for name, text in result.decisions.items()}
     walks_columns = decisions["out"].columns or (decisions["out"].tile[:2] and not decisions["out"].tile[1])
