@@ -259,6 +259,7 @@ class StageModel:
     # points that share one evaluation of what they read: a pixel-major update's unrolled small
     # dimensions (its channels) use one value loaded, and what is computed from it, for all
     shared: int = 1
+    vector_ops: float = 0.0  # arithmetic instructions over all its realizations
 
 
 @dataclass
@@ -280,6 +281,7 @@ class FuncModel:
     # computed at a consumer's loop: its region over one iteration of each loop around that
     # one, innermost first (how its realizations move on through what it reads)
     enclosing: tuple = ()
+    enclosing_trips: tuple = ()  # the iterations each of those holds of the loop inside it
     register_vectors: float = 0.0  # the vector registers its storage takes where it lives in them
 
     def root(self, models: dict) -> str:
@@ -508,7 +510,10 @@ class Model:
         extents = {v: ext for v, (_, ext) in zip(info.dims, region)}
         enclosing = tuple(self.site_region(name, d.consumer, d.stage, level, models)
                           for level in range(d.level - 1, -1, -1)) if d.placement == "at" else ()
-        fm = FuncModel(name, d, region, total, realizations, inherited, [], feats, warm=warm, enclosing=enclosing)
+        enclosing_trips = tuple(loops[level + 1].trip for level in range(d.level - 1, -1, -1)) \
+            if d.placement == "at" else ()
+        fm = FuncModel(name, d, region, total, realizations, inherited, [], feats, warm=warm, enclosing=enclosing,
+                       enclosing_trips=enclosing_trips)
         fm.register_vectors = self.register_vectors(info, d, storage, contexts, models)
         registers = fm.register_vectors > 0
         bytes_storage = math.prod(ext for _, ext in storage) * info.bytes_per_point
@@ -533,7 +538,8 @@ class Model:
                 inner_extent = min(e_full, (d.tile[0] or e_full) if d.tile else e_full)
                 waste = e0.trip * vector / max(1, inner_extent)
             work = points * realizations * waste * warm
-            feats["ops"] += work * st.ops / lanes / sp / shared
+            sm.vector_ops = work * st.ops / lanes / shared
+            feats["ops"] += sm.vector_ops / sp
             feats["expensive"] += work * st.expensive / lanes / sp / shared
             register_tiled = self._register_tiled(st, loops, vector, d)
             n_values = len(info.func.types())
@@ -586,20 +592,18 @@ class Model:
                         reads[gm.name, cs, row] = self.read_traffic(
                             gm, cs, lambda env, g=gm.name, cs=cs: self.demand(name, g, cs, env, models)[0],
                             info.bytes_per_point, row)
-                    mem, extra, tier, partial = reads[gm.name, cs, row]
+                    mem, extras, partial = reads[gm.name, cs, row]
                     if d.placement == "at":  # re-reads come from this storage while it is live
-                        tier = min(tier, level, key=TIERS.index)
-                        if in_cache:
-                            # and stay in the cache with it: a line buffer folded to a few rows
-                            # and re-read row after row is loads, not traffic, as a tile is
-                            # (read_traffic sees the consumer's loops, not the folded storage)
-                            extra = 0.0
+                        # and stay in the cache with it: a line buffer folded to a few rows
+                        # and re-read row after row is loads, not traffic, as a tile is
+                        # (read_traffic sees the consumer's loops, not the folded storage)
+                        extras = [] if in_cache else [(min(t, level, key=TIERS.index), b) for t, b in extras]
                     rsp = gm.speedup(cs)
                     feats[level] += mem / (rsp if in_cache else min(rsp, 2.0))
                     if partial and level in FAR_TIERS:
                         feats["bytes_partial_rows"] += mem / min(rsp, 2.0)
-                    if tier != "bytes_l1" and not self.streams_behind_fmas(gm, cs, tier):
-                        feats[tier] += extra / rsp
+                    self._charge_rereads(feats, extras, gm, cs, rsp,
+                                         partial and row is not None and row * info.bytes_per_point >= PAGE)
         if d.placement == "at" and not registers:
             stored = realizations if slide is None else \
                 models[d.consumer].realizations * math.prod(lp.trip for lp in loops[: d.store + 1])
@@ -775,12 +779,15 @@ class Model:
         return max(1, min(vector, natural_vector(self.a.funcs[name], self.hw)))
 
     def streams_behind_fmas(self, fm: FuncModel, s: int, tier: str) -> bool:
-        """Whether stage s of fm re-reads a producer from the L1 or L2 cache while it keeps its
+        """Whether stage s of fm re-reads a producer from a cache while it keeps its
         accumulators in registers: each vector loaded then feeds a row of the register tile,
         and the loads hide behind the multiply-adds (gemm's panels of B, re-read for every tile
-        of C, at the machine's peak), so the re-reads cost no time of their own."""
-        if tier not in ("bytes_l1", "bytes_cache"):
-            return False
+        of C from L2, and all of A re-read from L3 for each column of tiles, at the machine's
+        peak; conv_layer's filter, from L3 for each block of pixels), so the re-reads cost no
+        time of their own."""
+        return tier != "bytes_mem" and self._register_tiled_stage(fm, s)
+
+    def _register_tiled_stage(self, fm: FuncModel, s: int) -> bool:
         sm = fm.stages[s]
         return self._register_tiled(self.a.funcs[fm.name].stages[s], sm.loops, sm.vector, fm.decision)
 
@@ -841,27 +848,36 @@ class Model:
         return min(1.0, vectors_b / max(1, n * rows_p))
 
     def read_traffic(self, fm: FuncModel, s: int, box_of, elem: int,
-                     row: int | None = None) -> tuple[float, float, str, bool]:
-        """(bytes from memory, bytes from a cache, which cache, whether the bytes from memory are
-        walked in pieces of rows) that the realizations of stage s of fm read of one producer;
-        box_of(env) is the producer's box over a loop env. What one
-        realization reads that fits in the cache comes from memory once (the lines realizations
-        share, from the cache); what does not is fetched again by each iteration of the
-        outermost loop whose iteration does fit (per-loop footprints, as a cache sees them).
-        row: the producer storage's width, where known (boxes as wide are contiguous).
-        The callers charge no bytes for lines re-read from L1 (what neighbouring small blocks
-        share): those are hits, and their load instructions are counted as loads."""
+                     row: int | None = None) -> tuple[float, list, bool]:
+        """(bytes from memory, [(cache tier, bytes re-read from it)], whether the bytes from
+        memory are walked in pieces of rows) that the realizations of stage s of fm read of one
+        producer; box_of(env) is the producer's box over a loop env. What one realization reads
+        that fits in the cache comes from memory once, and what the realizations inside one
+        iteration of each loop around their compute site read again comes from the cache that
+        held what each of those read (a tile's apron, from the tile's; gemm's panel of B, re-read
+        by the next row of tiles after all of B went by: from L3, not from the L2 one tile's
+        panel fits in). What one realization reads that does not fit is fetched again by each
+        iteration of the outermost loop whose iteration does fit (per-loop footprints, as a
+        cache sees them). row: the producer storage's width, where known (boxes as wide are
+        contiguous)."""
         # A re-read window stays in L2 up to 3/4 of it: max_filter's 53 rows of 10.4 KB (553 KB
         # of a 1 MB L2) were charged to L3 at half of it, which hid the sliding window's gain
         # (auto schedule 60.5 -> 29.4 ms; the other apps' picks the same or within noise)
         cap = self.hw.l2 * 3 // 4
         n = fm.realizations * fm.warm
         per = _line_bytes(box_of(self.stage_env(fm, s, None)), elem, row)
+        unique_of_all = _line_bytes(box_of(self.stage_env(fm, s, None, total=True)), elem, row)
         if per <= cap:
             total = per * n
-            unique = _line_bytes(box_of(self.stage_env(fm, s, None, total=True)), elem, row) or total
-            return (min(unique, total), max(0.0, total - unique), _tier(per, self.hw),
-                    self.walks_partial_rows(fm, s, box_of, row))
+            unique = min(unique_of_all or total, total)
+            extras, footprint, units = [], per, n
+            for region, count in zip(fm.enclosing, fm.enclosing_trips):
+                outer = _line_bytes(box_of(self._region_env(fm, s, region)), elem, row)
+                units /= max(1, count)
+                extras.append((_tier(footprint, self.hw), max(0.0, units * (count * footprint - outer))))
+                footprint = outer
+            extras.append((_tier(footprint, self.hw), max(0.0, units * footprint - unique)))
+            return unique, extras, self.walks_partial_rows(fm, s, box_of, row)
         iters, footprint = 1, per
         for k, lp in enumerate(fm.stages[s].loops):
             iters *= lp.trip
@@ -869,8 +885,29 @@ class Model:
             if footprint <= cap:
                 break
         total = iters * footprint * n
-        unique = min(total, _line_bytes(box_of(self.stage_env(fm, s, None, total=True)), elem, row) or total)
-        return unique, total - unique, _tier(per, self.hw), self.walks_partial_rows(fm, s, box_of, row)
+        unique = min(total, unique_of_all or total)
+        return unique, [(_tier(per, self.hw), total - unique)], self.walks_partial_rows(fm, s, box_of, row)
+
+    def _charge_rereads(self, feats: dict, extras: list, reader: FuncModel, s: int, sp: float,
+                        page_rows: bool) -> None:
+        """Re-read bytes by cache tier (read_traffic). None from L1 (what neighbouring small
+        blocks share: hits, whose load instructions are counted as loads), nor where a register
+        tile's multiply-adds hide them (streams_behind_fmas), unless they come from L3 a piece
+        of rows a page apart or more (page_rows: each load another page, which neither the TLB
+        nor the prefetchers keep up with; then charged as pieces of rows too)."""
+        for tier, b in extras:
+            if tier == "bytes_l1" or (self.streams_behind_fmas(reader, s, tier) and not page_rows):
+                continue
+            feats[tier] += b / sp
+            if page_rows and tier in FAR_TIERS:
+                feats["bytes_partial_rows"] += b / sp
+
+    def _region_env(self, fm: FuncModel, s: int, region: list) -> dict:
+        """stage_env of stage s of fm over a region of its Func (its whole reduction domain)."""
+        env = self.stage_env(fm, s, None)
+        for v, (mn, ext) in zip(self.a.funcs[fm.name].dims, region):
+            env[lo_name(v)], env[hi_name(v)] = mn, mn + ext - 1
+        return env
 
     def walks_partial_rows(self, fm: FuncModel, s: int, box_of, row: int | None) -> bool:
         """Whether stage s of fm walks an array (box_of: its box over a loop env; row: its rows'
@@ -888,10 +925,7 @@ class Model:
             for k in range(len(fm.stages[s].loops) - 1, -2, -1):
                 yield _box_extents(box_of(self.stage_env(fm, s, k if k >= 0 else None)))
             for region in fm.enclosing:
-                env = self.stage_env(fm, s, None)
-                for v, (mn, ext) in zip(self.a.funcs[fm.name].dims, region):
-                    env[lo_name(v)], env[hi_name(v)] = mn, mn + ext - 1
-                yield _box_extents(box_of(env))
+                yield _box_extents(box_of(self._region_env(fm, s, region)))
 
         return _walks_partial_rows(extents(), row)
 
@@ -940,13 +974,13 @@ class Model:
                                 return None
                             box = _union(box, b)
                         return box
-                mem, extra, tier, partial = self.read_traffic(rm, rs, box_of, elem, shape[0][1] if shape else None)
+                mem, extras, partial = self.read_traffic(rm, rs, box_of, elem, shape[0][1] if shape else None)
             if reader is not None and mem:
                 feats["bytes_mem"] += mem / min(sp, 2.0)
                 if partial:
                     feats["bytes_partial_rows"] += mem / min(sp, 2.0)
-                if tier != "bytes_l1" and not self.streams_behind_fmas(reader[0], reader[1], tier):
-                    feats[tier] += extra / sp
+                self._charge_rereads(feats, extras, reader[0], reader[1], sp,
+                                     partial and shape is not None and shape[0][1] * elem >= PAGE)
             elif shape:
                 feats["bytes_mem"] += math.prod(e for _, e in shape) * elem / min(sp, 2.0)
 
@@ -965,6 +999,10 @@ class Model:
 
 
 CACHE_LINE = 64
+# Rows this many bytes apart or more are each on a page of their own: read a piece of each row at
+# a time, every load is another page (gemm's tiles walking B's 4 KB rows down k, row after row of
+# tiles, ran 1.7x slower than the same tiles walked down columns over a packed panel)
+PAGE = 4096
 # Rows the prefetchers stream at once as fast as one: a copy of a 2560x1536 image (float32 and
 # uint16) in 16x2 to 32x8 tiles, rows of tiles walked along, ran at its row-by-row time, 16x10
 # tiles 1.0-1.15x it, 16x12 1.15-1.2x, 16x16 1.3-1.5x, 64x64 1.6-1.9x (one thread, AVX2 Zen 3)
