@@ -18,7 +18,7 @@ far, and states with the same Funcs decided compare fairly.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from .analysis import GATHER, Analysis, FuncInfo, StageInfo, hi_name, lo_name
 
@@ -61,7 +61,9 @@ class Decision:
     rfactor: int = 0
     # updates writing at loaded coordinates (a histogram): the reduction outside the Func's first
     # dimension, and its small dimensions (a histogram's channels) innermost and unrolled, so
-    # each value loaded feeds every bin it lands in at once; scalar
+    # each value loaded feeds every bin it lands in at once; scalar. Pure definitions: the small
+    # dimensions innermost, unrolled, inside the vectorized first one (an image's channels
+    # written from each vector of what they are computed from, whose loops then run over pixels)
     pixel_major: bool = False
 
     def describe(self) -> str:
@@ -219,6 +221,9 @@ def stage_loops(info: FuncInfo, stage: StageInfo, d: Decision, extents: dict, rv
         small = [replace(lp, unrolled=True) for lp in inner_loops if lp.trip <= SMALL_DIM and lp not in first]
         rest = [lp for lp in inner_loops if lp.trip > SMALL_DIM and lp not in first]
         loops, vector = outer + rest + rvar_loops + first + small, 0
+    elif d.pixel_major and stage.index == 0:
+        small = [lp for lp in inner_loops if lp.dims[0] in info.dims[2:] and lp.trip <= SMALL_DIM]
+        loops = outer + [lp for lp in inner_loops if lp not in small] + [replace(lp, unrolled=True) for lp in small]
     elif unroll and stage.rvars and d.rvars_outside:
         # a register tile: the dims the tile leaves whole go outside the reduction, which goes
         # right outside the unrolled block it accumulates in registers
@@ -283,6 +288,8 @@ class FuncModel:
     enclosing: tuple = ()
     enclosing_trips: tuple = ()  # the iterations each of those holds of the loop inside it
     register_vectors: float = 0.0  # the vector registers its storage takes where it lives in them
+    # per stage: the vectors an unrolled block of it loads of everything it reads (unroll_reuse)
+    block_vectors: dict = field(default_factory=dict)
 
     def root(self, models: dict) -> str:
         """The Func at root whose loops this one is computed in (itself, where at root)."""
@@ -370,7 +377,7 @@ class Model:
             tile = dict(zip(self.a.funcs[fm.name].dims, fm.decision.tile)) if fm.decision.tile else {}
             return max(1, tile.get(v, 1))
         sm = fm.stages[s]
-        if lp.kind == "inner" and sm.vector and lp is next(x for x in reversed(sm.loops) if x.kind == "inner"):
+        if lp.kind == "inner" and sm.vector and lp.dims == (self.a.funcs[fm.name].dims[0],):
             return sm.vector
         return 1
 
@@ -836,16 +843,24 @@ class Model:
             return 1.0
         if not p:
             return 1.0 / n
-        rows_p, rows_b = rows(p), rows(b)
+        if s not in fm.block_vectors:
+            fm.block_vectors[s] = sum(_block_vectors(_eval_box(acc.box, point), _eval_box(acc.box, spread(unrolled)))
+                                      for acc in self.a.funcs[fm.name].stages[s].accesses
+                                      if not acc.in_bounds_of_rdom and not acc.data_dependent)
+        if fm.block_vectors[s] > register_budget(self.hw):
+            # what the block's iterations share of everything it reads does not stay in
+            # registers: reloaded (harris's output in blocks of 8 or 16 unrolled rows, reading
+            # three 3x3 box sums: 1.27x slower than in strips, where the model had credited the
+            # shared rows of each sum as if the others took no registers)
+            return 1.0
+        rows_p = rows(p)
         for lp in unrolled:
             along = box_of(spread([lp]))
             if along is not None and rows_p < rows(along) < rows_p + lp.trip - 1:
                 # the rows move less than one per iteration of lp (y / 2): neighbouring ones
                 # read a row that only a variable's parity makes the same, loaded again
                 return 1.0
-        # vectors of the block: its rows, times its width in vectors of one iteration's width
-        vectors_b = rows_b * -(-(b[0][1] - b[0][0] + 1) // (p[0][1] - p[0][0] + 1))
-        return min(1.0, vectors_b / max(1, n * rows_p))
+        return min(1.0, _block_vectors(p, b) / max(1, n * rows_p))
 
     def read_traffic(self, fm: FuncModel, s: int, box_of, elem: int,
                      row: int | None = None) -> tuple[float, list, bool]:
@@ -1022,6 +1037,15 @@ def _tier(nbytes: float, hw: Hardware) -> str:
     if nbytes <= hw.l3_share() // 2:
         return "bytes_l3"
     return "bytes_mem"
+
+
+def _block_vectors(point, block) -> int:
+    """Vectors an unrolled block loads of one box: its rows, times its width in vectors of one
+    iteration's width (point: the box of one iteration; 0 where either is unbounded)."""
+    if not point or not block or any(x is None for x in (*point, *block)):
+        return 0
+    rows = math.prod(hi - lo + 1 for lo, hi in block[1:])
+    return rows * -(-(block[0][1] - block[0][0] + 1) // (point[0][1] - point[0][0] + 1))
 
 
 def _box_extents(box) -> list | None:

@@ -17,7 +17,7 @@ from dataclasses import replace
 from pyhalide import ir
 from pyhalide.lowering.legality import update_is_associative
 
-from .loop_nest import INLINE, Decision, Hardware, Model, natural_vector, register_budget
+from .loop_nest import INLINE, SMALL_DIM, Decision, Hardware, Model, natural_vector, register_budget
 
 COARSE_TILES = (16, 64, 256)
 MAX_INLINE_RECOMPUTE = 9.0
@@ -148,6 +148,9 @@ class Space:
                                         columns=col))
         if placement == "root" and any(st.scatter for st in info.stages):
             out.append(Decision(placement, consumer, stage, level, (), vector, 1, pixel_major=True))
+        elif vector and len(info.stages) == 1 and any(1 < e <= SMALL_DIM for e in extents[2:]):
+            # a pure Func's channels innermost under each vector of pixels
+            out += [replace(o, pixel_major=True) for o in out if not o.unroll]
         if has_reduction and vector and len(extents) > 1:
             out += self._register_tiles(placement, consumer, stage, level, info, extents, vector)
         elif vector and len(extents) > 1:
