@@ -264,7 +264,6 @@ class StageModel:
     # points that share one evaluation of what they read: a pixel-major update's unrolled small
     # dimensions (its channels) use one value loaded, and what is computed from it, for all
     shared: int = 1
-    vector_ops: float = 0.0  # arithmetic instructions over all its realizations
 
 
 @dataclass
@@ -410,10 +409,10 @@ class Model:
                     stride = max(stride, st * acc.stride)
         return box, loads, max(stride, 1.0)
 
-    def reads_unit(self, producer: str, consumer: str, s: int, models: dict, depth: int = 0) -> bool:
+    def reads_unit(self, producer: str, consumer: str, s: int, models: dict) -> bool:
         """Whether every read of `producer` by stage s of `consumer`, through inlined Funcs, moves
         one for one with the loops (Access.unit)."""
-        return self._unit_reads(producer, consumer, s, models, depth)[1]
+        return self._unit_reads(producer, consumer, s, models, 0)[1]
 
     def _unit_reads(self, producer: str, consumer: str, s: int, models: dict, depth: int) -> tuple[bool, bool]:
         """(whether stage s of consumer reads producer, through inlined Funcs; whether all those
@@ -545,8 +544,7 @@ class Model:
                 inner_extent = min(e_full, (d.tile[0] or e_full) if d.tile else e_full)
                 waste = e0.trip * vector / max(1, inner_extent)
             work = points * realizations * waste * warm
-            sm.vector_ops = work * st.ops / lanes / shared
-            feats["ops"] += sm.vector_ops / sp
+            feats["ops"] += work * st.ops / lanes / sp / shared
             feats["expensive"] += work * st.expensive / lanes / sp / shared
             register_tiled = self._register_tiled(st, loops, vector, d)
             n_values = len(info.func.types())
@@ -907,9 +905,9 @@ class Model:
                         page_rows: bool) -> None:
         """Re-read bytes by cache tier (read_traffic). None from L1 (what neighbouring small
         blocks share: hits, whose load instructions are counted as loads), nor where a register
-        tile's multiply-adds hide them (streams_behind_fmas), unless they come from L3 a piece
-        of rows a page apart or more (page_rows: each load another page, which neither the TLB
-        nor the prefetchers keep up with; then charged as pieces of rows too)."""
+        tile's multiply-adds hide them (streams_behind_fmas), unless they are pieces of rows a
+        page apart or more (page_rows: each load another page, which neither the TLB nor the
+        prefetchers keep up with; from L3 or memory, charged as pieces of rows too)."""
         for tier, b in extras:
             if tier == "bytes_l1" or (self.streams_behind_fmas(reader, s, tier) and not page_rows):
                 continue
