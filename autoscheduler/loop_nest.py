@@ -597,7 +597,7 @@ class Model:
                         reads[gm.name, cs, row] = self.read_traffic(
                             gm, cs, lambda env, g=gm.name, cs=cs: self.demand(name, g, cs, env, models)[0],
                             info.bytes_per_point, row)
-                    mem, extras, partial = reads[gm.name, cs, row]
+                    mem, extras, partial, page_rows = reads[gm.name, cs, row]
                     if d.placement == "at":  # re-reads come from this storage while it is live
                         # and stay in the cache with it: a line buffer folded to a few rows
                         # and re-read row after row is loads, not traffic, as a tile is
@@ -607,8 +607,7 @@ class Model:
                     feats[level] += mem / (rsp if in_cache else min(rsp, 2.0))
                     if partial and level in FAR_TIERS:
                         feats["bytes_partial_rows"] += mem / min(rsp, 2.0)
-                    self._charge_rereads(feats, extras, gm, cs, rsp,
-                                         partial and row is not None and row * info.bytes_per_point >= PAGE)
+                    self._charge_rereads(feats, extras, gm, cs, rsp, page_rows)
         if d.placement == "at" and not registers:
             stored = realizations if slide is None else \
                 models[d.consumer].realizations * math.prod(lp.trip for lp in loops[: d.store + 1])
@@ -861,10 +860,11 @@ class Model:
         return min(1.0, _block_vectors(p, b) / max(1, n * rows_p))
 
     def read_traffic(self, fm: FuncModel, s: int, box_of, elem: int,
-                     row: int | None = None) -> tuple[float, list, bool]:
-        """(bytes from memory, [(cache tier, bytes re-read from it)], whether the bytes from
-        memory are walked in pieces of rows) that the realizations of stage s of fm read of one
-        producer; box_of(env) is the producer's box over a loop env. What one realization reads
+                     row: int | None = None) -> tuple[float, list, bool, bool]:
+        """(bytes from memory, [(cache tier, bytes re-read from it)], whether the bytes are
+        walked in pieces of rows, whether those rows are a page apart or more) that the
+        realizations of stage s of fm read of one producer; box_of(env) is the producer's box
+        over a loop env. What one realization reads
         that fits in the cache comes from memory once, and what the realizations inside one
         iteration of each loop around their compute site read again comes from the cache that
         held what each of those read (a tile's apron, from the tile's; gemm's panel of B, re-read
@@ -890,16 +890,18 @@ class Model:
                 extras.append((_tier(footprint, self.hw), max(0.0, units * (count * footprint - outer))))
                 footprint = outer
             extras.append((_tier(footprint, self.hw), max(0.0, units * footprint - unique)))
-            return unique, extras, self.walks_partial_rows(fm, s, box_of, row)
-        iters, footprint = 1, per
-        for k, lp in enumerate(fm.stages[s].loops):
-            iters *= lp.trip
-            footprint = _line_bytes(box_of(self.stage_env(fm, s, k)), elem, row)
-            if footprint <= cap:
-                break
-        total = iters * footprint * n
-        unique = min(total, unique_of_all or total)
-        return unique, [(_tier(per, self.hw), total - unique)], self.walks_partial_rows(fm, s, box_of, row)
+        else:
+            iters, footprint = 1, per
+            for k, lp in enumerate(fm.stages[s].loops):
+                iters *= lp.trip
+                footprint = _line_bytes(box_of(self.stage_env(fm, s, k)), elem, row)
+                if footprint <= cap:
+                    break
+            total = iters * footprint * n
+            unique = min(total, unique_of_all or total)
+            extras = [(_tier(per, self.hw), total - unique)]
+        partial = self.walks_partial_rows(fm, s, box_of, row)
+        return unique, extras, partial, partial and row is not None and row * elem >= PAGE
 
     def _charge_rereads(self, feats: dict, extras: list, reader: FuncModel, s: int, sp: float,
                         page_rows: bool) -> None:
@@ -987,13 +989,13 @@ class Model:
                                 return None
                             box = _union(box, b)
                         return box
-                mem, extras, partial = self.read_traffic(rm, rs, box_of, elem, shape[0][1] if shape else None)
+                mem, extras, partial, page_rows = self.read_traffic(rm, rs, box_of, elem,
+                                                                    shape[0][1] if shape else None)
             if reader is not None and mem:
                 feats["bytes_mem"] += mem / min(sp, 2.0)
                 if partial:
                     feats["bytes_partial_rows"] += mem / min(sp, 2.0)
-                self._charge_rereads(feats, extras, reader[0], reader[1], sp,
-                                     partial and shape is not None and shape[0][1] * elem >= PAGE)
+                self._charge_rereads(feats, extras, reader[0], reader[1], sp, page_rows)
             elif shape:
                 feats["bytes_mem"] += math.prod(e for _, e in shape) * elem / min(sp, 2.0)
 
