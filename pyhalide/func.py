@@ -884,6 +884,30 @@ class Func(FuncScheduling):
     def compile_to_cuda(self, filename: str, arguments=None, fn_name=None, target=None):
         self._pipeline().compile_to_cuda(filename, arguments, fn_name, target)
 
+    def compile_to(self, outputs: dict, arguments, fn_name: str = "", target=None):
+        self._pipeline().compile_to(outputs, arguments, fn_name, target)
+
+    def compile_to_file(self, filename_prefix: str, arguments, fn_name: str = "", target=None):
+        self._pipeline().compile_to_file(filename_prefix, arguments, fn_name, target)
+
+    def compile_to_static_library(self, filename_prefix: str, arguments, fn_name: str = "", target=None):
+        self._pipeline().compile_to_static_library(filename_prefix, arguments, fn_name, target)
+
+    def compile_to_object(self, filename: str, arguments, fn_name: str = "", target=None):
+        self._pipeline().compile_to_object(filename, arguments, fn_name, target)
+
+    def compile_to_header(self, filename: str, arguments, fn_name: str = "", target=None):
+        self._pipeline().compile_to_header(filename, arguments, fn_name, target)
+
+    def compile_to_bitcode(self, filename: str, arguments, fn_name: str = "", target=None):
+        self._pipeline().compile_to_bitcode(filename, arguments, fn_name, target)
+
+    def compile_to_python_extension(self, filename: str, arguments, fn_name: str = "", target=None):
+        self._pipeline().compile_to_python_extension(filename, arguments, fn_name, target)
+
+    def compile_to_c(self, filename: str, arguments, fn_name: str = "", target=None):
+        self._pipeline().compile_to_c(filename, arguments, fn_name, target)
+
 
 def lambda_func(*args) -> Func:
     """Halide's hl.lambda_func(x, y, ..., e): a new anonymous Func defined as f[x, y, ...] = e."""

@@ -143,13 +143,14 @@ def lowering_passes(env):
 
 
 def layout_passes(dense_buffers: list[str], kernels: list[Kernel] | None = None,
-                  buffer_constants: dict | None = None, gpu_loops_serial: bool = False):
+                  buffer_constants: dict | None = None, gpu_loops_serial: bool = False, x86: bool = True):
     """(name, function) of the passes that finish a lowered Stmt for one buffer layout, in order.
     With a `kernels` list (GPU targets), the GPU loop nests are moved into it as Kernels; with
     `gpu_loops_serial` they stay in the host code (run as serial loops) but are checked as
     kernels all the same, so a schedule the GPU refuses is refused on every device;
     `buffer_constants` (`buffer.field.dimension` -> value) are the dimensions compiled in as
-    constants: the shapes of the Buffers bound in the algorithm, the constant constraints."""
+    constants: the shapes of the Buffers bound in the algorithm, the constant constraints;
+    `x86`: whether the CPU compiled for is an x86 one (ahead-of-time code may be for ARM)."""
 
     def extract_kernels(stmt):
         host, found = gpu_kernels(stmt)
@@ -181,7 +182,7 @@ def layout_passes(dense_buffers: list[str], kernels: list[Kernel] | None = None,
         *gpu,
         # Instruction selection for the host CPU: multiply-adds and saturating arithmetic x86 has
         # instructions for (after the kernels have left, so only host code gets them).
-        ("select instructions", select_instructions),
+        *([("select instructions", select_instructions)] if x86 else []),
     ]
 
 
@@ -199,25 +200,27 @@ def _run(passes, stmt, hook):
 
 @cycle_collector_paused()
 def finish_lowering(stmt: ir.Stmt, dense_buffers: list[str], hook=None, kernels: list | None = None,
-                    buffer_constants: dict | None = None, gpu_loops_serial: bool = False) -> ir.Stmt:
+                    buffer_constants: dict | None = None, gpu_loops_serial: bool = False,
+                    x86: bool = True) -> ir.Stmt:
     """The Stmt a code generator compiles, for buffers whose dimension 0 is dense as listed (and,
     given a `kernels` list, the GPU kernels it launches, appended to it; given `buffer_constants`,
     the buffer dimensions known as constants; see `layout_passes` for `gpu_loops_serial`)."""
-    return _run(layout_passes(dense_buffers, kernels, buffer_constants, gpu_loops_serial), stmt, hook)
+    return _run(layout_passes(dense_buffers, kernels, buffer_constants, gpu_loops_serial, x86), stmt, hook)
 
 
 @cycle_collector_paused()
-def lower(outputs, target=None, hook=None) -> LoweredPipeline:
+def lower(outputs, target=None, hook=None, ahead_of_time: bool = False) -> LoweredPipeline:
     """Lower the pipeline computing `outputs` (a Func or a list) for `target` (an hl.Target, a
     target string or None for the host), on a private copy of the Func graph: the user's Funcs
     are not changed. `hook(pass_name, stmt)`, if given, sees the IR after every pass (for
-    debugging and tests); HL_DEBUG_LOWER=1 prints it with each pass's time."""
+    debugging and tests); HL_DEBUG_LOWER=1 prints it with each pass's time. `ahead_of_time`:
+    for an object file, which may be for another CPU or OS than this one."""
     from .target import resolve_target
 
     if not isinstance(outputs, list | tuple):
         outputs = [outputs]
     target = resolve_target(target)
-    target.require_supported()
+    target.require_supported(ahead_of_time)
     env = build_environment(list(outputs), target)
     with errors_in_user_names(env.user_names):
         stmt = _run([("schedule functions", lambda _: schedule_functions(env))], None, hook)

@@ -188,6 +188,7 @@ class OutputImageParam:
         return p
 
     _func = None  # the Func whose output this is (None for inputs)
+    _stride0_free = False  # dim(0).set_stride called: ahead-of-time code no longer requires stride 1 there
 
     def _init_param(self, type: Type | None, dimensions: int | None, name: str | None) -> None:
         self._type, self._dims, self._name = type, dimensions, name
@@ -232,6 +233,8 @@ class OutputImageParam:
         from .expr import cast_ir, to_ir
 
         where = f"{self._kind} {self._name}.dim({i}).set_{field}"
+        if field == "stride" and i == 0:
+            self._stride0_free = True  # Halide's implicit constraint (dimension 0 dense) replaced or removed
         if value is None or (isinstance(value, Expr) and not value.defined()):
             self._constraints[i].pop(field, None)
             self._constraints_changed()

@@ -709,20 +709,67 @@ class Pipeline:
             f.write(_stmt_html(text, self._outputs[0].name()) if fmt == StmtOutputFormat.HTML else text)
 
     def compile_to_llvm_assembly(self, filename: str, arguments=None, fn_name=None, target=None) -> None:
+        """The optimised LLVM IR: of the function ahead-of-time code enters (Halide's), or
+        without `arguments`, of the code realize runs."""
         from .codegen.jit import optimize
 
+        if arguments is not None:
+            return self.compile_to({"llvm_assembly": filename}, arguments, fn_name or "", target)
         self._set_target(target)
         compiled = self._compile(self._default_layouts())
         with open(filename, "w") as f:
             f.write(str(optimize(compiled.llvm_ir)))
 
     def compile_to_assembly(self, filename: str, arguments=None, fn_name=None, target=None) -> None:
+        """The assembly: of the function ahead-of-time code enters (Halide's), or without
+        `arguments`, of the code realize runs."""
         from .codegen.jit import emit_assembly
 
+        if arguments is not None:
+            return self.compile_to({"assembly": filename}, arguments, fn_name or "", target)
         self._set_target(target)
         compiled = self._compile(self._default_layouts())
         with open(filename, "w") as f:
             f.write(emit_assembly(compiled.llvm_ir))
+
+    # ------------------------------------------------------------------ ahead of time (ahead_of_time.py)
+    def compile_to(self, outputs: dict, arguments, fn_name: str = "", target=None) -> None:
+        """Write each of `outputs` ({hl.OutputFileType: path}) for a C function `fn_name` of
+        `arguments` (ImageParams and Params in order; the output buffers follow)."""
+        from .ahead_of_time import compile_to
+
+        compile_to(self, {_output_kind(k): v for k, v in outputs.items()}, arguments, fn_name, target)
+
+    def compile_to_file(self, filename_prefix: str, arguments, fn_name: str = "", target=None) -> None:
+        """PREFIX.h and the object PREFIX.o (.obj for Windows)."""
+        from .ahead_of_time import object_suffix
+
+        self.compile_to({"c_header": f"{filename_prefix}.h", "object": filename_prefix + object_suffix(target)},
+                        arguments, fn_name, target)
+
+    def compile_to_static_library(self, filename_prefix: str, arguments, fn_name: str = "", target=None) -> None:
+        """PREFIX.h and the static library PREFIX.a (.lib for Windows)."""
+        from .ahead_of_time import library_suffix
+
+        self.compile_to({"c_header": f"{filename_prefix}.h",
+                         "static_library": filename_prefix + library_suffix(target)}, arguments, fn_name, target)
+
+    def compile_to_object(self, filename: str, arguments, fn_name: str = "", target=None) -> None:
+        self.compile_to({"object": filename}, arguments, fn_name, target)
+
+    def compile_to_header(self, filename: str, arguments, fn_name: str = "", target=None) -> None:
+        self.compile_to({"c_header": filename}, arguments, fn_name, target)
+
+    def compile_to_bitcode(self, filename: str, arguments, fn_name: str = "", target=None) -> None:
+        self.compile_to({"bitcode": filename}, arguments, fn_name, target)
+
+    def compile_to_python_extension(self, filename: str, arguments, fn_name: str = "", target=None) -> None:
+        """C source of a CPython extension module calling the object of the same fn_name."""
+        self.compile_to({"python_extension": filename}, arguments, fn_name, target)
+
+    def compile_to_c(self, filename: str, arguments, fn_name: str = "", target=None) -> None:
+        raise HalideError("compile_to_c: pyhalide has no C source backend; compile_to_object or compile_to_file "
+                          "write an object file and its header, for C and C++ programs")
 
     def compile_to_cuda(self, filename: str, arguments=None, fn_name=None, target=None) -> None:
         """Write the CUDA C of every kernel (the target gains the cuda feature if it lacks it):
@@ -744,6 +791,11 @@ class Pipeline:
         finish_lowering(lowered.stmt, dense_buffers(lowered, self._default_layouts()), kernels=kernels,
                         buffer_constants=self._buffer_constants(lowered))  # what realize compiles
         return cuda_source(kernels)
+
+
+def _output_kind(kind) -> str:
+    """An hl.OutputFileType, or its name."""
+    return kind if isinstance(kind, str) else kind.value
 
 
 class StmtOutputFormat(enum.Enum):

@@ -37,6 +37,10 @@ _CUDA_CAPABILITIES = {f"cuda_capability_{c}" for c in (30, 32, 35, 50, 61, 70, 7
 _CUDA_SUPPORTED = {"cuda"} | _CUDA_CAPABILITIES
 SUPPORTED_FEATURES = _ISA | _NEUTRAL | _PYHALIDE | _CUDA_SUPPORTED
 DEFAULT_CUDA_CAPABILITY = 70
+# What ahead-of-time compilation adds: other OSes (AOT_OSES) and ARM's features, and no bounds query (pyhalide's
+# object files never answer one).
+AOT_FEATURES = {"armv7s", "no_neon", "arm_dot_prod", "arm_fp16", "armv81a", "armv82a", "armv83a", "armv84a",
+                "armv85a", "armv86a", "armv87a", "armv88a", "armv89a", "no_bounds_query"}
 # Halide 21's other features: known names, but no pyhalide backend implements them yet.
 _OTHER = {
     "debug", "no_asserts", "no_bounds_query", "armv7s", "no_neon", "vsx", "power_arch_2_07", "cl_doubles",
@@ -185,6 +189,10 @@ def _feature_name(feature) -> str:
             raise HalideError(f"unknown target feature {feature!r}")
         return name
     raise HalideError(f"A target feature is an hl.TargetFeature, got {feature!r}")
+
+
+# The OSes ahead-of-time code is compiled for (with AOT_FEATURES).
+AOT_OSES = (TargetOS.Linux, TargetOS.Android, TargetOS.Windows, TargetOS.OSX, TargetOS.IOS)
 
 
 class Target:
@@ -465,15 +473,28 @@ class Target:
             return False
         return True
 
-    def require_supported(self) -> None:
+    def require_supported(self, ahead_of_time: bool = False) -> None:
         """Refuse, naming it, what no pyhalide backend compiles for: another CPU than this host's
         kind, or a feature (a GPU API other than CUDA included) it can't honour. Whether this
-        machine can *run* CUDA code is host_supports_target_device's question."""
-        if self._arch is not TargetArch.X86 or self._bits != 64 or self._os is not TargetOS.Linux:
+        machine can *run* CUDA code is host_supports_target_device's question. Ahead of time
+        (an object file), x86 and ARM CPUs of 32 or 64 bits under the OSes of AOT_OSES compile
+        too, without GPU features (kernels are launched from Python only)."""
+        if ahead_of_time:
+            if (self._arch not in (TargetArch.X86, TargetArch.ARM) or self._bits not in (32, 64)
+                    or self._os not in AOT_OSES):
+                raise HalideError(f"Target {self}: pyhalide compiles ahead of time for x86 and ARM CPUs of 32 or 64 "
+                                  f"bits under {', '.join(o.value for o in AOT_OSES)} "
+                                  f"(not {self._arch.value}-{self._bits}-{self._os.value})")
+            gpu = sorted(self._features & (GPU_FEATURES | _CUDA_CAPABILITIES))
+            if gpu:
+                raise HalideError(f"Target {self}: ahead-of-time code runs on the CPU only ({gpu[0]!r}); GPU "
+                                  "kernels are launched from Python (compile_to_cuda writes their source)")
+        elif self._arch is not TargetArch.X86 or self._bits != 64 or self._os is not TargetOS.Linux:
             raise HalideError(f"Target {self}: pyhalide compiles only for the host, an x86-64 Linux CPU "
                               f"(not {self._arch.value}-{self._bits}-{self._os.value})")
+        supported = SUPPORTED_FEATURES | (AOT_FEATURES if ahead_of_time else set())
         for f in sorted(self._features):
-            if f not in SUPPORTED_FEATURES:
+            if f not in supported:
                 kind = "GPU API" if f in GPU_FEATURES | _CUDA_CAPABILITIES else "feature"
                 raise HalideError(f"Target {self}: no pyhalide backend supports the {kind} {f!r}")
         if any(f.startswith("cuda_capability_") for f in self._features) and "cuda" not in self._features:

@@ -31,7 +31,7 @@ class Heap:
             malloc, free = a[heap.MALLOC], a[heap.FREE]
             self.cached = heap.cached_bytes
         else:
-            self._fn = JITFunction(heap._module_ir(limit_bytes), heap.MALLOC, imports=False,
+            self._fn = JITFunction(heap.module_ir(limit_bytes), heap.MALLOC, imports=False,
                                    also=(heap.FREE, heap._CACHED))
             malloc, free = self._fn.address, self._fn.address_of(heap.FREE)
             self.cached = ctypes.CFUNCTYPE(ctypes.c_int64)(self._fn.address_of(heap._CACHED))

@@ -155,8 +155,8 @@ def _text(cg, e, parts_from: int, separator: str, condition=None):
     size = 1024  # longer lines are cut
     buffer = cg.alloca_in_entry(I8, "text", ll.Constant(I64, size))
     with b.if_then(condition if condition is not None else ll.Constant(I1, 1)):
-        snprintf = cg.declare("snprintf", I32, [PTR, I64, PTR], var_arg=True)
-        b.call(snprintf, [buffer, ll.Constant(I64, size), fmt, *values])
+        snprintf = cg.declare("snprintf", I32, [PTR, cg.size_type, PTR], var_arg=True)
+        b.call(snprintf, [buffer, ll.Constant(cg.size_type, size), fmt, *values])
         slot = calling_convention.scalar_ptr(b, cg.f.scalars, cg.layout.print_slot)
         callee = b.inttoptr(b.load(slot, typ=I64), ll.FunctionType(VOID, [PTR]).as_pointer())
         b.call(callee, [buffer])

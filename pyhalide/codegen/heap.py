@@ -52,7 +52,7 @@ def addresses() -> dict[str, int]:
         if "fn" not in _heap:
             from .jit import JITFunction
 
-            fn = JITFunction(_module_ir(limit()), MALLOC, imports=False, also=(FREE, _RELEASE, _CACHED, _RESET))
+            fn = JITFunction(module_ir(limit()), MALLOC, imports=False, also=(FREE, _RELEASE, _CACHED, _RESET))
             reset = ctypes.CFUNCTYPE(None)(fn.address_of(_RESET))
             os.register_at_fork(after_in_child=reset)
             _heap["fn"], _heap["reset"] = fn, reset
@@ -75,7 +75,8 @@ def cached_bytes() -> int:
     return _function(_CACHED, ctypes.c_int64)()
 
 
-def _module_ir(limit_bytes: int) -> str:
+def module_ir(limit_bytes: int, x86: bool = True, size_type: ll.IntType = I64) -> str:
+    """The heap's module; for an object file, the CPU may not be an x86 one and `size_t` may be 32 bits."""
     m = ll.Module("pyhalide_heap")
 
     def global_array(name: str, ty: ll.Type) -> ll.GlobalVariable:
@@ -93,9 +94,8 @@ def _module_ir(limit_bytes: int) -> str:
     slot_ptr, slot_size, slot_stamp = (global_array("slot_ptr", PTR), global_array("slot_size", I64),
                                        global_array("slot_stamp", I64))
     lock_word, cached, clock = global_int("lock", I32), global_int("cached", I64), global_int("clock", I64)
-    aligned_alloc = ll.Function(m, ll.FunctionType(PTR, [I64, I64]), "aligned_alloc")
+    aligned_alloc = ll.Function(m, ll.FunctionType(PTR, [size_type, size_type]), "aligned_alloc")
     free = ll.Function(m, ll.FunctionType(VOID, [PTR]), "free")
-    pause = ll.Function(m, ll.FunctionType(VOID, []), "llvm.x86.sse2.pause")
 
     def c64(v: int) -> ll.Constant:
         return ll.Constant(I64, v)
@@ -120,7 +120,8 @@ def _module_ir(limit_bytes: int) -> str:
     wait = acquire.append_basic_block("wait")
     b.cbranch(won, got, wait)
     b.position_at_end(wait)
-    b.call(pause, [])
+    if x86:  # a spin-wait hint; elsewhere the loop just retries
+        b.call(ll.Function(m, ll.FunctionType(VOID, []), "llvm.x86.sse2.pause"), [])
     b.branch(retry)
     b.position_at_end(got)
     b.ret_void()
@@ -197,7 +198,8 @@ def _module_ir(limit_bytes: int) -> str:
     release_lock(b)
     b.branch(fresh)
     b.position_at_end(fresh)
-    base = b.call(aligned_alloc, [c64(ALIGN), b.add(cap, c64(HEADER))])
+    base = b.call(aligned_alloc, [ll.Constant(size_type, ALIGN), b.trunc(b.add(cap, c64(HEADER)), size_type)
+                                  if size_type.width < 64 else b.add(cap, c64(HEADER))])
     failed, ok = malloc.append_basic_block("failed"), malloc.append_basic_block("ok")
     b.cbranch(b.icmp_unsigned("==", base, ll.Constant(PTR, None)), failed, ok)
     b.position_at_end(failed)

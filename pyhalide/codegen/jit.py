@@ -68,6 +68,20 @@ def _init():
     return _state
 
 
+def llvm_lock() -> threading.Lock:
+    """The lock every use of LLVM's process-wide state takes (this module's compiles too)."""
+    return _lock
+
+
+def initialize_all_targets() -> None:
+    """Every CPU LLVM was built for, for object files of other targets (the lock held)."""
+    _init()
+    if "all_targets" not in _state:
+        llvm.initialize_all_targets()
+        llvm.initialize_all_asmprinters()
+        _state["all_targets"] = True
+
+
 def host_target() -> HostTarget:
     with _lock:
         return _init()["host"]
@@ -88,17 +102,22 @@ def optimize(ir_text: str):
         except RuntimeError as e:
             raise CompileError(f"LLVM rejected the generated IR: {e}") from None
         mod.triple = st["host"].triple
-        mod.data_layout = str(st["tm"].target_data)
-        pto = llvm.create_pipeline_tuning_options(speed_level=3)
-        pto.loop_unrolling = False  # pyhalide unrolls explicitly; this saves most of O3's time
-        # Vectors are the schedule's to choose. LLVM 22's loop vectorizer also miscompiled a loop
-        # storing through a folded index (x % 8, a sliding window's storage): it stored lanes
-        # as if consecutive across the wrap. Off, the gallery's hand schedules ran no slower
-        # (0.92x the time, geomean) and compile faster.
-        pto.loop_vectorization = False
-        pb = llvm.create_pass_builder(st["tm"], pto)
-        pb.getModulePassManager().run(mod, pb)
+        run_optimizations(mod, st["tm"])
         return mod
+
+
+def run_optimizations(mod, tm) -> None:
+    """LLVM's O3 pipeline, as OPTIMIZATION says, on a parsed module for target machine tm."""
+    mod.data_layout = str(tm.target_data)
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_unrolling = False  # pyhalide unrolls explicitly; this saves most of O3's time
+    # Vectors are the schedule's to choose. LLVM 22's loop vectorizer also miscompiled a loop
+    # storing through a folded index (x % 8, a sliding window's storage): it stored lanes
+    # as if consecutive across the wrap. Off, the gallery's hand schedules ran no slower
+    # (0.92x the time, geomean) and compile faster.
+    pto.loop_vectorization = False
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
 
 
 def emit_assembly(ir_text: str) -> str:

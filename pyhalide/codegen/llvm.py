@@ -25,6 +25,7 @@ from ..types import Int, Type
 from . import calling_convention, heap, parallel, x86
 from .calls import emit_call
 from .interrupts import INTERRUPTED
+from .jit import host_target
 from .llvm_types import I32, I64, PTR, VOID, double_to_half, llvm_type
 
 EXPLICIT_STACK_LIMIT = 1 << 20  # store_in(Stack / Register): more would overflow a worker thread's stack
@@ -95,8 +96,13 @@ class Function:
 
 class CodeGen:
     def __init__(self, lowered, stmt, fn_name: str, axis_maps: list[list[int]], fp_contract: bool = False,
-                 gpu_loops_serial: bool = False):
+                 gpu_loops_serial: bool = False, cpu_features: str | None = None, pointer_bits: int = 64):
         self.lowered = lowered
+        # The LLVM features of the CPU compiled for: this host's (the JIT), or an object file's
+        # target, which may not be an x86 one (the x86 intrinsics are then not used).
+        self.cpu_features = set((host_target().features if cpu_features is None else cpu_features).split(","))
+        self.x86 = cpu_features is None or "+sse2" in self.cpu_features
+        self.size_type = ll.IntType(pointer_bits)  # C's size_t, for the C library's functions
         self.body = stmt
         # GPU block and thread loops as serial loops: the meaning of a GPU schedule, on the CPU.
         self.gpu_loops_serial = gpu_loops_serial
@@ -115,15 +121,16 @@ class CodeGen:
         self.loop_depth = 0  # Fors around the statement being emitted, through parallel tasks
         self.f: Function
 
-    def generate(self) -> str:
-        """The module's text."""
+    def generate(self, python_entry: bool = True) -> str:
+        """The module's text; with `python_entry`, the entry is also a Python builtin (the JIT's)."""
         fn = calling_convention.declare_entry(self.module, self.fn_name, len(self.lowered.buffers))
         with self.emitting_into(fn, lambda b, code: b.ret(code)):
             self.layout = calling_convention.bind_arguments(self, self.lowered, self.axis_maps)
             self.stmt(self.body)
             if not self.b.block.is_terminated:
                 self.b.ret(ll.Constant(I32, 0))
-        calling_convention.define_direct_entry(self.module, fn)
+        if python_entry:
+            calling_convention.define_direct_entry(self.module, fn)
         return str(self.module)
 
     # ------------------------------------------------------------------ helpers

@@ -147,7 +147,6 @@ def _emit_locked(cg: CodeGen, s: ir.Atomic) -> None:
         lock = ll.GlobalVariable(cg.module, I32, name)
         lock.linkage = "internal"
         lock.initializer = ll.Constant(I32, 0)
-    pause = cg.declare("llvm.x86.sse2.pause", VOID, [])
     b = cg.b
     retry = cg.f.fn.append_basic_block(f"{s.old}.acquire")
     wait = cg.f.fn.append_basic_block(f"{s.old}.wait")
@@ -157,7 +156,8 @@ def _emit_locked(cg: CodeGen, s: ir.Atomic) -> None:
     won = b.extract_value(b.cmpxchg(lock, ll.Constant(I32, 0), ll.Constant(I32, 1), "acquire", "monotonic"), 1)
     b.cbranch(won, locked, wait)
     b.position_at_end(wait)
-    b.call(pause, [])
+    if cg.x86:  # a spin-wait hint; elsewhere the loop just retries
+        b.call(cg.declare("llvm.x86.sse2.pause", VOID, []), [])
     b.branch(retry)
     b.position_at_end(locked)
     leave = cg.f.leave_with_error

@@ -49,14 +49,14 @@ def address() -> int:
         if "fn" not in _pool:
             from .jit import JITFunction
 
-            fn = JITFunction(_module_ir(), SYMBOL, imports=False, also=(_RESET,))
+            fn = JITFunction(module_ir(), SYMBOL, imports=False, also=(_RESET,))
             reset = ctypes.CFUNCTYPE(None)(fn.address_of(_RESET))
             os.register_at_fork(after_in_child=reset)
             _pool["fn"], _pool["reset"] = fn, reset
         return _pool["fn"].address
 
 
-class _Callee:
+class Callee:
     """A function pointer as llvmlite's `call` takes it: it needs the function's type, which an
     opaque pointer does not carry."""
 
@@ -70,10 +70,11 @@ class _Callee:
         return getattr(self.pointer, name)
 
 
-_TASK = ll.FunctionType(VOID, [PTR])
+TASK = ll.FunctionType(VOID, [PTR])
 
 
-def _module_ir() -> str:
+def module_ir() -> str:
+    """The pool's module (x86-64 Linux: `pause` and the futex system call)."""
     m = ll.Module("pyhalide_thread_pool")
 
     def global_i32(name: str) -> ll.GlobalVariable:
@@ -158,7 +159,7 @@ def _module_ir() -> str:
     b.position_at_end(run)
     task = b.load(job_task, typ=PTR)
     closure = b.load(job_closure, typ=PTR)
-    b.call(_Callee(task, _TASK), [closure])
+    b.call(Callee(task, TASK), [closure])
     b.atomic_rmw("sub", state, c32(1), "seq_cst")
     b.branch(spin)
 
@@ -178,7 +179,7 @@ def _module_ir() -> str:
     pair = b.cmpxchg(busy, c32(0), c32(1), "seq_cst", "seq_cst")
     b.cbranch(b.extract_value(pair, 1), grow, inline)
     b.position_at_end(inline)  # one thread, or a job already running (nested, or another caller)
-    b.call(_Callee(task_arg, _TASK), [closure_arg])
+    b.call(Callee(task_arg, TASK), [closure_arg])
     b.ret_void()
     b.position_at_end(grow)  # start workers up to threads - 1 (a failure leaves fewer: the caller works)
     helpers = b.sub(threads, c32(1))
@@ -201,7 +202,7 @@ def _module_ir() -> str:
     futex(b, _FUTEX_WAKE_PRIVATE, c32(_OPEN - 1))  # all of them
     b.branch(work)
     b.position_at_end(work)
-    b.call(_Callee(task_arg, _TASK), [closure_arg])
+    b.call(Callee(task_arg, TASK), [closure_arg])
     b.atomic_rmw("and", state, c32(_OPEN - 1), "seq_cst")  # closed: latecomers stay out
     b.store(c32(0), spins)
     b.branch(wait)

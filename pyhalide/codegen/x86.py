@@ -25,7 +25,6 @@ from llvmlite import ir as ll
 from .. import ir
 from ..lowering.lower_arithmetic import QUOTIENT_RAMP
 from ..types import Type
-from .jit import host_target
 from .llvm_types import I1, I32, I64, PTR, VOID, llvm_type, type_suffix
 
 if TYPE_CHECKING:
@@ -160,7 +159,7 @@ def dot_product_i16(cg: CodeGen, e: ir.Call):
     n = e.type.lanes
     pairs = ll.Constant(ll.VectorType(I32, 2 * n), [i // 2 + (i % 2) * n for i in range(2 * n)])
     ac, bd = b.shuffle_vector(a_, c_, pairs), b.shuffle_vector(b_, d_, pairs)
-    features = set(host_target().features.split(","))
+    features = cg.cpu_features
     pieces, start = [], 0
     while start < n:
         width, name = next((w, nm) for w, nm, f in _PMADDWD if w <= n - start and (not f or f in features))

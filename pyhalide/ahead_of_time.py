@@ -1,0 +1,210 @@
+"""Halide's ahead-of-time outputs (`compile_to`, `compile_to_file`, `compile_to_static_library`,
+`compile_to_object` ...): a pipeline as files that a C, C++ or Python program builds with, and
+runs without pyhalide (codegen/aot.py makes the object, codegen/c_interface.py the C text).
+
+The target defaults to $HL_TARGET or the host, as Halide's bindings have it (`to_aot_target`);
+it may be another OS or CPU than this one (x86 or ARM; see Target.require_supported).
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+
+from . import ir
+from .errors import HalideError
+from .ir_mutator import substitute
+from .ir_printer import expr_to_string
+
+OBJECT_OUTPUTS = ("object", "assembly", "bitcode", "llvm_assembly", "static_library")
+
+
+class OutputFileType(enum.Enum):
+    """Halide's hl.OutputFileType: what compile_to writes."""
+
+    assembly = "assembly"
+    bitcode = "bitcode"
+    c_header = "c_header"
+    c_source = "c_source"
+    cpp_stub = "cpp_stub"
+    featurization = "featurization"
+    function_info_header = "function_info_header"
+    hlpipe = "hlpipe"
+    llvm_assembly = "llvm_assembly"
+    object = "object"
+    python_extension = "python_extension"
+    pytorch_wrapper = "pytorch_wrapper"
+    registration = "registration"
+    schedule = "schedule"
+    static_library = "static_library"
+    stmt = "stmt"
+    conceptual_stmt = "conceptual_stmt"
+    stmt_html = "stmt_html"
+    conceptual_stmt_html = "conceptual_stmt_html"
+    device_code = "device_code"
+
+
+_WRITTEN = {"assembly", "bitcode", "c_header", "llvm_assembly", "object", "python_extension", "static_library",
+            "stmt", "stmt_html", "conceptual_stmt", "conceptual_stmt_html"}
+
+
+def aot_target(target):
+    """The target an output file is for: the one given, or (None, or an hl.Target() with unknowns)
+    $HL_TARGET or the host, as Halide's bindings decide."""
+    from .target import Target, get_target_from_environment, resolve_target
+
+    if target is None or isinstance(target, Target) and target._has_unknowns():
+        return get_target_from_environment()
+    return resolve_target(target)
+
+
+def compile_to(pipeline, outputs: dict, arguments, fn_name: str = "", target=None) -> None:
+    """Write each of `outputs` ({OutputFileType: path}) for the pipeline as a function `fn_name`
+    (default: the first output Func's name) of `arguments` (ImageParams and Params, in the order
+    the function takes them; the output buffers follow)."""
+    from .codegen import c_interface
+    from .codegen.aot import static_library
+
+    kinds = {}
+    for kind, path in outputs.items():
+        name = kind.value if isinstance(kind, OutputFileType) else str(kind)
+        if name not in _WRITTEN:
+            raise HalideError(f"compile_to: pyhalide does not write OutputFileType.{name} (it writes "
+                              f"{', '.join(sorted(_WRITTEN))})")
+        kinds[name] = str(path)
+    target = aot_target(target)
+    fn_name = fn_name or re.sub(r"\W", "_", pipeline.outputs()[0].name())
+    code = _compile(pipeline, list(arguments), fn_name, target) if kinds.keys() & {
+        *OBJECT_OUTPUTS, "c_header", "python_extension"} else None
+    for name, path in kinds.items():
+        if name in ("stmt", "conceptual_stmt", "stmt_html", "conceptual_stmt_html"):
+            from .pipeline import StmtOutputFormat
+
+            fmt = StmtOutputFormat.HTML if name.endswith("html") else StmtOutputFormat.Text
+            pipeline.compile_to_lowered_stmt(path, arguments, fmt, target if not target.has_feature("jit") else None)
+        elif name == "c_header":
+            _write(path, c_interface.header(fn_name, code.arguments, target))
+        elif name == "python_extension":
+            _write(path, c_interface.python_extension(fn_name, code.arguments))
+        elif name == "object":
+            _write(path, code.object_file())
+        elif name == "assembly":
+            _write(path, code.assembly())
+        elif name == "llvm_assembly":
+            _write(path, code.llvm_assembly())
+        elif name == "bitcode":
+            _write(path, code.bitcode())
+        elif name == "static_library":
+            if not code.machine.elf:
+                raise HalideError(f"compile_to_static_library: pyhalide writes static libraries for ELF targets "
+                                  f"(Linux, Android), not {target.os.value}; write the object (compile_to_object) "
+                                  "and archive it with the platform's tools")
+            _write(path, static_library([(f"{fn_name}{code.machine.object_suffix}", code.object_file(),
+                                          code.exported_symbols())]))
+
+
+def object_suffix(target) -> str:
+    from .target import TargetOS
+
+    return ".obj" if aot_target(target).os is TargetOS.Windows else ".o"
+
+
+def library_suffix(target) -> str:
+    from .target import TargetOS
+
+    return ".lib" if aot_target(target).os is TargetOS.Windows else ".a"
+
+
+def _write(path: str, data) -> None:
+    with open(path, "wb" if isinstance(data, bytes) else "w") as f:
+        f.write(data)
+
+
+def _compile(pipeline, arguments: list, fn_name: str, target):
+    """The pipeline lowered for `target` and compiled into an ObjectCode (codegen/aot.py)."""
+    from .codegen.aot import compile_object
+    from .ir import make_block
+    from .lower import lower
+
+    pipeline._require_defined()
+    target.require_supported(ahead_of_time=True)
+    lowered = pipeline._with_requirements(lower(pipeline.outputs(), target, ahead_of_time=True))
+    entry = _entry_arguments(pipeline, lowered, arguments)
+    checks, constants, asserts = _buffer_checks(pipeline, lowered)
+    return compile_object(lowered, make_block([*asserts, lowered.stmt]), entry, fn_name, target, checks, constants)
+
+
+def _entry_arguments(pipeline, lowered, arguments: list) -> list:
+    """The C entry's arguments: `arguments` in order, then the output buffers."""
+    from .codegen.aot import EntryArgument, c_scalar_type
+    from .param import ImageParam, Param
+
+    inputs = {id(b.source): i for i, b in enumerate(lowered.buffers) if not b.is_output}
+    scalars = {id(s.param): i for i, s in enumerate(lowered.scalars)}
+    entry, seen = [], set()
+    for a in arguments:
+        if isinstance(a, ImageParam):
+            entry.append(EntryArgument(a.name(), a.type(), a.dimensions(), True, index=inputs.get(id(a))))
+        elif isinstance(a, Param):
+            c_scalar_type(a.type())
+            entry.append(EntryArgument(a.name(), a.type(), 0, False, index=scalars.get(id(a)),
+                                       value_range=(a._min, a._max)))
+        else:
+            raise HalideError(f"compile_to: the arguments are ImageParams and Params, got {a!r}")
+        if a.name() in seen:
+            raise HalideError(f"compile_to: two arguments are named {a.name()}")
+        seen.add(a.name())
+    given = {(e.is_buffer, e.index) for e in entry}
+    for i, b in enumerate(lowered.buffers):
+        if isinstance(b.source, ImageParam) and (True, i) not in given:
+            raise HalideError(f"compile_to: the pipeline reads ImageParam {b.source.name()}, which is not among the "
+                              "arguments")
+    for i, s in enumerate(lowered.scalars):
+        if (False, i) not in given:
+            raise HalideError(f"compile_to: the pipeline uses Param {s.param.name()}, which is not among the "
+                              "arguments")
+    owners = pipeline._buffer_owners(lowered)
+    entry += [EntryArgument(owners[i], b.type, b.dimensions, True, True, i)
+              for i, b in enumerate(lowered.buffers) if b.is_output]
+    return entry
+
+
+def _constraint_source(b):
+    """The OutputImageParam or ImageParam whose constraints apply to a lowered buffer (None: an
+    embedded Buffer)."""
+    from .param import ImageParam
+
+    if b.is_output:
+        params = b.source.__dict__.get("_output_params")
+        return params[b.value_index] if params else None
+    return b.source if isinstance(b.source, ImageParam) else None
+
+
+def _buffer_checks(pipeline, lowered) -> tuple[dict, dict, list]:
+    """Per buffer passed in, what the entry checks (BufferChecks); the constant constraints
+    compiled in; and the other constraints as asserts at the top of the pipeline."""
+    from .codegen.aot import BufferChecks
+
+    owners = pipeline._buffer_owners(lowered)
+    renamed = {}  # the user's field names -> the lowered buffers'
+    for owner, b in zip(owners, lowered.buffers):
+        for d in range(b.dimensions):
+            for fld in ("min", "extent", "stride"):
+                renamed[f"{owner}.{fld}.{d}"] = ir.Variable(f"{b.name}.{fld}.{d}")
+    checks, constants, asserts = {}, {}, []
+    for owner, b in zip(owners, lowered.buffers):
+        source = _constraint_source(b)
+        if source is None and not b.is_output and b.source is not None and not hasattr(b.source, "_constraints"):
+            continue  # an embedded Buffer: its shape is its own
+        fixed = []
+        for d, fld, c in source._constraint_list() if source is not None else []:
+            if isinstance(c, int):
+                fixed.append((fld, d, c))
+                constants[f"{b.name}.{fld}.{d}"] = c
+            else:
+                value = substitute(renamed, c)
+                var = ir.Variable(f"{b.name}.{fld}.{d}")
+                asserts.append(ir.AssertStmt(ir.EQ(var, value), f"Constraint violated: {owner}.{fld}.{d} ({{}}) == "
+                                             f"{expr_to_string(c)} ({{}})", (var, value)))
+        checks[b.name] = BufferChecks(not (source is not None and source._stride0_free), tuple(fixed))
+    return checks, constants, asserts
