@@ -169,15 +169,14 @@ def _entry_arguments(pipeline, lowered, arguments: list) -> list:
     return entry
 
 
-def _constraint_source(b):
-    """The OutputImageParam or ImageParam whose constraints apply to a lowered buffer (None: an
-    embedded Buffer)."""
+def _constraint_sources(pipeline, lowered) -> list:
+    """Per lowered buffer, the OutputImageParam or ImageParam whose constraints apply to it (None:
+    an output never constrained, or an embedded Buffer). Outputs come first, in the order of the
+    pipeline's Funcs and their Tuple elements (lowering works on copies of the Funcs)."""
     from .param import ImageParam
 
-    if b.is_output:
-        params = b.source.__dict__.get("_output_params")
-        return params[b.value_index] if params else None
-    return b.source if isinstance(b.source, ImageParam) else None
+    sources = [p for f in pipeline.outputs() for p in (f.__dict__.get("_output_params") or [None] * len(f.types()))]
+    return sources + [b.source if isinstance(b.source, ImageParam) else None for b in lowered.buffers[len(sources):]]
 
 
 def _buffer_checks(pipeline, lowered) -> tuple[dict, dict, list]:
@@ -192,9 +191,8 @@ def _buffer_checks(pipeline, lowered) -> tuple[dict, dict, list]:
             for fld in ("min", "extent", "stride"):
                 renamed[f"{owner}.{fld}.{d}"] = ir.Variable(f"{b.name}.{fld}.{d}")
     checks, constants, asserts = {}, {}, []
-    for owner, b in zip(owners, lowered.buffers):
-        source = _constraint_source(b)
-        if source is None and not b.is_output and b.source is not None and not hasattr(b.source, "_constraints"):
+    for owner, b, source in zip(owners, lowered.buffers, _constraint_sources(pipeline, lowered)):
+        if source is None and not b.is_output:
             continue  # an embedded Buffer: its shape is its own
         fixed = []
         for d, fld, c in source._constraint_list() if source is not None else []:

@@ -15,7 +15,7 @@ The object is one LLVM module, linked from three parts:
   in, at most 2^31 - 1 elements apart) and every Param's range; then it builds the headers and
   the scalars block, calls the pipeline and turns a failed check into the message the JIT raises.
   A failure calls halide_error with the message and returns -1. `NAME_argv(void **args)` takes
-  the same arguments through an array of pointers to them, as Halide's does.
+  the same arguments through an array (pointers to the scalars, the buffers), as Halide's does.
 Buffers the algorithm names directly (not ImageParams) are embedded in the object as constants.
 """
 
@@ -545,8 +545,8 @@ class _Entry:
         return fn
 
     def _define_argv(self, types) -> None:
-        """`int NAME_argv(void **args)`: args[i] points to argument i (a buffer pointer's address
-        holds the halide_buffer_t *, as Halide's argv entries take them)."""
+        """`int NAME_argv(void **args)`: args[i] points to scalar argument i, or is buffer
+        argument i (the halide_buffer_t *), as Halide's argv entries take them."""
         fn = ll.Function(self.m, ll.FunctionType(I32, [PTR]), f"{self.fn_name}_argv")
         b = ll.IRBuilder(fn.append_basic_block("entry"))
         values = []

@@ -54,7 +54,7 @@ def _parameters(arguments: list[EntryArgument]) -> str:
 
 def _declarations(fn_name: str, arguments: list[EntryArgument]) -> str:
     return (f"int {fn_name}({_parameters(arguments)});\n"
-            f"/* the same, args[i] pointing to argument i */\n"
+            f"/* the same, args[i] pointing to scalar argument i, or being buffer argument i */\n"
             f"int {fn_name}_argv(void **args);\n")
 
 

@@ -1,0 +1,414 @@
+"""Ahead-of-time compilation (Halide's compile_to_*): object files called from C, from ctypes and
+from a CPython extension module compute what realize computes; every check the JIT makes is made
+by the object's entry before anything runs; other targets' objects are what their linkers take."""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+
+import numpy as np
+import pytest
+
+import pyhalide as hl
+
+CC = shutil.which("cc") or shutil.which("gcc")
+needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler on this machine")
+
+
+class Dimension(ctypes.Structure):
+    _fields_ = [("min", ctypes.c_int32), ("extent", ctypes.c_int32), ("stride", ctypes.c_int32),
+                ("flags", ctypes.c_uint32)]
+
+
+class HalideType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class HalideBuffer(ctypes.Structure):
+    """halide_buffer_t, as HalideRuntime.h lays it out."""
+
+    _fields_ = [("device", ctypes.c_uint64), ("device_interface", ctypes.c_void_p), ("host", ctypes.c_void_p),
+                ("flags", ctypes.c_uint64), ("type", HalideType), ("dimensions", ctypes.c_int32),
+                ("dim", ctypes.POINTER(Dimension)), ("padding", ctypes.c_void_p)]
+
+
+_CODES = {"i": 0, "u": 1, "f": 2, "b": 1}
+
+
+def halide_buffer(arr: np.ndarray, mins=None):
+    """A halide_buffer_t over a numpy array, axes reversed (Halide's dimension 0 is numpy's last)."""
+    n = arr.ndim
+    dims = (Dimension * max(n, 1))()
+    for d in range(n):
+        axis = n - 1 - d
+        dims[d] = Dimension(mins[d] if mins else 0, arr.shape[axis], arr.strides[axis] // arr.itemsize, 0)
+    buf = HalideBuffer()
+    buf.host = arr.ctypes.data
+    buf.type = HalideType(_CODES[arr.dtype.kind], 1 if arr.dtype.kind == "b" else arr.itemsize * 8, 1)
+    buf.dimensions = n
+    buf.dim = dims
+    buf._keep = (arr, dims)
+    return buf
+
+
+def shared_library(tmp_path, obj, name="pipeline"):
+    """The object linked into a shared library, loaded with ctypes."""
+    lib = tmp_path / f"lib{name}.so"
+    subprocess.run([CC, "-shared", "-o", str(lib), str(obj), "-lpthread"], check=True, capture_output=True)
+    return ctypes.CDLL(str(lib))
+
+
+def blur_pipeline():
+    inp = hl.ImageParam(hl.UInt(16), 2, "input")
+    gain = hl.Param(hl.Float(32), "gain")
+    x, y, xi, yi = hl.Var("x"), hl.Var("y"), hl.Var("xi"), hl.Var("yi")
+    clamped = hl.BoundaryConditions.repeat_edge(inp)
+    bx, by = hl.Func("bx"), hl.Func("by")
+    bx[x, y] = (clamped[x - 1, y] + clamped[x, y] + clamped[x + 1, y]) / 3
+    by[x, y] = hl.u16(hl.f32(bx[x, y - 1] + bx[x, y] + bx[x, y + 1]) * gain / 3)
+    by.tile(x, y, xi, yi, 64, 16).vectorize(xi, 16).parallel(y)
+    bx.compute_at(by, x).vectorize(x, 16)
+    return by, inp, gain
+
+
+@needs_cc
+def test_object_called_from_ctypes_computes_what_realize_computes(tmp_path):
+    by, inp, gain = blur_pipeline()
+    obj = tmp_path / "blur.o"
+    by.compile_to_object(str(obj), [inp, gain], "blur")
+    lib = shared_library(tmp_path, obj)
+    lib.blur.argtypes = [ctypes.c_void_p, ctypes.c_float, ctypes.c_void_p]
+    rng = np.random.default_rng(1)
+    image = rng.integers(0, 4000, (150, 203), dtype=np.uint16)
+    out = np.zeros((150, 203), np.uint16)
+    rc = lib.blur(ctypes.byref(halide_buffer(image)), 1.5, ctypes.byref(halide_buffer(out)))
+    assert rc == 0
+    inp.set(hl.Buffer(image))
+    gain.set(1.5)
+    expected = np.asarray(by.realize([203, 150]))
+    np.testing.assert_array_equal(out, expected)
+
+
+@needs_cc
+def test_output_mins_tuples_and_embedded_buffers(tmp_path):
+    """An output at a shifted min, a Tuple's two output buffers, and a Buffer the algorithm names
+    (embedded in the object) with an odd layout."""
+    table = hl.Buffer(np.arange(24, dtype=np.int32).reshape(4, 6)[:, ::2])  # strides not dense
+    x, y = hl.Var("x"), hl.Var("y")
+    k = hl.Param(hl.Int(32), "k")
+    f = hl.Func("f")
+    f[x, y] = (table[x % 3, y % 4] * k + x, hl.f64(x) - y)
+    f.vectorize(x, 8)
+    obj = tmp_path / "f.o"
+    f.compile_to_object(str(obj), [k], "tuple_f")
+    lib = shared_library(tmp_path, obj)
+    lib.tuple_f.argtypes = [ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p]
+    a, b = np.zeros((5, 17), np.int32), np.zeros((5, 17), np.float64)
+    assert lib.tuple_f(7, ctypes.byref(halide_buffer(a, [-3, 2])), ctypes.byref(halide_buffer(b, [-3, 2]))) == 0
+    xs, ys = np.meshgrid(np.arange(-3, 14), np.arange(2, 7))
+    values = np.arange(24, dtype=np.int32).reshape(4, 6)[:, ::2]  # table[x, y] is values[y, x]
+    np.testing.assert_array_equal(a, values[ys % 4, xs % 3] * 7 + xs)
+    np.testing.assert_array_equal(b, xs.astype(np.float64) - ys)
+
+
+@needs_cc
+def test_entry_checks_refuse_bad_buffers_and_params_with_halide_error(tmp_path):
+    """Each check names the buffer or Param and the numbers, through halide_error (which a
+    program may replace: here one that keeps the message), and returns nonzero; nothing runs."""
+    inp = hl.ImageParam(hl.UInt(8), 2, "input")
+    off = hl.Param(hl.Int(32), "off")
+    off.set_range(0, 10)
+    x, y = hl.Var("x"), hl.Var("y")
+    f = hl.Func("f")
+    f[x, y] = inp[x + 2, y] + hl.u8(off)
+    f.output_buffer().dim(1).set_extent(4)
+    inp.dim(1).set_stride(inp.dim(0).extent() + 8)
+    obj = tmp_path / "f.o"
+    f.compile_to_object(str(obj), [inp, off], "checked")
+    catcher = tmp_path / "catch.c"
+    catcher.write_text("#include <string.h>\nchar last_error[1024];\n"
+                       "void halide_error(void *uc, const char *m) { (void)uc; strncpy(last_error, m, 1023); }\n")
+    lib = tmp_path / "libchecked.so"
+    subprocess.run([CC, "-shared", "-fPIC", "-o", str(lib), str(catcher), str(obj), "-lpthread"], check=True)
+    dll = ctypes.CDLL(str(lib))
+    dll.checked.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p]
+    message = ctypes.c_char.in_dll(dll, "last_error")
+
+    def run(image, off_value, out):
+        rc = dll.checked(image if image is None else ctypes.byref(image), off_value, ctypes.byref(out))
+        return rc, ctypes.string_at(ctypes.addressof(message)).decode()
+
+    image = np.zeros((4, 40), np.uint8)
+    padded = np.zeros((4, 48), np.uint8)[:, :40]
+    out = np.zeros((4, 30), np.uint8)
+    assert run(halide_buffer(padded), 3, halide_buffer(out))[0] == 0
+    assert run(None, 3, halide_buffer(out)) == (-1, "Input buffer input is NULL")
+    assert run(halide_buffer(padded.astype(np.int8)), 3, halide_buffer(out))[1] == (
+        "Input buffer input has type uint8, but the buffer passed in has type code 0 and 8 bits")
+    assert run(halide_buffer(padded), 11, halide_buffer(out))[1] == "Parameter off is 11 but must be at most 10"
+    assert run(halide_buffer(padded), 3, halide_buffer(np.zeros((5, 30), np.uint8)))[1] == (
+        "Constraint violated: f.extent.1 (5) == 4 (4)")
+    assert run(halide_buffer(image), 3, halide_buffer(out))[1] == (
+        "Constraint violated: input.stride.1 (40) == (input.extent.0 + 8) (48)")
+    assert run(halide_buffer(np.zeros((4, 39), np.uint8)[:, :31]), 3, halide_buffer(out))[1] == (
+        "Input buffer input is accessed at 31, which is beyond the max (30) in dimension 0")
+    assert run(halide_buffer(np.zeros((4, 96), np.uint8)[:, ::2]), 3, halide_buffer(out))[1] == (
+        "Constraint violated: input.stride.0 (2) == 1 (1)")
+    no_host = halide_buffer(padded)
+    no_host.host = None
+    assert "does not answer bounds queries" in run(no_host, 3, halide_buffer(out))[1]
+    flat = halide_buffer(np.zeros(40, np.uint8))
+    assert run(flat, 3, halide_buffer(out))[1] == (
+        "Input buffer input requires a buffer of exactly 2 dimensions, but the buffer passed in has 1 dimensions")
+
+
+@needs_cc
+@pytest.mark.parametrize("language", ["c", "c++"])
+def test_header_and_static_library_build_a_c_program(tmp_path, language):
+    """compile_to_static_library's header and archive are what a C or C++ program builds with:
+    the program fills halide_buffer_ts from the header's declaration and links the archive."""
+    by, inp, gain = blur_pipeline()
+    by.compile_to_static_library(str(tmp_path / "blur"), [inp, gain], "blur")
+    main = tmp_path / ("main.c" if language == "c" else "main.cpp")
+    main.write_text(r"""
+#include <stdio.h>
+#include <string.h>
+#include "blur.h"
+static uint16_t in[60][100], out[60][100];
+int main(void) {
+    halide_dimension_t din[2] = {{0, 100, 1, 0}, {0, 60, 100, 0}};
+    halide_dimension_t dout[2] = {{0, 100, 1, 0}, {0, 60, 100, 0}};
+    halide_buffer_t bin, bout;
+    long total = 0;
+    int x, y;
+    for (y = 0; y < 60; y++) for (x = 0; x < 100; x++) in[y][x] = (uint16_t)(3 * x + y);
+    memset(&bin, 0, sizeof bin);
+    bin.host = (uint8_t *)&in[0][0];
+    bin.type.code = 1; bin.type.bits = 16; bin.type.lanes = 1;
+    bin.dimensions = 2; bin.dim = din;
+    bout = bin; bout.host = (uint8_t *)&out[0][0]; bout.dim = dout;
+    if (blur(&bin, 1.0f, &bout) != 0) return 1;
+    for (y = 0; y < 60; y++) for (x = 0; x < 100; x++) total += out[y][x];
+    printf("%ld\n", total);
+    return 0;
+}
+""")
+    compiler = CC if language == "c" else shutil.which("c++") or shutil.which("g++")
+    if compiler is None:
+        pytest.skip("no C++ compiler")
+    exe = tmp_path / "main"
+    subprocess.run([compiler, "-Wall", "-Werror", "-I", str(tmp_path), str(main), str(tmp_path / "blur.a"), "-o",
+                    str(exe), "-lpthread"], check=True)
+    total = int(subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout)
+    image = np.fromfunction(lambda y, x: 3 * x + y, (60, 100)).astype(np.uint16)
+    inp.set(hl.Buffer(image))
+    gain.set(1.0)
+    assert total == int(np.asarray(by.realize([100, 60])).astype(np.int64).sum())
+
+
+def build_extension(tmp_path, name, source, obj):
+    """The CPython extension module compiled from compile_to's python_extension source and the
+    object (as Halide's CMake rule builds it), imported."""
+    include = sysconfig.get_paths()["include"]
+    target = tmp_path / f"{name}{sysconfig.get_config_var('EXT_SUFFIX')}"
+    subprocess.run([CC, "-shared", "-fPIC", "-Wall", "-Werror", "-I", include, "-x", "c", str(source), "-x", "none",
+                    str(obj), "-o", str(target), "-lpthread"], check=True)
+    spec = importlib.util.spec_from_file_location(name, target)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@needs_cc
+def test_python_extension_runs_the_pipeline_on_numpy_arrays(tmp_path):
+    """As Halide's lesson 10: compile_to writes an object and an extension's source; built, the
+    module's function takes numpy arrays (axes reversed) and Python numbers, positionally or by
+    name, and raises with the pipeline's message."""
+    brighter = hl.Func("brighter")
+    x, y = hl.Var("x"), hl.Var("y")
+    offset = hl.Param(hl.UInt(8), name="offset")
+    inp = hl.ImageParam(hl.UInt(8), 2, "input")
+    brighter[x, y] = inp[x, y] + offset
+    brighter.vectorize(x, 16).parallel(y)
+    name = "aot_brighter"
+    brighter.compile_to({hl.OutputFileType.object: str(tmp_path / f"{name}.o"),
+                         hl.OutputFileType.python_extension: str(tmp_path / f"{name}.py.cpp")}, [inp, offset], name)
+    module = build_extension(tmp_path, name, tmp_path / f"{name}.py.cpp", tmp_path / f"{name}.o")
+    image = np.fromfunction(lambda i, j: (i ^ (j + 1)) & 0xFF, (64, 48), dtype=np.int64).astype(np.uint8)
+    out = np.empty_like(image)
+    module.aot_brighter(image, 5, out)
+    np.testing.assert_array_equal(out, image + np.uint8(5))
+    module.aot_brighter(input=image, offset=250, brighter=out)
+    np.testing.assert_array_equal(out, image + np.uint8(250))
+    with pytest.raises(OverflowError, match="offset: 300 is out of the range"):
+        module.aot_brighter(image, 300, out)
+    with pytest.raises(ValueError, match="Invalid argument input: its elements"):
+        module.aot_brighter(image.astype(np.int16), 5, out)
+    with pytest.raises(RuntimeError, match=r"Constraint violated: brighter.stride.0 \(2\) == 1"):
+        module.aot_brighter(image, 5, np.empty((64, 96), np.uint8)[:, ::2])
+    with pytest.raises(ValueError, match="read-only|not writable"):
+        frozen = np.empty_like(image)
+        frozen.flags.writeable = False
+        module.aot_brighter(image, 5, frozen)
+
+
+def test_every_output_kind_is_written(tmp_path):
+    """What Halide's compile_to test asks of every output but C source (pyhalide has no C backend,
+    and says so)."""
+    x = hl.Var("x")
+    f = hl.Func("f")
+    f[x] = 100 * x
+    f.compile_to_bitcode(str(tmp_path / "f.bc"), [], "f")
+    assert (tmp_path / "f.bc").read_bytes()[:4] == b"BC\xc0\xde"
+    f.compile_to_object(str(tmp_path / "f.o"), [], "f")
+    assert (tmp_path / "f.o").read_bytes()[:4] == b"\x7fELF"
+    f.compile_to_header(str(tmp_path / "f.h"), [], "f")
+    assert re.search(r"int f\(struct halide_buffer_t \*_f\w*_buffer\);", (tmp_path / "f.h").read_text())
+    f.compile_to_assembly(str(tmp_path / "f.s"), [], "f")
+    assert "f_argv" in (tmp_path / "f.s").read_text()
+    f.compile_to_llvm_assembly(str(tmp_path / "f.ll"), [], "f")
+    assert re.search(r"define .*i32 @f\(ptr", (tmp_path / "f.ll").read_text())
+    f.compile_to_lowered_stmt(str(tmp_path / "f.txt"), [])
+    f.compile_to_file(str(tmp_path / "f_all"), [])
+    assert (tmp_path / "f_all.h").is_file() and (tmp_path / "f_all.o").is_file()
+    f.compile_to({hl.OutputFileType.stmt_html: str(tmp_path / "f.stmt.html")}, [], "f")
+    assert (tmp_path / "f.stmt.html").read_text().startswith("<!DOCTYPE html>")
+    with pytest.raises(hl.HalideError, match="no C source backend"):
+        f.compile_to_c(str(tmp_path / "f.cpp"), [], "f")
+    with pytest.raises(hl.HalideError, match="does not write OutputFileType.pytorch_wrapper"):
+        f.compile_to({hl.OutputFileType.pytorch_wrapper: str(tmp_path / "f.pt.h")}, [], "f")
+
+
+def _magic(path, n):
+    return path.read_bytes()[:n]
+
+
+def test_cross_compiled_objects_are_each_platforms_format(tmp_path):
+    """As Halide's lesson 11: ARM 32-bit Android (ELF), 64-bit Windows (COFF), ARMv7s iOS (Mach-O),
+    each with the platform's vector instructions for a vectorized loop."""
+    brighter = hl.Func("brighter")
+    x, y = hl.Var("x"), hl.Var("y")
+    offset = hl.Param(hl.UInt(8), "offset")
+    inp = hl.ImageParam(hl.UInt(8), 2, "input")
+    brighter[x, y] = inp[x, y] + offset
+    brighter.vectorize(x, 16).parallel(y)
+    args = [inp, offset]
+    android = hl.Target()
+    android.os, android.arch, android.bits = hl.TargetOS.Android, hl.TargetArch.ARM, 32
+    brighter.compile_to_file(str(tmp_path / "android"), args, "brighter", android)
+    assert _magic(tmp_path / "android.o", 7) == b"\x7fELF\x01\x01\x01"
+    windows = hl.Target(hl.TargetOS.Windows, hl.TargetArch.X86, 64, [hl.TargetFeature.AVX, hl.TargetFeature.SSE41])
+    brighter.compile_to_file(str(tmp_path / "windows"), args, "brighter", windows)
+    assert _magic(tmp_path / "windows.obj", 2) == b"\x64\x86"
+    ios = hl.Target(hl.TargetOS.IOS, hl.TargetArch.ARM, 32, [hl.TargetFeature.ARMv7s])
+    brighter.compile_to_file(str(tmp_path / "ios"), args, "brighter", ios)
+    assert np.frombuffer(_magic(tmp_path / "ios.o", 16), np.uint32).tolist() == [0xFEEDFACE, 12, 11, 1]
+    for target, instruction in (("arm-64-linux", "add\tv"), ("arm-32-android", "vadd.i8\tq"),
+                                ("x86-64-linux-avx2", "vpaddb"), ("x86-32-linux-sse41", "paddb")):
+        brighter.compile_to_assembly(str(tmp_path / "b.s"), args, "brighter", hl.Target(target))
+        assert instruction in (tmp_path / "b.s").read_text(), target
+    with pytest.raises(hl.HalideError, match="static libraries for ELF targets"):
+        brighter.compile_to_static_library(str(tmp_path / "lib"), args, "brighter", ios)
+
+
+_CROSS = [  # (target, C compiler, how to run its programs): each where the machine has them (Debian's
+    # gcc-aarch64-linux-gnu, gcc-arm-linux-gnueabihf, gcc-i686-linux-gnu and qemu-user)
+    ("arm-64-linux", "aarch64-linux-gnu-gcc", ["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"]),
+    ("arm-32-linux", "arm-linux-gnueabihf-gcc", ["qemu-arm", "-L", "/usr/arm-linux-gnueabihf"]),
+    ("x86-32-linux-sse41", "i686-linux-gnu-gcc", ["qemu-i386", "-L", "/usr/i686-linux-gnu"]),
+]
+
+
+@pytest.mark.parametrize(("target", "compiler", "emulator"), _CROSS, ids=[t for t, _, _ in _CROSS])
+def test_cross_compiled_pipeline_runs_under_emulation(tmp_path, target, compiler, emulator):
+    """Objects for other CPUs (32-bit ones too: halide_buffer_t's layout and size_t change) compute
+    what realize computes here, run under qemu: a blur with a stage at root (the heap) and
+    vectorized, parallel loops (serial without the x86-64 Linux thread pool)."""
+    if shutil.which(compiler) is None or shutil.which(emulator[0]) is None:
+        pytest.skip(f"{compiler} or {emulator[0]} is not installed")
+    by, inp, gain = blur_pipeline()
+    x, y = hl.Var("x"), hl.Var("y")
+    out = hl.Func("out")
+    out[x, y] = by[x, y] + by[x + 1, y]
+    by.compute_root()
+    out.compile_to_file(str(tmp_path / "blur"), [inp, gain], "blur", hl.Target(target))
+    image = (np.arange(150 * 203, dtype=np.uint32) * 2654435761 % 4001).astype(np.uint16).reshape(150, 203)
+    image.tofile(tmp_path / "in.raw")
+    (tmp_path / "main.c").write_text(r"""
+#include <stdio.h>
+#include <string.h>
+#include "blur.h"
+static uint16_t in[150][203], out[150][202];
+int main(void) {
+    halide_dimension_t din[2] = {{0, 203, 1, 0}, {0, 150, 203, 0}}, dout[2] = {{0, 202, 1, 0}, {0, 150, 202, 0}};
+    halide_buffer_t bin, bout;
+    FILE *f = fopen("in.raw", "rb");
+    if (fread(in, 2, 150 * 203, f) != 150 * 203) return 2;
+    fclose(f);
+    memset(&bin, 0, sizeof bin);
+    bin.host = (uint8_t *)in; bin.type.code = 1; bin.type.bits = 16; bin.type.lanes = 1;
+    bin.dimensions = 2; bin.dim = din;
+    bout = bin; bout.host = (uint8_t *)out; bout.dim = dout;
+    if (blur(&bin, 1.5f, &bout) != 0) return 1;
+    f = fopen("out.raw", "wb");
+    fwrite(out, 2, 150 * 202, f);
+    fclose(f);
+    return 0;
+}
+""")
+    subprocess.run([compiler, "-O2", "-I", str(tmp_path), str(tmp_path / "main.c"), str(tmp_path / "blur.o"), "-o",
+                    str(tmp_path / "main"), "-lpthread"], check=True)
+    subprocess.run([*emulator, str(tmp_path / "main")], check=True, cwd=tmp_path, timeout=120)
+    inp.set(hl.Buffer(image))
+    gain.set(1.5)
+    expected = np.asarray(out.realize([202, 150]))
+    np.testing.assert_array_equal(np.fromfile(tmp_path / "out.raw", np.uint16).reshape(150, 202), expected)
+
+
+def test_refusals_name_what_is_wrong(tmp_path):
+    inp = hl.ImageParam(hl.Float(32), 1, "im")
+    p = hl.Param(hl.Int(16), "p")
+    x = hl.Var("x")
+    f = hl.Func("f")
+    f[x] = inp[x] * hl.f32(p)
+    with pytest.raises(hl.HalideError, match="reads ImageParam im, which is not among the arguments"):
+        f.compile_to_object(str(tmp_path / "f.o"), [p], "f")
+    with pytest.raises(hl.HalideError, match="uses Param p, which is not among the arguments"):
+        f.compile_to_object(str(tmp_path / "f.o"), [inp], "f")
+    with pytest.raises(hl.HalideError, match="not a C identifier"):
+        f.compile_to_object(str(tmp_path / "f.o"), [inp, p], "my-f")
+    with pytest.raises(hl.HalideError, match="runs on the CPU only"):
+        f.compile_to_object(str(tmp_path / "f.o"), [inp, p], "f", hl.Target("host-cuda"))
+    with pytest.raises(hl.HalideError, match="ahead of time for x86 and ARM"):
+        f.compile_to_object(str(tmp_path / "f.o"), [inp, p], "f", hl.Target("riscv-64-linux"))
+
+
+def test_argv_entry_and_unused_arguments(tmp_path):
+    """NAME_argv takes pointers to the scalar arguments and the buffers themselves; an argument
+    the pipeline ignores stays in the signature, as in Halide."""
+    if CC is None:
+        pytest.skip("no C compiler on this machine")
+    unused = hl.Param(hl.Float(64), "unused")
+    k = hl.Param(hl.UInt(16), "k")
+    x = hl.Var("x")
+    f = hl.Func("f")
+    f[x] = hl.u16(x) * k
+    obj = tmp_path / "f.o"
+    f.compile_to_object(str(obj), [unused, k], "scaled")
+    lib = shared_library(tmp_path, obj)
+    out = np.zeros(20, np.uint16)
+    buf = halide_buffer(out)
+    scalars = (ctypes.c_double(1.5), ctypes.c_uint16(3))
+    argv = (ctypes.c_void_p * 3)(*[ctypes.addressof(v) for v in scalars], ctypes.addressof(buf))
+    assert lib.scaled_argv(argv) == 0
+    np.testing.assert_array_equal(out, np.arange(20) * 3)
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))
