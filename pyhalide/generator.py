@@ -23,9 +23,10 @@ fill what the code leaves as None); then each becomes what `generate()` uses (an
 Param, a Func named after it, or the value `call()` bound to it), and `generate()` runs inside the
 Generator's context. Its Outputs form the Pipeline.
 
-pyhalide compiles just in time only: `hl.main()`, Halide's command line for ahead-of-time
-compilation, raises a HalideError saying so. Where the context names an autoscheduler,
-`compile_to_callable` applies it (Halide applies it only ahead of time).
+`hl.main()` is Halide's command line for ahead-of-time compilation (`python gen.py -g NAME -o DIR
+-e static_library,c_header target=host param=value ...`): it writes the files `compile_to`
+writes for the Generator's pipeline. Where the context names an autoscheduler, it and
+`compile_to_callable` apply it (Halide applies it only ahead of time).
 """
 
 from __future__ import annotations
@@ -472,7 +473,77 @@ def create_generator(name: str, context: GeneratorContext | None = None) -> Gene
         return cls()
 
 
+# -e's names (OutputFileType's, and Halide's short ones) -> (the output, its file's suffix); None:
+# the target's object or library suffix
+_EMITS = {"assembly": ("assembly", ".s"), "bitcode": ("bitcode", ".bc"), "c_header": ("c_header", ".h"),
+          "h": ("c_header", ".h"), "llvm_assembly": ("llvm_assembly", ".ll"), "object": ("object", None),
+          "o": ("object", None), "python_extension": ("python_extension", ".py.cpp"),
+          "static_library": ("static_library", None), "stmt": ("stmt", ".stmt"),
+          "stmt_html": ("stmt_html", ".stmt.html"), "html": ("stmt_html", ".stmt.html"),
+          "conceptual_stmt": ("conceptual_stmt", ".conceptual.stmt"),
+          "conceptual_stmt_html": ("conceptual_stmt_html", ".conceptual.stmt.html")}
+_DEFAULT_EMITS = "c_header,static_library"  # Halide's default adds a registration file, for its C++ tools
+_FLAGS = {"-g", "-o", "-e", "-f", "-n", "-p"}
+
+
+def _parse_command_line(argv: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(flags, key=value settings) of Halide's generator command line."""
+    flags, settings = {}, {}
+    k = 0
+    while k < len(argv):
+        arg = argv[k]
+        if arg in _FLAGS:
+            _check(k + 1 < len(argv), f"hl.main(): {arg} needs a value")
+            flags[arg] = argv[k + 1]
+            k += 2
+        elif arg.startswith("-"):
+            raise HalideError(f"hl.main(): unknown flag {arg} (pyhalide takes {', '.join(sorted(_FLAGS))} and "
+                              "key=value settings)")
+        else:
+            key, eq, value = arg.partition("=")
+            _check(bool(eq) and bool(key), f"hl.main(): expected key=value, got {arg!r}")
+            settings[key] = value
+            k += 1
+    return flags, settings
+
+
 def main(argv=None) -> None:
-    """Halide's ahead-of-time generator command line; pyhalide compiles just in time only."""
-    raise HalideError("hl.main(): pyhalide does not compile Generators ahead of time (no static libraries, "
-                      "objects or headers); use Generator.call() or compile_to_callable() in a GeneratorContext")
+    """Halide's generator command line: `-g NAME` (may be left out where one Generator is
+    registered), `-o DIR`, `-e KINDS` (comma-separated: c_header, static_library, object,
+    python_extension, assembly, bitcode, llvm_assembly, stmt, stmt_html; default
+    c_header,static_library), `-f FUNCTION_NAME`, `-n FILE_BASE_NAME`, `-p PLUGIN` (accepted,
+    as hl.load_plugin), then `target=...`, `autoscheduler=NAME`, `autoscheduler.KEY=VALUE` and
+    the Generator's GeneratorParams as `NAME=VALUE`. The function takes the Inputs in declared
+    order, then the Outputs."""
+    import os
+
+    from .ahead_of_time import library_suffix, object_suffix
+
+    flags, settings = _parse_command_line(sys.argv[1:] if argv is None else list(argv))
+    name = flags.get("-g")
+    if name is None:
+        _check(len(_registry) == 1, f"hl.main(): -g names the Generator to build (registered: {sorted(_registry)})")
+        name = next(iter(_registry))
+    _check("-o" in flags, "hl.main(): -o names the directory to write into")
+    target = Target(settings.pop("target", "host"))
+    scheduler = settings.pop("autoscheduler", "")
+    extra = {k.split(".", 1)[1]: settings.pop(k) for k in list(settings) if k.startswith("autoscheduler.")}
+    fn_name = flags.get("-f", name)
+    _check("::" not in fn_name, f"hl.main(): -f {fn_name}: C++ namespaces are not supported (a C function name)")
+    base = os.path.join(flags["-o"], flags.get("-n", fn_name))
+    outputs = {}
+    for kind in filter(None, flags.get("-e", _DEFAULT_EMITS).split(",")):
+        _check(kind in _EMITS, f"hl.main(): -e {kind}: pyhalide writes {', '.join(sorted(_EMITS))}")
+        output, suffix = _EMITS[kind]
+        if suffix is None:
+            suffix = object_suffix(target) if output == "object" else library_suffix(target)
+        outputs[output] = base + suffix
+    _check(name in _registry, f"hl.main(): there is no Generator named {name!r}; registered: {sorted(_registry)}")
+    with GeneratorContext(target, AutoschedulerParams(scheduler, extra)):
+        g = _registry[name](generator_params=settings)
+    pipeline = g._build_pipeline()
+    if g.using_autoscheduler():
+        pipeline.apply_autoscheduler(target, g._autoscheduler)
+    arguments = [getattr(g, n) for n, (decl, _, _) in g._ios.items() if decl.is_input]
+    os.makedirs(flags["-o"], exist_ok=True)
+    pipeline.compile_to(outputs, arguments, fn_name, target)

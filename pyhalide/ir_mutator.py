@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 from . import ir
 
@@ -133,7 +133,8 @@ class IRMutator:
 class LetScopeMutator(IRMutator):
     """A statement pass that knows the values of the LetStmts enclosing what it visits (`lets`):
     an extent such as a producer's `max - min + 1`, computed per iteration of an outer loop, is
-    often a constant only through them."""
+    often a constant only through them. In an IfThenElse's then-case, the `variable == constant`
+    conjuncts of its condition count as lets too (a specialization on `extent == 3`)."""
 
     statements_only = True
 
@@ -145,6 +146,16 @@ class LetScopeMutator(IRMutator):
         with binding(self.lets, s.name, s.value):
             body = self.mutate(s.body)
         return s if body is s.body else ir.LetStmt(s.name, s.value, body)
+
+    def visit_IfThenElse(self, s):
+        with ExitStack() as facts:
+            for name, value in equalities(s.condition).items():
+                facts.enter_context(binding(self.lets, name, value))
+            then_case = self.mutate(s.then_case)
+        else_case = None if s.else_case is None else self.mutate(s.else_case)
+        if then_case is s.then_case and else_case is s.else_case:
+            return s
+        return ir.IfThenElse(s.condition, then_case, else_case)
 
 
 class IRVisitor:
@@ -245,6 +256,22 @@ class Substitution(IRMutator):
 
     def visit_For(self, n):
         return self._scoped(n, n.name, ("min", "extent"), "body")
+
+
+def equalities(condition: ir.Expr) -> dict[str, ir.Expr]:
+    """The `variable == constant` conjuncts of a condition: where it holds, each variable is its
+    constant (Halide's simplifier learns them too; a specialization on `extent == 3` then has a
+    loop of constant extent to unroll)."""
+    found, pending = {}, [condition]
+    while pending:
+        c = pending.pop()
+        if isinstance(c, ir.And):
+            pending += [c.a, c.b]
+        elif isinstance(c, ir.EQ):
+            a, b = (c.b, c.a) if isinstance(c.a, ir.IntImm) else (c.a, c.b)
+            if isinstance(a, ir.Variable) and isinstance(b, ir.IntImm) and a.type == b.type:
+                found[a.name] = b
+    return found
 
 
 @contextmanager

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import ir
-from .ir_mutator import cycle_collector_paused
+from .ir_mutator import cycle_collector_paused, substitute
 from .ir_printer import stmt_to_string
 from .lowering.allocation_bounds import allocation_bounds
 from .lowering.bound_shapes import specialize_bound_shapes
@@ -108,6 +108,9 @@ def lowering_passes(env):
         ("inline functions", lambda s: inline_functions(s, env)),
         ("target queries", lambda s: resolve_target_queries(s, env.target)),
         ("bounds inference", lambda s: bounds_inference(s, env)),
+        # Ahead of time, the constant constraints on the buffers passed in (which the entry
+        # checks) are known before unrolling needs constant extents (Halide's add_image_checks).
+        *([("constant constraints", lambda s: substitute(env.buffer_constants, s))] if env.buffer_constants else []),
         # Tracing prints what the Provides and calls do, so it goes in before sliding window moves them.
         ("tracing", lambda s: tracing(s, env)),
         # Sliding window rewrites the pure-stage bounds lets, before simplification inlines them;
@@ -209,12 +212,14 @@ def finish_lowering(stmt: ir.Stmt, dense_buffers: list[str], hook=None, kernels:
 
 
 @cycle_collector_paused()
-def lower(outputs, target=None, hook=None, ahead_of_time: bool = False) -> LoweredPipeline:
+def lower(outputs, target=None, hook=None, ahead_of_time: bool = False,
+          buffer_constants: dict | None = None) -> LoweredPipeline:
     """Lower the pipeline computing `outputs` (a Func or a list) for `target` (an hl.Target, a
     target string or None for the host), on a private copy of the Func graph: the user's Funcs
     are not changed. `hook(pass_name, stmt)`, if given, sees the IR after every pass (for
     debugging and tests); HL_DEBUG_LOWER=1 prints it with each pass's time. `ahead_of_time`:
-    for an object file, which may be for another CPU or OS than this one."""
+    for an object file, which may be for another CPU or OS than this one; `buffer_constants`
+    (`buffer.field.dimension` -> value): dimensions known when the caller checks them."""
     from .target import resolve_target
 
     if not isinstance(outputs, list | tuple):
@@ -222,6 +227,7 @@ def lower(outputs, target=None, hook=None, ahead_of_time: bool = False) -> Lower
     target = resolve_target(target)
     target.require_supported(ahead_of_time)
     env = build_environment(list(outputs), target)
+    env.buffer_constants = {k: ir.make_const(ir.Int(32), v) for k, v in (buffer_constants or {}).items()}
     with errors_in_user_names(env.user_names):
         stmt = _run([("schedule functions", lambda _: schedule_functions(env))], None, hook)
         stmt = _run(lowering_passes(env), stmt, hook)

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import textwrap
 
 import numpy as np
 import pytest
@@ -256,6 +257,82 @@ def test_python_extension_runs_the_pipeline_on_numpy_arrays(tmp_path):
         frozen = np.empty_like(image)
         frozen.flags.writeable = False
         module.aot_brighter(image, 5, frozen)
+
+
+LAYOUTS = textwrap.dedent('''
+    import pyhalide as hl
+
+
+    @hl.generator(name="shift_rgb")
+    class ShiftRgb:
+        layout = hl.GeneratorParam("planar")
+        amount = hl.InputScalar(hl.UInt(8))
+        rgb = hl.InputBuffer(hl.UInt(8), 3)
+        out = hl.OutputBuffer(hl.UInt(8), 3)
+
+        def generate(self):
+            x, y, c = hl.vars("x y c")
+            self.out[x, y, c] = self.rgb[x, y, 2 - c] + self.amount * hl.u8(c)
+            self.out.vectorize(x, self.natural_vector_size(hl.UInt(8)))
+            if self.layout == "interleaved":
+                for buf in (self.rgb, self.out.output_buffer()):
+                    buf.dim(0).set_stride(3)
+                    buf.dim(2).set_stride(1).set_bounds(0, 3)
+                self.out.reorder(c, x, y).unroll(c)
+            elif self.layout == "specialized":
+                for buf in (self.rgb, self.out.output_buffer()):
+                    buf.dim(0).set_stride(hl.Expr())
+                interleaved = ((self.rgb.dim(0).stride() == 3) & (self.out.output_buffer().dim(0).stride() == 3)
+                               & (self.out.output_buffer().dim(2).extent() == 3))
+                self.out.specialize(interleaved).reorder(c, x, y).unroll(c)
+
+
+    if __name__ == "__main__":
+        hl.main()
+''')
+
+
+@needs_cc
+def test_generator_command_line_writes_what_builds_an_extension(tmp_path):
+    """hl.main() as Halide's generator command line (-g, -o, -e, -f, target=, GeneratorParams):
+    planar, interleaved (constant constraints, the unrolled channel loop needing them) and
+    specialized builds of one Generator, each called with hl.Buffers of either layout."""
+    script = tmp_path / "shift_gen.py"
+    script.write_text(LAYOUTS)
+    modules = {}
+    for layout in ("planar", "interleaved", "specialized"):
+        name = f"shift_{layout}"
+        subprocess.run([sys.executable, str(script), "-g", "shift_rgb", "-o", str(tmp_path / "out"), "-e",
+                        "object,python_extension,c_header,static_library", "-f", name, "target=host",
+                        f"layout={layout}"], check=True)
+        assert (tmp_path / "out" / f"{name}.a").is_file() and (tmp_path / "out" / f"{name}.h").is_file()
+        out_dir = tmp_path / "out"
+        modules[layout] = build_extension(out_dir, name, out_dir / f"{name}.py.cpp", out_dir / f"{name}.o")
+    rng = np.random.default_rng(3)
+    values = rng.integers(0, 256, (3, 20, 37), dtype=np.uint8)  # c, y, x
+
+    def planar():
+        b = hl.Buffer(hl.UInt(8), [37, 20, 3])
+        np.asarray(b)[...] = values
+        return b
+
+    def interleaved():
+        b = hl.Buffer.make_interleaved(hl.UInt(8), 37, 20, 3)
+        np.asarray(b)[...] = values
+        return b
+
+    xs = np.arange(3, dtype=np.uint8)[:, None, None]
+    expected = values[::-1] + np.uint8(7) * xs
+    for layout, make in (("planar", planar), ("interleaved", interleaved), ("specialized", planar),
+                         ("specialized", interleaved)):
+        src, dst = make(), make()
+        getattr(modules[layout], f"shift_{layout}")(7, src, dst)
+        np.testing.assert_array_equal(np.asarray(dst), expected, err_msg=layout)
+    with pytest.raises(RuntimeError, match=r"Constraint violated: out.stride.0 \(1\) == 3"):
+        modules["interleaved"].shift_interleaved(7, interleaved(), planar())
+    bad = subprocess.run([sys.executable, str(script), "-o", str(tmp_path), "-e", "registration"],
+                         capture_output=True, text=True)
+    assert bad.returncode != 0 and "-e registration: pyhalide writes" in bad.stderr
 
 
 def test_every_output_kind_is_written(tmp_path):

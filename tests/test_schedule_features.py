@@ -627,3 +627,18 @@ def test_image_param_wrappers_are_scheduled_on_their_own():
     got = np.asarray(other.realize([8, 4]))
     np.testing.assert_array_equal(got, (a[:4, :8] + a[1:5, 1:9]) * a[:4, :8])
     assert "iw_img_im_in_iw_blur" in hl.Pipeline(other).schedule_to_json()  # the wrapper's own schedule
+
+
+def test_a_specialization_on_an_extent_unrolls_a_loop_over_it():
+    """As Halide (its lesson 16): inside `specialize(out.dim(2).extent() == 3)` the channel loop
+    has extent 3, so `unroll(c)` unrolls it; other extents take the general loop nest."""
+    inp = hl.ImageParam(hl.UInt(8), 3, "rgb_in")
+    x, y, c = hl.Var("x"), hl.Var("y"), hl.Var("c")
+    f = hl.Func("rgb_out")
+    f[x, y, c] = inp[x, y, c] * 2 + c
+    f.specialize(f.output_buffer().dim(2).extent() == 3).reorder(c, x, y).unroll(c)
+    a = np.arange(3 * 4 * 5, dtype=np.uint8).reshape(3, 4, 5)
+    inp.set(hl.Buffer(a))
+    channels = np.arange(3, dtype=np.uint8)[:, None, None]
+    np.testing.assert_array_equal(np.asarray(f.realize([5, 4, 3])), a * 2 + channels)
+    np.testing.assert_array_equal(np.asarray(f.realize([5, 4, 2])), a[:2] * 2 + channels[:2])

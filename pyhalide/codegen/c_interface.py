@@ -108,9 +108,24 @@ static int pyhalide_format_matches(const char *format, int code, Py_ssize_t item
 static int pyhalide_to_buffer(PyObject *obj, const char *name, int code, int bits, int dimensions, int writable,
                               Py_buffer *view, halide_buffer_t *buffer, halide_dimension_t *dim) {
     Py_ssize_t bytes = bits == 1 ? 1 : bits / 8;
-    int i;
-    if (PyObject_GetBuffer(obj, view, writable ? PyBUF_RECORDS : PyBUF_RECORDS_RO) < 0) {
-        return -1;
+    int flags = writable ? PyBUF_RECORDS : PyBUF_RECORDS_RO, i;
+    if (PyObject_GetBuffer(obj, view, flags) < 0) {
+        /* an object without the buffer protocol that numpy can view (an hl.Buffer): its view */
+        PyObject *array;
+        int got;
+        if (!PyErr_ExceptionMatches(PyExc_TypeError) || !PyObject_HasAttrString(obj, "__array__")) {
+            return -1;
+        }
+        PyErr_Clear();
+        array = PyObject_CallMethod(obj, "__array__", NULL);
+        if (array == NULL) {
+            return -1;
+        }
+        got = PyObject_GetBuffer(array, view, flags);
+        Py_DECREF(array); /* the view holds its own reference */
+        if (got < 0) {
+            return -1;
+        }
     }
     if (view->ndim != dimensions) {
         PyErr_Format(PyExc_ValueError, "Invalid argument %s: Expected %d dimensions, got %d", name, dimensions,

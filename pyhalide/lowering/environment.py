@@ -85,6 +85,7 @@ class Environment:
     callees: dict[str, list[str]] = field(default_factory=dict)
     levels: dict[str, LoopLevel] = field(default_factory=dict)  # default compute levels decided here
     target: object = None  # the Target lowered for
+    buffer_constants: dict = field(default_factory=dict)  # `buffer.field.dimension` -> the constant it is
     sources: list = field(default_factory=list)  # the user's Funcs the copies were made from
     # output buffer -> (lets, [(min, max) per dimension]) of the box its stages write, where a
     # schedule writes beyond the region asked for (buffer checks); realize(sizes) grows into it

@@ -14,6 +14,7 @@ from .. import ir
 from ..ir_mutator import (
     IRMutator,
     Substitution,
+    equalities,
     free_variables,
     has_call,
     has_load,
@@ -728,8 +729,9 @@ class Simplify(IRMutator):
             return self.mutate(s)
         outer = self.known_conditions
         self.known_conditions = {**outer, condition: holds}
+        equal = equalities(condition) if holds else {}
         try:
-            return self.mutate(s)
+            return self.mutate(substitute(equal, s) if equal else s)
         finally:
             self.known_conditions = outer
 
