@@ -38,6 +38,10 @@ class Param(Expr):
     def type(self) -> Type:
         return self._type
 
+    def parameter(self) -> Param:
+        """Halide's handle on the Param behind a Param (deserialize_pipeline's user_params): itself."""
+        return self
+
     def set(self, value) -> None:
         self._value = self._checked(value, "set")
 
@@ -356,6 +360,11 @@ class ImageParam(OutputImageParam):
         self._init_param(type, dimensions, name or unique_name("input"))
         self._buffer = None
         self._estimates: list[tuple[int, int] | None] = [None] * dimensions
+
+    def parameter(self) -> ImageParam:
+        """Halide's handle on the parameter behind an ImageParam (deserialize_pipeline's
+        user_params): itself, with the Buffer bound to it."""
+        return self
 
     # tracing (Halide's ImageParam.trace_loads): the pipeline prints each value read of the image
     _trace = frozenset()

@@ -274,12 +274,15 @@ def stage_touched(schedule: FuncSchedule, stage: int) -> bool:
                for s, method, _ in schedule.log)
 
 
-def schedule_to_json(funcs, rename: dict | None = None) -> str:
+def schedule_to_json(funcs, rename: dict | None = None, without_specializations: bool = False) -> str:
     """The schedules of the given Funcs (by name) as JSON: the replayable directive log.
     rename: name tokens written as others (Pipeline's canonical names); by default the Funcs'
-    names as a fresh process makes them (see copy_graph.canonical_func_names)."""
+    names as a fresh process makes them (see copy_graph.canonical_func_names).
+    `without_specializations`: the log leaves specialize() and specialize_fail() out (the
+    caller writes the specializations otherwise) instead of refusing them."""
+    skipped = ("specialize", "specialize_fail") if without_specializations else ()
     for f in funcs:
-        methods = {method for _, method, _ in f._schedule.log}
+        methods = {method for _, method, _ in f._schedule.log} - set(skipped)
         if methods & {"specialize", "specialize_fail"}:
             raise CompileError(f"The schedule of {f.name()} uses specialize(), whose conditions are Exprs; "
                                "it can't be written as JSON")
@@ -293,7 +296,7 @@ def schedule_to_json(funcs, rename: dict | None = None) -> str:
         from .lowering.copy_graph import canonical_func_names
 
         rename = canonical_func_names(funcs)
-    data = {f.name(): [list(entry) for entry in f._schedule.log] for f in funcs}
+    data = {f.name(): [list(entry) for entry in f._schedule.log if entry[1] not in skipped] for f in funcs}
     return json.dumps(_renamed(data, rename) if rename else data, sort_keys=True)
 
 
