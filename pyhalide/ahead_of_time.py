@@ -128,8 +128,7 @@ def _compile(pipeline, arguments: list, fn_name: str, target):
 
     pipeline._require_defined()
     target.require_supported(ahead_of_time=True)
-    lowered = pipeline._with_requirements(lower(pipeline.outputs(), target, ahead_of_time=True,
-                                                buffer_constants=_constant_constraints(pipeline, arguments)))
+    lowered = pipeline._with_requirements(lower(pipeline.outputs(), target, ahead_of_time=True))
     entry = _entry_arguments(pipeline, lowered, arguments)
     checks, constants, asserts = _buffer_checks(pipeline, lowered)
     return compile_object(lowered, make_block([*asserts, lowered.stmt]), entry, fn_name, target, checks, constants)
@@ -168,19 +167,6 @@ def _entry_arguments(pipeline, lowered, arguments: list) -> list:
     entry += [EntryArgument(owners[i], b.type, b.dimensions, True, True, i)
               for i, b in enumerate(lowered.buffers) if b.is_output]
     return entry
-
-
-def _constant_constraints(pipeline, arguments: list) -> dict[str, int]:
-    """`buffer.field.dimension` -> value of the constant constraints of the outputs and the
-    ImageParams among the arguments (the entry checks them), by the buffers' names."""
-    from .param import ImageParam
-
-    sources = []
-    for f in pipeline.outputs():
-        names = [f.name()] if len(f.types()) == 1 else [f"{f.name()}.{k}" for k in range(len(f.types()))]
-        sources += zip(names, f.__dict__.get("_output_params") or [])
-    sources += [(a.name(), a) for a in arguments if isinstance(a, ImageParam)]
-    return {f"{name}.{fld}.{d}": c for name, p in sources for d, fld, c in p._constraint_list() if isinstance(c, int)}
 
 
 def _constraint_sources(pipeline, lowered) -> list:

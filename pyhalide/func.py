@@ -861,6 +861,10 @@ class Func(FuncScheduling):
     def compile_jit(self, target=None):
         self._pipeline().compile_jit(target)
 
+    def compile_to_callable(self, arguments, target=None):
+        """The pipeline of this Func as a Callable (see Pipeline.compile_to_callable), as Halide's Func has it."""
+        return self._pipeline().compile_to_callable(arguments, target)
+
     def _pipeline(self):
         cached = self.__dict__.get("_cached_pipeline")
         if cached is None:

@@ -108,8 +108,8 @@ def lowering_passes(env):
         ("inline functions", lambda s: inline_functions(s, env)),
         ("target queries", lambda s: resolve_target_queries(s, env.target)),
         ("bounds inference", lambda s: bounds_inference(s, env)),
-        # Ahead of time, the constant constraints on the buffers passed in (which the entry
-        # checks) are known before unrolling needs constant extents (Halide's add_image_checks).
+        # The constant constraints on the buffers passed in (which the caller checks) are known
+        # before unrolling needs constant extents (Halide's add_image_checks).
         *([("constant constraints", lambda s: substitute(env.buffer_constants, s))] if env.buffer_constants else []),
         # Tracing prints what the Provides and calls do, so it goes in before sliding window moves them.
         ("tracing", lambda s: tracing(s, env)),
@@ -211,6 +211,15 @@ def finish_lowering(stmt: ir.Stmt, dense_buffers: list[str], hook=None, kernels:
     return _run(layout_passes(dense_buffers, kernels, buffer_constants, gpu_loops_serial, x86), stmt, hook)
 
 
+def constant_constraints(outputs, images) -> dict[str, int]:
+    """`buffer.field.dimension` -> value of the constant `set_min / set_extent / set_stride`
+    constraints of the outputs' buffers and of the ImageParams."""
+    sources = [(name, p) for f in outputs
+               for name, p in zip(buffer_names(f), f.__dict__.get("_output_params") or [])]
+    sources += [(img.name(), img) for img in images if hasattr(img, "_constraint_list")]
+    return {f"{name}.{fld}.{d}": c for name, p in sources for d, fld, c in p._constraint_list() if isinstance(c, int)}
+
+
 @cycle_collector_paused()
 def lower(outputs, target=None, hook=None, ahead_of_time: bool = False,
           buffer_constants: dict | None = None) -> LoweredPipeline:
@@ -219,7 +228,8 @@ def lower(outputs, target=None, hook=None, ahead_of_time: bool = False,
     are not changed. `hook(pass_name, stmt)`, if given, sees the IR after every pass (for
     debugging and tests); HL_DEBUG_LOWER=1 prints it with each pass's time. `ahead_of_time`:
     for an object file, which may be for another CPU or OS than this one; `buffer_constants`
-    (`buffer.field.dimension` -> value): dimensions known when the caller checks them."""
+    (`buffer.field.dimension` -> value): dimensions known because the caller checks them
+    (default: the constant constraints of the outputs and the ImageParams)."""
     from .target import resolve_target
 
     if not isinstance(outputs, list | tuple):
@@ -227,7 +237,9 @@ def lower(outputs, target=None, hook=None, ahead_of_time: bool = False,
     target = resolve_target(target)
     target.require_supported(ahead_of_time)
     env = build_environment(list(outputs), target)
-    env.buffer_constants = {k: ir.make_const(ir.Int(32), v) for k, v in (buffer_constants or {}).items()}
+    if buffer_constants is None:
+        buffer_constants = constant_constraints(outputs, pipeline_inputs(env)[0].values())
+    env.buffer_constants = {k: ir.make_const(ir.Int(32), v) for k, v in buffer_constants.items()}
     with errors_in_user_names(env.user_names):
         stmt = _run([("schedule functions", lambda _: schedule_functions(env))], None, hook)
         stmt = _run(lowering_passes(env), stmt, hook)

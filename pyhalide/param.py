@@ -396,7 +396,7 @@ class ImageParam(OutputImageParam):
             self._check_constraints(self._buffer)
 
     def _constraints_changed(self) -> None:
-        pass
+        self._version += 1  # constant constraints are compiled in: the pipelines reading it lower again
 
     def _check_constraints(self, buffer) -> None:
         """The constant constraints, checked as soon as a buffer is bound (the symbolic ones need the

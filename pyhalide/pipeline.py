@@ -531,8 +531,9 @@ class Pipeline:
 
     def _constrained(self, lowered) -> list:
         """(buffer index, OutputImageParam) of the buffers of the lowered pipeline whose dimensions
-        are constrained by an Expr (constant constraints of inputs are checked when bound);
-        remembered until the pipeline or any constraint changes (realize's per-call cost)."""
+        are constrained (the outputs', and the ImageParams': their constants are compiled in, so
+        a Callable's buffers are checked too); remembered until the pipeline or any constraint
+        changes (realize's per-call cost)."""
         from . import param
 
         memo = getattr(self, "_constrained_memo", None)
@@ -567,8 +568,7 @@ class Pipeline:
                 k += 1
         for i, b in enumerate(lowered.buffers[k:], k):
             src = b.source
-            if getattr(src, "_constraints", None) and any(not isinstance(c, int) for _, _, c in
-                                                          src._constraint_list()):
+            if getattr(src, "_constraints", None) and src._constraint_list():  # (constants are compiled in)
                 found.append((i, src))
         return found
 

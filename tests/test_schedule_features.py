@@ -642,3 +642,31 @@ def test_a_specialization_on_an_extent_unrolls_a_loop_over_it():
     channels = np.arange(3, dtype=np.uint8)[:, None, None]
     np.testing.assert_array_equal(np.asarray(f.realize([5, 4, 3])), a * 2 + channels)
     np.testing.assert_array_equal(np.asarray(f.realize([5, 4, 2])), a[:2] * 2 + channels[:2])
+
+
+def test_constant_constraints_are_known_when_unrolling_and_checked_on_every_call():
+    """As Halide (its lesson 16, interleaved): `set_bounds(0, 3)` on the channel dimension of the
+    input and output makes the channel loop's extent 3, so `unroll(c)` unrolls it. The constants
+    are compiled in, so a buffer that breaks one is refused, bound to the ImageParam or passed
+    to a Callable."""
+    inp = hl.ImageParam(hl.UInt(8), 3, "interleaved_in")
+    x, y, c = hl.Var("x"), hl.Var("y"), hl.Var("c")
+    f = hl.Func("interleaved_out")
+    f[x, y, c] = inp[x, y, c] + hl.u8(c)
+    for b in (inp, f.output_buffer()):
+        b.dim(0).set_stride(3)
+        b.dim(2).set_stride(1).set_bounds(0, 3)
+    f.reorder(c, x, y).unroll(c).vectorize(x, 16)
+    src = hl.Buffer.make_interleaved(hl.UInt(8), 37, 5, 3)
+    np.asarray(src)[...] = np.arange(3 * 5 * 37, dtype=np.uint8).reshape(3, 5, 37)
+    inp.set(src)
+    out = hl.Buffer.make_interleaved(hl.UInt(8), 37, 5, 3)
+    f.realize(out)
+    channels = np.arange(3, dtype=np.uint8)[:, None, None]
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(src) + channels)
+    planar = hl.Buffer(hl.UInt(8), [37, 5, 3])
+    call = f.compile_to_callable([inp])  # (a Callable takes buffers of Halide's default layout)
+    with pytest.raises(hl.HalideError, match=r"Constraint violated: interleaved_\w+.stride.0 \(1\) == 3"):
+        call(planar, hl.Buffer(hl.UInt(8), [37, 5, 3]))
+    with pytest.raises(hl.HalideError, match="stride"):
+        inp.set(planar)
