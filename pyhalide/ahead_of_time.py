@@ -74,14 +74,14 @@ def compile_to(pipeline, outputs: dict, arguments, fn_name: str = "", target=Non
         kinds[name] = str(path)
     target = aot_target(target)
     fn_name = fn_name or re.sub(r"\W", "_", pipeline.outputs()[0].name())
-    code = _compile(pipeline, list(arguments), fn_name, target) if kinds.keys() & {
+    lowered = _lowered(pipeline, target)
+    code = _compile(pipeline, lowered, list(arguments), fn_name, target) if kinds.keys() & {
         *OBJECT_OUTPUTS, "c_header", "python_extension"} else None
     for name, path in kinds.items():
         if name in ("stmt", "conceptual_stmt", "stmt_html", "conceptual_stmt_html"):
-            from .pipeline import StmtOutputFormat
+            from .pipeline import lowered_stmt_text
 
-            fmt = StmtOutputFormat.HTML if name.endswith("html") else StmtOutputFormat.Text
-            pipeline.compile_to_lowered_stmt(path, arguments, fmt, target if not target.has_feature("jit") else None)
+            _write(path, lowered_stmt_text(lowered, name.endswith("html")))
         elif name == "c_header":
             _write(path, c_interface.header(fn_name, code.arguments, target))
         elif name == "python_extension":
@@ -120,15 +120,20 @@ def _write(path: str, data) -> None:
         f.write(data)
 
 
-def _compile(pipeline, arguments: list, fn_name: str, target):
-    """The pipeline lowered for `target` and compiled into an ObjectCode (codegen/aot.py)."""
-    from .codegen.aot import compile_object
-    from .ir import make_block
+def _lowered(pipeline, target):
+    """The pipeline lowered for `target`, ahead of time."""
     from .lower import lower
 
     pipeline._require_defined()
     target.require_supported(ahead_of_time=True)
-    lowered = pipeline._with_requirements(lower(pipeline.outputs(), target, ahead_of_time=True))
+    return pipeline._with_requirements(lower(pipeline.outputs(), target, ahead_of_time=True))
+
+
+def _compile(pipeline, lowered, arguments: list, fn_name: str, target):
+    """The lowered pipeline compiled into an ObjectCode (codegen/aot.py)."""
+    from .codegen.aot import compile_object
+    from .ir import make_block
+
     entry = _entry_arguments(pipeline, lowered, arguments)
     checks, constants, asserts = _buffer_checks(pipeline, lowered)
     return compile_object(lowered, make_block([*asserts, lowered.stmt]), entry, fn_name, target, checks, constants)

@@ -703,10 +703,8 @@ class Pipeline:
         """The lowered Stmt as text, or (fmt=hl.StmtOutputFormat.HTML) as an HTML page of it,
         each `produce` block collapsible."""
         self._set_target(target)
-        lowered = self._lower()
-        text = to_user_names(stmt_to_string(lowered.stmt), lowered.env.user_names)
         with open(filename, "w") as f:
-            f.write(_stmt_html(text, self._outputs[0].name()) if fmt == StmtOutputFormat.HTML else text)
+            f.write(lowered_stmt_text(self._lower(), fmt == StmtOutputFormat.HTML))
 
     def compile_to_llvm_assembly(self, filename: str, arguments=None, fn_name=None, target=None) -> None:
         """The optimised LLVM IR: of the function ahead-of-time code enters (Halide's), or
@@ -738,7 +736,7 @@ class Pipeline:
         `arguments` (ImageParams and Params in order; the output buffers follow)."""
         from .ahead_of_time import compile_to
 
-        compile_to(self, {_output_kind(k): v for k, v in outputs.items()}, arguments, fn_name, target)
+        compile_to(self, outputs, arguments, fn_name, target)
 
     def compile_to_file(self, filename_prefix: str, arguments, fn_name: str = "", target=None) -> None:
         """PREFIX.h and the object PREFIX.o (.obj for Windows)."""
@@ -793,16 +791,17 @@ class Pipeline:
         return cuda_source(kernels)
 
 
-def _output_kind(kind) -> str:
-    """An hl.OutputFileType, or its name."""
-    return kind if isinstance(kind, str) else kind.value
-
-
 class StmtOutputFormat(enum.Enum):
     """Halide's hl.StmtOutputFormat: what compile_to_lowered_stmt writes."""
 
     Text = 0
     HTML = 1
+
+
+def lowered_stmt_text(lowered, as_html: bool = False) -> str:
+    """compile_to_lowered_stmt's text of a lowered pipeline, in the user's names."""
+    text = to_user_names(stmt_to_string(lowered.stmt), lowered.env.user_names)
+    return _stmt_html(text, lowered.env.outputs[0].name()) if as_html else text
 
 
 def _stmt_html(text: str, title: str) -> str:

@@ -260,7 +260,8 @@ def _serial_pool_ir() -> str:
     return str(m)
 
 
-def _halide_type_code(t: Type) -> int:
+def halide_type_code(t: Type) -> int:
+    """halide_type_t's code for t (a bool is a 1-bit uint)."""
     return 1 if t.is_bool() else _TYPE_CODES[t.code]
 
 
@@ -317,7 +318,7 @@ class _Entry:
         b.call(self.declare("llvm.memset.p0.i64", VOID, [PTR, I8, I64, ll.IntType(1)]),
                [scalars, ll.Constant(I8, 0), ll.Constant(I64, layout.size * 8), ll.Constant(ll.IntType(1), 0)])
         self.scalars, self.scalars_type = scalars, ll.ArrayType(I64, layout.size)
-        headers = [self._header(b.dimensions) for b in self.lowered.buffers]
+        headers = [self._header(spec.dimensions) for spec in self.lowered.buffers]
         by_index = {(a.is_buffer, a.index): (a, v) for a, v in zip(self.arguments, fn.args) if a.index is not None}
         for i, (spec, header) in enumerate(zip(self.lowered.buffers, headers)):
             if (True, i) in by_index:
@@ -380,7 +381,7 @@ class _Entry:
         code = b.load(self._field(buffer, 4, 0), typ=I8)
         bits = b.load(self._field(buffer, 4, 1), typ=I8)
         t = spec.type
-        same = b.and_(b.icmp_unsigned("==", code, ll.Constant(I8, _halide_type_code(t))),
+        same = b.and_(b.icmp_unsigned("==", code, ll.Constant(I8, halide_type_code(t))),
                       b.icmp_unsigned("==", bits, ll.Constant(I8, t.bits)))
         self._fail_unless(same, f"{kind} buffer {name} has type {t}, but the buffer passed in has type code %d "
                           "and %d bits", [b.zext(code, I32), b.zext(bits, I32)])

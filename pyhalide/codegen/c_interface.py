@@ -9,7 +9,7 @@ was included first: a program may build its buffers with Halide's own helpers.
 from __future__ import annotations
 
 from ..types import Type
-from .aot import EntryArgument
+from .aot import EntryArgument, halide_type_code
 
 _BUFFER_T = """\
 #ifndef HALIDE_HALIDERUNTIME_H  /* Halide's runtime header declares the same types */
@@ -212,9 +212,9 @@ def python_extension(fn_name: str, arguments: list[EntryArgument]) -> str:
         if a.is_buffer:
             decls += [f"Py_buffer view_{k};", f"halide_dimension_t dim_{k}[{max(a.dimensions, 1)}];",
                       f"halide_buffer_t buffer_{k};", f"int have_{k} = 0;"]
-            code = 1 if a.type.is_bool() else {"int": 0, "uint": 1, "float": 2}[a.type.code]
-            body += [f"if (pyhalide_to_buffer(py_{k}, \"{a.name}\", {code}, {a.type.bits}, {a.dimensions}, "
-                     f"{int(a.is_output)}, &view_{k}, &buffer_{k}, dim_{k}) < 0) goto done;", f"have_{k} = 1;"]
+            body += [f"if (pyhalide_to_buffer(py_{k}, \"{a.name}\", {halide_type_code(a.type)}, {a.type.bits}, "
+                     f"{a.dimensions}, {int(a.is_output)}, &view_{k}, &buffer_{k}, dim_{k}) < 0) goto done;",
+                     f"have_{k} = 1;"]
             release.append(f"if (have_{k}) PyBuffer_Release(&view_{k});")
             call.append(f"&buffer_{k}")
         else:
