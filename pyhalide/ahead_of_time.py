@@ -15,6 +15,7 @@ from . import ir
 from .errors import HalideError
 from .ir_mutator import substitute
 from .ir_printer import expr_to_string
+from .types import Type
 
 OBJECT_OUTPUTS = ("object", "assembly", "bitcode", "llvm_assembly", "static_library")
 
@@ -171,6 +172,8 @@ def _entry_arguments(pipeline, lowered, arguments: list) -> list:
     owners = pipeline._buffer_owners(lowered)
     entry += [EntryArgument(owners[i], b.type, b.dimensions, True, True, i)
               for i, b in enumerate(lowered.buffers) if b.is_output]
+    if lowered.target.has_feature("user_context"):
+        entry.insert(0, EntryArgument("__user_context", Type("handle", 64, 1), 0, False, is_user_context=True))
     return entry
 
 

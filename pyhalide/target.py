@@ -485,6 +485,9 @@ class Target:
                 raise HalideError(f"Target {self}: pyhalide compiles ahead of time for x86 and ARM CPUs of 32 or 64 "
                                   f"bits under {', '.join(o.value for o in AOT_OSES)} "
                                   f"(not {self._arch.value}-{self._bits}-{self._os.value})")
+            if "c_plus_plus_name_mangling" in self._features:
+                raise HalideError(f"Target {self}: pyhalide's ahead-of-time entry points have C names "
+                                  "(c_plus_plus_name_mangling is not supported)")
             gpu = sorted(self._features & (GPU_FEATURES | _CUDA_CAPABILITIES))
             if gpu:
                 raise HalideError(f"Target {self}: ahead-of-time code runs on the CPU only ({gpu[0]!r}); GPU "

@@ -170,6 +170,36 @@ def test_entry_checks_refuse_bad_buffers_and_params_with_halide_error(tmp_path):
 
 
 @needs_cc
+def test_user_context_comes_first_and_reaches_halide_error(tmp_path):
+    """With the target's user_context feature the entry takes `void *__user_context` first, and
+    a failure hands it to halide_error, as Halide's do; C++ name mangling is refused by name."""
+    x = hl.Var("x")
+    k = hl.Param(hl.Int(32), "k")
+    k.set_range(0, 5)
+    f = hl.Func("f")
+    f[x] = x * k
+    obj = tmp_path / "f.o"
+    f.compile_to_file(str(tmp_path / "f"), [k], "with_context", hl.Target("host-user_context"))
+    assert "int with_context(void *__user_context, int32_t _k, struct halide_buffer_t *_f" in (
+        tmp_path / "f.h").read_text()
+    catcher = tmp_path / "catch.c"
+    catcher.write_text("#include <string.h>\nvoid *last_context; char last_error[1024];\n"
+                       "void halide_error(void *uc, const char *m) {\n"
+                       "    last_context = uc; strncpy(last_error, m, 1023);\n}\n")
+    lib = tmp_path / "libctx.so"
+    subprocess.run([CC, "-shared", "-fPIC", "-o", str(lib), str(catcher), str(obj), "-lpthread"], check=True)
+    dll = ctypes.CDLL(str(lib))
+    dll.with_context.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p]
+    out = np.zeros(8, np.int32)
+    assert dll.with_context(1234, 3, ctypes.byref(halide_buffer(out))) == 0
+    np.testing.assert_array_equal(out, np.arange(8) * 3)
+    assert dll.with_context(5678, 9, ctypes.byref(halide_buffer(out))) == -1
+    assert ctypes.c_void_p.in_dll(dll, "last_context").value == 5678
+    with pytest.raises(hl.HalideError, match="c_plus_plus_name_mangling is not supported"):
+        f.compile_to_object(str(obj), [k], "f", hl.Target("host-c_plus_plus_name_mangling"))
+
+
+@needs_cc
 @pytest.mark.parametrize("language", ["c", "c++"])
 def test_header_and_static_library_build_a_c_program(tmp_path, language):
     """compile_to_static_library's header and archive are what a C or C++ program builds with:

@@ -12,7 +12,8 @@ The object is one LLVM module, linked from three parts:
   halide_buffer_t *output, ...)`, the arguments in the order given and the outputs last. Before
   anything runs it checks every buffer (not NULL, a host pointer, its type and dimensions,
   dimension 0 dense unless its stride constraint was removed, the constant constraints compiled
-  in, at most 2^31 - 1 elements apart) and every Param's range; then it builds the headers and
+  in, at most 2^31 - 1 elements apart) and every Param's range (with the target's user_context
+  feature, a `void *__user_context` comes first, and halide_error gets it); then it builds the headers and
   the scalars block, calls the pipeline and turns a failed check into the message the JIT raises.
   A failure calls halide_error with the message and returns -1. `NAME_argv(void **args)` takes
   the same arguments through an array (pointers to the scalars, the buffers), as Halide's does.
@@ -60,10 +61,13 @@ class EntryArgument:
     is_output: bool = False
     index: int | None = None  # in lowered.buffers or lowered.scalars; None: an argument the pipeline ignores
     value_range: tuple = (None, None)  # a Param's min and max values
+    is_user_context: bool = False  # the `void *__user_context` first argument (the target's user_context feature)
 
     @property
     def c_name(self) -> str:
         """Its name in the C declaration, as Halide's headers write it."""
+        if self.is_user_context:
+            return "__user_context"
         safe = re.sub(r"\W", "_", self.name)
         return f"_{safe}_buffer" if self.is_buffer else f"_{safe}"
 
@@ -306,11 +310,14 @@ class _Entry:
 
     def define(self) -> None:
         self._define_halide_error()
-        types = [PTR if a.is_buffer else c_scalar_type(a.type) for a in self.arguments]
+        types = [PTR if a.is_buffer or a.is_user_context else c_scalar_type(a.type) for a in self.arguments]
         fn = ll.Function(self.m, ll.FunctionType(I32, types), self.fn_name)
         for a, arg in zip(self.arguments, fn.args):
             arg.name = a.c_name
         self.fn = fn
+        # what halide_error gets: the caller's user context, where the target has one
+        self.user_context = next((v for a, v in zip(self.arguments, fn.args) if a.is_user_context),
+                                 ll.Constant(PTR, None))
         b = self.b = ll.IRBuilder(fn.append_basic_block("entry"))
         self.text = self._alloca(ll.ArrayType(I8, _TEXT), "message")
         layout = self.cg.layout
@@ -518,7 +525,7 @@ class _Entry:
     def _report(self, fmt: str, values: list) -> None:
         snprintf = self.declare("snprintf", I32, [PTR, self.size_t, PTR], var_arg=True)
         self.b.call(snprintf, [self.text, ll.Constant(self.size_t, _TEXT), self._string(fmt), *values])
-        self.b.call(self.m.globals["halide_error"], [ll.Constant(PTR, None), self.text])
+        self.b.call(self.m.globals["halide_error"], [self.user_context, self.text])
 
     def _string(self, s: str):
         return self.cg.string_constant(s)
@@ -546,8 +553,8 @@ class _Entry:
         return fn
 
     def _define_argv(self, types) -> None:
-        """`int NAME_argv(void **args)`: args[i] points to scalar argument i, or is buffer
-        argument i (the halide_buffer_t *), as Halide's argv entries take them."""
+        """`int NAME_argv(void **args)`: args[i] points to scalar argument i (or the user
+        context), or is buffer argument i (the halide_buffer_t *), as Halide's argv entries take them."""
         fn = ll.Function(self.m, ll.FunctionType(I32, [PTR]), f"{self.fn_name}_argv")
         b = ll.IRBuilder(fn.append_basic_block("entry"))
         values = []

@@ -48,8 +48,8 @@ def c_type(t: Type) -> str:
 
 
 def _parameters(arguments: list[EntryArgument]) -> str:
-    return ", ".join(f"struct halide_buffer_t *{a.c_name}" if a.is_buffer else f"{c_type(a.type)} {a.c_name}"
-                     for a in arguments) or "void"
+    return ", ".join("void *__user_context" if a.is_user_context else f"struct halide_buffer_t *{a.c_name}"
+                     if a.is_buffer else f"{c_type(a.type)} {a.c_name}" for a in arguments) or "void"
 
 
 def _declarations(fn_name: str, arguments: list[EntryArgument]) -> str:
@@ -204,6 +204,8 @@ def python_extension(fn_name: str, arguments: list[EntryArgument]) -> str:
     takes the entry's arguments by position or keyword: numpy arrays (or any buffer-protocol
     object) for buffers, Python numbers for Params. It runs the pipeline with the GIL released and
     raises RuntimeError with the pipeline's message if it fails."""
+    context = [a for a in arguments if a.is_user_context]
+    arguments = [a for a in arguments if not a.is_user_context]  # (the module passes NULL as the user context)
     n = len(arguments)
     decls = ["int rc;", "long long wide = 0;", "PyObject *result = NULL;"]
     decls += [f"PyObject *py_{k} = NULL;" for k in range(n)]
@@ -231,7 +233,7 @@ def python_extension(fn_name: str, arguments: list[EntryArgument]) -> str:
         "#include <stdint.h>", "#include <string.h>", "",
         "#ifdef __cplusplus", '#define PYHALIDE_EXTERN_C extern "C"', "#else", "#define PYHALIDE_EXTERN_C",
         "#endif", "", _BUFFER_T,
-        f"PYHALIDE_EXTERN_C int {fn_name}({_parameters(arguments)});", _EXTENSION_RUNTIME,
+        f"PYHALIDE_EXTERN_C int {fn_name}({_parameters(context + arguments)});", _EXTENSION_RUNTIME,
         f"static PyObject *pyhalide_call_{fn_name}(PyObject *module, PyObject *args, PyObject *kwargs) {{",
         f"    static const char *keywords[] = {{{keywords + ', ' if keywords else ''}NULL}};",
         *[f"    {d}" for d in decls],
@@ -242,7 +244,7 @@ def python_extension(fn_name: str, arguments: list[EntryArgument]) -> str:
         *[f"    {s}" for s in body],
         "    pyhalide_message[0] = 0;",
         "    Py_BEGIN_ALLOW_THREADS",
-        f"    rc = {fn_name}({', '.join(call)});",
+        f"    rc = {fn_name}({', '.join(['NULL'] * len(context) + call)});",
         "    Py_END_ALLOW_THREADS",
         "    if (rc != 0) {",
         "        if (pyhalide_message[0]) {",
