@@ -908,7 +908,9 @@ class _CallPlan:
 
 class Callable:
     """What compile_to_callable returns. Buffers may be hl.Buffers or numpy arrays (taken with
-    Halide's reversed axis order and mins 0), with dimension 0 dense."""
+    Halide's reversed axis order and mins 0). The code is compiled for dimension 0 dense and
+    Halide's axis order; buffers of another layout (interleaved, strided) get code compiled for
+    theirs, once per layout."""
 
     def __init__(self, pipeline: Pipeline, arguments: list):
         from .param import ImageParam, Param
@@ -950,6 +952,7 @@ class Callable:
         self._param_args = [(a.name(), i) for i, a in enumerate(arguments) if isinstance(a, Param)]
         self._names = [a.name() for a in arguments] + [b.name for b in lowered.buffers[:self._n_out]]
         self._names_in_text = lowered.user_names
+        self._other_layouts = {}  # layouts -> code compiled for buffers of that layout
 
     def __call__(self, *args, **kwargs):
         if kwargs:
@@ -964,13 +967,25 @@ class Callable:
             _check_constraints(self._constrained, self._owners,
                                [b if isinstance(b, Buffer) else Buffer(b) for b in buffers],
                                {name: args[i] for name, i in self._param_args})
-        if self._shapes and _bound_shapes(self._lowered) != self._shapes:
-            from .codegen.runtime import CompiledPipeline
+        from .codegen.runtime import CompiledPipeline, LayoutMismatch
 
+        if self._shapes and _bound_shapes(self._lowered) != self._shapes:
             self._shapes = _bound_shapes(self._lowered)
-            self._compiled = CompiledPipeline(self._lowered, self._layouts, self._target,
-                                              {**_shape_constants(self._lowered), **self._constraint_values})
-        self._compiled.run(buffers, [args[i] for i in self._params], self._names_in_text)
+            self._other_layouts = {}
+            self._compiled = CompiledPipeline(self._lowered, self._layouts, self._target, self._constants())
+        values = [args[i] for i in self._params]
+        try:
+            self._compiled.run(buffers, values, self._names_in_text)
+        except LayoutMismatch:  # (checked before anything runs)
+            layouts = tuple(_layout(b if isinstance(b, Buffer) else Buffer(b)) for b in buffers)
+            compiled = self._other_layouts.get(layouts)
+            if compiled is None:
+                compiled = self._other_layouts[layouts] = CompiledPipeline(self._lowered, layouts, self._target,
+                                                                           self._constants())
+            compiled.run(buffers, values, self._names_in_text)
+
+    def _constants(self) -> dict:
+        return {**_shape_constants(self._lowered), **self._constraint_values}
 
     def _by_name(self, args: tuple, kwargs: dict) -> tuple:
         """The arguments in order, the ones after `args` given by name (Halide's keywords)."""

@@ -664,9 +664,36 @@ def test_constant_constraints_are_known_when_unrolling_and_checked_on_every_call
     f.realize(out)
     channels = np.arange(3, dtype=np.uint8)[:, None, None]
     np.testing.assert_array_equal(np.asarray(out), np.asarray(src) + channels)
+    call = f.compile_to_callable([inp])  # (compiled for Halide's default layout, then for this one)
+    again = hl.Buffer.make_interleaved(hl.UInt(8), 37, 5, 3)
+    call(src, again)
+    np.testing.assert_array_equal(np.asarray(again), np.asarray(src) + channels)
     planar = hl.Buffer(hl.UInt(8), [37, 5, 3])
-    call = f.compile_to_callable([inp])  # (a Callable takes buffers of Halide's default layout)
     with pytest.raises(hl.HalideError, match=r"Constraint violated: interleaved_\w+.stride.0 \(1\) == 3"):
         call(planar, hl.Buffer(hl.UInt(8), [37, 5, 3]))
     with pytest.raises(hl.HalideError, match="stride"):
         inp.set(planar)
+
+
+def test_a_callable_takes_buffers_of_any_layout():
+    """As Halide's Callable: a strided numpy array or an interleaved Buffer runs (on code compiled
+    for its layout, once), and computes what the default layout computes."""
+    inp = hl.ImageParam(hl.Float(32), 2, "any_layout_in")
+    x, y = hl.Var("x"), hl.Var("y")
+    f = hl.Func("any_layout_out")
+    f[x, y] = inp[x, y] * 2 + hl.f32(x)
+    f.vectorize(x, 8)
+    call = f.compile_to_callable([inp])
+    a = np.arange(12 * 40, dtype=np.float32).reshape(12, 40)
+    expected = a[:, ::2] * 2 + np.arange(20, dtype=np.float32)
+    for image in (np.ascontiguousarray(a[:, ::2]), a[:, ::2]):  # dense, then strided
+        out = np.zeros((12, 20), np.float32)
+        call(image, out)
+        np.testing.assert_array_equal(out, expected)
+    strided_out = np.zeros((12, 40), np.float32)[:, ::2]
+    call(a[:, ::2], strided_out)
+    np.testing.assert_array_equal(strided_out, expected)
+    transposed = hl.Buffer(np.ascontiguousarray(a[:, ::2].T), reverse_axes=False)  # dimension 1 dense
+    out = np.zeros((12, 20), np.float32)
+    call(transposed, out)
+    np.testing.assert_array_equal(out, expected)

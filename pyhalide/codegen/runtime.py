@@ -78,6 +78,11 @@ def _write_text(text: bytes) -> None:
 _TEXT_ADDRESS = ctypes.cast(_write_text, ctypes.c_void_p).value
 
 
+class LayoutMismatch(HalideError):
+    """A buffer's axis order or dense dimension 0 is not the layout the code was compiled for
+    (nothing has run: a caller may compile for the buffers' own layouts and run that)."""
+
+
 class UserNames:
     """A pipeline whose generated names lowering renamed (copy_graph.py): its printed lines and
     runtime errors, reworded in the user's names."""
@@ -168,11 +173,11 @@ class CompiledPipeline:
                 raise HalideError(f"Buffer {spec.name} is {arr.dtype} with {arr.ndim} dimensions, but the pipeline "
                                   f"needs {spec.type} with {ndim}")
             if buf_axes is not None and buf_axes != axes or buf_axes is None and ndim > 1 and axes[0] != ndim - 1:
-                raise HalideError(f"Buffer {spec.name}: axis order differs from the one compiled for")
+                raise LayoutMismatch(f"Buffer {spec.name}: axis order differs from the one compiled for")
             flags = arr.flags
             if ndim:
                 if dense and arr.strides[axis0] != itemsize and arr.shape[axis0] > 1:
-                    raise HalideError(f"Buffer {spec.name}: dimension 0 is not dense, unlike the one compiled for")
+                    raise LayoutMismatch(f"Buffer {spec.name}: dimension 0 is not dense, unlike the one compiled for")
                 if not flags.c_contiguous and any(st % itemsize for st in arr.strides):
                     raise HalideError(f"Buffer {spec.name} has strides not a multiple of its element size")
                 if arr.size > MAX_ELEMENTS:
