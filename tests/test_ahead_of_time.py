@@ -16,6 +16,7 @@ import textwrap
 import numpy as np
 import pytest
 
+import apps
 import pyhalide as hl
 
 CC = shutil.which("cc") or shutil.which("gcc")
@@ -290,7 +291,8 @@ def test_python_extension_runs_the_pipeline_on_numpy_arrays(tmp_path):
 
 
 LAYOUTS = textwrap.dedent('''
-    import pyhalide as hl
+    import apps
+import pyhalide as hl
 
 
     @hl.generator(name="shift_rgb")
@@ -363,6 +365,24 @@ def test_generator_command_line_writes_what_builds_an_extension(tmp_path):
     bad = subprocess.run([sys.executable, str(script), "-o", str(tmp_path), "-e", "registration"],
                          capture_output=True, text=True)
     assert bad.returncode != 0 and "-e registration: pyhalide writes" in bad.stderr
+
+
+@needs_cc
+@pytest.mark.parametrize("name", apps.NAMES)
+def test_gallery_apps_compiled_ahead_of_time_compute_their_reference(tmp_path, name):
+    """Each gallery app, hand-scheduled, as an object (its input Buffers embedded in it) called
+    from ctypes: the same output the app's numpy reference computes."""
+    app = apps.load(name)
+    inputs = app.inputs("small")
+    built = app.build(hl, inputs)
+    app.schedule(hl, built)
+    obj = tmp_path / f"{name}.o"
+    built.output.compile_to_object(str(obj), [], name)
+    lib = shared_library(tmp_path, obj, name)
+    out = np.zeros(list(reversed(built.output_sizes)), built.output_type.to_numpy())
+    assert getattr(lib, name)(ctypes.byref(halide_buffer(out, built.output_mins))) == 0
+    expected = app.reference(inputs)
+    assert app.check(out, expected), f"max difference {np.abs(out.astype(float) - expected).max()}"
 
 
 def test_every_output_kind_is_written(tmp_path):
