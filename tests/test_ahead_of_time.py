@@ -18,52 +18,15 @@ import pytest
 
 import apps
 import pyhalide as hl
+from pyhalide.testing.halide_buffer import c_compiler, halide_buffer, load_object
 
-CC = shutil.which("cc") or shutil.which("gcc")
+CC = c_compiler()
 needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler on this machine")
-
-
-class Dimension(ctypes.Structure):
-    _fields_ = [("min", ctypes.c_int32), ("extent", ctypes.c_int32), ("stride", ctypes.c_int32),
-                ("flags", ctypes.c_uint32)]
-
-
-class HalideType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class HalideBuffer(ctypes.Structure):
-    """halide_buffer_t, as HalideRuntime.h lays it out."""
-
-    _fields_ = [("device", ctypes.c_uint64), ("device_interface", ctypes.c_void_p), ("host", ctypes.c_void_p),
-                ("flags", ctypes.c_uint64), ("type", HalideType), ("dimensions", ctypes.c_int32),
-                ("dim", ctypes.POINTER(Dimension)), ("padding", ctypes.c_void_p)]
-
-
-_CODES = {"i": 0, "u": 1, "f": 2, "b": 1}
-
-
-def halide_buffer(arr: np.ndarray, mins=None):
-    """A halide_buffer_t over a numpy array, axes reversed (Halide's dimension 0 is numpy's last)."""
-    n = arr.ndim
-    dims = (Dimension * max(n, 1))()
-    for d in range(n):
-        axis = n - 1 - d
-        dims[d] = Dimension(mins[d] if mins else 0, arr.shape[axis], arr.strides[axis] // arr.itemsize, 0)
-    buf = HalideBuffer()
-    buf.host = arr.ctypes.data
-    buf.type = HalideType(_CODES[arr.dtype.kind], 1 if arr.dtype.kind == "b" else arr.itemsize * 8, 1)
-    buf.dimensions = n
-    buf.dim = dims
-    buf._keep = (arr, dims)
-    return buf
 
 
 def shared_library(tmp_path, obj, name="pipeline"):
     """The object linked into a shared library, loaded with ctypes."""
-    lib = tmp_path / f"lib{name}.so"
-    subprocess.run([CC, "-shared", "-o", str(lib), str(obj), "-lpthread"], check=True, capture_output=True)
-    return ctypes.CDLL(str(lib))
+    return load_object(obj, tmp_path / f"lib{name}.so")
 
 
 def blur_pipeline():

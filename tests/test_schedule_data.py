@@ -376,7 +376,7 @@ def test_lower_shows_every_pass_to_the_hook():
     f[x] = x * 2
     seen = []
     lower([f], hook=lambda name, stmt: seen.append((name, stmt)))
-    passes = lowering_passes(SimpleNamespace(target=hl.Target("host")))
+    passes = lowering_passes(SimpleNamespace(target=hl.Target("host"), buffer_constants={}))
     assert [name for name, _ in seen] == ["schedule functions"] + [name for name, _ in passes]
     assert all(isinstance(stmt, ir.Stmt) for _, stmt in seen)
     assert "produce hook_f" in stmt_to_string(seen[0][1])

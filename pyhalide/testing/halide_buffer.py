@@ -1,0 +1,60 @@
+"""Calling ahead-of-time code from Python through ctypes: halide_buffer_t (HalideRuntime.h's
+layout) over numpy arrays, and an object file linked into a shared library to load. The tests and
+`benchmarks.aot` call compile_to_object's output this way."""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+
+class Dimension(ctypes.Structure):
+    _fields_ = [("min", ctypes.c_int32), ("extent", ctypes.c_int32), ("stride", ctypes.c_int32),
+                ("flags", ctypes.c_uint32)]
+
+
+class HalideType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class HalideBuffer(ctypes.Structure):
+    """halide_buffer_t, as HalideRuntime.h lays it out."""
+
+    _fields_ = [("device", ctypes.c_uint64), ("device_interface", ctypes.c_void_p), ("host", ctypes.c_void_p),
+                ("flags", ctypes.c_uint64), ("type", HalideType), ("dimensions", ctypes.c_int32),
+                ("dim", ctypes.POINTER(Dimension)), ("padding", ctypes.c_void_p)]
+
+
+_CODES = {"i": 0, "u": 1, "f": 2, "b": 1}
+
+
+def halide_buffer(arr: np.ndarray, mins=None) -> HalideBuffer:
+    """A halide_buffer_t over a numpy array, axes reversed (Halide's dimension 0 is numpy's last),
+    at `mins` (default 0); it keeps the array alive."""
+    n = arr.ndim
+    dims = (Dimension * max(n, 1))()
+    for d in range(n):
+        axis = n - 1 - d
+        dims[d] = Dimension(mins[d] if mins else 0, arr.shape[axis], arr.strides[axis] // arr.itemsize, 0)
+    buf = HalideBuffer()
+    buf.host = arr.ctypes.data
+    buf.type = HalideType(_CODES[arr.dtype.kind], 1 if arr.dtype.kind == "b" else arr.itemsize * 8, 1)
+    buf.dimensions = n
+    buf.dim = dims
+    buf._keep = (arr, dims)
+    return buf
+
+
+def c_compiler() -> str | None:
+    return shutil.which("cc") or shutil.which("gcc")
+
+
+def load_object(obj: Path, library: Path) -> ctypes.CDLL:
+    """An object file linked into the shared library `library`, loaded."""
+    subprocess.run([c_compiler(), "-shared", "-o", str(library), str(obj), "-lpthread"], check=True,
+                   capture_output=True)
+    return ctypes.CDLL(str(library))
