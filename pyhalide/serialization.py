@@ -52,7 +52,11 @@ def serialize_pipeline(pipeline, filename=None, get_params: bool = False):
 
 def deserialize_pipeline(data, user_params: dict | None = None):
     """The Pipeline that serialize_pipeline wrote (bytes, or a path to read)."""
-    return _Reader(_load(data), user_params or {}).pipeline()
+    doc = _load(data)
+    try:
+        return _Reader(doc, user_params or {}).pipeline()
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:  # a field of the wrong shape
+        raise HalideError(f"deserialize_pipeline: a malformed pipeline ({type(e).__name__}: {e})") from None
 
 
 def deserialize_parameters(data) -> dict:
@@ -115,12 +119,7 @@ class _Writer:
         self.names = pipeline._canonical_names()  # (the names the schedule's records use)
         outputs = [self._number(self.funcs, f) for f in pipeline.outputs()]
         funcs, domains = {}, {}
-        while self._pending:
-            obj = self._pending.pop(0)
-            if id(obj) in self.domains:
-                domains[self.domains[id(obj)][1]] = self._domain(obj)
-            else:
-                funcs[self.funcs[id(obj)][1]] = self._func(obj)
+        self._drain(funcs, domains)
         requirements = [{"condition": self.expr(c), "args": [a if isinstance(a, str) else self.expr(a) for a in args]}
                         for c, args in pipeline._requirements]
         scheduled = pipeline.funcs()
@@ -128,9 +127,7 @@ class _Writer:
             [k, [self._special(c, sp) for c, sp in st.specializations], st.fail_message]
             for k, st in enumerate(f._schedule.stages) if st.specializations or st.fail_message]
             for f in scheduled}
-        while self._pending:  # what the requirements and specializations refer to
-            obj = self._pending.pop(0)
-            domains[self.domains[id(obj)][1]] = self._domain(obj)
+        self._drain(funcs, domains)  # what the requirements and specializations refer to
         return {
             "format": FORMAT, "version": VERSION, "outputs": outputs,
             "funcs": [funcs[k] for k in range(len(funcs))],
@@ -142,6 +139,15 @@ class _Writer:
             "schedule": json.loads(schedule_to_json(scheduled, self.names, without_specializations=True)),
             "specializations": {name: stages for name, stages in specializations.items() if stages},
         }
+
+    def _drain(self, funcs: dict, domains: dict) -> None:
+        """Encode the Funcs and reduction domains met so far (which may meet more)."""
+        while self._pending:
+            obj = self._pending.pop(0)
+            if id(obj) in self.domains:
+                domains[self.domains[id(obj)][1]] = self._domain(obj)
+            else:
+                funcs[self.funcs[id(obj)][1]] = self._func(obj)
 
     def _special(self, condition, special) -> dict:
         """One specialization of a stage: its condition and its loops (a StageSchedule's state)."""

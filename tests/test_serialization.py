@@ -165,6 +165,10 @@ def test_what_is_not_a_pipeline_is_refused_without_running_anything(tmp_path):
     with pytest.raises(hl.HalideError, match="a Buffer's elements are unreadable"):
         hl.deserialize_pipeline(json.dumps(bad).encode())
     bad = json.loads(json.dumps(doc))
+    bad["funcs"][0]["estimates"] = {"x": "wide"}
+    with pytest.raises(hl.HalideError, match="a malformed pipeline"):
+        hl.deserialize_pipeline(json.dumps(bad).encode())
+    bad = json.loads(json.dumps(doc))
     bad["version"] = 99
     with pytest.raises(hl.HalideError, match="format version 99"):
         hl.deserialize_pipeline(json.dumps(bad).encode())
