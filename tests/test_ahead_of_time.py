@@ -254,8 +254,7 @@ def test_python_extension_runs_the_pipeline_on_numpy_arrays(tmp_path):
 
 
 LAYOUTS = textwrap.dedent('''
-    import apps
-import pyhalide as hl
+    import pyhalide as hl
 
 
     @hl.generator(name="shift_rgb")
