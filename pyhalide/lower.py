@@ -221,15 +221,13 @@ def constant_constraints(outputs, images) -> dict[str, int]:
 
 
 @cycle_collector_paused()
-def lower(outputs, target=None, hook=None, ahead_of_time: bool = False,
-          buffer_constants: dict | None = None) -> LoweredPipeline:
+def lower(outputs, target=None, hook=None, ahead_of_time: bool = False) -> LoweredPipeline:
     """Lower the pipeline computing `outputs` (a Func or a list) for `target` (an hl.Target, a
     target string or None for the host), on a private copy of the Func graph: the user's Funcs
     are not changed. `hook(pass_name, stmt)`, if given, sees the IR after every pass (for
     debugging and tests); HL_DEBUG_LOWER=1 prints it with each pass's time. `ahead_of_time`:
-    for an object file, which may be for another CPU or OS than this one; `buffer_constants`
-    (`buffer.field.dimension` -> value): dimensions known because the caller checks them
-    (default: the constant constraints of the outputs and the ImageParams)."""
+    for an object file, which may be for another CPU or OS than this one. The constant
+    constraints of the outputs and the ImageParams are compiled in (their callers check them)."""
     from .target import resolve_target
 
     if not isinstance(outputs, list | tuple):
@@ -237,9 +235,8 @@ def lower(outputs, target=None, hook=None, ahead_of_time: bool = False,
     target = resolve_target(target)
     target.require_supported(ahead_of_time)
     env = build_environment(list(outputs), target)
-    if buffer_constants is None:
-        buffer_constants = constant_constraints(outputs, pipeline_inputs(env)[0].values())
-    env.buffer_constants = {k: ir.make_const(ir.Int(32), v) for k, v in buffer_constants.items()}
+    env.buffer_constants = {k: ir.make_const(ir.Int(32), v)
+                            for k, v in constant_constraints(outputs, pipeline_inputs(env)[0].values()).items()}
     with errors_in_user_names(env.user_names):
         stmt = _run([("schedule functions", lambda _: schedule_functions(env))], None, hook)
         stmt = _run(lowering_passes(env), stmt, hook)
