@@ -12,6 +12,7 @@ import subprocess
 import sys
 import sysconfig
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +23,10 @@ from pyhalide.testing.halide_buffer import c_compiler, halide_buffer, load_objec
 
 CC = c_compiler()
 needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler on this machine")
+# building a CPython extension needs Python's headers too
+needs_python_headers = pytest.mark.skipif(
+    CC is None or not (Path(sysconfig.get_paths()["include"]) / "Python.h").is_file(),
+    reason="no C compiler or no Python.h on this machine")
 
 
 def shared_library(tmp_path, obj, name="pipeline"):
@@ -220,7 +225,7 @@ def build_extension(tmp_path, name, source, obj):
     return module
 
 
-@needs_cc
+@needs_python_headers
 def test_python_extension_runs_the_pipeline_on_numpy_arrays(tmp_path):
     """As Halide's lesson 10: compile_to writes an object and an extension's source; built, the
     module's function takes numpy arrays (axes reversed) and Python numbers, positionally or by
@@ -286,7 +291,7 @@ LAYOUTS = textwrap.dedent('''
 ''')
 
 
-@needs_cc
+@needs_python_headers
 def test_generator_command_line_writes_what_builds_an_extension(tmp_path):
     """hl.main() as Halide's generator command line (-g, -o, -e, -f, target=, GeneratorParams):
     planar, interleaved (constant constraints, the unrolled channel loop needing them) and
