@@ -136,6 +136,9 @@ class StageInfo:
     accesses: list = field(default_factory=list)
     self_loads: int = 0  # reads of the Func itself (an update's accumulator)
     scatter: bool = False  # an update whose left-hand coordinates depend on loaded values (a histogram's bin)
+    # loop_nest.stage_loops' results for this stage, by its other arguments (the search asks
+    # again and again: local_laplacian's asks 33,000 times for 7,600 different loop nests)
+    loops_memo: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass

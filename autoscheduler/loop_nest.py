@@ -183,7 +183,16 @@ SMALL_DIM = 4  # a dimension this short (colour channels) is unrolled where a pi
 def stage_loops(info: FuncInfo, stage: StageInfo, d: Decision, extents: dict, rv_extents: list,
                 cores: int) -> tuple[list, int]:
     """The loops of one stage, outermost first (the vector lanes are not a loop here), and the
-    vector width it really gets (0: scalar)."""
+    vector width it really gets (0: scalar). Remembered per stage (a new list each time)."""
+    key = (d, tuple(extents.items()), tuple(rv_extents), cores)
+    known = stage.loops_memo.get(key)
+    if known is None:
+        known = stage.loops_memo[key] = _stage_loops(info, stage, d, extents, rv_extents, cores)
+    return list(known[0]), known[1]
+
+
+def _stage_loops(info: FuncInfo, stage: StageInfo, d: Decision, extents: dict, rv_extents: list,
+                 cores: int) -> tuple[list, int]:
     tile = dict(zip(info.dims, d.tile)) if d.tile else {}
     split = {v for v in stage.pure_dims if 0 < tile.get(v, 0) < extents[v]}
     outer = [Loop(split_names(v)[0], (v,), "outer", -(-extents[v] // tile[v])) for v in reversed(stage.pure_dims)
