@@ -64,7 +64,12 @@ def _init():
         cpu=cpu, features=features, opt=3, jit=True, reloc="pic", codemodel="default"
     )
     _state["tm"] = _state["make_tm"]()
-    _state["lljit"] = llvm.create_lljit_compiler(_state["tm"])
+    # JITLink, not RuntimeDyld: it lays an object's sections out in one block, so the code's 32-bit
+    # PC-relative references to its constant pools always reach. RuntimeDyld mapped each section
+    # on its own and, once loaded libraries had fragmented the address space (a test process
+    # that had loaded ten ahead-of-time objects), aborted the process on such a relocation out
+    # of range (1 run in 4). JITLink also links faster: 0.47 ms against 0.68 for local_laplacian.
+    _state["lljit"] = llvm.create_lljit_compiler(_state["tm"], use_jit_link=True)
     return _state
 
 
