@@ -64,7 +64,7 @@ def compile_to(pipeline, outputs: dict, arguments, fn_name: str = "", target=Non
     (default: the first output Func's name) of `arguments` (ImageParams and Params, in the order
     the function takes them; the output buffers follow)."""
     from .codegen import c_interface
-    from .codegen.aot import static_library
+    from .codegen.aot import machine_for, static_library
 
     kinds = {}
     for kind, path in outputs.items():
@@ -74,6 +74,10 @@ def compile_to(pipeline, outputs: dict, arguments, fn_name: str = "", target=Non
                               f"{', '.join(sorted(_WRITTEN))})")
         kinds[name] = str(path)
     target = aot_target(target)
+    if "static_library" in kinds and not machine_for(target).elf:
+        raise HalideError(f"compile_to_static_library: pyhalide writes static libraries for ELF targets (Linux, "
+                          f"Android), not {target.os.value}; write the object (compile_to_object) and archive it "
+                          "with the platform's tools")
     fn_name = fn_name or re.sub(r"\W", "_", pipeline.outputs()[0].name())
     lowered = _lowered(pipeline, target)
     code = _compile(pipeline, lowered, list(arguments), fn_name, target) if kinds.keys() & {
@@ -96,18 +100,14 @@ def compile_to(pipeline, outputs: dict, arguments, fn_name: str = "", target=Non
         elif name == "bitcode":
             _write(path, code.bitcode())
         elif name == "static_library":
-            if not code.machine.elf:
-                raise HalideError(f"compile_to_static_library: pyhalide writes static libraries for ELF targets "
-                                  f"(Linux, Android), not {target.os.value}; write the object (compile_to_object) "
-                                  "and archive it with the platform's tools")
             _write(path, static_library([(f"{fn_name}{code.machine.object_suffix}", code.object_file(),
                                           code.exported_symbols())]))
 
 
 def object_suffix(target) -> str:
-    from .target import TargetOS
+    from .codegen.aot import machine_for
 
-    return ".obj" if aot_target(target).os is TargetOS.Windows else ".o"
+    return machine_for(aot_target(target)).object_suffix
 
 
 def library_suffix(target) -> str:

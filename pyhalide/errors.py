@@ -33,3 +33,8 @@ class InternalError(Exception):
 class HalideValueError(HalideError, ValueError):
     """Bad arguments that Halide's bindings refuse with a ValueError (e.g. boundary-condition
     bounds that don't fit the source): catchable as either."""
+
+
+class LayoutMismatch(HalideError):
+    """A buffer's axis order or dense dimension 0 is not the layout the code was compiled for
+    (nothing has run: a caller may compile for the buffers' own layouts and run that)."""

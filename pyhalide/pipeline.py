@@ -11,7 +11,7 @@ import numpy as np
 from . import param as _param
 from .buffer import MAX_ELEMENTS, Buffer
 from .deep_recursion import deep
-from .errors import HalideError, InternalError
+from .errors import HalideError, InternalError, LayoutMismatch
 from .func import Func
 from .ir_printer import stmt_to_string
 from .lowering.copy_graph import to_user_names
@@ -967,16 +967,18 @@ class Callable:
             _check_constraints(self._constrained, self._owners,
                                [b if isinstance(b, Buffer) else Buffer(b) for b in buffers],
                                {name: args[i] for name, i in self._param_args})
-        from .codegen.runtime import CompiledPipeline, LayoutMismatch
-
         if self._shapes and _bound_shapes(self._lowered) != self._shapes:
+            from .codegen.runtime import CompiledPipeline
+
             self._shapes = _bound_shapes(self._lowered)
             self._other_layouts = {}
             self._compiled = CompiledPipeline(self._lowered, self._layouts, self._target, self._constants())
         values = [args[i] for i in self._params]
         try:
             self._compiled.run(buffers, values, self._names_in_text)
-        except LayoutMismatch:  # (checked before anything runs)
+        except LayoutMismatch:  # (checked before anything ran): code compiled for these buffers' layouts
+            from .codegen.runtime import CompiledPipeline
+
             layouts = tuple(_layout(b if isinstance(b, Buffer) else Buffer(b)) for b in buffers)
             compiled = self._other_layouts.get(layouts)
             if compiled is None:

@@ -41,8 +41,9 @@ def serialize_pipeline(pipeline, filename=None, get_params: bool = False):
     """The pipeline as bytes, or written to `filename` (a path); with `get_params`, also the
     Params and ImageParams it uses by name: returns data, (data, params), None or params, as
     Halide's binding does for each combination."""
-    data = json.dumps(_Writer().pipeline(pipeline), separators=(",", ":")).encode()
-    params = {p.name(): p for p in _inputs_of(pipeline)}
+    writer = _Writer()
+    data = json.dumps(writer.pipeline(pipeline), separators=(",", ":")).encode()
+    params = {p.name(): p for p, _ in [*writer.params.values(), *writer.images.values()]}
     if filename is None:
         return (data, params) if get_params else data
     with open(os.fspath(filename), "wb") as f:
@@ -64,12 +65,6 @@ def deserialize_parameters(data) -> dict:
     others of the same names, types and dimensions, to deserialize_pipeline)."""
     reader = _Reader(_load(data), {})
     return {p.name(): p for p in reader.inputs()}
-
-
-def _inputs_of(pipeline) -> list:
-    writer = _Writer()
-    writer.pipeline(pipeline)
-    return [p for p, _ in writer.params.values()] + [p for p, _ in writer.images.values()]
 
 
 def _load(data) -> dict:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -16,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from pyhalide.testing.halide_buffer import c_compiler
+
 TUTORIAL = os.environ.get("HALIDE_TUTORIAL")
-CC = shutil.which("cc") or shutil.which("gcc")
+CC = c_compiler()
 pytestmark = pytest.mark.skipif(not TUTORIAL or CC is None,
                                 reason="set HALIDE_TUTORIAL to Halide's python_bindings/tutorial (and have cc)")
 

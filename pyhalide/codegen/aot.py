@@ -30,7 +30,7 @@ import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir as ll
 
-from ..errors import HalideError
+from ..errors import HalideError, InternalError
 from ..lower import finish_lowering
 from ..target import TargetArch, TargetOS, get_host_target
 from ..types import Type
@@ -174,10 +174,14 @@ class ObjectCode:
     machine: Machine
     module: object  # llvmlite.binding.ModuleRef
     target_machine: object
+    _object: bytes | None = None
 
     def object_file(self) -> bytes:
-        with jit.llvm_lock():
-            return self.target_machine.emit_object(self.module)
+        """The object (emitted once: a static library and an object asked together share it)."""
+        if self._object is None:
+            with jit.llvm_lock():
+                self._object = self.target_machine.emit_object(self.module)
+        return self._object
 
     def assembly(self) -> str:
         with jit.llvm_lock():
@@ -513,7 +517,7 @@ class _Entry:
     def _fail_unless(self, condition, fmt: str, values=()) -> None:
         """Report fmt (a printf format of `values`) and return -1 unless condition holds."""
         if len(values) > ERROR_VALUES:
-            raise AssertionError("an entry check reports too many values")
+            raise InternalError("an entry check reports too many values")
         b = self.b
         ok, bad = self.fn.append_basic_block("ok"), self.fn.append_basic_block("check_failed")
         b.cbranch(condition, ok, bad)

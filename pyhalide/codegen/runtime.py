@@ -9,7 +9,7 @@ import sys
 import numpy as np
 
 from ..buffer import MAX_ELEMENTS
-from ..errors import HalideError, RuntimeCheckError
+from ..errors import HalideError, LayoutMismatch, RuntimeCheckError
 from ..ir_mutator import cycle_collector_paused
 from ..lower import finish_lowering
 from ..lowering.copy_graph import to_user_names
@@ -76,11 +76,6 @@ def _write_text(text: bytes) -> None:
 
 
 _TEXT_ADDRESS = ctypes.cast(_write_text, ctypes.c_void_p).value
-
-
-class LayoutMismatch(HalideError):
-    """A buffer's axis order or dense dimension 0 is not the layout the code was compiled for
-    (nothing has run: a caller may compile for the buffers' own layouts and run that)."""
 
 
 class UserNames:

@@ -14,7 +14,6 @@ from .. import ir
 from ..ir_mutator import (
     IRMutator,
     Substitution,
-    equalities,
     free_variables,
     has_call,
     has_load,
@@ -729,9 +728,8 @@ class Simplify(IRMutator):
             return self.mutate(s)
         outer = self.known_conditions
         self.known_conditions = {**outer, condition: holds}
-        equal = equalities(condition) if holds else {}
         try:
-            return self.mutate(substitute(equal, s) if equal else s)
+            return self.mutate(s)
         finally:
             self.known_conditions = outer
 
