@@ -7,6 +7,7 @@ import sys as _sys
 
 from . import boundary_conditions as BoundaryConditions
 from .ahead_of_time import OutputFileType
+from .autodiff import Derivative, propagate_adjoints
 from .autoschedulers import AutoschedulerParams, AutoSchedulerResults, load_plugin
 from .buffer import Buffer
 from .errors import BufferIndexError, CompileError, HalideError, InternalError, RuntimeCheckError

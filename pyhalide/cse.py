@@ -122,7 +122,7 @@ class _Replace:
         return hit
 
 
-def _without_lets(e: ir.Expr) -> ir.Expr:
+def inline_lets(e: ir.Expr) -> ir.Expr:
     """e with every Let's value put in place of its name (a name a Let binds can be in scope at
     one use of a shared node and not at another, so a Let starts a fresh memo)."""
     memo: dict[int, ir.Expr] = {}
@@ -167,7 +167,7 @@ def common_subexpression_elimination(e: ir.Expr) -> ir.Expr:
     if not type(e)._children:  # a constant or a variable
         return e
     if has_let(e):
-        e = _without_lets(e)
+        e = inline_lets(e)
     numbering = _ValueNumbering()
     root = numbering.canonical(e)
     counts = _use_counts(root)
