@@ -30,7 +30,6 @@ from .expr import to_ir, wrap
 from .func import Func, Tuple, _FindVariables
 from .inline_reductions import sum as inline_sum
 from .ir_mutator import IRMutator, IRVisitor, expr_free_variables, substitute
-from .names import unique_name
 from .operators import undef
 from .param import ImageParam, Param
 from .simplify import simplify
@@ -38,6 +37,7 @@ from .types import Float, Int
 from .var import RDom, Var
 
 _I32 = Int(32)
+_DIM_NAMES = ("x", "y", "z", "w")  # the Vars of an image's adjoint, as a user would name them
 
 
 def _i(v) -> ir.Expr:
@@ -288,6 +288,23 @@ def _linear(e: ir.Expr, name: str) -> tuple[int, ir.Expr] | None:
     return None
 
 
+def _difference(a: ir.Expr, b: ir.Expr, names: list[str]) -> int | None:
+    """a - b, where both are affine in the named variables with the same coefficients and the
+    rest differs by a constant; else None."""
+    coefficients = []
+    for e in (a, b):
+        ks = []
+        for n in names:
+            lin = _linear(e, n)
+            if lin is None:
+                return None
+            ks.append(lin[0])
+            e = lin[1]
+        coefficients.append((ks, e))
+    (ka, ra), (kb, rb) = coefficients
+    return ir.const_int(simplify(ir.Sub(ra, rb))) if ka == kb else None
+
+
 # ---------------------------------------------------------------- deposits on a callee
 @dataclass
 class _Target:
@@ -417,7 +434,8 @@ class _Backprop:
             self.images[img.name()] = img
             key = "image " + img.name()
             if key not in self.targets:
-                self.targets[key] = _Target(img.name(), [img.type()], [unique_name("u") for _ in leaf.args])
+                self.targets[key] = _Target(img.name(), [img.type()], [_DIM_NAMES[i] if i < 4 else f"v{i}"
+                                                                       for i in range(len(leaf.args))])
             return self.targets[key], 0
         f = leaf.func
         if f.name() not in self.targets:
@@ -474,13 +492,15 @@ class _Backprop:
             rdom = RDom([(wrap(bounds[v][0]), wrap(simplify(ir.Add(ir.Sub(bounds[v][1], bounds[v][0]), _i(1)))))
                          for v in summed])
             to_rdom = {v: to_ir(rdom[i]) for i, v in enumerate(summed)}
+        # solved values hold the target's Vars and the RVars summed over (never the stage's pure
+        # Vars, whose names the target's may share)
+        summed_rvars = {v: e for v, e in to_rdom.items() if v not in st.pure}
         replace, masks = dict(to_rdom), []
         for v, e in solved.items():
-            e = substitute(to_rdom, e)
+            e = substitute(summed_rvars, e)
             lo, hi = bounds[v]
             replace[v] = _clamp(e, lo, hi)
             masks.append(_within(e, lo, hi))
-        conditions = [substitute(to_rdom, c) for c in conditions]
         cond = _conjunction([*masks, *conditions, None if guard is None else substitute(replace, guard)])
         term = substitute(replace, weight)
         if cond is not None:
@@ -616,10 +636,12 @@ class _Backprop:
         st does not write before this iteration); d >= 1: it reads what the iteration d before wrote."""
         if not st.rvars or leaf.args == st.args:
             return None
-        diffs = [i for i, (a, b) in enumerate(zip(leaf.args, st.args)) if not ir.is_const(simplify(ir.Sub(a, b)), 0)]
+        names = [v.name for v in st.rvars]
+        deltas = [_difference(a, b, names) for a, b in zip(leaf.args, st.args)]
+        diffs = [i for i, d in enumerate(deltas) if d != 0]
         if len(diffs) == 1:
             i = diffs[0]
-            delta = ir.const_int(simplify(ir.Sub(leaf.args[i], st.args[i])))
+            delta = deltas[i]
             for v in st.rvars:
                 lin = _linear(simplify(st.args[i]), v.name)
                 if delta is not None and lin is not None and abs(lin[0]) == 1:
@@ -720,8 +742,10 @@ class _Backprop:
                 if not (isinstance(leaf, ir.Call) and leaf.func is f and leaf.args in scans):
                     continue
                 d = scans[leaf.args]
-                later = {v.name: ir.Add(ir.Variable(v.name, _I32, ref=v.ref), _i(d))}
-                ok = ir.LE(ir.Add(ir.Variable(v.name, _I32, ref=v.ref), _i(d)), ir.Sub(ir.Add(lo, ext), _i(1)))
+                # the iteration d later, clamped into the RDom so that what it reads stays in bounds
+                last = ir.Sub(ir.Add(lo, ext), _i(1))
+                later = {v.name: ir.Min(ir.Add(v, _i(d)), last)}
+                ok = ir.LE(ir.Add(v, _i(d)), last)
                 if st.predicate is not None:
                     ok = ir.And(ok, substitute(later, st.predicate))
                 term = substitute(later, value_of(a))
