@@ -113,6 +113,8 @@ def _local_partials(n: ir.Expr, a: ir.Expr) -> list[tuple[ir.Expr, ir.Expr]]:
                 (n.false_value, ir.Select(n.condition, _zero(t), a))]
     if isinstance(n, ir.Cast):
         return [(n.value, ir.Cast(n.value.type, a))] if n.value.type.is_float() else []
+    if isinstance(n, ir.Reinterpret):  # bits as a float (random_float's): no derivative
+        return []
     if isinstance(n, ir.Call) and n.call_type == ir.INTRINSIC:
         return _intrinsic_partials(n, a)
     if isinstance(n, ir.Call) and n.call_type == ir.EXTERN:
@@ -122,8 +124,11 @@ def _local_partials(n: ir.Expr, a: ir.Expr) -> list[tuple[ir.Expr, ir.Expr]]:
 
 def _intrinsic_partials(n: ir.Call, a: ir.Expr) -> list:
     name, args, t = n.name, n.args, n.type
-    if name in ("likely", "likely_if_innermost", "promise_clamped", "unsafe_promise_clamped", "print"):
+    if name in ("likely", "likely_if_innermost", "promise_clamped", "unsafe_promise_clamped"):
         return [(args[0], a)] if args[0].type.is_float() else []
+    if name == "print":  # print(condition, parts...) is its first part that is not a string
+        value = next(p for p in args[1:] if not isinstance(p, ir.StringImm))
+        return [(value, a)] if value.type.is_float() else []
     if name == "require":
         return [(args[1], a)] if args[1].type.is_float() else []
     if name == "abs":
@@ -176,6 +181,22 @@ def _math_partials(n: ir.Call, a: ir.Expr, one: ir.Expr) -> list:
     raise HalideError(f"propagate_adjoints: can't differentiate the function {name} in {wrap(n)}")
 
 
+def _guarded_partials(n: ir.Expr, a: ir.Expr) -> list[tuple[ir.Expr, ir.Expr]]:
+    """As _local_partials, but an adjoint that a select zeroes somewhere (select(c, a', 0), from a
+    select in the value) keeps its select outermost: the partials of the branch it did not take
+    (a division by zero, a log of zero) are never multiplied in, so they cannot make a NaN."""
+    if isinstance(a, ir.Select):
+        for keep, other, taken in ((a.true_value, a.false_value, True), (a.false_value, a.true_value, False)):
+            if ir.is_const(other, 0):
+                out = []
+                for operand, da in _guarded_partials(n, keep):
+                    zero = _zero(da.type)
+                    out.append((operand, ir.Select(a.condition, da, zero) if taken else
+                                ir.Select(a.condition, zero, da)))
+                return out
+    return _local_partials(n, a)
+
+
 def reverse_mode(value: ir.Expr, seed: ir.Expr) -> list[tuple[ir.Expr, ir.Expr]]:
     """(leaf, adjoint) for every float call to a Func or image and every float Param `value`
     reads, where `seed` is the adjoint of value itself (the same leaf node may come twice)."""
@@ -207,7 +228,7 @@ def reverse_mode(value: ir.Expr, seed: ir.Expr) -> list[tuple[ir.Expr, ir.Expr]]
             if isinstance(node.ref, Param):
                 leaves.append((node, a))
         elif not isinstance(node, ir.IntImm | ir.FloatImm):
-            for operand, da in _local_partials(node, a):
+            for operand, da in _guarded_partials(node, a):
                 prev = adjoints.get(id(operand))
                 adjoints[id(operand)] = da if prev is None else ir.Add(prev, da)
     return leaves

@@ -737,16 +737,16 @@ class Func(FuncScheduling):
             current = ir.Call(t, self._name, ir_args, ir.HALIDE, k, self)
             kept = defined is None or bool(guard)
             ir_values[k] = current if value is None else value if kept else ir.Select(defined, value, current)
-        # Pure Vars must appear unadorned, in the same position as in the pure definition.
-        lhs_pure = {}
+        # Pure Vars must appear unadorned, in the same position as in the pure definition; one that
+        # does may also be used elsewhere on the left (f(x, x) = ..., the diagonal), as in Halide.
+        lhs_pure = {a.name: i for i, a in enumerate(ir_args)
+                    if isinstance(a, ir.Variable) and a.ref is None and a.name == self._pure_args[i]}
         for i, a in enumerate(ir_args):
-            if isinstance(a, ir.Variable) and a.ref is None and a.name in self._pure_args:
-                if self._pure_args[i] != a.name:
-                    raise HalideError(
-                        f"{where}: pure Var {a.name} appears in position {i} but is argument "
-                        f"{self._pure_args.index(a.name)} of the pure definition"
-                    )
-                lhs_pure[a.name] = i
+            if isinstance(a, ir.Variable) and a.ref is None and a.name in self._pure_args and a.name not in lhs_pure:
+                raise HalideError(
+                    f"{where}: pure Var {a.name} appears in position {i} but is argument "
+                    f"{self._pure_args.index(a.name)} of the pure definition"
+                )
         finder = _FindVariables()
         for e in (*ir_args, *ir_values, *guard):
             finder.visit(e)

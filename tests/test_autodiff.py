@@ -344,9 +344,132 @@ def test_scheduled_adjoints_compute_the_same():
     np.testing.assert_array_equal(adjoint_of(d, inp, a), plain)
 
 
+# ---------------------------------------------------------------- Halide's C++ autodiff cases
+def _values(f: hl.Func, *sizes: int) -> list:
+    return np.asarray(f.realize(list(sizes)) if sizes else f.realize()).ravel().tolist()
+
+
+def test_halide_cases_implicit_vars_tuple_diagonal_and_bounds():
+    x, y = hl.Var("x"), hl.Var("y")
+    r2, r4 = hl.RDom([(0, 2)]), hl.RDom([(0, 4)])
+    inp = hl.Buffer(np.array([1.0, 2.0], np.float32), "inp")
+    copy = hl.Func("copy")
+    copy[hl._] = inp[hl._]
+    loss = hl.Func("loss")
+    loss[()] += copy[r2.x]
+    d = hl.propagate_adjoints(loss)
+    assert _values(d[inp], 2) == [1.0, 1.0] and _values(d[copy], 2) == [1.0, 1.0]
+
+    inp3 = hl.Buffer(np.array([1.0, 2.0, 3.0], np.float32), "inp3")
+    pair = hl.Func("pair")
+    pair[x] = (inp3[x], inp3[x + 1])
+    pair[x] = (pair[x][0] + 1.0, pair[x][1] + 1.0)
+    total_ = hl.Func("total")
+    total_[x] = pair[x][0] + pair[x][1]
+    loss = hl.Func("loss_t")
+    loss[()] += total_[r2.x]
+    d = hl.propagate_adjoints(loss)
+    assert [np.asarray(b).tolist() for b in d[pair].realize([2])] == [[1.0, 1.0], [1.0, 1.0]]
+    assert _values(d[inp3], 3) == [1.0, 2.0, 1.0]
+
+    inp5 = hl.Buffer(np.arange(5, dtype=np.float32), "inp5")
+    diag = hl.Func("diag")
+    diag[x, y] = 0.0
+    diag[x, x] = inp5[x] + inp5[x + 1]
+    r44 = hl.RDom([(0, 4), (0, 4)])
+    loss = hl.Func("loss_d")
+    loss[()] += diag[r44.x, r44.y]
+    assert _values(hl.propagate_adjoints(loss)[inp5], 5) == [1.0, 2.0, 2.0, 2.0, 1.0]
+
+    inb = hl.Buffer(np.arange(1, 6, dtype=np.float32), "inb")
+    f, g = hl.Func("fb"), hl.Func("gb")
+    f[x] += inb[x] * inb[x + 1]
+    g[x] += f[x] * inb[x]
+    loss = hl.Func("loss_b")
+    loss[()] += g[r4]
+    d = hl.propagate_adjoints(loss)
+    assert _values(d[f], 4) == [1.0, 2.0, 3.0, 4.0]
+    assert _values(d[inb], 5) == [4.0, 13.0, 28.0, 49.0, 16.0]
+
+
+def test_halide_cases_guards_params_print_random():
+    x = hl.Var("x")
+    ing = hl.Buffer(np.array([0.0, 1.0], np.float32), "ing")
+    v = ing[x]
+    f = hl.Func("guarded")
+    f[x] = (hl.select(v > 0.0, (x + 1) / v, v) + hl.select(v > 0.0, hl.sqrt(v), 1.0)
+            + hl.select(v > 0.0, hl.atan2(1.0, v), 2.0 * v) + hl.select(v > 0.0, hl.log(v), 3.0 * v))
+    loss = hl.Func("loss_g")
+    loss[()] += f[hl.RDom(ing)]
+    assert _values(hl.propagate_adjoints(loss)[ing], 2) == [6.0, -1.0]  # no NaN from the branch not taken
+
+    param = hl.Param(hl.Float(32), "param", 2.0)
+    image = hl.ImageParam(hl.Float(32), 1, "image")
+    image.set(hl.Buffer(np.array([1.0, 0.0], np.float32)))
+    f = hl.Func("fp")
+    f[()] = param * param * image.width() * image[0]
+    d = hl.propagate_adjoints(f)
+    assert _values(d[param]) == [8.0] and _values(d[image], 2) == [8.0, 0.0]
+
+    r1 = hl.RDom([(0, 1)])
+    inp = hl.Buffer(np.array([3.0], np.float32), "inpp")
+    out = hl.Func("printed")
+    out[()] += hl.print(inp[r1])
+    assert _values(hl.propagate_adjoints(out)[inp], 1) == [1.0]
+
+    one = hl.Func("one")
+    one[()] = 1.0
+    noisy = hl.Func("noisy")
+    noisy[x] += hl.random_float() * one[()] + r1
+    assert _values(hl.propagate_adjoints(noisy)[one]) == _values(noisy, 1)  # random numbers are constants
+
+
+def test_halide_cases_change_of_var_and_rdom_predicate():
+    x, y, a, b = hl.Var("x"), hl.Var("y"), hl.Var("a"), hl.Var("b")
+    grid = np.add.outer(np.arange(5), np.arange(5)).astype(np.float32)
+    target = np.multiply.outer(np.arange(5), np.arange(5)).astype(np.float32)
+    inp, tgt = hl.Buffer(grid, "grid"), hl.Buffer(target, "target")
+    xy, ab = hl.Func("xy"), hl.Func("ab")
+    xy[x, y] = inp[x, y]
+    ab[a, b] = xy[a, b]
+    r = hl.RDom([(0, 5), (0, 5)])
+    loss = hl.Func("loss_c")
+    loss[()] += hl.pow(ab[r.x, r.y] - tgt[r.x, r.y], 2)
+    np.testing.assert_allclose(np.asarray(hl.propagate_adjoints(loss)[inp].realize([5, 5])), 2 * (grid - target))
+
+    inc = hl.Buffer(np.add.outer(np.arange(7), np.arange(7)).astype(np.float32), "inc")
+    rc = hl.RDom([(0, 7), (0, 7)])
+    rc.where((rc.x - 3) * (rc.x - 3) + (rc.y - 3) * (rc.y - 3) <= 10)
+    circle = hl.Func("circle")
+    circle[x, y] = inc[x, y]
+    circle[rc.x, rc.y] *= 2.0
+    full = hl.RDom([(0, 7), (0, 7)])
+    loss = hl.Func("loss_r")
+    loss[()] += circle[full.x, full.y]
+    want = [[2.0 if (i - 3) ** 2 + (j - 3) ** 2 <= 10 else 1.0 for i in range(7)] for j in range(7)]
+    assert np.asarray(hl.propagate_adjoints(loss)[inc].realize([7, 7])).tolist() == want
+
+
+def test_a_scan_reading_points_it_overwrites_later_is_refused():
+    """Halide's test_reverse_scan (f(r) = f(4 - r)) expects the derivative of every point reading
+    the original values, but iterations 3 and 4 read what iterations 1 and 0 wrote; pyhalide
+    refuses rather than differentiate a different program."""
+    x = hl.Var("x")
+    inp = hl.Buffer(np.arange(5, dtype=np.float32), "inr")
+    rev = hl.Func("reversed")
+    rev[x] = inp[x]
+    r = hl.RDom(inp)
+    rev[r.x] = rev[4 - r.x]
+    loss = hl.Func("loss_s")
+    loss[()] += rev[r.x] * (r.x + 1.0)
+    with pytest.raises(hl.HalideError, match="update 0 of Func reversed reads reversed"):
+        hl.propagate_adjoints(loss)
+
+
 # ---------------------------------------------------------------- random pipelines
-_UNARY = [("sin", hl.sin), ("tanh", hl.tanh), ("square", lambda v: v * v), ("exp_small", lambda v: hl.exp(v * hl.f64(0.1))),
-          ("sqrt_pos", lambda v: hl.sqrt(v * v + 1)), ("neg", lambda v: -v)]
+_UNARY = [("sin", hl.sin), ("tanh", hl.tanh), ("square", lambda v: v * v),
+          ("exp_small", lambda v: hl.exp(v * hl.f64(0.1))), ("sqrt_pos", lambda v: hl.sqrt(v * v + 1)),
+          ("neg", lambda v: -v)]
 _BINARY = [("+", lambda a, b: a + b), ("-", lambda a, b: a - b), ("*", lambda a, b: a * b),
            ("/", lambda a, b: a / (b * b + 1)), ("max", hl.max), ("min", hl.min)]
 

@@ -640,3 +640,17 @@ def test_a_call_of_a_tuple_valued_func_defines_every_element():
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(got[0], [0, 2, 2])
+
+
+def test_update_may_use_a_pure_var_elsewhere_on_the_left():
+    """f(x, x) = ...: x is the update's pure dimension at its own position and an expression at the
+    other (Halide's diagonal); a pure Var only at another's position is still refused."""
+    x, y = hl.Var("x"), hl.Var("y")
+    f = hl.Func("diagonal")
+    f[x, y] = 0
+    f[y, y] = 1 + y
+    np.testing.assert_array_equal(np.asarray(f.realize([3, 3])), np.diag([1, 2, 3]))
+    g = hl.Func("swapped")
+    g[x, y] = 0
+    with pytest.raises(hl.HalideError, match="pure Var y appears in position 0 but is argument 1"):
+        g[y, x] = 1
