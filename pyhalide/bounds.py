@@ -392,9 +392,31 @@ class _Bounds:
                 None if a.min is None else ir.Call(e.type, e.name, (a.min,), ir.EXTERN),
                 None if a.max is None else ir.Call(e.type, e.name, (a.max,), ir.EXTERN),
             )
+        if e.call_type == ir.HALIDE and e.func is not None:
+            return func_value_bounds(e.func, e.value_index)
         if e.type.is_bool():
             return _bool_range()
         return _type_range(e.type)
+
+
+def func_value_bounds(f, k: int) -> Interval:
+    """The values element k of Func f can take anywhere (Halide's function value bounds): the
+    bounds of its pure definition over every coordinate; a Func with updates, its type's range.
+    `hist(im(r)) += 1` with `im(x) = x * x % 7` writes hist over [0, 6]."""
+    t = f.types()[k]
+    if t.is_bool():
+        return _bool_range()
+    if f._updates or f._init is None or not t.is_int() and not t.is_uint():
+        return _type_range(t)
+    cache = f.__dict__.setdefault("_value_bounds", {})
+    key = (k, f._version)
+    if key not in cache:
+        cache[key] = Interval(None, None)  # (what a Func asks of itself while this is worked out)
+        iv = bounds_of_expr(f._init.values[k], {n: Interval(None, None) for n in f._pure_args})
+        simple = Interval(None if iv.min is None else simplify(iv.min), None if iv.max is None else simplify(iv.max))
+        fits = all(b is None or not (free_variables(b) or called_names(b)) for b in (simple.min, simple.max))
+        cache[key] = simple if fits else _type_range(t)
+    return cache[key]
 
 
 def _within(a: Interval, lo: ir.Expr | None, hi: ir.Expr | None) -> Interval:

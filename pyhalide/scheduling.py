@@ -486,8 +486,6 @@ class Schedulable:
     def atomic(self, override_associativity_test: bool = False):
         f = self._target_func()
         f._require_defined()
-        if len(f.types()) != 1:
-            raise CompileError(f"{self._where()}: atomic() on a Tuple-valued Func is not supported")
         self._stage().atomic = True
         self._log("atomic", override_associativity_test)
         return self

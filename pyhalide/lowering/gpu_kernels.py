@@ -306,9 +306,9 @@ class _BlockLevel:
     # -- first walk: the block's size
     def measure(self, s: ir.Stmt) -> None:
         if isinstance(s, ir.Atomic) and not isinstance(s.body, ir.Store):
-            raise CompileError(f"Stage {s.old.removesuffix('.old')} is atomic() and stores several values (a scatter) "
-                               f"inside kernel {self.kernel_name}: that needs a lock, which GPU kernels do not have "
-                               "(Halide refuses it too)")
+            raise CompileError(f"Stage {s.old.removesuffix('.old')} is atomic() and stores several values (a Tuple "
+                               f"or a scatter) inside kernel {self.kernel_name}: that needs a lock, which GPU kernels "
+                               "do not have (Halide refuses it too)")
         if isinstance(s, ir.LetStmt):
             self.lets[s.name] = s.value
             self.kernel_names.add(s.name)

@@ -243,9 +243,7 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
     subst = {name: var(name) for name, _ in stage_dims(f, stage)}
     body = _provides(f, stage, tuple(substitute(subst, a) for a in d.args),
                      tuple(substitute(subst, v) for v in d.values))
-    if sched.atomic:
-        if len(d.values) != 1:
-            raise CompileError(f"{where}: atomic() on a Tuple-valued Func is not supported")
+    if sched.atomic:  # (a Tuple's several stores run under a lock, as a scatter's do)
         body = ir.Atomic(f"{f.name()}.s{stage}.old", body)
     if d.predicate is not None:
         items.append(("guard", "", substitute(subst, d.predicate)))
