@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import ir
+from .bounds import Interval, bounds_of_expr
 from .cse import inline_lets
 from .errors import HalideError
 from .expr import to_ir, wrap
@@ -326,11 +327,17 @@ def _difference(a: ir.Expr, b: ir.Expr, names: list[str]) -> int | None:
     return ir.const_int(simplify(ir.Sub(ra, rb))) if ka == kb else None
 
 
+def _rdom_over(bounds: dict, names: list[str]) -> RDom:
+    """An RDom over the named variables' [min, max] bounds."""
+    return RDom([(wrap(bounds[v][0]), wrap(simplify(ir.Add(ir.Sub(bounds[v][1], bounds[v][0]), _i(1)))))
+                 for v in names])
+
+
 # ---------------------------------------------------------------- deposits on a callee
 @dataclass
 class _Target:
     """What a callee's adjoint is built from: per element, terms of its pure definition over
-    `vars`, and scatter updates (element, args, value, RDom)."""
+    `vars`, and scatter updates (element, args, value; the args and value use an RDom's RVars)."""
 
     name: str
     types: list
@@ -353,7 +360,7 @@ class _Target:
                 total = ir.Add(total, g)
             pure.append(wrap(total))
         f[lhs] = pure[0] if len(pure) == 1 else Tuple(pure)
-        for k, args, value, _ in self.scatters:
+        for k, args, value in self.scatters:
             at = _adjoint_type(self.types[k])
             value = ir.Cast(at, value) if value.type != at else value
             site = [wrap(a) for a in args]
@@ -372,8 +379,6 @@ class _Backprop:
         self.box: dict[str, list] = {output.name(): [(lo, hi) for lo, hi in bounds]}
         self.stages = {f.name(): _stages(f) for f in self.funcs}
         self.targets: dict[str, _Target] = {}
-        self.images: dict[str, object] = {}
-        self.params: dict[str, Param] = {}
         self.adjoints: dict[tuple[str, int], Func] = {}
         self.prefixes: dict[tuple[str, int], Func] = {}
         out_types = output.types()
@@ -388,21 +393,15 @@ class _Backprop:
         self.targets[output.name()] = seed
 
     # --- forward bounds ---
-    def _scope(self, st: _Stage) -> dict | None:
-        from .bounds import Interval
-
-        box = self.box.get(st.func.name())
-        if box is None:
-            return None
+    def _scope(self, st: _Stage) -> dict:
         names = st.func._pure_args
-        scope = {n: (Interval(lo, hi) if lo is not None else Interval(None, None)) for n, (lo, hi) in zip(names, box)}
+        box = self.box.get(st.func.name(), [(None, None)] * len(names))
+        scope = {n: Interval(lo, hi) for n, (lo, hi) in zip(names, box)}
         for n, (lo, ext) in st.ranges.items():
             scope[n] = Interval(lo, simplify(ir.Sub(ir.Add(lo, ext), _i(1))))
         return scope
 
     def _grow(self, f_name: str, args: tuple, scope: dict) -> None:
-        from .bounds import bounds_of_expr
-
         box = []
         for a in args:
             iv = bounds_of_expr(a, scope)
@@ -431,7 +430,7 @@ class _Backprop:
                         self._grow(c.func.name(), c.args, self._scope(st))
 
     def box_of(self, st: _Stage) -> list[tuple[ir.Expr, ir.Expr]]:
-        box = self.box[st.func.name()]
+        box = self.box.get(st.func.name(), [(None, None)] * len(st.func._pure_args))
         out = []
         for n, (lo, hi) in zip(st.func._pure_args, box):
             if n in st.pure and (lo is None or hi is None):
@@ -445,14 +444,12 @@ class _Backprop:
     def target_of(self, leaf: ir.Expr) -> tuple[_Target, int]:
         if isinstance(leaf, ir.Variable):
             p = leaf.ref
-            self.params[p.name()] = p
             key = "param " + p.name()
             if key not in self.targets:
                 self.targets[key] = _Target(p.name(), [p.type()], [])
             return self.targets[key], 0
         if leaf.call_type == ir.IMAGE:
             img = leaf.image
-            self.images[img.name()] = img
             key = "image " + img.name()
             if key not in self.targets:
                 self.targets[key] = _Target(img.name(), [img.type()], [_DIM_NAMES[i] if i < 4 else f"v{i}"
@@ -510,8 +507,7 @@ class _Backprop:
         summed = [v for v in loop_vars if v not in solved]
         rdom, to_rdom = None, {}
         if summed:
-            rdom = RDom([(wrap(bounds[v][0]), wrap(simplify(ir.Add(ir.Sub(bounds[v][1], bounds[v][0]), _i(1)))))
-                         for v in summed])
+            rdom = _rdom_over(bounds, summed)
             to_rdom = {v: to_ir(rdom[i]) for i, v in enumerate(summed)}
         # solved values hold the target's Vars and the RVars summed over (never the stage's pure
         # Vars, whose names the target's may share)
@@ -532,12 +528,11 @@ class _Backprop:
         return True
 
     def _scatter(self, target, k, args, weight, guard, bounds, loop_vars, st) -> None:
-        rdom = RDom([(wrap(bounds[v][0]), wrap(simplify(ir.Add(ir.Sub(bounds[v][1], bounds[v][0]), _i(1)))))
-                     for v in loop_vars])
+        rdom = _rdom_over(bounds, loop_vars)
         replace = {v: to_ir(rdom[i]) for i, v in enumerate(loop_vars)}
         if guard is not None:
             rdom.where(wrap(substitute(replace, guard)))
-        target.scatters.append((k, tuple(substitute(replace, a) for a in args), substitute(replace, weight), rdom))
+        target.scatters.append((k, tuple(substitute(replace, a) for a in args), substitute(replace, weight)))
 
     # --- the pass ---
     def run(self) -> dict:
@@ -587,12 +582,18 @@ class _Backprop:
             self.contribute(st, seeds, on_self=lambda leaf, a: None)
             return adjoint
         self._require_single_writes(st)
-        reads = {c.args: self._classify(st, c) for c in _calls_in(_all_exprs(st)) if c.func is f}
-        scans = {a: d for a, d in reads.items() if d is not None and d >= 1}
+        reads, scan = {}, None
+        for c in _calls_in(_all_exprs(st)):
+            if c.func is f:
+                reads[c.args], along = self._classify(st, c)
+                if along is not None and scan is not None and along[0].name != scan[0].name:
+                    raise HalideError(f"propagate_adjoints: {st.where()} scans along RVars {scan[0].name} and "
+                                      f"{along[0].name}; pyhalide reverses scans along one RVar")
+                scan = along or scan
         before = _Target(f.name(), f.types(), list(f._pure_args))
         pulled = adjoint
-        if scans:
-            pulled = self._reverse_scan(st, adjoint, reads)
+        if scan is not None:
+            pulled = self._reverse_scan(st, adjoint, reads, scan)
             seeds = self.written(st, pulled)
         value_of = self._values_seen(st, reads)
         mask = self._mask(st)
@@ -603,8 +604,8 @@ class _Backprop:
 
         def on_self(leaf, a):
             d = reads[leaf.args]
-            if d is not None and d >= 1:  # the scan's reads of earlier iterations went to the reverse scan
-                rvar, lo, _ = self._scan_var(st)
+            if d is not None:  # the scan's reads of earlier iterations went to the reverse scan
+                rvar, lo, _ = scan
                 self.deposit(before, leaf.value_index, leaf.args, a, st,
                              condition=ir.LT(ir.Sub(rvar, _i(d)), lo))
                 return
@@ -648,31 +649,28 @@ class _Backprop:
                     "value each write replaced is lost. Write the intermediate values into a Func with one more "
                     "dimension (a scan, f(x, r + 1) = ... f(x, r) ...) instead")
 
-    def _scan_var(self, st: _Stage):
-        """The RVar along which st's scan runs, its min and extent."""
-        return self._scan
-
-    def _classify(self, st: _Stage, leaf: ir.Call) -> int | None:
-        """None: the read sees what the Func held before st (it reads the point st is writing, or one
-        st does not write before this iteration); d >= 1: it reads what the iteration d before wrote."""
+    def _classify(self, st: _Stage, leaf: ir.Call) -> tuple[int | None, tuple | None]:
+        """(None, None): the read sees what the Func held before st (it reads the point st is
+        writing, or one st does not write before this iteration); (d, (rvar, min, extent)), d >= 1:
+        it reads what the iteration d before along rvar wrote."""
         if not st.rvars or leaf.args == st.args:
-            return None
+            return None, None
         names = [v.name for v in st.rvars]
         deltas = [_difference(a, b, names) for a, b in zip(leaf.args, st.args)]
         diffs = [i for i, d in enumerate(deltas) if d != 0]
+        if not diffs:
+            return None, None
         if len(diffs) == 1:
             i = diffs[0]
             delta = deltas[i]
             for v in st.rvars:
                 lin = _linear(simplify(st.args[i]), v.name)
                 if delta is not None and lin is not None and abs(lin[0]) == 1:
-                    lo, ext = st.ranges[v.name]
-                    self._scan = (v, lo, ext)
                     d = -delta * lin[0]  # the read is the point written at v - d
-                    return d if d >= 1 else None
+                    return (d, (v, *st.ranges[v.name])) if d >= 1 else (None, None)
             written_by_stage = any(v.name in expr_free_variables(st.args[i]) for v in st.rvars)
             if delta is not None and not written_by_stage:
-                return None  # the stage writes one value of that coordinate and this reads another
+                return None, None  # the stage writes one value of that coordinate and this reads another
         raise HalideError(
             f"propagate_adjoints: {st.where()} reads {st.func.name()}({', '.join(str(wrap(a)) for a in leaf.args)}) "
             f"while writing {st.func.name()}({', '.join(str(wrap(a)) for a in st.args)}): pyhalide differentiates "
@@ -687,7 +685,7 @@ class _Backprop:
 
         def seen(c: ir.Call) -> Func:
             d = reads.get(c.args)
-            return after if d is not None and d >= 1 else before
+            return after if d is not None else before
 
         return _RedirectCalls(f, seen).mutate
 
@@ -736,12 +734,12 @@ class _Backprop:
         m[[wrap(substitute(replace, a)) for a in st.args]] = wrap(ir.make_const(ir.Bool(), True))
         return ir.Call(ir.Bool(), m.name(), tuple(u), ir.HALIDE, 0, m)
 
-    def _reverse_scan(self, st: _Stage, adjoint: Func, reads: dict) -> Func:
+    def _reverse_scan(self, st: _Stage, adjoint: Func, reads: dict, scan: tuple) -> Func:
         """The adjoint of what each iteration of st writes: what later stages and consumers gave it,
         plus what the iterations that read it along the scan pass back, accumulated last iteration
         first."""
         f = st.func
-        v, lo, ext = self._scan
+        v, lo, ext = scan
         d_f = Func(f"{f.name()}_{st.index}_d_scan__")
         lhs = [Var(n) for n in f._pure_args]
         u = tuple(ir.Variable(n) for n in f._pure_args)
@@ -756,7 +754,7 @@ class _Backprop:
         site = tuple(substitute(rev, a) for a in st.args)
         written = [ir.Call(t, d_f.name(), st.args, ir.HALIDE, k, d_f) for k, t in enumerate(d_f.types())]
         value_of = self._values_seen(st, reads)
-        scans = {a: d for a, d in reads.items() if d is not None and d >= 1}
+        scans = {a: d for a, d in reads.items() if d is not None}
         incoming: list[ir.Expr | None] = [None] * len(written)
         for value, seed in zip(st.values, written):
             for leaf, a in reverse_mode(value, seed):

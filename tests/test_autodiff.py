@@ -242,6 +242,21 @@ def test_scans(direction):
     check_gradient(total(final, 3), (inp, a), (coeffs, co))
 
 
+def test_scan_along_the_outer_rvar_of_two():
+    """Each r.x is its own chain; the scan runs along r.y (the outer RVar), reversed in the adjoint."""
+    a, w = data(4, seed=16), data(3, seed=17)
+    inp, weights = hl.Buffer(a, "inp"), hl.Buffer(w, "weights")
+    x, y = hl.Var("x"), hl.Var("y")
+    r = hl.RDom([(0, 4), (0, 3)])
+    chain = hl.Func("chain")
+    chain[x, y] = hl.f64(0)
+    chain[x, 0] = inp[x]
+    chain[r.x, r.y + 1] = hl.sin(chain[r.x, r.y]) * weights[r.y] + inp[r.x] * 0.5
+    last = hl.Func("last")
+    last[x] = chain[x, 3] * chain[x, 2]
+    check_gradient(total(last, 4), (inp, a), (weights, w))
+
+
 def test_tuples_and_params():
     a = data(5, seed=11)
     inp = hl.Buffer(a, "inp")
