@@ -308,15 +308,16 @@ def test_generator_command_line_writes_what_builds_an_extension(tmp_path):
         out_dir = tmp_path / "out"
         modules[layout] = build_extension(out_dir, name, out_dir / f"{name}.py.cpp", out_dir / f"{name}.o")
     rng = np.random.default_rng(3)
-    values = rng.integers(0, 256, (3, 20, 37), dtype=np.uint8)  # c, y, x
+    # wider than a vector of bytes on any host (64 with AVX-512), which shifts inwards otherwise
+    values = rng.integers(0, 256, (3, 20, 101), dtype=np.uint8)  # c, y, x
 
     def planar():
-        b = hl.Buffer(hl.UInt(8), [37, 20, 3])
+        b = hl.Buffer(hl.UInt(8), [101, 20, 3])
         np.asarray(b)[...] = values
         return b
 
     def interleaved():
-        b = hl.Buffer.make_interleaved(hl.UInt(8), 37, 20, 3)
+        b = hl.Buffer.make_interleaved(hl.UInt(8), 101, 20, 3)
         np.asarray(b)[...] = values
         return b
 
