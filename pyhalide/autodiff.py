@@ -31,6 +31,7 @@ from .expr import to_ir, wrap
 from .func import Func, Tuple, _FindVariables
 from .inline_reductions import sum as inline_sum
 from .ir_mutator import IRMutator, IRVisitor, expr_free_variables, substitute
+from .names import unique_name
 from .operators import undef
 from .param import ImageParam, Param
 from .simplify import simplify
@@ -39,6 +40,7 @@ from .var import RDom, Var
 
 _I32 = Int(32)
 _DIM_NAMES = ("x", "y", "z", "w")  # the Vars of an image's adjoint, as a user would name them
+_BAND = 32  # rows of a stage's domain per partial sum of a gradient summed over that domain
 
 
 def _i(v) -> ir.Expr:
@@ -267,7 +269,10 @@ def _stages(f: Func) -> list[_Stage]:
                 rvars.append(ir.Variable(rv.name, _I32, ref=dom))
                 ranges[rv.name] = (rv.min, rv.extent)
         pure = names if s == 0 else [n for i, n in enumerate(names) if _is_var(d.args[i], n)]
-        out.append(_Stage(f, s, d.args, d.values, d.predicate, pure, rvars, ranges))
+        # (the definitions' lets put in place: a call's arguments are then what bounds see)
+        values = tuple(inline_lets(v) for v in d.values)
+        predicate = None if d.predicate is None else inline_lets(d.predicate)
+        out.append(_Stage(f, s, tuple(inline_lets(a) for a in d.args), values, predicate, pure, rvars, ranges))
     return out
 
 
@@ -505,14 +510,33 @@ class _Backprop:
         # Solved variables take the point's value, clamped into the stage's domain (so that the
         # partials read only what the forward pipeline reads) and masked to it.
         summed = [v for v in loop_vars if v not in solved]
-        rdom, to_rdom = None, {}
-        if summed:
-            rdom = _rdom_over(bounds, summed)
-            to_rdom = {v: to_ir(rdom[i]) for i, v in enumerate(summed)}
+        # A sum over the stage's own domain (a weight's or a Param's gradient, a dimension the call
+        # does not use) is summed in two levels, so that its first level is a Func the schedule can
+        # run in parallel and in vectors: over bands of rows (its outermost pure dimension), and
+        # with its innermost pure dimension kept as a dimension of that Func.
+        pure_summed = [v for v in summed if v in st.pure]
+        banded = pure_summed[-1] if pure_summed else None
+        kept = pure_summed[0] if len(pure_summed) > 1 else None
+        inner = [v for v in summed if v != kept]
+        free = {v: ir.Variable(unique_name(v.split("$")[0])) for v in (kept, banded) if v is not None}
+        rdom, to_rdom, masks = None, {}, []
+        if inner:
+            ranges = dict(bounds)
+            if banded is not None:
+                ranges[banded] = (_i(0), _i(_BAND - 1))
+            rdom = _rdom_over(ranges, inner)
+            to_rdom = {v: to_ir(rdom[i]) for i, v in enumerate(inner)}
+        if banded is not None:  # (the last band's rows past the end read the last row, masked)
+            lo, hi = bounds[banded]
+            row = ir.Add(lo, ir.Add(ir.Mul(free[banded], _i(_BAND)), to_rdom[banded]))
+            to_rdom[banded] = ir.Min(row, hi)
+            masks.append(ir.LE(row, hi))
+        if kept is not None:
+            to_rdom[kept] = free[kept]
         # solved values hold the target's Vars and the RVars summed over (never the stage's pure
         # Vars, whose names the target's may share)
         summed_rvars = {v: e for v, e in to_rdom.items() if v not in st.pure}
-        replace, masks = dict(to_rdom), []
+        replace = dict(to_rdom)
         for v, e in solved.items():
             e = substitute(summed_rvars, e)
             lo, hi = bounds[v]
@@ -522,6 +546,21 @@ class _Backprop:
         term = substitute(replace, weight)
         if cond is not None:
             term = ir.Select(cond, term, _zero(term.type))
+        if banded is not None:
+            # the first level, a Func over the kept dimension (innermost: the stage's rows are
+            # contiguous along it), the band, then the target's Vars; the second sums it
+            partial = Func(f"{target.name}_d_partial")
+            lhs = [Var(v.name) for v in (*(free[v] for v in (kept, banded) if v is not None),
+                                         *(ir.Variable(n) for n in target.vars))]
+            partial[lhs] = wrap(_zero(term.type))
+            partial[lhs] = partial[lhs] + wrap(term)
+            lo, hi = bounds[banded]
+            outer = {banded: (_i(0), simplify(ir.Div(ir.Sub(hi, lo), _i(_BAND))))}
+            if kept is not None:
+                outer = {kept: bounds[kept], **outer}
+            rdom = _rdom_over(outer, list(outer))
+            term = ir.Call(term.type, partial.name(), (*(to_ir(rdom[i]) for i in range(len(outer))),
+                                                       *(ir.Variable(n) for n in target.vars)), ir.HALIDE, 0, partial)
         if rdom is not None:
             term = to_ir(inline_sum(wrap(term)))
         target.gathers[k].append(term)

@@ -154,6 +154,20 @@ def test_integer_parts_carry_no_derivative():
     check_gradient(total(f, 6), (inp, a))
 
 
+def test_shared_subexpressions_in_call_arguments():
+    """A definition's common subexpressions become lets (CSE): the calls' arguments inside them
+    must be seen whole by the forward bounds."""
+    a = data(8, seed=18)
+    inp = hl.Buffer(a, "inp")
+    x = hl.Var("x")
+    c = hl.Func("c")
+    c[x] = inp[hl.clamp(x, 0, 7)]
+    at = (x * 3 + 1) % 8
+    f = hl.Func("f")
+    f[x] = c[at] * c[at] + hl.sin(c[at + 1]) * c[at]
+    check_gradient(total(f, 8), (inp, a))
+
+
 # ---------------------------------------------------------------- updates
 def test_additive_update_and_rdom_convolution():
     a, k = data(8, seed=5), data(3, seed=6)
