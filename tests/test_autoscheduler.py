@@ -587,7 +587,9 @@ def test_matrix_product_walks_columns_and_packs_its_panel():
     prod[x, y] += hl.Buffer(a, "A")[k, y] * panel[x, k]
     out[x, y] = prod[x, y]
     estimates = {"out": [(0, 384), (0, 256)]}
-    problem = make_problem([out], estimates=estimates, params={"parallelism": 2, "vector_bits": 256})
+    # an AVX2 machine with Zen 3's caches, whatever the host (a 2 MB L2 holds the panel whole)
+    machine = {"parallelism": 2, "vector_bits": 256, "l1_bytes": 32768, "l2_bytes": 524288, "l3_bytes": 33554432}
+    problem = make_problem([out], estimates=estimates, params=machine)
     assert problem.space.panel_reuse["out"] and not problem.space.panel_reuse["panel"]
     assert any(d.columns for d in problem.space.options("out", {}))
     # deciding prod completes panel's consumers: the state carries what panel would cost
@@ -607,7 +609,7 @@ def test_matrix_product_walks_columns_and_packs_its_panel():
     # 2 x 4 accumulator vectors of 8 lanes fit AVX2's 12; of 16 lanes (two registers each) they do not
     assert register_tiled((16, 4), 8) and not register_tiled((32, 4), 16)
 
-    result = auto_schedule(out, estimates=estimates, params={"parallelism": 2, "vector_bits": 256})
+    result = auto_schedule(out, estimates=estimates, params=machine)
     decisions = {name: Decision.parse(text) for name, text in result.decisions.items()}
     walks_columns = decisions["out"].columns or (decisions["out"].tile[:2] and not decisions["out"].tile[1])
     assert walks_columns, decisions

@@ -110,7 +110,9 @@ class _GpuScheduler(_Scheduler):
         sched = target._stage()
         pure = self._pure_dims(sched)
         rvars = [d for d in sched.dims if d.is_rvar]
-        if s > 0 and rvars and _is_associative(f, s) and self.draw(st.integers(0, 2)) == 0:
+        # (a Tuple's atomic update needs a lock, which kernels do not have: refused there, as in Halide)
+        single = len(f.types()) == 1
+        if s > 0 and rvars and single and _is_associative(f, s) and self.draw(st.integers(0, 2)) == 0:
             if self.try_apply(f"{stext}.atomic()", target.atomic, target):
                 pure = rvars  # a scatter: the reduction's own loops become the grid
         if not pure:
