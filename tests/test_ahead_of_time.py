@@ -258,6 +258,27 @@ def test_python_extension_runs_the_pipeline_on_numpy_arrays(tmp_path):
         module.aot_brighter(image, 5, frozen)
 
 
+@needs_python_headers
+def test_python_extension_keeps_an_hl_buffers_mins(tmp_path):
+    """As Halide's python_bindings/apps/identity_app.py: a numpy array's region starts at 0, an
+    hl.Buffer's where its set_min put it; a pipeline with no Params (its unused helpers compile
+    under -Wall -Werror)."""
+    x = hl.Var("x")
+    identity = hl.Func("identity")
+    identity[x] = x
+    name = "aot_identity"
+    identity.compile_to({hl.OutputFileType.object: str(tmp_path / f"{name}.o"),
+                         hl.OutputFileType.python_extension: str(tmp_path / f"{name}.py.cpp")}, [], name)
+    module = build_extension(tmp_path, name, tmp_path / f"{name}.py.cpp", tmp_path / f"{name}.o")
+    array = np.empty(100, np.int32)
+    module.aot_identity(array)
+    np.testing.assert_array_equal(array, np.arange(100))
+    shifted = hl.Buffer(array)
+    shifted.set_min([-100])
+    module.aot_identity(shifted)
+    np.testing.assert_array_equal(array, np.arange(-100, 0))
+
+
 LAYOUTS = textwrap.dedent('''
     import pyhalide as hl
 

@@ -86,7 +86,7 @@ PYHALIDE_EXTERN_C void halide_error(void *user_context, const char *message) {
 }
 
 /* Whether a buffer-protocol format describes elements of the given Halide type code and bytes. */
-static int pyhalide_format_matches(const char *format, int code, Py_ssize_t itemsize, Py_ssize_t bytes) {
+static inline int pyhalide_format_matches(const char *format, int code, Py_ssize_t itemsize, Py_ssize_t bytes) {
     const char *kinds[] = {"bhilqn", "BHILQN?", "efd"};
     if (format == NULL) {
         format = "B";
@@ -103,12 +103,34 @@ static int pyhalide_format_matches(const char *format, int code, Py_ssize_t item
     return strchr(kinds[code], *format) != NULL;
 }
 
+/* Dimension i's min of an hl.Buffer (its dim(i).min()). */
+static inline int pyhalide_buffer_min(PyObject *obj, int i, int32_t *out) {
+    PyObject *dim = PyObject_CallMethod(obj, "dim", "i", i), *min;
+    long value;
+    if (dim == NULL) {
+        return -1;
+    }
+    min = PyObject_CallMethod(dim, "min", NULL);
+    Py_DECREF(dim);
+    if (min == NULL) {
+        return -1;
+    }
+    value = PyLong_AsLong(min);
+    Py_DECREF(min);
+    if (value == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    *out = (int32_t)value;
+    return 0;
+}
+
 /* A Python object's buffer as a halide_buffer_t: numpy's axes reversed (the last is dimension 0),
-   strides in elements, mins 0, as Halide's extensions take them. */
-static int pyhalide_to_buffer(PyObject *obj, const char *name, int code, int bits, int dimensions, int writable,
-                              Py_buffer *view, halide_buffer_t *buffer, halide_dimension_t *dim) {
+   strides in elements, as Halide's extensions take them; mins 0 for a numpy array, an hl.Buffer's
+   own mins (its set_min). */
+static inline int pyhalide_to_buffer(PyObject *obj, const char *name, int code, int bits, int dimensions, int writable,
+                                     Py_buffer *view, halide_buffer_t *buffer, halide_dimension_t *dim) {
     Py_ssize_t bytes = bits == 1 ? 1 : bits / 8;
-    int flags = writable ? PyBUF_RECORDS : PyBUF_RECORDS_RO, i;
+    int flags = writable ? PyBUF_RECORDS : PyBUF_RECORDS_RO, i, has_mins = 0;
     if (PyObject_GetBuffer(obj, view, flags) < 0) {
         /* an object without the buffer protocol that numpy can view (an hl.Buffer): its view */
         PyObject *array;
@@ -126,6 +148,7 @@ static int pyhalide_to_buffer(PyObject *obj, const char *name, int code, int bit
         if (got < 0) {
             return -1;
         }
+        has_mins = PyObject_HasAttrString(obj, "dim");
     }
     if (view->ndim != dimensions) {
         PyErr_Format(PyExc_ValueError, "Invalid argument %s: Expected %d dimensions, got %d", name, dimensions,
@@ -149,6 +172,10 @@ static int pyhalide_to_buffer(PyObject *obj, const char *name, int code, int bit
             return -1;
         }
         dim[i].min = 0;
+        if (has_mins && pyhalide_buffer_min(obj, i, &dim[i].min) < 0) {
+            PyBuffer_Release(view);
+            return -1;
+        }
         dim[i].extent = (int32_t)extent;
         dim[i].stride = (int32_t)(stride / bytes);
         dim[i].flags = 0;
@@ -163,8 +190,9 @@ static int pyhalide_to_buffer(PyObject *obj, const char *name, int code, int bit
     return 0;
 }
 
-/* A Python number as a Param's value, in [lo, hi] for integers. */
-static int pyhalide_to_integer(PyObject *obj, const char *name, long long lo, long long hi, long long *out) {
+/* A Python number as a Param's value, in [lo, hi] for integers. (The helpers are inline: a pipeline
+   without integer Params or buffers leaves some unused, which -Wall must not flag.) */
+static inline int pyhalide_to_integer(PyObject *obj, const char *name, long long lo, long long hi, long long *out) {
     long long v = PyLong_AsLongLong(obj);
     if (v == -1 && PyErr_Occurred()) {
         return -1;
