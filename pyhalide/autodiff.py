@@ -30,7 +30,7 @@ from .errors import HalideError
 from .expr import to_ir, wrap
 from .func import Func, Tuple, _FindVariables
 from .inline_reductions import sum as inline_sum
-from .ir_mutator import IRMutator, IRVisitor, expr_free_variables, substitute
+from .ir_mutator import IRMutator, IRVisitor, affine_in, expr_free_variables, substitute
 from .names import unique_name
 from .operators import undef
 from .param import ImageParam, Param
@@ -293,28 +293,6 @@ def _calls(e: ir.Expr) -> list[ir.Call]:
     return found
 
 
-def _linear(e: ir.Expr, name: str) -> tuple[int, ir.Expr] | None:
-    """(k, rest) with e == k * name + rest and rest free of name, for integer k; else None."""
-    if isinstance(e, ir.Variable) and e.name == name:
-        return 1, _i(0)
-    if name not in expr_free_variables(e):
-        return 0, e
-    if isinstance(e, ir.Add | ir.Sub):
-        a, b = _linear(e.a, name), _linear(e.b, name)
-        if a is None or b is None:
-            return None
-        if isinstance(e, ir.Add):
-            return a[0] + b[0], ir.Add(a[1], b[1])
-        return a[0] - b[0], ir.Sub(a[1], b[1])
-    if isinstance(e, ir.Mul):
-        for x, y in ((e.a, e.b), (e.b, e.a)):
-            k = ir.const_int(y)
-            inner = _linear(x, name)
-            if k is not None and inner is not None:
-                return inner[0] * k, ir.Mul(inner[1], y)
-    return None
-
-
 def _difference(a: ir.Expr, b: ir.Expr, names: list[str]) -> int | None:
     """a - b, where both are affine in the named variables with the same coefficients and the
     rest differs by a constant; else None."""
@@ -322,7 +300,7 @@ def _difference(a: ir.Expr, b: ir.Expr, names: list[str]) -> int | None:
     for e in (a, b):
         ks = []
         for n in names:
-            lin = _linear(e, n)
+            lin = affine_in(e, n)
             if lin is None:
                 return None
             ks.append(lin[0])
@@ -491,7 +469,7 @@ class _Backprop:
             for v in loop_vars:
                 if uses[v] != 1 or v in solved:
                     continue
-                lin = _linear(a, v)
+                lin = affine_in(a, v)
                 if lin is None or lin[0] != 1:
                     continue
                 rest = lin[1]
@@ -678,7 +656,7 @@ class _Backprop:
         for v in st.rvars:
             ok = False
             for a in st.args:
-                lin = _linear(simplify(a), v.name)
+                lin = affine_in(simplify(a), v.name)
                 if lin is not None and abs(lin[0]) == 1 and not rnames & expr_free_variables(lin[1]):
                     ok = True
             if not ok:
@@ -703,7 +681,7 @@ class _Backprop:
             i = diffs[0]
             delta = deltas[i]
             for v in st.rvars:
-                lin = _linear(simplify(st.args[i]), v.name)
+                lin = affine_in(simplify(st.args[i]), v.name)
                 if delta is not None and lin is not None and abs(lin[0]) == 1:
                     d = -delta * lin[0]  # the read is the point written at v - d
                     return (d, (v, *st.ranges[v.name])) if d >= 1 else (None, None)

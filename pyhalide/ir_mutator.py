@@ -360,6 +360,29 @@ def expr_free_variables(e: ir.Expr) -> frozenset:
     return (getattr(e, "_summary", None) or _summary(e))[0]  # (the summary is a non-empty tuple)
 
 
+def affine_in(e: ir.Expr, name: str) -> tuple[int, ir.Expr] | None:
+    """(k, rest) with e == k * name + rest, k a constant integer and rest free of name; None if e is
+    not of that form."""
+    if isinstance(e, ir.Variable) and e.name == name:
+        return 1, ir.IntImm(e.type, 0)
+    if name not in expr_free_variables(e):
+        return 0, e
+    if isinstance(e, ir.Add | ir.Sub):
+        a, b = affine_in(e.a, name), affine_in(e.b, name)
+        if a is None or b is None:
+            return None
+        if isinstance(e, ir.Add):
+            return a[0] + b[0], ir.Add(a[1], b[1])
+        return a[0] - b[0], ir.Sub(a[1], b[1])
+    if isinstance(e, ir.Mul):
+        for x, y in ((e.a, e.b), (e.b, e.a)):
+            k = ir.const_int(y) if y.type.lanes == 1 else None
+            if k is not None:
+                inner = affine_in(x, name)
+                return None if inner is None else (inner[0] * k, ir.Mul(inner[1], y))
+    return None
+
+
 def called_names(e: ir.Expr) -> frozenset:
     """The names of the Funcs and images that expression e reads (HALIDE and IMAGE calls)."""
     return (getattr(e, "_summary", None) or _summary(e))[1]

@@ -23,7 +23,7 @@ original body, so the result computes exactly what the loop did.
 from __future__ import annotations
 
 from .. import ir
-from ..ir_mutator import IRMutator, children, free_variables, has_call, map_children, substitute
+from ..ir_mutator import IRMutator, affine_in, children, free_variables, has_call, map_children, substitute
 from ..simplify import simplify
 from ..types import Int
 
@@ -48,30 +48,6 @@ def _has_long_loop(s: ir.Stmt) -> bool:
             return True
         stack.extend(c for c in children(n) if isinstance(c, ir.Stmt))
     return False
-
-
-def _affine(e: ir.Expr, v: str):
-    """e as (a, r) with e == a * v + r, a a constant and r free of v; None if it is not."""
-    if isinstance(e, ir.Variable):
-        return (1, ir.IntImm(_I32, 0)) if e.name == v else (0, e)
-    if v not in free_variables(e):
-        return 0, e
-    if isinstance(e, ir.Add | ir.Sub):
-        a, b = _affine(e.a, v), _affine(e.b, v)
-        if a is None or b is None:
-            return None
-        if isinstance(e, ir.Add):
-            return a[0] + b[0], ir.Add(a[1], b[1])
-        return a[0] - b[0], ir.Sub(a[1], b[1])
-    if isinstance(e, ir.Mul):
-        for x, y in ((e.a, e.b), (e.b, e.a)):
-            k = ir.const_int(y) if y.type.lanes == 1 else None
-            if k is not None:
-                inner = _affine(x, v)
-                if inner is None:
-                    return None
-                return inner[0] * k, ir.Mul(inner[1], y)
-    return None
 
 
 def _invariant(e: ir.Expr) -> bool:
@@ -143,7 +119,7 @@ def _solve(cond: ir.Expr, v: str):
         d = ir.Sub(cond.b, cond.a)
     else:
         d = ir.Sub(ir.Sub(cond.b, cond.a), ir.IntImm(_I32, 1))
-    lin = _affine(d, v)
+    lin = affine_in(d, v)
     if lin is None or lin[0] == 0 or not _invariant(lin[1]):
         return None
     a, r = lin
@@ -360,7 +336,7 @@ class _Conditions(IRMutator):
             return None
         conditions = [full]
         for name in sorted(free_variables(full) & self.short.keys()):
-            if not isinstance(full, ir.LT | ir.LE | ir.GT | ir.GE) or _affine(ir.Sub(full.a, full.b), name) is None:
+            if not isinstance(full, ir.LT | ir.LE | ir.GT | ir.GE) or affine_in(ir.Sub(full.a, full.b), name) is None:
                 return None
             conditions = [substitute({name: ir.IntImm(_I32, k)}, e) for e in conditions for k in self.short[name]]
         answers = [_solve(e, self.v) for e in conditions]
