@@ -28,7 +28,7 @@ from .bounds import Interval, bounds_of_expr
 from .cse import inline_lets
 from .errors import HalideError
 from .expr import to_ir, wrap
-from .func import Func, Tuple, _FindVariables
+from .func import Definition, Func, Tuple, _FindVariables
 from .inline_reductions import sum as inline_sum
 from .ir_mutator import IRMutator, IRVisitor, affine_in, expr_free_variables, substitute
 from .names import unique_name
@@ -280,17 +280,22 @@ def _is_var(e: ir.Expr, name: str) -> bool:
     return isinstance(e, ir.Variable) and e.name == name and e.ref is None
 
 
+class _CallCollector(IRVisitor):
+    def __init__(self):
+        super().__init__()
+        self.found: list[ir.Call] = []
+
+    def visit_Call(self, c):
+        self.found.append(c)
+        for a in c.args:
+            self.visit(a)
+
+
 def _calls(e: ir.Expr) -> list[ir.Call]:
-    found: list[ir.Call] = []
-
-    class _Visit(IRVisitor):
-        def visit_Call(self, c):
-            found.append(c)
-            for a in c.args:
-                self.visit(a)
-
-    _Visit().visit(e)
-    return found
+    """Every Call in e, in order (a call inside another's arguments too)."""
+    collector = _CallCollector()
+    collector.visit(e)
+    return collector.found
 
 
 def _difference(a: ir.Expr, b: ir.Expr, names: list[str]) -> int | None:
@@ -713,10 +718,7 @@ class _Backprop:
         key = (f.name(), last)
         if key not in self.prefixes:
             p = Func(f"{f.name()}_until_{last}")
-
             redirect = _RedirectCalls(f, lambda c: p).mutate
-            from .func import Definition
-
             defs = f.definitions()[: last + 1]
             p._pure_args = f._pure_args
             p._init = defs[0]
@@ -730,13 +732,11 @@ class _Backprop:
     def _mask(self, st: _Stage) -> ir.Expr:
         """Over the adjoint's Vars: true where st writes."""
         f = st.func
-        u = [ir.Variable(n) for n in f._pure_args]
-        to_point = dict(zip(f._pure_args, u))
+        u = [ir.Variable(n) for n in f._pure_args]  # (the adjoint's Vars are f's)
         if not st.rvars:
-            terms = [ir.EQ(ui, substitute(to_point, a)) for ui, a, n in zip(u, st.args, f._pure_args)
-                     if not _is_var(a, n)]
+            terms = [ir.EQ(ui, a) for ui, a, n in zip(u, st.args, f._pure_args) if not _is_var(a, n)]
             if st.predicate is not None:
-                terms.append(substitute(to_point, st.predicate))
+                terms.append(st.predicate)
             cond = _conjunction(terms)
             return ir.make_const(ir.Bool(), True) if cond is None else cond
         m = Func(f"{f.name()}_{st.index}_written")
