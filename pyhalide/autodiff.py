@@ -15,8 +15,9 @@ histogram) passes its adjoint through unchanged. One that writes each point at m
 at each point, either the value the stage found there (f(x) = f(x) * f(x); f(x, 1) = f(x, 0)) or,
 along a scan (f(x, r + 1) = f(x, r) * ...), the value an earlier iteration wrote, whose adjoint a
 reverse scan accumulates. Those values are read from "prefix" copies of f that stop after the
-stage before (or at) this one, so derivatives see what the forward pipeline saw. Anything else
-(a product over an RDom, a point overwritten several times) is refused with a clear error.
+stage before (or at) this one, so derivatives see what the forward pipeline saw. A max or min
+reduction passes its adjoint to the iteration that won. Anything else (a product over an RDom, a
+point overwritten several times) is refused with a clear error.
 """
 
 from __future__ import annotations
@@ -603,6 +604,9 @@ class _Backprop:
         if self._additive(st, unit):
             self.contribute(st, seeds, on_self=lambda leaf, a: None)
             return adjoint
+        extremum = self._extremum(st)
+        if extremum is not None:
+            return self._extremum_stage(st, adjoint, *extremum)
         self._require_single_writes(st)
         reads, scan = {}, None
         for c in _calls_in(_all_exprs(st)):
@@ -654,6 +658,59 @@ class _Backprop:
         # the partials of the other reads must not see the Func's running value
         return not any(c.func is st.func for value, seed in zip(st.values, unit)
                        for _, a in reverse_mode(value, seed) for c in _calls_in(a))
+
+    def _extremum(self, st: _Stage) -> tuple[bool, ir.Expr] | None:
+        """(is_max, e) for a reduction f(p) = max(f(p), e) or min, over RVars that p does not use
+        (max pooling, hl.maximum); else None."""
+        if len(st.values) != 1 or not st.rvars or not st.values[0].type.is_float():
+            return None
+        value, f = st.values[0], st.func
+        rnames = {v.name for v in st.rvars}
+        if not isinstance(value, ir.Max | ir.Min) or any(rnames & expr_free_variables(a) for a in st.args):
+            return None
+        for own, e in ((value.a, value.b), (value.b, value.a)):
+            if isinstance(own, ir.Call) and own.func is f and own.args == st.args and \
+                    not any(c.func is f for c in _calls_in(e)):
+                return isinstance(value, ir.Max), e
+        return None
+
+    def _extremum_stage(self, st: _Stage, adjoint: Func, is_max: bool, e: ir.Expr) -> Func:
+        """A max (or min) reduction passes its adjoint to the value that won: the first iteration
+        whose e beat everything before it (the value f held before the stage included, which wins
+        ties), found by a Tuple reduction in the stage's own order."""
+        f = st.func
+        prior = self._prefix(f, st.index - 1)
+        t = e.type
+        pure = [Var(n) for n in st.pure]
+        rd = RDom([(wrap(lo), wrap(ext)) for lo, ext in (st.ranges[v.name] for v in st.rvars)])
+        to_rd = {v.name: to_ir(rd[i]) for i, v in enumerate(st.rvars)}
+        if st.predicate is not None:
+            rd.where(wrap(substitute(to_rd, st.predicate)))
+        winner = Func(f"{f.name()}_{st.index}_winner")
+        start = ir.Call(t, prior.name(), st.args, ir.HALIDE, 0, prior)
+        winner[pure] = Tuple([wrap(start), *(wrap(_i(0)) for _ in st.rvars), wrap(_i(0))])
+        best = winner[pure]
+        candidate = substitute(to_rd, e)
+        beats = ir.GT(candidate, to_ir(best[0])) if is_max else ir.LT(candidate, to_ir(best[0]))
+        winner[pure] = Tuple([wrap(ir.Select(beats, candidate, to_ir(best[0]))),
+                              *(wrap(ir.Select(beats, to_rd[v.name], to_ir(best[i + 1])))
+                                for i, v in enumerate(st.rvars)),
+                              wrap(ir.Select(beats, _i(1), to_ir(best[len(st.rvars) + 1])))])
+        args = tuple(ir.Variable(n) for n in st.pure)
+        field = [ir.Call(typ, winner.name(), args, ir.HALIDE, i, winner) for i, typ in enumerate(winner.types())]
+        won = _conjunction([ir.EQ(field[-1], _i(1)), *(ir.EQ(v, field[i + 1]) for i, v in enumerate(st.rvars))])
+        seed = self.written(st, adjoint)[0]
+        for leaf, a in reverse_mode(e, ir.Select(won, seed, _zero(seed.type))):
+            target, k = self.target_of(leaf)
+            self.deposit(target, k, () if isinstance(leaf, ir.Variable) else leaf.args, a, st)
+        # before the stage: where it writes, what f held keeps the adjoint only if nothing beat it
+        before = _Target(f.name(), f.types(), list(f._pure_args))
+        u = tuple(ir.Variable(n) for n in f._pure_args)
+        kept = ir.Call(_adjoint_type(t), adjoint.name(), u, ir.HALIDE, 0, adjoint)
+        beaten = ir.EQ(field[-1], _i(1))
+        here = _conjunction([ir.EQ(ui, a) for ui, a, n in zip(u, st.args, f._pure_args) if not _is_var(a, n)])
+        before.gathers[0].append(ir.Select(beaten if here is None else ir.And(here, beaten), _zero(kept.type), kept))
+        return before.build(f"{f.name()}_{st.index - 1}_d_def__")
 
     def _require_single_writes(self, st: _Stage) -> None:
         """Each iteration of st writes its own point: every RVar moves one coordinate one-for-one."""

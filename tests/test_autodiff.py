@@ -220,6 +220,48 @@ def test_overwriting_updates():
     check_gradient(total(out, 5), (inp, a))
 
 
+def test_max_pooling_routes_the_adjoint_to_the_first_winner():
+    """hl.maximum over a window (max pooling): the adjoint goes to the first element, in the RDom's
+    order, that no earlier one equals (ReLU's zeros tie)."""
+    a = data(8, 6, seed=19) - 0.9
+    inp = hl.Buffer(a, "inp")
+    x, y = hl.Var("x"), hl.Var("y")
+    relu = hl.Func("relu")
+    relu[x, y] = hl.max(inp[x, y], hl.f64(0))
+    r = hl.RDom([(0, 2), (0, 2)])
+    pool = hl.Func("pool")
+    pool[x, y] = hl.maximum(relu[2 * x + r.x, 2 * y + r.y])
+    out = hl.Func("out")
+    out[x, y] = pool[x, y] * pool[x, y] * hl.f64(x + 2 * y + 1)
+    loss = total(out, 3, 4)
+    d = check_gradient(loss, (inp, a))
+    want = np.zeros_like(a)
+    for py in range(4):
+        for px in range(3):
+            window = np.maximum(a[2 * py:2 * py + 2, 2 * px:2 * px + 2], 0)
+            ry, rx = np.unravel_index(np.argmax(window), window.shape)  # the first, row by row
+            if a[2 * py + ry, 2 * px + rx] > 0:
+                want[2 * py + ry, 2 * px + rx] = 2 * window.max() * (px + 2 * py + 1)
+    np.testing.assert_allclose(adjoint_of(d, inp, a), want, rtol=1e-12)
+
+
+def test_min_reduction_from_a_starting_value_that_wins_ties():
+    a, b = data(6, seed=20), data(8, seed=21)
+    start, inp = hl.Buffer(a, "start"), hl.Buffer(b, "inp")
+    x = hl.Var("x")
+    r = hl.RDom([(0, 3)])
+    low = hl.Func("low")
+    low[x] = start[x] * hl.f64(0.9)
+    low[x] = hl.min(low[x], hl.sin(inp[x + r.x]) + hl.f64(0.5))
+    loss = total(low, 6)
+    check_gradient(loss, (start, a), (inp, b))
+    tied = hl.Func("tied")
+    tied[x] = hl.f64(1)
+    tied[x] = hl.max(tied[x], hl.min(inp[x + r.x], hl.f64(1)))  # never above 1: the start keeps it
+    d = hl.propagate_adjoints(total(tied, 6))
+    assert np.asarray(d[inp].realize([8])).tolist() == [0.0] * 8
+
+
 def test_update_reading_the_point_it_writes():
     """f(x) = f(x) * f(x) needs f as it was before the update (Halide refuses this one)."""
     a = data(4, seed=8)
@@ -548,7 +590,7 @@ def test_refused_updates_say_why():
     r = hl.RDom([(0, 4)])
     prod = hl.Func("prod")
     prod[()] = hl.f64(1)
-    prod[()] = prod[()] * inp[r.x]  # each iteration overwrites the one point
+    prod[()] = prod[()] * inp[r.x]  # each iteration overwrites the one point, and not by max or +
     with pytest.raises(hl.HalideError, match=rf"update 0 of Func {re.escape(prod.name())} may write a point more than"):
         hl.propagate_adjoints(prod)
     ints = hl.Func("ints")
