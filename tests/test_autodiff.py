@@ -522,6 +522,76 @@ def test_halide_cases_change_of_var_and_rdom_predicate():
     assert np.asarray(hl.propagate_adjoints(loss)[inc].realize([7, 7])).tolist() == want
 
 
+def test_halide_cases_resampling_floor_ceil_down_and_upsampling():
+    x, y = hl.Var("x"), hl.Var("y")
+    i0 = hl.Buffer(np.array([[0.3, 1.8]], np.float32), "i0")
+    i1 = hl.Buffer(np.array([[1.0, 2.0, 4.0]], np.float32), "i1")
+    c0, c1 = hl.Func("c0"), hl.Func("c1")
+    c0[x, y] = i0[hl.clamp(x, 0, 1), hl.clamp(y, 0, 0)]
+    c1[x, y] = i1[hl.clamp(x, 0, 2), hl.clamp(y, 0, 0)]
+    fx = hl.cast(hl.Int(32), hl.clamp(hl.floor(c0[x, y]), 0.0, 1.0))
+    wx = c0[x, y] - fx
+    interpolated = hl.Func("interpolated")
+    interpolated[x, y] = c1[fx, y] * (1.0 - wx) + c1[fx + 1, y] * wx
+    r = hl.RDom([(0, 2), (0, 1)])
+    loss = hl.Func("loss_i")
+    loss[()] += interpolated[r.x, r.y]
+    d = hl.propagate_adjoints(loss)
+    np.testing.assert_allclose(_values(d[c0], 2, 1), [1.0, 2.0], rtol=1e-6)
+    np.testing.assert_allclose(_values(d[c1], 3, 1), [0.7, 0.5, 0.8], rtol=1e-6)
+
+    inp = hl.Buffer(np.array([1.0, 2.0, 3.0], np.float32), "inp3")
+    floor_out, ceil_out, both = hl.Func("floor_out"), hl.Func("ceil_out"), hl.Func("both")
+    floor_out[x] = inp[hl.cast(hl.Int(32), hl.floor(x / 4.0))]
+    ceil_out[x] = inp[hl.cast(hl.Int(32), hl.ceil(x / 4.0))]
+    both[x] = ceil_out[x] + floor_out[x]
+    r8 = hl.RDom([(0, 8)])
+    loss = hl.Func("loss_f")
+    loss[()] += both[r8.x]
+    assert _values(hl.propagate_adjoints(loss)[inp], 3) == [5.0, 8.0, 3.0]
+
+    ten = hl.Buffer(np.arange(10, dtype=np.float32), "ten")
+    down = hl.Func("down")
+    r4 = hl.RDom([(0, 4)])
+    down[x] += ten[4 * x + r4]
+    loss = hl.Func("loss_down")
+    loss[()] += down[hl.RDom([(0, 2)])]
+    assert _values(hl.propagate_adjoints(loss)[ten], 10) == [1.0] * 8 + [0.0, 0.0]
+
+    four = hl.Buffer(np.arange(4, dtype=np.float32), "four")
+    up = hl.Func("up")
+    up[x] = four[x / 4]
+    loss = hl.Func("loss_up")
+    loss[()] += up[hl.RDom([(0, 16)])]
+    assert _values(hl.propagate_adjoints(loss)[four], 4) == [4.0] * 4
+
+
+def test_halide_case_second_order_convolution():
+    x = hl.Var("x")
+    inp = hl.Buffer(np.arange(10, dtype=np.float32) / 10, "input")
+    target = hl.Buffer(np.arange(1, 11, dtype=np.float32) / 10, "target")
+    kernel = hl.Buffer(np.ones(3, np.float32), "kernel")
+    edge = hl.BoundaryConditions.repeat_edge(inp)
+    rc, rl = hl.RDom([(0, 3)]), hl.RDom([(0, 9)])
+    conv = hl.Func("conv")
+    conv[x] += edge[x + rc - 1] * kernel[rc]
+    loss0 = hl.Func("loss0")
+    loss0[()] += hl.pow(conv[rl] - target[rl], 2.0)
+    d = hl.propagate_adjoints(loss0)
+    loss1 = hl.Func("loss1")
+    loss1[()] += d[inp][rl]
+    d2 = hl.propagate_adjoints(loss1)
+    c, t = np.asarray(conv.realize([9])), np.arange(1, 10, dtype=np.float32) / 10
+    d_conv = np.asarray(d[conv].realize([9]))
+    np.testing.assert_allclose(d_conv, 2 * (c - t), rtol=1e-5, atol=1e-6)
+    d2_conv = np.asarray(d2[conv].realize([9]))
+    np.testing.assert_allclose(d2_conv, [6.0] * 8 + [4.0], rtol=1e-6)
+    d2_input = np.asarray(d2[inp].realize([10]))
+    want = [2 * d2_conv[0] + d2_conv[1], *(d2_conv[i - 1] + d2_conv[i] + d2_conv[i + 1] for i in range(1, 8)),
+            d2_conv[7] + d2_conv[8], d2_conv[8]]
+    np.testing.assert_allclose(d2_input, want, rtol=1e-6)
+
+
 def test_a_scan_reading_points_it_overwrites_later_is_refused():
     """Halide's test_reverse_scan (f(r) = f(4 - r)) expects the derivative of every point reading
     the original values, but iterations 3 and 4 read what iterations 1 and 0 wrote; pyhalide
