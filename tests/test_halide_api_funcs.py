@@ -6,6 +6,7 @@ Where the real Halide is installed it is the oracle for values."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -579,7 +580,9 @@ def test_rvars_get_func_infer_arguments_same_as_and_fast_trig_as_halide():
         h[x] = ip[x] + pp
         args = [a.name() if lib is hl else a.name for a in h.infer_arguments()]  # (Halide's: Arguments)
         trig = [lib.evaluate(fn(lib.f32(v))) for fn in (lib.fast_sin, lib.fast_cos) for v in (0.0, 0.5, 1.0, -2.0)]
-        seen.append(([v.name() for v in f.rvars(0)], len(f.rvars(1)), [p.get_func(i).name() for i in range(2)],
+        # (a name the process used before gets a "$N" suffix in either library)
+        funcs = [re.sub(r"\$\d+$", "", p.get_func(i).name()) for i in range(2)]
+        seen.append(([v.name() for v in f.rvars(0)], len(f.rvars(1)), funcs,
                      r.same_as(r), r.same_as(lib.RDom([(0, 3), (0, 2)])), args,
                      str(lib.fast_sin(x).type()), str(lib.fast_cos(lib.f64(0.5)).type())))
         seen[-1] += (np.array(trig, np.float32),)
