@@ -644,7 +644,8 @@ class _Backprop:
     def _additive(self, st: _Stage, unit) -> bool:
         """Each value is its own element at the written point plus terms that do not read the Func."""
         for k, (value, seed) in enumerate(zip(st.values, unit)):
-            selfs = [(leaf, a) for leaf, a in reverse_mode(value, seed)
+            partials = reverse_mode(value, seed)
+            selfs = [(leaf, a) for leaf, a in partials
                      if isinstance(leaf, ir.Call) and leaf.call_type == ir.HALIDE and leaf.func is st.func]
             if not all(leaf.args == st.args and leaf.value_index == k for leaf, _ in selfs):
                 return False
@@ -655,9 +656,10 @@ class _Backprop:
                 return False
             if any(c.func is st.func and c.args != st.args for c in _calls_in(value)):
                 return False
-        # the partials of the other reads must not see the Func's running value
-        return not any(c.func is st.func for value, seed in zip(st.values, unit)
-                       for _, a in reverse_mode(value, seed) for c in _calls_in(a))
+            # the partials of the other reads must not see the Func's running value
+            if any(c.func is st.func for _, a in partials for c in _calls_in(a)):
+                return False
+        return True
 
     def _extremum(self, st: _Stage) -> tuple[bool, ir.Expr] | None:
         """(is_max, e) for a reduction f(p) = max(f(p), e) or min, over RVars that p does not use
