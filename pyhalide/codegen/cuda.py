@@ -1,11 +1,9 @@
 """CUDA C from the kernels gpu_kernels extracted: one `extern "C" __global__` function each.
 
-The kernel bodies have been through the arithmetic rules, so every operation has C's meaning;
-what C would leave undefined is avoided here: 8 and 16-bit multiplies and left shifts are done in
-uint32_t (C's promotion to int could overflow) and narrowed again; 32 and 64-bit signed overflow is
-undefined in Halide too (the CPU backend marks it `nsw`).
-Lets become const locals under fresh names; shared allocations `__shared__` arrays declared where
-they are, local ones plain arrays; atomic updates compare-and-swap loops.
+Scalar statements and expressions print as c_printer.py prints them for every device; here are
+what kernels add: block and thread indices, shared allocations as `__shared__` arrays declared
+where they are (local ones plain arrays), atomic updates as atomicAdd or compare-and-swap loops,
+runs of neighbouring accesses as vector accesses (cuda_vectors), dot products as dp4a.
 
 The same source also compiles as C++ for the CPU (`#ifndef __CUDACC__`: a small emulation layer
 runs a block's threads as std::threads meeting at std::barrier, block after block), which is how the generated
@@ -15,8 +13,6 @@ code itself is tested on machines without a GPU (gpu_runtime.EmulatedDevice).
 from __future__ import annotations
 
 import re
-
-import numpy as np
 
 from .. import ir
 from ..errors import CompileError, InternalError
@@ -33,16 +29,11 @@ from ..lowering.gpu_kernels import (
     statements,
 )
 from ..types import Type
+from .c_printer import HELPERS, CPrinter, c_type
 from .cuda_vectors import Group, Lets, Plan, plan_region, vector_lanes
 
 _C_IDS = {**{n: f"((int32_t)blockIdx.{'xyz'[i]})" for i, n in enumerate(BLOCK_IDS)},
           **{n: f"((int32_t)threadIdx.{'xyz'[i]})" for i, n in enumerate(THREAD_IDS)}}
-
-_MATH32 = {"sqrt": "sqrtf", "exp": "expf", "log": "logf", "sin": "sinf", "cos": "cosf", "tan": "tanf",
-           "floor": "floorf", "ceil": "ceilf", "trunc": "truncf", "round": "rintf", "pow": "powf", "asin": "asinf",
-           "acos": "acosf", "atan": "atanf", "sinh": "sinhf", "cosh": "coshf", "tanh": "tanhf", "asinh": "asinhf",
-           "acosh": "acoshf", "atanh": "atanhf", "erf": "erff", "atan2": "atan2f", "hypot": "hypotf", "abs": "fabsf"}
-_MATH64 = {k: ("fabs" if k == "abs" else "rint" if k == "round" else k) for k in _MATH32}
 
 PRELUDE = r"""
 #ifdef __CUDACC__
@@ -123,20 +114,12 @@ template <> inline double hl_arg<double>(int64_t bits) { double d; memcpy(&d, &b
 #endif
 // A run of N elements read or written as one aligned access (cuda_vectors): LDG.128 and the like
 template <typename T, int N> struct alignas(sizeof(T) * N) hl_vec { T v[N]; };
-template <typename T> HL_DEVICE T hl_min(T a, T b) { return b < a ? b : a; }
 // four bytes, or two 16-bit halves, as one word, the first lowest (the operands of dp4a, dp2a)
 HL_DEVICE unsigned int hl_bytes4(uint8_t a, uint8_t b, uint8_t c, uint8_t d) {
     return a | (unsigned int)b << 8 | (unsigned int)c << 16 | (unsigned int)d << 24;
 }
 HL_DEVICE unsigned int hl_halves2(uint16_t a, uint16_t b) { return a | (unsigned int)b << 16; }
-template <typename T> HL_DEVICE T hl_max(T a, T b) { return a < b ? b : a; }
-template <typename T, typename S> HL_DEVICE T hl_reinterpret(S s) {
-    static_assert(sizeof(T) == sizeof(S), "reinterpret between sizes");
-    union { S s; T t; } u;
-    u.s = s;
-    return u.t;
-}
-"""
+""" + HELPERS + "\n"
 
 
 # float16, in the translation units that use it (NVRTC finds cuda_fp16.h only where the toolkit's
@@ -230,98 +213,30 @@ def _constant_size(a: ir.Allocate) -> bool:
     return all(ir.const_int(e) is not None for e in a.extents)
 
 
-def c_type(t: Type, memory: bool = False) -> str:
-    if t.lanes != 1:
-        raise InternalError(f"cuda: a vector of {t} reached the CUDA code generator")
-    if t.is_bool():
-        return "uint8_t" if memory else "bool"
-    if t.is_float():
-        return {16: "hl_half", 32: "float", 64: "double"}[t.bits]
-    return f"{'' if t.is_int() else 'u'}int{t.bits}_t"
-
-
-def _is_half(t: Type) -> bool:
-    return t.is_float() and t.bits == 16
-
-
-def c_name(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_]", "_", name)
-
-
-def _literal(e: ir.Expr) -> str:
-    t = e.type
-    if isinstance(e, ir.IntImm):
-        v = e.value
-        if t.is_bool():
-            return "true" if v else "false"
-        if t.is_int() and t.bits == 32:
-            return "(-2147483647 - 1)" if v == -(2**31) else str(v)
-        if t.is_int() and t.bits == 64:
-            return "(-9223372036854775807LL - 1)" if v == -(2**63) else f"{v}LL"
-        if t.is_uint() and t.bits == 32:
-            return f"{v}u"
-        if t.is_uint() and t.bits == 64:
-            return f"{v}ull"
-        return f"(({c_type(t)}){v})"
-    v = e.value
-    if t.bits == 16:  # no float16 literals in C++: the bits, exactly
-        return f"hl_half_bits({int(np.float16(v).view(np.uint16))})"
-    if v != v or v in (float("inf"), float("-inf")):  # from the bits: no portable literal
-        import struct
-
-        if t.bits == 32:
-            return f"hl_reinterpret<float>({struct.unpack('<I', struct.pack('<f', v))[0]}u)"
-        return f"hl_reinterpret<double>({struct.unpack('<Q', struct.pack('<d', v))[0]}ull)"
-    text = str(np.float32(v)) if t.bits == 32 else repr(float(v))  # shortest that reads back exactly
-    if not any(c in text for c in ".en"):
-        text += ".0"
-    return text + ("f" if t.bits == 32 else "")
-
-
-class CudaPrinter:
+class CudaPrinter(CPrinter):
     """Prints one kernel."""
 
     def __init__(self, kernel: Kernel):
+        super().__init__()
         self.kernel = kernel
-        self.lines: list[str] = []
-        self.indent = 1
-        self.names: dict[str, list[str]] = {}  # IR name -> C names in scope (innermost last)
         self.lets = Lets()  # the lets in scope, resolved (to find consecutive accesses)
-        self.used: set[str] = set()
         self.memory = {b.name: "global" for b in kernel.buffers}  # buffer -> global, shared or local
         self.plan: Plan | None = None  # the vector accesses of the region being printed
         self.segment = 0  # which stretch between barriers of that region
         self.vectors: dict[Group, list] = {}  # a group printed (in part): [C name, lanes done, address]
         self.touched = Touches()
 
-    # -- names
-    def fresh(self, name: str) -> str:
-        base = "v_" + c_name(name)
-        c, k = base, 1
-        while c in self.used:
-            k += 1
-            c = f"{base}_{k}"
-        self.used.add(c)
-        return c
-
-    def bind(self, name: str) -> str:
-        c = self.fresh(name)
-        self.names.setdefault(name, []).append(c)
-        return c
-
-    def unbind(self, name: str) -> None:
-        self.names[name].pop()
-
     def ref(self, name: str) -> str:
-        if name in _C_IDS:
-            return _C_IDS[name]
-        scope = self.names.get(name)
-        if not scope:
-            raise InternalError(f"cuda: {name} is not bound in kernel {self.kernel.name}")
-        return scope[-1]
+        return _C_IDS[name] if name in _C_IDS else super().ref(name)
 
-    def emit(self, line: str) -> None:
-        self.lines.append("    " * self.indent + line)
+    def where(self) -> str:
+        return f"kernel {self.kernel.name}"
+
+    def let_entered(self, name: str, value: ir.Expr) -> None:
+        self.lets.push(name, value)
+
+    def let_left(self, name: str) -> None:
+        self.lets.pop(name)
 
     # -- the kernel
     def kernel_text(self) -> str:
@@ -355,12 +270,6 @@ class CudaPrinter:
                 f"{k.name}({', '.join(args)}); }});\n}}\n#endif")
 
     # -- statements
-    def stmt(self, s: ir.Stmt) -> None:
-        method = getattr(self, "s_" + type(s).__name__, None)
-        if method is None:
-            raise InternalError(f"cuda: no rule for {type(s).__name__}")
-        method(s)
-
     def region(self, s: ir.Stmt) -> None:
         """Print straight-line code (a kernel's body, a loop's body, a branch) with the vector
         accesses planned for it (cuda_vectors)."""
@@ -370,7 +279,7 @@ class CudaPrinter:
         self.stmt(s)
         self.plan, self.segment, self.vectors = outer
 
-    def nested_region(self, s: ir.Stmt) -> None:
+    def nested(self, s: ir.Stmt) -> None:
         self.indent += 1
         self.region(s)
         self.indent -= 1
@@ -428,64 +337,29 @@ class CudaPrinter:
         self.emit(f"{target} = ({c_type(t)}){total};")
         return True
 
-    def s_LetStmt(self, s):
-        value = self.expr(s.value)
-        c = self.bind(s.name)
-        self.emit(f"const {c_type(s.value.type)} {c} = {value};")
-        self.lets.push(s.name, s.value)
-        self.stmt(s.body)
-        self.lets.pop(s.name)
-        self.unbind(s.name)
-
-    def s_ProducerConsumer(self, s):
-        self.emit(f"// {'produce' if s.is_producer else 'consume'} {s.name}")
-        self.stmt(s.body)
-
     def s_For(self, s):
         if s.for_type not in (ir.SERIAL, ir.UNROLLED):
             raise InternalError(f"cuda: a {s.for_type} loop {s.name} inside kernel {self.kernel.name}")
-        lo, ext = self.expr(s.min), self.expr(s.extent)
-        if not ir.is_const(s.min):
-            lo_name = self.fresh(s.name + ".min")
-            self.emit(f"const int32_t {lo_name} = {lo};")
-            lo = lo_name
-        end = ext if ir.is_const(s.min, 0) else f"{lo} + {ext}"
-        if not ir.is_const(s.extent):
-            end_name = self.fresh(s.name + ".end")
-            self.emit(f"const int32_t {end_name} = {end};")
-            end = end_name
-        c = self.bind(s.name)
+        self.serial_loop(s)
+
+    def loop_body(self, s: ir.For) -> None:
         # a loop or branch holding a barrier separates what the enclosing region does before and
         # after it (as planned)
         barrier = self.touched(s.body).barrier
         self.segment += barrier
-        self.emit(f"for (int32_t {c} = {lo}; {c} < {end}; {c}++) {{")
-        self.nested_region(s.body)
-        self.emit("}")
+        self.nested(s.body)
         self.segment += barrier
-        self.unbind(s.name)
 
-    def s_IfThenElse(self, s):
-        self.emit(f"if ({self.expr(s.condition)}) {{")
+    def branches(self, s):
         barrier = self.touched(s).barrier
         self.segment += barrier
-        self.nested_region(s.then_case)
-        if s.else_case is not None:
-            self.emit("} else {")
-            self.nested_region(s.else_case)
-        self.emit("}")
+        super().branches(s)
         self.segment += barrier
 
-    def s_Store(self, s):
-        value = self.expr(s.value)
-        index = self.expr(s.index)
-        if s.predicate is not None:
-            raise InternalError("cuda: a predicated store")
-        if s.value.type.is_bool():
-            value = f"(uint8_t)({value})"
+    def store(self, s: ir.Store, value: str, index: str) -> None:
         vector = self.access("stores", s.name, s.value.type, s.index, s.predicate)
         if vector is None:
-            self.emit(f"{self.ref(s.name)}[{index}] = {value};")
+            super().store(s, value, index)
             return
         group, lane = vector
         vec = f"hl_vec<{c_type(group.type, memory=True)}, {group.lanes}>"
@@ -504,8 +378,8 @@ class CudaPrinter:
         if isinstance(s.value, ir.Call) and s.value.name == BARRIER:
             self.emit("__syncthreads();")
             self.segment += 1  # (as planned: no vector access spans a barrier)
-        elif not isinstance(s.value, ir.IntImm):
-            self.emit(f"(void)({self.expr(s.value)});")
+        else:
+            super().s_Evaluate(s)
 
     def s_Allocate(self, s):
         c = self.bind(s.name)
@@ -600,88 +474,6 @@ class CudaPrinter:
         raise InternalError("cuda: an assert inside a kernel (gpu_kernels refuses them)")
 
     # -- expressions
-    def expr(self, e: ir.Expr) -> str:
-        method = getattr(self, "e_" + type(e).__name__, None)
-        if method is None:
-            raise InternalError(f"cuda: no rule for {type(e).__name__}")
-        return method(e)
-
-    def e_IntImm(self, e):
-        return _literal(e)
-
-    e_FloatImm = e_IntImm
-
-    def e_Variable(self, e):
-        return self.ref(e.name)
-
-    def e_Cast(self, e):
-        value, src = self.expr(e.value), e.value.type
-        if _is_half(src):  # float16 -> float is exact, and float -> t as float16 -> t would be
-            return f"(({c_type(e.type)})hl_f32({value}))"
-        if _is_half(e.type):  # from an integer through float: exact where the result is finite
-            return f"hl_f16({value if src.is_float() else f'(float)({value})'})"
-        return f"(({c_type(e.type)})({value}))"
-
-    def e_Reinterpret(self, e):
-        return f"hl_reinterpret<{c_type(e.type)}>({self.expr(e.value)})"
-
-    def _wrapping(self, e, op: str):
-        t = e.type
-        a, b = self.expr(e.a), self.expr(e.b)
-        if _is_half(t):
-            return f"hl_f16(hl_f32({a}) {op} hl_f32({b}))"
-        if t.is_float() or t.bits >= 32:
-            return f"({a} {op} {b})"
-        if op == "*":
-            return f"(({c_type(t)})((uint32_t)({a}) * (uint32_t)({b})))"
-        return f"(({c_type(t)})({a} {op} {b}))"
-
-    def e_Add(self, e):
-        return self._wrapping(e, "+")
-
-    def e_Sub(self, e):
-        return self._wrapping(e, "-")
-
-    def e_Mul(self, e):
-        return self._wrapping(e, "*")
-
-    def e_Div(self, e):
-        if not e.type.is_float():
-            raise InternalError("cuda: integer division survived the arithmetic rules")
-        return self._wrapping(e, "/")
-
-    def _minmax(self, e, fn: str):
-        if e.type.is_float():
-            raise InternalError("cuda: float min/max survived the arithmetic rules")
-        return f"{fn}<{c_type(e.type)}>({self.expr(e.a)}, {self.expr(e.b)})"
-
-    def e_Min(self, e):
-        return self._minmax(e, "hl_min")
-
-    def e_Max(self, e):
-        return self._minmax(e, "hl_max")
-
-    def _binary(self, e):
-        a, b = self.expr(e.a), self.expr(e.b)
-        if _is_half(e.a.type):
-            a, b = f"hl_f32({a})", f"hl_f32({b})"
-        return f"({a} {e.symbol} {b})"
-
-    e_EQ = e_NE = e_LT = e_LE = e_GT = e_GE = _binary
-
-    def e_And(self, e):
-        return f"({self.expr(e.a)} && {self.expr(e.b)})"
-
-    def e_Or(self, e):
-        return f"({self.expr(e.a)} || {self.expr(e.b)})"
-
-    def e_Not(self, e):
-        return f"(!{self.expr(e.a)})"
-
-    def e_Select(self, e):
-        c, a, b = self.expr(e.condition), self.expr(e.true_value), self.expr(e.false_value)
-        return f"(({c_type(e.type)})({c} ? {a} : {b}))"
-
     def e_Load(self, e):
         if e.predicate is not None or e.type.lanes != 1:
             raise InternalError("cuda: a vector or predicated load")
@@ -698,67 +490,12 @@ class CudaPrinter:
             return f"{self.vectors[group][0]}.v[{lane}]"
         return f"({text} != 0)" if e.type.is_bool() else text
 
-    def e_Let(self, e):
-        value = self.expr(e.value)
-        c = self.bind(e.name)
-        self.emit(f"const {c_type(e.value.type)} {c} = {value};")
-        self.lets.push(e.name, e.value)
-        body = self.expr(e.body)
-        self.lets.pop(e.name)
-        self.unbind(e.name)
-        return body
-
-    def e_Call(self, e):
+    def intrinsic(self, e):
         if e.name == "prefetch":  # a CPU cache hint: nothing to do in a kernel
             return "0"
-        args = [self.expr(a) for a in e.args]
-        t = e.type
-        if e.call_type == ir.EXTERN or e.name == "abs":
-            table = _MATH64 if t.bits == 64 else _MATH32
-            if not t.is_float() or e.name not in table:
-                raise InternalError(f"cuda: math function {e.name} of {t}")
-            if _is_half(t):  # as Halide: in float, the result rounded to float16
-                return f"hl_f16({table[e.name]}({', '.join(f'hl_f32({a})' for a in args)}))"
-            return f"{table[e.name]}({', '.join(args)})"
-        if e.call_type != ir.INTRINSIC:
-            raise InternalError(f"cuda: a {e.call_type} call to {e.name} survived lowering")
-        ct = c_type(t)
-        a0 = e.args[0].type if e.args else None
-        if e.name == "likely":
-            return args[0]
-        if e.name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
-            op = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}[e.name]
-            return f"(({ct})({args[0]} {op} {args[1]}))"
-        if e.name == "bitwise_not":
-            return f"(({ct})(~{args[0]}))" if not t.is_bool() else f"(!{args[0]})"
-        if e.name == "shift_left_in_range":
-            wide = "uint64_t" if t.bits == 64 else "uint32_t"
-            return f"(({ct})(({wide})({c_type(t.with_code('uint'))})({args[0]}) << {args[1]}))"
-        if e.name == "shift_right_in_range":
-            return f"(({ct})({args[0]} >> {args[1]}))"
-        if e.name == "div_round_to_zero":
-            return f"(({ct})({args[0]} / {args[1]}))"
-        if e.name == "mod_round_to_zero":
-            return f"(({ct})({args[0]} % {args[1]}))"
-        if e.name in ("popcount", "count_leading_zeros", "count_trailing_zeros"):
-            return self._bit_count(e.name, a0, args[0], ct)
-        if e.name in ("is_nan", "is_inf", "is_finite"):
-            return f"{e.name.replace('is_', 'is')}({f'hl_f32({args[0]})' if _is_half(a0) else args[0]})"
         if e.name in ("print", "trace"):
             raise CompileError(f"{e.name}() inside a GPU kernel is not supported (print or trace on the CPU)")
-        raise InternalError(f"cuda: no rule for intrinsic {e.name}")
-
-    @staticmethod
-    def _bit_count(name: str, t: Type, a: str, ct: str) -> str:
-        wide = t.bits == 64
-        u = f"({'unsigned long long' if wide else 'unsigned int'})({c_type(t.with_code('uint'))})({a})"
-        width = 64 if wide else 32
-        if name == "popcount":
-            return f"(({ct}){'__popcll' if wide else '__popc'}({u}))"
-        if name == "count_leading_zeros":
-            return f"(({ct})({'__clzll' if wide else '__clz'}({u}) - {width - t.bits}))"
-        ffs = f"{'__ffsll' if wide else '__ffs'}({u})"
-        return f"(({ct})({ffs} == 0 ? {t.bits} : {ffs} - 1))"
+        return super().intrinsic(e)
 
 
 def _added_to(value: ir.Expr, old: str) -> ir.Expr | None:

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from llvmlite import ir as ll
 
 from .. import ir
-from ..errors import CompileError, InternalError
+from ..errors import InternalError
 from ..ir_mutator import has_loop
-from ..lowering.bound_small_allocations import constant_elements, placed_on_stack
+from ..lowering.bound_small_allocations import check_explicit_stack, constant_elements, placed_on_stack
 from ..lowering.lower_arithmetic import not_lowered
 from ..types import Int, Type
 from . import calling_convention, heap, parallel, x86
@@ -27,8 +27,6 @@ from .calls import emit_call
 from .interrupts import INTERRUPTED
 from .jit import host_target
 from .llvm_types import I32, I64, PTR, VOID, double_to_half, llvm_type
-
-EXPLICIT_STACK_LIMIT = 1 << 20  # store_in(Stack / Register): more would overflow a worker thread's stack
 
 _PURE = ("add", "sub", "mul", "sdiv", "srem", "udiv", "urem", "shl", "ashr", "lshr", "and_", "or_", "xor",
          "fadd", "fsub", "fmul", "fdiv", "icmp_signed", "icmp_unsigned", "fcmp_ordered", "fcmp_unordered",
@@ -537,15 +535,9 @@ class CodeGen:
         """On the stack when the size is constant and small (or store_in asked for Stack or
         Register), else malloc'd and freed on every way out."""
         b = self.b
-        on_stack = s.memory_type in ("Stack", "Register")
+        check_explicit_stack(s)
         n = constant_elements(s)
-        if on_stack and n is None:
-            raise CompileError(f"Func {s.name} is stored in {s.memory_type} memory, which needs a size known when "
-                               "compiling; its extents depend on the inputs (bound() or a constant split helps)")
         if n is not None:
-            if on_stack and n * s.type.bytes() > EXPLICIT_STACK_LIMIT:
-                raise CompileError(f"Func {s.name} is stored in {s.memory_type} memory but needs {n * s.type.bytes()} "
-                                   f"bytes; at most {EXPLICIT_STACK_LIMIT} fit on a thread's stack")
             if placed_on_stack(s):
                 ptr = self.alloca_in_entry(llvm_type(s.type, memory=True), s.name, ll.Constant(I64, max(n, 1)))
                 ptr.align = max(s.type.bytes(), 16)

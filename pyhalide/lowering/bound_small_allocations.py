@@ -21,10 +21,12 @@ from __future__ import annotations
 
 from .. import ir
 from ..bounds import constant_upper_bound_within
+from ..errors import CompileError
 from ..ir_mutator import LetScopeMutator, binding
 from ..schedule import GPU_LOOP_KINDS
 
 STACK_LIMIT = 16 * 1024  # bytes: storage of memory type Auto up to this size goes on the stack
+EXPLICIT_STACK_LIMIT = 1 << 20  # store_in(Stack / Register): more would overflow a worker thread's stack
 
 
 def constant_elements(s: ir.Allocate) -> int | None:
@@ -36,6 +38,19 @@ def constant_elements(s: ir.Allocate) -> int | None:
             return None
         n *= max(c, 0)
     return n
+
+
+def check_explicit_stack(s: ir.Allocate) -> None:
+    """Refuse storage the schedule puts on the Stack or in Registers that cannot be there."""
+    if s.memory_type not in ("Stack", "Register"):
+        return
+    n = constant_elements(s)
+    if n is None:
+        raise CompileError(f"Func {s.name} is stored in {s.memory_type} memory, which needs a size known when "
+                           "compiling; its extents depend on the inputs (bound() or a constant split helps)")
+    if n * s.type.bytes() > EXPLICIT_STACK_LIMIT:
+        raise CompileError(f"Func {s.name} is stored in {s.memory_type} memory but needs {n * s.type.bytes()} "
+                           f"bytes; at most {EXPLICIT_STACK_LIMIT} fit on a thread's stack")
 
 
 def placed_on_stack(s: ir.Allocate) -> bool:
