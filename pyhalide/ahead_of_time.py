@@ -45,8 +45,8 @@ class OutputFileType(enum.Enum):
     device_code = "device_code"
 
 
-_WRITTEN = {"assembly", "bitcode", "c_header", "llvm_assembly", "object", "python_extension", "static_library",
-            "stmt", "stmt_html", "conceptual_stmt", "conceptual_stmt_html"}
+_WRITTEN = {"assembly", "bitcode", "c_header", "c_source", "llvm_assembly", "object", "python_extension",
+            "static_library", "stmt", "stmt_html", "conceptual_stmt", "conceptual_stmt_html"}
 
 
 def aot_target(target):
@@ -79,7 +79,7 @@ def compile_to(pipeline, outputs: dict, arguments, fn_name: str = "", target=Non
                           f"Android), not {target.os.value}; write the object (compile_to_object) and archive it "
                           "with the platform's tools")
     fn_name = fn_name or re.sub(r"\W", "_", pipeline.outputs()[0].name())
-    lowered = _lowered(pipeline, target)
+    lowered = _lowered(pipeline, target) if kinds.keys() - {"c_source"} else None
     code = _compile(pipeline, lowered, list(arguments), fn_name, target) if kinds.keys() & {
         *OBJECT_OUTPUTS, "c_header", "python_extension"} else None
     for name, path in kinds.items():
@@ -87,6 +87,8 @@ def compile_to(pipeline, outputs: dict, arguments, fn_name: str = "", target=Non
             from .pipeline import lowered_stmt_text
 
             _write(path, lowered_stmt_text(lowered, name.endswith("html")))
+        elif name == "c_source":
+            _write(path, _c_source(pipeline, list(arguments), fn_name, target))
         elif name == "c_header":
             _write(path, c_interface.header(fn_name, code.arguments, target))
         elif name == "python_extension":
@@ -121,13 +123,13 @@ def _write(path: str, data) -> None:
         f.write(data)
 
 
-def _lowered(pipeline, target):
-    """The pipeline lowered for `target`, ahead of time."""
+def _lowered(pipeline, target, vectors: bool = True):
+    """The pipeline lowered for `target`, ahead of time (without `vectors`: for the C backend)."""
     from .lower import lower
 
     pipeline._require_defined()
     target.require_supported(ahead_of_time=True)
-    return pipeline._with_requirements(lower(pipeline.outputs(), target, ahead_of_time=True))
+    return pipeline._with_requirements(lower(pipeline.outputs(), target, ahead_of_time=True, vectors=vectors))
 
 
 def _compile(pipeline, lowered, arguments: list, fn_name: str, target):
@@ -138,6 +140,17 @@ def _compile(pipeline, lowered, arguments: list, fn_name: str, target):
     entry = _entry_arguments(pipeline, lowered, arguments)
     checks, constants, asserts = _buffer_checks(pipeline, lowered)
     return compile_object(lowered, make_block([*asserts, lowered.stmt]), entry, fn_name, target, checks, constants)
+
+
+def _c_source(pipeline, arguments: list, fn_name: str, target) -> str:
+    """The pipeline as C++ source (codegen/c_source.py), lowered with its vector loops kept loops."""
+    from .codegen.c_source import c_source
+    from .ir import make_block
+
+    lowered = _lowered(pipeline, target, vectors=False)
+    entry = _entry_arguments(pipeline, lowered, arguments)
+    checks, constants, asserts = _buffer_checks(pipeline, lowered)
+    return c_source(lowered, make_block([*asserts, lowered.stmt]), entry, fn_name, target, checks, constants)
 
 
 def _entry_arguments(pipeline, lowered, arguments: list) -> list:

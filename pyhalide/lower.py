@@ -33,6 +33,7 @@ from .lowering.partition_loops import partition_loops
 from .lowering.prefetches import inject_prefetches
 from .lowering.schedule_functions import schedule_functions
 from .lowering.select_instructions import select_instructions
+from .lowering.serial_vector_loops import serial_vector_loops
 from .lowering.sliding_window import sliding_window
 from .lowering.specialize_residues import specialize_residues
 from .lowering.storage_flattening import storage_flattening
@@ -98,8 +99,9 @@ def _slide_and_fold(stmt, env):
     return storage_folding(allocation_bounds(stmt, env.read_past_region), windows)
 
 
-def lowering_passes(env):
-    """(name, function) in the order they run. Each takes and returns a Stmt."""
+def lowering_passes(env, vectors: bool = True):
+    """(name, function) in the order they run. Each takes and returns a Stmt. Without `vectors`
+    (the C backend's scalar source), vectorized loops stay loops."""
     # A GPU thread is scalar: vectorized loops inside kernels are unrolled instead.
     gpu = [("gpu vector loops", gpu_vector_loops)] if env.target.has_feature("cuda") else []
     return [
@@ -133,7 +135,7 @@ def lowering_passes(env):
         # unrolled copies of a vectorized loop are then each vectorized.
         *gpu,
         ("unroll loops", unroll_loops),
-        ("vectorize loops", vectorize_loops),
+        ("vectorize loops", vectorize_loops) if vectors else ("vectorized loops as serial loops", serial_vector_loops),
         ("simplify", simplify),
         # Unrolled copies index small stack storage by constants that only the lets show.
         ("constant stack indices", constant_stack_indices),
@@ -221,13 +223,14 @@ def constant_constraints(outputs, images) -> dict[str, int]:
 
 
 @cycle_collector_paused()
-def lower(outputs, target=None, hook=None, ahead_of_time: bool = False) -> LoweredPipeline:
+def lower(outputs, target=None, hook=None, ahead_of_time: bool = False, vectors: bool = True) -> LoweredPipeline:
     """Lower the pipeline computing `outputs` (a Func or a list) for `target` (an hl.Target, a
     target string or None for the host), on a private copy of the Func graph: the user's Funcs
     are not changed. `hook(pass_name, stmt)`, if given, sees the IR after every pass (for
     debugging and tests); HL_DEBUG_LOWER=1 prints it with each pass's time. `ahead_of_time`:
     for an object file, which may be for another CPU or OS than this one. The constant
-    constraints of the outputs and the ImageParams are compiled in (their callers check them)."""
+    constraints of the outputs and the ImageParams are compiled in (their callers check them).
+    Without `vectors`, vectorized loops stay serial loops (for the C backend)."""
     from .target import resolve_target
 
     if not isinstance(outputs, list | tuple):
@@ -239,7 +242,7 @@ def lower(outputs, target=None, hook=None, ahead_of_time: bool = False) -> Lower
                             for k, v in constant_constraints(outputs, pipeline_inputs(env)[0].values()).items()}
     with errors_in_user_names(env.user_names):
         stmt = _run([("schedule functions", lambda _: schedule_functions(env))], None, hook)
-        stmt = _run(lowering_passes(env), stmt, hook)
+        stmt = _run(lowering_passes(env, vectors), stmt, hook)
     images, params = pipeline_inputs(env)
     buffers = []
     for f in env.outputs:

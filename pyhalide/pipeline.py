@@ -766,8 +766,8 @@ class Pipeline:
         self.compile_to({"python_extension": filename}, arguments, fn_name, target)
 
     def compile_to_c(self, filename: str, arguments, fn_name: str = "", target=None) -> None:
-        raise HalideError("compile_to_c: pyhalide has no C source backend; compile_to_object or compile_to_file "
-                          "write an object file and its header, for C and C++ programs")
+        """C++ source defining the entry compile_to_object's object defines (codegen/c_source.py)."""
+        self.compile_to({"c_source": filename}, arguments, fn_name, target)
 
     def compile_to_cuda(self, filename: str, arguments=None, fn_name=None, target=None) -> None:
         """Write the CUDA C of every kernel (the target gains the cuda feature if it lacks it):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..types import Type
 from .aot import EntryArgument, halide_type_code
 
-_BUFFER_T = """\
+BUFFER_T = """\
 #ifndef HALIDE_HALIDERUNTIME_H  /* Halide's runtime header declares the same types */
 #ifndef PYHALIDE_HALIDE_BUFFER_T
 #define PYHALIDE_HALIDE_BUFFER_T
@@ -47,13 +47,13 @@ def c_type(t: Type) -> str:
     return f"{'u' if t.is_uint() else ''}int{t.bits}_t"
 
 
-def _parameters(arguments: list[EntryArgument]) -> str:
+def parameters(arguments: list[EntryArgument]) -> str:
     return ", ".join("void *__user_context" if a.is_user_context else f"struct halide_buffer_t *{a.c_name}"
                      if a.is_buffer else f"{c_type(a.type)} {a.c_name}" for a in arguments) or "void"
 
 
 def _declarations(fn_name: str, arguments: list[EntryArgument]) -> str:
-    return (f"int {fn_name}({_parameters(arguments)});\n"
+    return (f"int {fn_name}({parameters(arguments)});\n"
             f"/* the same, args[i] pointing to scalar argument i, or being buffer argument i */\n"
             f"int {fn_name}_argv(void **args);\n")
 
@@ -64,7 +64,7 @@ def header(fn_name: str, arguments: list[EntryArgument], target) -> str:
     return (f"/* {fn_name}: compiled ahead of time by pyhalide for {target}.\n"
             f"   Returns 0, or -1 after calling halide_error(user_context, message). */\n"
             f"#ifndef {guard}\n#define {guard}\n\n#include <stdbool.h>\n#include <stdint.h>\n\n"
-            f"#ifdef __cplusplus\nextern \"C\" {{\n#endif\n\n{_BUFFER_T}\n"
+            f"#ifdef __cplusplus\nextern \"C\" {{\n#endif\n\n{BUFFER_T}\n"
             f"{_declarations(fn_name, arguments)}\n"
             f"#ifdef __cplusplus\n}}  /* extern \"C\" */\n#endif\n\n#endif  /* {guard} */\n")
 
@@ -260,8 +260,8 @@ def python_extension(fn_name: str, arguments: list[EntryArgument]) -> str:
         "#define PY_SSIZE_T_CLEAN", "#include <Python.h>", "#include <limits.h>", "#include <stdbool.h>",
         "#include <stdint.h>", "#include <string.h>", "",
         "#ifdef __cplusplus", '#define PYHALIDE_EXTERN_C extern "C"', "#else", "#define PYHALIDE_EXTERN_C",
-        "#endif", "", _BUFFER_T,
-        f"PYHALIDE_EXTERN_C int {fn_name}({_parameters(context + arguments)});", _EXTENSION_RUNTIME,
+        "#endif", "", BUFFER_T,
+        f"PYHALIDE_EXTERN_C int {fn_name}({parameters(context + arguments)});", _EXTENSION_RUNTIME,
         f"static PyObject *pyhalide_call_{fn_name}(PyObject *module, PyObject *args, PyObject *kwargs) {{",
         f"    static const char *keywords[] = {{{keywords + ', ' if keywords else ''}NULL}};",
         *[f"    {d}" for d in decls],
