@@ -1,6 +1,8 @@
 """Ahead-of-time compilation (Halide's compile_to_*): object files called from C, from ctypes and
 from a CPython extension module compute what realize computes; every check the JIT makes is made
-by the object's entry before anything runs; other targets' objects are what their linkers take."""
+by the object's entry before anything runs; other targets' objects are what their linkers take.
+The tests of the entry run twice: on compile_to_object's object and on compile_to_c's C++ source,
+which must define the same entry (the C backend's own tests: test_c_backend.py)."""
 
 from __future__ import annotations
 
@@ -19,10 +21,14 @@ import pytest
 
 import apps
 import pyhalide as hl
-from pyhalide.testing.halide_buffer import c_compiler, halide_buffer, load_object
+from pyhalide.testing.halide_buffer import c_compiler, cxx_compiler, halide_buffer, load_c_source, load_object
 
 CC = c_compiler()
 needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler on this machine")
+# each entry test, on the object and on the C backend's source (which needs a C++ compiler)
+BACKENDS = [pytest.param("object", marks=needs_cc),
+            pytest.param("c_source", marks=pytest.mark.skipif(cxx_compiler() is None or CC is None,
+                                                              reason="no C++ compiler on this machine"))]
 # building a CPython extension needs Python's headers too
 needs_python_headers = pytest.mark.skipif(
     CC is None or not (Path(sysconfig.get_paths()["include"]) / "Python.h").is_file(),
@@ -32,6 +38,21 @@ needs_python_headers = pytest.mark.skipif(
 def shared_library(tmp_path, obj, name="pipeline"):
     """The object linked into a shared library, loaded with ctypes."""
     return load_object(obj, tmp_path / f"lib{name}.so")
+
+
+def compiled(tmp_path, backend: str, pipeline, arguments, name: str, target=None, c_files=()) -> ctypes.CDLL:
+    """The pipeline (a Func or Pipeline) compiled ahead of time as `name` by the backend (the
+    object, or the C backend's source), built with `c_files` into a shared library, loaded."""
+    library = tmp_path / f"lib{name}_{backend}.so"
+    if backend == "c_source":
+        source = tmp_path / f"{name}.cpp"
+        pipeline.compile_to_c(str(source), arguments, name, target)
+        return load_c_source(source, library, c_files)
+    obj = tmp_path / f"{name}.o"
+    pipeline.compile_to_object(str(obj), arguments, name, target)
+    subprocess.run([CC, "-shared", "-fPIC", "-o", str(library), *map(str, c_files), str(obj), "-lpthread"],
+                   check=True)
+    return ctypes.CDLL(str(library))
 
 
 def blur_pipeline():
@@ -47,12 +68,10 @@ def blur_pipeline():
     return by, inp, gain
 
 
-@needs_cc
-def test_object_called_from_ctypes_computes_what_realize_computes(tmp_path):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_object_called_from_ctypes_computes_what_realize_computes(tmp_path, backend):
     by, inp, gain = blur_pipeline()
-    obj = tmp_path / "blur.o"
-    by.compile_to_object(str(obj), [inp, gain], "blur")
-    lib = shared_library(tmp_path, obj)
+    lib = compiled(tmp_path, backend, by, [inp, gain], "blur")
     lib.blur.argtypes = [ctypes.c_void_p, ctypes.c_float, ctypes.c_void_p]
     rng = np.random.default_rng(1)
     image = rng.integers(0, 4000, (150, 203), dtype=np.uint16)
@@ -65,8 +84,8 @@ def test_object_called_from_ctypes_computes_what_realize_computes(tmp_path):
     np.testing.assert_array_equal(out, expected)
 
 
-@needs_cc
-def test_output_mins_tuples_and_embedded_buffers(tmp_path):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_output_mins_tuples_and_embedded_buffers(tmp_path, backend):
     """An output at a shifted min, a Tuple's two output buffers, and a Buffer the algorithm names
     (embedded in the object) with an odd layout."""
     table = hl.Buffer(np.arange(24, dtype=np.int32).reshape(4, 6)[:, ::2])  # strides not dense
@@ -75,9 +94,7 @@ def test_output_mins_tuples_and_embedded_buffers(tmp_path):
     f = hl.Func("f")
     f[x, y] = (table[x % 3, y % 4] * k + x, hl.f64(x) - y)
     f.vectorize(x, 8)
-    obj = tmp_path / "f.o"
-    f.compile_to_object(str(obj), [k], "tuple_f")
-    lib = shared_library(tmp_path, obj)
+    lib = compiled(tmp_path, backend, f, [k], "tuple_f")
     lib.tuple_f.argtypes = [ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p]
     a, b = np.zeros((5, 17), np.int32), np.zeros((5, 17), np.float64)
     assert lib.tuple_f(7, ctypes.byref(halide_buffer(a, [-3, 2])), ctypes.byref(halide_buffer(b, [-3, 2]))) == 0
@@ -87,8 +104,8 @@ def test_output_mins_tuples_and_embedded_buffers(tmp_path):
     np.testing.assert_array_equal(b, xs.astype(np.float64) - ys)
 
 
-@needs_cc
-def test_entry_checks_refuse_bad_buffers_and_params_with_halide_error(tmp_path):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_entry_checks_refuse_bad_buffers_and_params_with_halide_error(tmp_path, backend):
     """Each check names the buffer or Param and the numbers, through halide_error (which a
     program may replace: here one that keeps the message), and returns nonzero; nothing runs."""
     inp = hl.ImageParam(hl.UInt(8), 2, "input")
@@ -99,14 +116,10 @@ def test_entry_checks_refuse_bad_buffers_and_params_with_halide_error(tmp_path):
     f[x, y] = inp[x + 2, y] + hl.u8(off)
     f.output_buffer().dim(1).set_extent(4)
     inp.dim(1).set_stride(inp.dim(0).extent() + 8)
-    obj = tmp_path / "f.o"
-    f.compile_to_object(str(obj), [inp, off], "checked")
     catcher = tmp_path / "catch.c"
     catcher.write_text("#include <string.h>\nchar last_error[1024];\n"
                        "void halide_error(void *uc, const char *m) { (void)uc; strncpy(last_error, m, 1023); }\n")
-    lib = tmp_path / "libchecked.so"
-    subprocess.run([CC, "-shared", "-fPIC", "-o", str(lib), str(catcher), str(obj), "-lpthread"], check=True)
-    dll = ctypes.CDLL(str(lib))
+    dll = compiled(tmp_path, backend, f, [inp, off], "checked", c_files=[catcher])
     dll.checked.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p]
     message = ctypes.c_char.in_dll(dll, "last_error")
 
@@ -138,8 +151,8 @@ def test_entry_checks_refuse_bad_buffers_and_params_with_halide_error(tmp_path):
         "Input buffer input requires a buffer of exactly 2 dimensions, but the buffer passed in has 1 dimensions")
 
 
-@needs_cc
-def test_user_context_comes_first_and_reaches_halide_error(tmp_path):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_user_context_comes_first_and_reaches_halide_error(tmp_path, backend):
     """With the target's user_context feature the entry takes `void *__user_context` first, and
     a failure hands it to halide_error, as Halide's do; C++ name mangling is refused by name."""
     x = hl.Var("x")
@@ -155,9 +168,7 @@ def test_user_context_comes_first_and_reaches_halide_error(tmp_path):
     catcher.write_text("#include <string.h>\nvoid *last_context; char last_error[1024];\n"
                        "void halide_error(void *uc, const char *m) {\n"
                        "    last_context = uc; strncpy(last_error, m, 1023);\n}\n")
-    lib = tmp_path / "libctx.so"
-    subprocess.run([CC, "-shared", "-fPIC", "-o", str(lib), str(catcher), str(obj), "-lpthread"], check=True)
-    dll = ctypes.CDLL(str(lib))
+    dll = compiled(tmp_path, backend, f, [k], "with_context", hl.Target("host-user_context"), [catcher])
     dll.with_context.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p]
     out = np.zeros(8, np.int32)
     assert dll.with_context(1234, 3, ctypes.byref(halide_buffer(out))) == 0
@@ -356,18 +367,16 @@ def test_generator_command_line_writes_what_builds_an_extension(tmp_path):
     assert bad.returncode != 0 and "-e registration: pyhalide writes" in bad.stderr
 
 
-@needs_cc
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", apps.NAMES)
-def test_gallery_apps_compiled_ahead_of_time_compute_their_reference(tmp_path, name):
-    """Each gallery app, hand-scheduled, as an object (its input Buffers embedded in it) called
-    from ctypes: the same output the app's numpy reference computes."""
+def test_gallery_apps_compiled_ahead_of_time_compute_their_reference(tmp_path, name, backend):
+    """Each gallery app, hand-scheduled, as an object or C++ source (its input Buffers embedded
+    in it) called from ctypes: the same output the app's numpy reference computes."""
     app = apps.load(name)
     inputs = app.inputs("small")
     built = app.build(hl, inputs)
     app.schedule(hl, built)
-    obj = tmp_path / f"{name}.o"
-    built.output.compile_to_object(str(obj), [], name)
-    lib = shared_library(tmp_path, obj, name)
+    lib = compiled(tmp_path, backend, built.output, [], name)
     out = np.zeros(list(reversed(built.output_sizes)), built.output_type.to_numpy())
     assert getattr(lib, name)(ctypes.byref(halide_buffer(out, built.output_mins))) == 0
     expected = app.reference(inputs)
@@ -375,8 +384,7 @@ def test_gallery_apps_compiled_ahead_of_time_compute_their_reference(tmp_path, n
 
 
 def test_every_output_kind_is_written(tmp_path):
-    """What Halide's compile_to test asks of every output but C source (pyhalide has no C backend,
-    and says so)."""
+    """What Halide's compile_to test asks of every output."""
     x = hl.Var("x")
     f = hl.Func("f")
     f[x] = 100 * x
@@ -395,8 +403,8 @@ def test_every_output_kind_is_written(tmp_path):
     assert (tmp_path / "f_all.h").is_file() and (tmp_path / "f_all.o").is_file()
     f.compile_to({hl.OutputFileType.stmt_html: str(tmp_path / "f.stmt.html")}, [], "f")
     assert (tmp_path / "f.stmt.html").read_text().startswith("<!DOCTYPE html>")
-    with pytest.raises(hl.HalideError, match="no C source backend"):
-        f.compile_to_c(str(tmp_path / "f.cpp"), [], "f")
+    f.compile_to_c(str(tmp_path / "f.cpp"), [], "f")
+    assert re.search(r'extern "C" int f\(struct halide_buffer_t \*_f\w*_buffer\) \{', (tmp_path / "f.cpp").read_text())
     with pytest.raises(hl.HalideError, match="does not write OutputFileType.pytorch_wrapper"):
         f.compile_to({hl.OutputFileType.pytorch_wrapper: str(tmp_path / "f.pt.h")}, [], "f")
 
@@ -505,19 +513,16 @@ def test_refusals_name_what_is_wrong(tmp_path):
         f.compile_to_object(str(tmp_path / "f.o"), [inp, p], "f", hl.Target("riscv-64-linux"))
 
 
-def test_argv_entry_and_unused_arguments(tmp_path):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_argv_entry_and_unused_arguments(tmp_path, backend):
     """NAME_argv takes pointers to the scalar arguments and the buffers themselves; an argument
     the pipeline ignores stays in the signature, as in Halide."""
-    if CC is None:
-        pytest.skip("no C compiler on this machine")
     unused = hl.Param(hl.Float(64), "unused")
     k = hl.Param(hl.UInt(16), "k")
     x = hl.Var("x")
     f = hl.Func("f")
     f[x] = hl.u16(x) * k
-    obj = tmp_path / "f.o"
-    f.compile_to_object(str(obj), [unused, k], "scaled")
-    lib = shared_library(tmp_path, obj)
+    lib = compiled(tmp_path, backend, f, [unused, k], "scaled")
     out = np.zeros(20, np.uint16)
     buf = halide_buffer(out)
     scalars = (ctypes.c_double(1.5), ctypes.c_uint16(3))

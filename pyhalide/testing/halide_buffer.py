@@ -1,6 +1,6 @@
 """Calling ahead-of-time code from Python through ctypes: halide_buffer_t (HalideRuntime.h's
-layout) over numpy arrays, and an object file linked into a shared library to load. The tests and
-`benchmarks.aot` call compile_to_object's output this way."""
+layout) over numpy arrays, and an object file (or compile_to_c's source) built into a shared library
+to load. The tests and `benchmarks.aot` call compile_to_object's output this way."""
 
 from __future__ import annotations
 
@@ -51,6 +51,28 @@ def halide_buffer(arr: np.ndarray, mins=None) -> HalideBuffer:
 
 def c_compiler() -> str | None:
     return shutil.which("cc") or shutil.which("gcc")
+
+
+def cxx_compiler() -> str | None:
+    return shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
+
+
+# How the tests build compile_to_c's source: warnings are errors, so the C backend writes none.
+CXX_FLAGS = ("-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-pthread")
+
+
+def load_c_source(source: Path, library: Path, c_files=()) -> ctypes.CDLL:
+    """compile_to_c's source (with C files, such as a program's own halide_error) built into
+    the shared library `library`, loaded."""
+    objects = []
+    for c_file in map(Path, c_files):
+        objects.append(str(c_file.with_suffix(".o")))
+        subprocess.run([c_compiler(), "-c", "-fPIC", "-o", objects[-1], str(c_file)], check=True)
+    built = subprocess.run([cxx_compiler(), *CXX_FLAGS, "-o", str(library), str(source), *objects],
+                           capture_output=True, text=True)
+    if built.returncode:
+        raise RuntimeError(f"{source} did not build:\n{built.stderr}")
+    return ctypes.CDLL(str(library))
 
 
 def load_object(obj: Path, library: Path) -> ctypes.CDLL:
