@@ -206,8 +206,7 @@ def compile_object(lowered, stmt, arguments: list[EntryArgument], fn_name: str, 
     entered through `fn_name` with these arguments. `checks`: per buffer passed in (ImageParams
     and outputs), what the entry checks; `constants`: their `buffer.field.dimension` values
     compiled in, which the entry checks (embedded Buffers' are added here)."""
-    if not re.fullmatch(r"[A-Za-z_]\w*", fn_name):
-        raise HalideError(f"compile_to: the function name {fn_name!r} is not a C identifier")
+    require_c_identifier(fn_name)
     machine = machine_for(target)
     dense = [b.name for b in lowered.buffers if b.dimensions and (b.name not in checks or checks[b.name].dense)]
     constants = {**constants, **_embedded_constants(lowered)}
@@ -238,6 +237,11 @@ def compile_object(lowered, stmt, arguments: list[EntryArgument], fn_name: str, 
             cpu=machine.cpu, features=machine.features, opt=3, reloc="pic", codemodel="default")
         jit.run_optimizations(mod, tm)
     return ObjectCode(fn_name, arguments, machine, mod, tm)
+
+
+def require_c_identifier(fn_name: str) -> None:
+    if not re.fullmatch(r"[A-Za-z_]\w*", fn_name):
+        raise HalideError(f"compile_to: the function name {fn_name!r} is not a C identifier")
 
 
 def _embedded_array(buf) -> np.ndarray:

@@ -20,7 +20,7 @@ vectorizes where it can; the rest is what the CPU backend compiles, printed by c
 from __future__ import annotations
 
 from .. import ir
-from ..errors import CompileError, HalideError
+from ..errors import CompileError
 from ..ir_mutator import IRVisitor, free_variables
 from ..lower import finish_lowering
 from ..lowering.bound_small_allocations import check_explicit_stack, constant_elements, placed_on_stack
@@ -34,6 +34,7 @@ from .aot import (
     _embedded_constants,
     _escaped,
     halide_type_code,
+    require_c_identifier,
 )
 from .c_interface import BUFFER_T, parameters
 from .c_printer import HELPERS, CPrinter, c_type, is_half
@@ -91,16 +92,17 @@ template <typename T, typename... A> static inline T hl_text(bool when, T value,
     return value;
 }
 
-// require(): the first failure's message, kept until the statement is done, then reported once.
+// require(): the first failure's message, kept until the statement is done, then reported once
+// (`failed` is set once the message is written; the thread that wrote it always sees it).
 struct hl_failure {
-    std::atomic<int> failed{0}, reported{0};
+    std::atomic<int> claimed{0}, failed{0}, reported{0};
     char message[1024];
 };
 template <typename T, typename... A>
 static inline T hl_require(bool ok, T value, hl_failure &f, const char *format, A... args) {
-    int none = 0;
-    if (!ok && f.failed.compare_exchange_strong(none, 1)) {
+    if (!ok && !f.claimed.exchange(1)) {
         snprintf(f.message, sizeof(f.message), format, args...);
+        f.failed.store(1, std::memory_order_release);
     }
     return value;
 }
@@ -190,6 +192,15 @@ template <typename F> static int hl_par_for(int32_t min, int32_t extent, F body)
 }  // namespace
 """.strip()
 
+# Floats as the program computes them: no fused multiply-adds (unless the target has fp_contract).
+_NO_CONTRACTION = r"""
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+""".strip()
+
 _HALF = r"""
 typedef _Float16 hl_half;  // computed in float, each result rounded to float16 (as Halide)
 static inline hl_half hl_f16(float f) { return (hl_half)f; }
@@ -248,7 +259,8 @@ class HostPrinter(CPrinter):
     def report_require(self) -> None:
         """Leave if a require() printed since the last check failed."""
         if self.required:
-            self.emit(f"if ({_FAILURE}.failed.load()) return hl_report({self.user_context}, {_FAILURE});")
+            self.emit(f"if ({_FAILURE}.failed.load(std::memory_order_acquire)) "
+                      f"return hl_report({self.user_context}, {_FAILURE});")
             self.required = False
 
     # -- statements
@@ -499,9 +511,7 @@ def c_source(lowered, stmt: ir.Stmt, arguments: list[EntryArgument], fn_name: st
     """The pipeline (lowered without vectors, its Stmt `stmt` before the layout passes) as C++
     source entered through `fn_name` with these arguments (see aot.compile_object for `checks`
     and `constants`)."""
-    if target.has_feature("cuda"):
-        raise HalideError("compile_to_c: the C backend writes CPU code; write a GPU pipeline's kernels with "
-                          "compile_to_cuda")
+    require_c_identifier(fn_name)
     dense = [b.name for b in lowered.buffers if b.dimensions and (b.name not in checks or checks[b.name].dense)]
     stmt = finish_lowering(stmt, dense, buffer_constants={**constants, **_embedded_constants(lowered)}, x86=False)
     uses = _Uses()
@@ -531,6 +541,8 @@ def c_source(lowered, stmt: ir.Stmt, arguments: list[EntryArgument], fn_name: st
              "// Build it as C++11 or later (g++ or clang++, -pthread where the C library needs it). The entry",
              f"// returns 0, or {FAILED} after calling halide_error(user_context, message).",
              _PRELUDE, "#include <stdbool.h>", BUFFER_T.strip(), _RUNTIME]
+    if not target.has_feature("fp_contract"):
+        parts.insert(3, _NO_CONTRACTION)
     if "hl_half" in text or "hl_f16" in text or "hl_f32" in text:
         parts.append(_HALF)
     parts += [*statics, *locks]

@@ -1,0 +1,251 @@
+"""The C backend (compile_to_c): its C++ source, built by the system's C++ compiler with warnings as
+errors, computes what the JIT computes, under random pipelines and random schedules (the JIT is
+itself checked against the reference and the real Halide); and what the CPU backend's runtime does
+(parallel loops, atomics, heap and stack storage, print, tracing, require, float16) it does too.
+The entry's checks and the gallery are tested on both ahead-of-time backends in
+test_ahead_of_time.py.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, event, given, note, settings
+from hypothesis import strategies as st
+
+import pyhalide as hl
+from pyhalide.testing.corpus import CASES
+from pyhalide.testing.halide_buffer import (
+    CXX_FLAGS,
+    c_compiler,
+    cxx_compiler,
+    halide_buffer,
+    load_c_source,
+    load_object,
+)
+from pyhalide.testing.random_pipelines import random_pipelines
+from pyhalide.testing.schedule_strategies import assert_same, realize_scheduled, remember, scheduled
+
+pytestmark = pytest.mark.skipif(cxx_compiler() is None or c_compiler() is None,
+                                reason="no C and C++ compilers on this machine")
+
+# A halide_error that keeps the message, as a program may define it (the source's is weak).
+CATCHER = ("#include <string.h>\nchar last_error[1024];\n"
+           "void halide_error(void *uc, const char *m) { (void)uc; strncpy(last_error, m, 1023); }\n")
+
+
+def build(directory: Path, pipeline, arguments, name: str, target=None) -> ctypes.CDLL:
+    """The pipeline as C++ source, built with CATCHER into a shared library, loaded."""
+    source = directory / f"{name}.cpp"
+    pipeline.compile_to_c(str(source), arguments, name, target)
+    catcher = directory / "catch.c"
+    catcher.write_text(CATCHER)
+    return load_c_source(source, directory / f"lib{name}.so", [catcher])
+
+
+def last_error(lib: ctypes.CDLL) -> str:
+    return ctypes.string_at(ctypes.addressof(ctypes.c_char.in_dll(lib, "last_error"))).decode()
+
+
+def call(lib: ctypes.CDLL, name: str, *args) -> int:
+    """The entry called with numpy arrays as buffers (halide_buffer, mins 0) and ctypes scalars."""
+    values = [ctypes.byref(halide_buffer(a)) if isinstance(a, np.ndarray) else a for a in args]
+    return getattr(lib, name)(*values)
+
+
+_HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+
+
+@pytest.mark.fuzz
+@settings(max_examples=max(20, settings.default.max_examples // 2), deadline=None, suppress_health_check=_HEALTH)
+@given(pipeline=random_pipelines(), data=st.data())
+def test_random_pipelines_under_random_schedules_compute_what_the_jit_computes(pipeline, data):
+    sched = data.draw(scheduled(pipeline.build), label="schedule")
+    case = sched.built
+    remember(pipeline, sched)
+    want = realize_scheduled(case, None, sched)
+    outputs = [np.zeros_like(w) for w in want]
+    with tempfile.TemporaryDirectory() as directory:
+        lib = build(Path(directory), case.pipeline(), [], "pipeline")
+        buffers = [halide_buffer(o, case.mins) for o in outputs]
+        rc = lib.pipeline(*[ctypes.byref(b) for b in buffers])
+        if rc != 0:
+            # The entry does not grow an output the schedule writes past (realize does): it says so.
+            assert re.search(r"Output buffer \S+ is accessed at -?\d+, which is (before|beyond)", last_error(lib)), \
+                last_error(lib)
+            event("the schedule writes past the output")
+            return
+    note(sched.lines)
+    assert_same(outputs, want, case.reassociates, "C backend vs JIT")
+
+
+def _argument(a):
+    """(ctypes type, value) of a Param's or ImageParam's bound value, as the entry takes it."""
+    if isinstance(a, hl.ImageParam):
+        buf = a.get()
+        return ctypes.c_void_p, halide_buffer(np.asarray(buf), [buf.dim(d).min() for d in range(buf.dimensions())])
+    t = a.type()
+    kind = "c_float" if t.is_float() and t.bits == 32 else "c_double" if t.is_float() else \
+        f"c_{'' if t.is_int() else 'u'}int{t.bits}" if not t.is_bool() else "c_bool"
+    return getattr(ctypes, kind), a.get()
+
+
+@pytest.mark.fuzz
+@pytest.mark.parametrize("name", sorted(CASES))
+@settings(max_examples=max(3, settings.default.max_examples // 10), deadline=None, suppress_health_check=_HEALTH)
+@given(data=st.data())
+def test_corpus_under_random_schedules_computes_what_the_jit_computes(name, data):
+    """The fuzz corpus (updates, scans, RDoms with where(), Tuples, ImageParams and Params, several
+    outputs, boundary conditions, Euclidean division), under random valid schedules."""
+    sched = data.draw(scheduled(CASES[name]), label="schedule")
+    case = sched.built
+    remember(name, sched)
+    want = realize_scheduled(case, None, sched)
+    arguments = case.pipeline().infer_arguments()
+    outputs = [np.zeros_like(w) for w in want]
+    with tempfile.TemporaryDirectory() as directory:
+        lib = build(Path(directory), case.pipeline(), arguments, "pipeline")
+        types, values = zip(*[_argument(a) for a in arguments]) if arguments else ((), ())
+        buffers = [halide_buffer(o, case.mins) for o in outputs]
+        lib.pipeline.argtypes = [*types, *[ctypes.c_void_p] * len(buffers)]
+        values = [ctypes.byref(v) if isinstance(v, ctypes.Structure) else v for v in values]
+        rc = lib.pipeline(*values, *[ctypes.byref(b) for b in buffers])
+        if rc != 0:
+            assert re.search(r"Output buffer \S+ is accessed at -?\d+, which is (before|beyond)", last_error(lib)), \
+                last_error(lib)
+            event("the schedule writes past the output")
+            return
+    note(sched.lines)
+    assert_same(outputs, want, case.reassociates, f"{name}: C backend vs JIT")
+
+
+def test_parallel_atomic_updates_scatter_under_a_lock_and_failures_inside_parallel_loops(tmp_path, monkeypatch):
+    """A parallel histogram with atomic() (a compare-and-swap per element), a Tuple-valued one
+    (both elements under the update's lock), and a require() failing inside a parallel loop: one
+    message, -1."""
+    monkeypatch.setenv("HL_NUM_THREADS", "4")
+    inp = hl.ImageParam(hl.UInt(8), 1, "values")
+    r = hl.RDom([(0, inp.dim(0).extent())])
+    x = hl.Var("x")
+    hist, pair = hl.Func("hist"), hl.Func("pair")
+    hist[x] = 0
+    hist[inp[r] % 16] += 1
+    pair[x] = (hl.i32(0), hl.f32(0))
+    pair[inp[r] % 16] = (pair[inp[r] % 16][0] + 1, pair[inp[r] % 16][1] + hl.f32(inp[r]))
+    rf = hl.RVar("rf")
+    for f in (hist, pair):
+        f.update().atomic().split(r.x, r.x, rf, 64).parallel(r.x)
+    values = np.random.default_rng(3).integers(0, 256, 5000).astype(np.uint8)
+    lib = build(tmp_path, hl.Pipeline([hist, pair]), [inp], "histograms")
+    counts, pair_counts, sums = np.zeros(16, np.int32), np.zeros(16, np.int32), np.zeros(16, np.float32)
+    assert call(lib, "histograms", values, counts, pair_counts, sums) == 0
+    want = np.bincount(values % 16, minlength=16)
+    np.testing.assert_array_equal(counts, want)
+    np.testing.assert_array_equal(pair_counts, want)
+    np.testing.assert_array_equal(sums, np.bincount(values % 16, weights=values, minlength=16).astype(np.float32))
+
+    k = hl.Param(hl.Int(32), "k")
+    g = hl.Func("g")
+    y = hl.Var("y")
+    g[x, y] = hl.require(x * k < 1000, x * k + y, "x * k must stay below 1000, got", x * k)
+    g.parallel(y)
+    lib = build(tmp_path, g, [k], "required")
+    out = np.zeros((50, 40), np.int32)
+    assert call(lib, "required", ctypes.c_int32(3), out) == 0
+    np.testing.assert_array_equal(out, np.arange(40)[None, :] * 3 + np.arange(50)[:, None])
+    assert call(lib, "required", ctypes.c_int32(30), out) == -1
+    message = last_error(lib)
+    assert re.fullmatch(r"Requirement Failed: \(\(x \* k\) < 1000\) x \* k must stay below 1000, got \d+", message), \
+        message
+    assert int(message.split()[-1]) >= 1000
+
+
+def test_print_and_tracing_write_the_lines_the_object_writes(tmp_path, capfd):
+    """print() and tracing write to stderr (as Halide's runtime and compile_to_object's object do),
+    line for line what the object writes."""
+    x = hl.Var("x")
+    f, g = hl.Func("f"), hl.Func("g")
+    f[x] = hl.print(x * 3, "<- x * 3 at", x, hl.f32(x) / 4)
+    g[x] = f[x] + f[x + 1]
+    f.compute_root().trace_stores()
+    g.trace_loads().trace_realizations()
+    lines = {}
+    for backend in ("object", "c_source"):
+        if backend == "object":
+            g.compile_to_object(str(tmp_path / "printed.o"), [], "printed")
+            lib = load_object(tmp_path / "printed.o", tmp_path / "libprinted_object.so")
+        else:
+            lib = build(tmp_path, g, [], "printed")
+        out = np.zeros(3, np.int32)
+        capfd.readouterr()
+        assert call(lib, "printed", out) == 0
+        np.testing.assert_array_equal(out, [3, 9, 15])
+        lines[backend] = capfd.readouterr().err.splitlines()
+    assert lines["c_source"] == lines["object"]
+    assert "0 <- x * 3 at 0 0.000000" in lines["c_source"] and "Store f.0(1) = 3" in lines["c_source"]
+
+
+def test_storage_on_the_heap_and_the_stack_and_float16(tmp_path):
+    """A Func whose size depends on the input goes to the heap (freed on every way out), a small
+    constant one to the stack, store_in(Stack) of a size known only at run time is refused as the
+    CPU backend refuses it; float16 arithmetic rounds each result as numpy's does."""
+    inp = hl.ImageParam(hl.Float(16), 1, "halves")
+    x, xo, xi = hl.Var("x"), hl.Var("xo"), hl.Var("xi")
+    big, small, out = hl.Func("big"), hl.Func("small"), hl.Func("out")
+    big[x] = inp[x] * hl.cast(hl.Float(16), 1.5) + hl.cast(hl.Float(16), 0.25)
+    small[x] = big[x] * big[x]
+    out[x] = small[x] - big[x]
+    big.compute_root()
+    out.split(x, xo, xi, 8)
+    small.compute_at(out, xo)
+    values = np.random.default_rng(5).standard_normal(100).astype(np.float16)
+    lib = build(tmp_path, out, [inp], "halves")
+    result = np.zeros(100, np.float16)
+    assert call(lib, "halves", values, result) == 0
+    b = values * np.float16(1.5) + np.float16(0.25)
+    np.testing.assert_array_equal(result, b * b - b)
+    text = (tmp_path / "halves.cpp").read_text()
+    assert "hl_heap v_big_heap(" in text and re.search(r"hl_half v_small\[8\]", text)
+
+    big.store_in(hl.MemoryType.Stack)
+    with pytest.raises(hl.CompileError, match="Func big is stored in Stack memory, which needs a size known"):
+        out.compile_to_c(str(tmp_path / "refused.cpp"), [inp], "refused")
+
+
+def test_vector_loops_are_loops_a_cpp_compiler_vectorizes(tmp_path):
+    """A vectorized loop is printed as a loop over its lanes; built for AVX2, g++ turns the blur's
+    into packed instructions on ymm registers (no vector types in the source)."""
+    if "clang" in subprocess.run([cxx_compiler(), "--version"], capture_output=True, text=True).stdout.lower():
+        pytest.skip("the assembly checked is g++'s")
+    inp = hl.ImageParam(hl.UInt(16), 2, "input")
+    x, y = hl.Var("x"), hl.Var("y")
+    blur = hl.Func("blur")
+    blur[x, y] = (inp[x, y] + inp[x + 1, y] + inp[x + 2, y]) // 3
+    blur.vectorize(x, 16).parallel(y)
+    source = tmp_path / "blur.cpp"
+    blur.compile_to_c(str(source), [inp], "blur")
+    text = source.read_text()
+    assert "hl_par_for" in text and re.search(r"for \(int32_t (v_blur_s0_x\w*_v_0) = 0; \1 < 16; \1\+\+\)", text)
+    flags = [f for f in CXX_FLAGS if f != "-shared"]
+    asm = subprocess.run([cxx_compiler(), *flags, "-O3", "-mavx2", "-S", "-o", "-", str(source)],
+                         capture_output=True, text=True, check=True).stdout
+    assert re.search(r"\tvp(add|mulh)\w+\s+.*%ymm", asm), "no packed AVX2 arithmetic in the blur's loop"
+
+
+def test_refusals(tmp_path):
+    x = hl.Var("x")
+    f = hl.Func("f")
+    f[x] = x
+    f.gpu_tile(x, hl.Var("xo"), hl.Var("xi"), 8)
+    with pytest.raises(hl.HalideError, match="ahead-of-time code runs on the CPU only"):
+        f.compile_to_c(str(tmp_path / "f.cpp"), [], "f", hl.Target("host-cuda"))
+    g = hl.Func("g")
+    g[x] = x
+    with pytest.raises(hl.HalideError, match="not a C identifier"):
+        g.compile_to_c(str(tmp_path / "g.cpp"), [], "my-g")
