@@ -1,9 +1,12 @@
 """Ahead-of-time code beside the JIT's: each gallery app, hand-scheduled, run by `realize` into a
-preallocated output and as an object file (compile_to_object, its inputs embedded) called
+preallocated output, as an object file (compile_to_object, its inputs embedded) and as the C
+backend's source (compile_to_c, built by the C++ compiler with -O3 -march=native), both called
 through ctypes, interleaved round by round. Not a test. The object holds the code `realize` runs
-plus an entry that checks its buffers in native code, so the ratio should be 1.00 within noise.
+plus an entry that checks its buffers in native code, so its ratio should be 1.00 within noise;
+the C source's ratio is what a portable, scalar source costs (or gains) against pyhalide's own
+vector code.
 
-    python -m benchmarks.aot [APP ...] [--size default|large] [--rounds N] [--json PATH]
+    python -m benchmarks.aot [APP ...] [--size default|large] [--rounds N] [--no-c] [--json PATH]
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import numpy as np
 
 import apps
 import pyhalide as hl
-from pyhalide.testing.halide_buffer import c_compiler, halide_buffer, load_object
+from pyhalide.testing.halide_buffer import c_compiler, cxx_compiler, halide_buffer, load_c_source, load_object
 
 
 def _time(fn, calls: int) -> float:
@@ -31,7 +34,7 @@ def _time(fn, calls: int) -> float:
     return (time.perf_counter() - t0) / calls
 
 
-def measure(name: str, size: str, rounds: int, folder: Path) -> dict:
+def measure(name: str, size: str, rounds: int, folder: Path, c_source: bool) -> dict:
     app = apps.load(name)
     inputs = app.inputs(size)
     built = app.build(hl, inputs)
@@ -40,26 +43,40 @@ def measure(name: str, size: str, rounds: int, folder: Path) -> dict:
     t0 = time.perf_counter()
     built.output.compile_to_object(str(folder / f"{name}.o"), [], name)
     compile_s = time.perf_counter() - t0
-    entry = getattr(load_object(folder / f"{name}.o", folder / f"lib{name}.so"), name)
-    out = np.zeros(list(reversed(built.output_sizes)), built.output_type.to_numpy())
-    buffer = ctypes.byref(halide_buffer(out, built.output_mins))
+    entries = {"object": getattr(load_object(folder / f"{name}.o", folder / f"lib{name}.so"), name)}
+    if c_source:
+        t0 = time.perf_counter()
+        built.output.compile_to_c(str(folder / f"{name}.cpp"), [], name)
+        library = load_c_source(folder / f"{name}.cpp", folder / f"lib{name}_c.so", flags=["-O3", "-march=native"])
+        c_build_s = time.perf_counter() - t0
+        entries["c"] = getattr(library, name)
+    want = np.asarray(jit())
+    runners = {"jit": jit}
+    for kind, entry in entries.items():
+        out = np.zeros(list(reversed(built.output_sizes)), built.output_type.to_numpy())
+        buffer = ctypes.byref(halide_buffer(out, built.output_mins))
 
-    def aot():
-        if entry(buffer) != 0:
-            raise RuntimeError(f"{name}: the object's entry failed")
+        def run(entry=entry, buffer=buffer, kind=kind):
+            if entry(buffer) != 0:
+                raise RuntimeError(f"{name}: the {kind} entry failed")
 
-    aot()
-    if not app.check(out, np.asarray(jit())):
-        raise RuntimeError(f"{name}: the object computed something else than realize")
+        run()
+        if not app.check(out, want):
+            raise RuntimeError(f"{name}: the {kind} code computed something else than realize")
+        runners[kind] = run
     once = _time(jit, 1)
     calls = max(1, min(50, int(0.05 / max(once, 1e-6))))
-    jit_times, aot_times = [], []
-    for _ in range(rounds):  # interleaved: the machine's noise falls on both
-        jit_times.append(_time(jit, calls))
-        aot_times.append(_time(aot, calls))
-    jit_s, aot_s = statistics.median(jit_times), statistics.median(aot_times)
-    return {"app": name, "jit_ms": jit_s * 1e3, "aot_ms": aot_s * 1e3, "aot_over_jit": aot_s / jit_s,
-            "object_compile_s": compile_s}
+    times = {kind: [] for kind in runners}
+    for _ in range(rounds):  # interleaved: the machine's noise falls on all of them
+        for kind, run in runners.items():
+            times[kind].append(_time(run, calls))
+    jit_s, aot_s = statistics.median(times["jit"]), statistics.median(times["object"])
+    row = {"app": name, "jit_ms": jit_s * 1e3, "aot_ms": aot_s * 1e3, "aot_over_jit": aot_s / jit_s,
+           "object_compile_s": compile_s}
+    if c_source:
+        c_s = statistics.median(times["c"])
+        row.update({"c_ms": c_s * 1e3, "c_over_object": c_s / aot_s, "c_source_and_build_s": c_build_s})
+    return row
 
 
 def main(argv=None) -> int:
@@ -67,20 +84,26 @@ def main(argv=None) -> int:
     parser.add_argument("apps", nargs="*", default=apps.NAMES)
     parser.add_argument("--size", default="default", choices=["default", "large"])
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--no-c", action="store_true", help="leave out the C backend's source")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     if c_compiler() is None:
         print("no C compiler: the objects cannot be linked", file=sys.stderr)
         return 1
+    c_source = not args.no_c and cxx_compiler() is not None
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         for name in args.apps:
-            row = measure(name, args.size, args.rounds, Path(folder))
+            row = measure(name, args.size, args.rounds, Path(folder), c_source)
             rows.append(row)
-            print(f"{name:20s} realize {row['jit_ms']:9.3f} ms   object {row['aot_ms']:9.3f} ms   "
-                  f"object/realize {row['aot_over_jit']:5.2f}   (object compiled in {row['object_compile_s']:.1f} s)",
-                  flush=True)
-    print(f"geometric mean object/realize: {np.exp(np.mean(np.log([r['aot_over_jit'] for r in rows]))):.2f}")
+            line = (f"{name:20s} realize {row['jit_ms']:9.3f} ms   object {row['aot_ms']:9.3f} ms   "
+                    f"object/realize {row['aot_over_jit']:5.2f}")
+            if c_source:
+                line += f"   C source {row['c_ms']:9.3f} ms   C/object {row['c_over_object']:5.2f}"
+            print(line, flush=True)
+    for key, what in (("aot_over_jit", "object/realize"), ("c_over_object", "C source/object")):
+        if key in rows[0]:
+            print(f"geometric mean {what}: {np.exp(np.mean(np.log([r[key] for r in rows]))):.2f}")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")
     return 0

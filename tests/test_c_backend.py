@@ -249,3 +249,37 @@ def test_refusals(tmp_path):
     g[x] = x
     with pytest.raises(hl.HalideError, match="not a C identifier"):
         g.compile_to_c(str(tmp_path / "g.cpp"), [], "my-g")
+
+
+def test_no_fused_multiply_adds_unless_the_target_allows_them(tmp_path):
+    """Built with -march=haswell -ffp-contract=fast, a * b + c still rounds twice, as the JIT does
+    (the source turns contraction off); the same source without that pragma would fuse, which is
+    what makes the check mean something. With the target's fp_contract it may fuse."""
+    a, b, c = (hl.ImageParam(hl.Float(32), 1, n) for n in "abc")
+    x = hl.Var("x")
+    f = hl.Func("f")
+    f[x] = a[x] * b[x] + c[x]
+    rng = np.random.default_rng(7)
+    values = [rng.standard_normal(64).astype(np.float32) for _ in range(3)]
+    for image, v in zip((a, b, c), values):
+        image.set(hl.Buffer(v))
+    want = np.asarray(f.realize([64]))
+    fused = np.array([np.float32(np.float64(p) * np.float64(q) + np.float64(r)) for p, q, r in zip(*values)])
+    assert not np.array_equal(want, fused)
+    flags = ["-march=haswell", "-ffp-contract=fast"]
+    source = tmp_path / "fma.cpp"
+    f.compile_to_c(str(source), [a, b, c], "fused")
+    results = {}
+    for kind, text in (("as written", source.read_text()),
+                       ("pragma removed", re.sub(r'#pragma (STDC FP_CONTRACT OFF|GCC optimize\("fp-contract=off"\))',
+                                                 "", source.read_text()))):
+        variant = tmp_path / f"fma_{len(results)}.cpp"
+        variant.write_text(text)
+        lib = load_c_source(variant, tmp_path / f"libfma_{len(results)}.so", flags=flags)
+        out = np.zeros(64, np.float32)
+        assert call(lib, "fused", *values, out) == 0
+        results[kind] = out
+    np.testing.assert_array_equal(results["as written"], want)
+    np.testing.assert_array_equal(results["pragma removed"], fused)
+    f.compile_to_c(str(source), [a, b, c], "fused", hl.Target("host-fp_contract"))
+    assert "fp-contract=off" not in source.read_text()

@@ -61,14 +61,14 @@ def cxx_compiler() -> str | None:
 CXX_FLAGS = ("-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-pthread")
 
 
-def load_c_source(source: Path, library: Path, c_files=()) -> ctypes.CDLL:
+def load_c_source(source: Path, library: Path, c_files=(), flags=()) -> ctypes.CDLL:
     """compile_to_c's source (with C files, such as a program's own halide_error) built into
-    the shared library `library`, loaded."""
+    the shared library `library` (CXX_FLAGS, then `flags`), loaded."""
     objects = []
     for c_file in map(Path, c_files):
         objects.append(str(c_file.with_suffix(".o")))
         subprocess.run([c_compiler(), "-c", "-fPIC", "-o", objects[-1], str(c_file)], check=True)
-    built = subprocess.run([cxx_compiler(), *CXX_FLAGS, "-o", str(library), str(source), *objects],
+    built = subprocess.run([cxx_compiler(), *CXX_FLAGS, *flags, "-o", str(library), str(source), *objects],
                            capture_output=True, text=True)
     if built.returncode:
         raise RuntimeError(f"{source} did not build:\n{built.stderr}")
