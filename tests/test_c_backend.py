@@ -150,6 +150,16 @@ def test_parallel_atomic_updates_scatter_under_a_lock_and_failures_inside_parall
     np.testing.assert_array_equal(pair_counts, want)
     np.testing.assert_array_equal(sums, np.bincount(values % 16, weights=values, minlength=16).astype(np.float32))
 
+    checked = hl.Func("checked")  # a require() inside an atomic update's value
+    checked[x] = 0
+    checked[inp[r] % 16] += hl.require(inp[r] < 250, 1, "value too big:", inp[r])
+    checked.update().atomic().split(r.x, r.x, rf, 64).parallel(r.x)
+    lib = build(tmp_path, checked, [inp], "checked")
+    assert call(lib, "checked", np.minimum(values, 249), counts) == 0
+    np.testing.assert_array_equal(counts, np.bincount(np.minimum(values, 249) % 16, minlength=16))
+    assert call(lib, "checked", values, counts) == -1
+    assert re.fullmatch(r"Requirement Failed: .* value too big: 25\d", last_error(lib)), last_error(lib)
+
     k = hl.Param(hl.Int(32), "k")
     g = hl.Func("g")
     y = hl.Var("y")

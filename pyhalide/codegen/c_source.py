@@ -256,6 +256,7 @@ class HostPrinter(CPrinter):
         self.user_context = user_context
         self.locks: dict[str, str] = {}  # an atomic update's name -> the C name of its lock
         self.required = False  # whether a require() was printed in the statement being printed
+        self.in_value_function = False  # printing an atomic update's value function (no return of codes)
 
     def where(self) -> str:
         return f"function {self.fn_name}"
@@ -265,8 +266,9 @@ class HostPrinter(CPrinter):
         return f"return hl_fail({', '.join([self.user_context, c_string(fmt), *values])});"
 
     def report_require(self) -> None:
-        """Leave if a require() printed since the last check failed."""
-        if self.required:
+        """Leave if a require() printed since the last check failed (after the value function of an
+        atomic update, where inside it)."""
+        if self.required and not self.in_value_function:
             self.emit(f"if ({_FAILURE}.failed.load(std::memory_order_acquire)) "
                       f"return hl_report({self.user_context}, {_FAILURE});")
             self.required = False
@@ -366,11 +368,13 @@ class HostPrinter(CPrinter):
             seen = self.fresh(s.old + ".seen")
             self.emit(f"hl_atomic_update<{element}>(&{self.ref(body.name)}[{index}], [&]({element} {seen}) {{")
             self.indent += 1
+            self.in_value_function = True
             old = self.bind(s.old)
             self.emit(f"const {c_type(t)} {old} = {f'({seen} != 0)' if t.is_bool() else seen};")
             value = self.expr(body.value)
             self.unbind(s.old)
             self.emit(f"return ({element})({value});")
+            self.in_value_function = False
             self.indent -= 1
             self.emit("});")
             self.report_require()
@@ -401,8 +405,6 @@ class HostPrinter(CPrinter):
         if e.name == "prefetch":
             name, index = e.args
             return f"(__builtin_prefetch(&{self.ref(name.value)}[{self.expr(index)}], 0, 3), 0)"
-        if e.name in ("all_true", "dot_product_i16", "saturating_add", "saturating_sub", "random", "bundle"):
-            raise CompileError(f"compile_to_c: the C backend does not print {e.name}() (it keeps no vectors)")
         return super().intrinsic(e)
 
     def _text(self, e, parts, separator: str, when: str, first: bool) -> str:
