@@ -59,30 +59,22 @@ def call(lib: ctypes.CDLL, name: str, *args) -> int:
     return getattr(lib, name)(*values)
 
 
-_HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
-
-
-@pytest.mark.fuzz
-@settings(max_examples=max(20, settings.default.max_examples // 2), deadline=None, suppress_health_check=_HEALTH)
-@given(pipeline=random_pipelines(), data=st.data())
-def test_random_pipelines_under_random_schedules_compute_what_the_jit_computes(pipeline, data):
-    sched = data.draw(scheduled(pipeline.build), label="schedule")
-    case = sched.built
-    remember(pipeline, sched)
-    want = realize_scheduled(case, None, sched)
-    outputs = [np.zeros_like(w) for w in want]
+def run_case(case, arguments, outputs: list[np.ndarray]) -> bool:
+    """Build a fuzz Case's pipeline as C++ with these arguments (their bound values passed) and
+    run it into `outputs`: True, or False where the schedule writes past the outputs (realize
+    grows them; the entry refuses, and the test checks that it says so)."""
     with tempfile.TemporaryDirectory() as directory:
-        lib = build(Path(directory), case.pipeline(), [], "pipeline")
+        lib = build(Path(directory), case.pipeline(), arguments, "pipeline")
+        types, values = zip(*[_argument(a) for a in arguments]) if arguments else ((), ())
         buffers = [halide_buffer(o, case.mins) for o in outputs]
-        rc = lib.pipeline(*[ctypes.byref(b) for b in buffers])
-        if rc != 0:
-            # The entry does not grow an output the schedule writes past (realize does): it says so.
-            assert re.search(r"Output buffer \S+ is accessed at -?\d+, which is (before|beyond)", last_error(lib)), \
-                last_error(lib)
-            event("the schedule writes past the output")
-            return
-    note(sched.lines)
-    assert_same(outputs, want, case.reassociates, "C backend vs JIT")
+        lib.pipeline.argtypes = [*types, *[ctypes.c_void_p] * len(buffers)]
+        values = [ctypes.byref(v) if isinstance(v, ctypes.Structure) else v for v in values]
+        if lib.pipeline(*values, *[ctypes.byref(b) for b in buffers]) == 0:
+            return True
+        assert re.search(r"Output buffer \S+ is accessed at -?\d+, which is (before|beyond)", last_error(lib)), \
+            last_error(lib)
+    event("the schedule writes past the output")
+    return False
 
 
 def _argument(a):
@@ -96,6 +88,23 @@ def _argument(a):
     return getattr(ctypes, kind), a.get()
 
 
+_HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+
+
+@pytest.mark.fuzz
+@settings(max_examples=max(20, settings.default.max_examples // 2), deadline=None, suppress_health_check=_HEALTH)
+@given(pipeline=random_pipelines(), data=st.data())
+def test_random_pipelines_under_random_schedules_compute_what_the_jit_computes(pipeline, data):
+    sched = data.draw(scheduled(pipeline.build), label="schedule")
+    case = sched.built
+    remember(pipeline, sched)
+    want = realize_scheduled(case, None, sched)
+    outputs = [np.zeros_like(w) for w in want]
+    if run_case(case, [], outputs):
+        note(sched.lines)
+        assert_same(outputs, want, case.reassociates, "C backend vs JIT")
+
+
 @pytest.mark.fuzz
 @pytest.mark.parametrize("name", sorted(CASES))
 @settings(max_examples=max(3, settings.default.max_examples // 10), deadline=None, suppress_health_check=_HEALTH)
@@ -107,22 +116,10 @@ def test_corpus_under_random_schedules_computes_what_the_jit_computes(name, data
     case = sched.built
     remember(name, sched)
     want = realize_scheduled(case, None, sched)
-    arguments = case.pipeline().infer_arguments()
     outputs = [np.zeros_like(w) for w in want]
-    with tempfile.TemporaryDirectory() as directory:
-        lib = build(Path(directory), case.pipeline(), arguments, "pipeline")
-        types, values = zip(*[_argument(a) for a in arguments]) if arguments else ((), ())
-        buffers = [halide_buffer(o, case.mins) for o in outputs]
-        lib.pipeline.argtypes = [*types, *[ctypes.c_void_p] * len(buffers)]
-        values = [ctypes.byref(v) if isinstance(v, ctypes.Structure) else v for v in values]
-        rc = lib.pipeline(*values, *[ctypes.byref(b) for b in buffers])
-        if rc != 0:
-            assert re.search(r"Output buffer \S+ is accessed at -?\d+, which is (before|beyond)", last_error(lib)), \
-                last_error(lib)
-            event("the schedule writes past the output")
-            return
-    note(sched.lines)
-    assert_same(outputs, want, case.reassociates, f"{name}: C backend vs JIT")
+    if run_case(case, case.pipeline().infer_arguments(), outputs):
+        note(sched.lines)
+        assert_same(outputs, want, case.reassociates, f"{name}: C backend vs JIT")
 
 
 def test_parallel_atomic_updates_scatter_under_a_lock_and_failures_inside_parallel_loops(tmp_path, monkeypatch):

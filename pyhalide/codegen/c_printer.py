@@ -38,6 +38,16 @@ template <typename T, typename S> HL_DEVICE T hl_reinterpret(S s) {
 """.strip()
 
 
+def bit_helpers(names: dict[str, str]) -> str:
+    """C++ definitions, on the CPU, of the bit-count functions named by CPrinter.BIT_FUNCTIONS's
+    keys (CUDA's semantics: a count of leading zeros of 0 is the width)."""
+    u32, u64 = "unsigned int", "unsigned long long"
+    body = {"popc": (u32, "__builtin_popcount(x)"), "popcll": (u64, "__builtin_popcountll(x)"),
+            "clz": (u32, "x ? __builtin_clz(x) : 32"), "clzll": (u64, "x ? __builtin_clzll(x) : 64"),
+            "ffs": (u32, "__builtin_ffs(x)"), "ffsll": (u64, "__builtin_ffsll(x)")}
+    return "\n".join(f"static inline int {names[k]}({arg} x) {{ return {value}; }}" for k, (arg, value) in body.items())
+
+
 def c_type(t: Type, memory: bool = False) -> str:
     if t.lanes != 1:
         raise InternalError(f"C printer: a vector of {t} reached the C code generator")

@@ -37,7 +37,9 @@ from .aot import (
     require_c_identifier,
 )
 from .c_interface import BUFFER_T, parameters
-from .c_printer import HELPERS, CPrinter, c_type, is_half
+from .c_printer import HELPERS, CPrinter, bit_helpers, c_type, is_half
+
+_BIT_FUNCTIONS = {name: f"hl_{name}" for name in CPrinter.BIT_FUNCTIONS}
 
 _PRELUDE = r"""
 #include <atomic>
@@ -65,12 +67,7 @@ namespace {
 
 #define HL_DEVICE static inline
 """ + HELPERS + r"""
-static inline int hl_popc(unsigned int x) { return __builtin_popcount(x); }
-static inline int hl_popcll(unsigned long long x) { return __builtin_popcountll(x); }
-static inline int hl_clz(unsigned int x) { return x ? __builtin_clz(x) : 32; }
-static inline int hl_clzll(unsigned long long x) { return x ? __builtin_clzll(x) : 64; }
-static inline int hl_ffs(unsigned int x) { return __builtin_ffs(x); }
-static inline int hl_ffsll(unsigned long long x) { return __builtin_ffsll(x); }
+""" + bit_helpers(_BIT_FUNCTIONS) + r"""
 using std::isnan; using std::isinf; using std::isfinite;
 
 // A failed check: the message to halide_error, and the entry's return value.
@@ -248,7 +245,7 @@ def _printf_format(t: Type) -> str:
 class HostPrinter(CPrinter):
     """Prints the body of the entry: a host Stmt."""
 
-    BIT_FUNCTIONS = {name: f"hl_{name}" for name in CPrinter.BIT_FUNCTIONS}
+    BIT_FUNCTIONS = _BIT_FUNCTIONS
 
     def __init__(self, fn_name: str, user_context: str):
         super().__init__()

@@ -29,7 +29,7 @@ from ..lowering.gpu_kernels import (
     statements,
 )
 from ..types import Type
-from .c_printer import HELPERS, CPrinter, c_type
+from .c_printer import HELPERS, CPrinter, bit_helpers, c_type
 from .cuda_vectors import Group, Lets, Plan, plan_region, vector_lanes
 
 _C_IDS = {**{n: f"((int32_t)blockIdx.{'xyz'[i]})" for i, n in enumerate(BLOCK_IDS)},
@@ -77,12 +77,7 @@ template <typename T> static inline T atomicAdd(T *p, T v) {
     } while (!__atomic_compare_exchange(p, &seen, &want, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
     return seen;
 }
-static inline int __popc(unsigned int x) { return __builtin_popcount(x); }
-static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
-static inline int __clz(unsigned int x) { return x ? __builtin_clz(x) : 32; }
-static inline int __clzll(unsigned long long x) { return x ? __builtin_clzll(x) : 64; }
-static inline int __ffs(unsigned int x) { return __builtin_ffs(x); }
-static inline int __ffsll(unsigned long long x) { return __builtin_ffsll(x); }
+""" + bit_helpers(CPrinter.BIT_FUNCTIONS) + r"""
 using std::isnan; using std::isinf; using std::isfinite;
 template <typename F> static void hl_emulate(const int64_t *grid, const int *block, int64_t shared_bytes, F body) {
     // One std::thread per GPU thread of a block, for the whole launch: they run the blocks one
