@@ -190,11 +190,13 @@ template <typename F> static int hl_par_for(int32_t min, int32_t extent, F body)
 """.strip()
 
 # Storage is read where the schedule computed it (bounds inference sees to it), which g++'s flow
-# analysis cannot always follow through guards: its "may be used uninitialized" is no warning here.
+# analysis cannot always follow through guards: its "may be used uninitialized" is no warning here;
+# nor is a value the lowered code names and then does not use (the compiler drops it).
 _QUIET = r"""
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
+#pragma GCC diagnostic ignored "-Wunused-variable"
 """.strip()
 
 # Floats as the program computes them: no fused multiply-adds (unless the target has fp_contract).
@@ -334,6 +336,11 @@ class HostPrinter(CPrinter):
         t = c_type(s.type, memory=True)
         check_explicit_stack(s)
         n = constant_elements(s)
+        uses = _Uses()
+        uses.visit(s.body)
+        if s.name not in uses.buffers:  # storage nothing reads or writes any more: none
+            self.stmt(s.body)
+            return
         self.emit("{")
         self.indent += 1
         if placed_on_stack(s):
