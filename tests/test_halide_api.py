@@ -327,6 +327,22 @@ f.realize([2, 2])
 """
 
 
+def test_a_traced_store_computes_its_value_once(capsys):
+    """A print() in a traced Func's value prints once per store, as Halide 21 prints it (read off
+    its run): the value is stored and traced from one computation."""
+    x = hl.Var("x")
+    f, g = hl.Func("once_f"), hl.Func("once_g")
+    f[x] = hl.print(x * 3, "<- x * 3 at", x)
+    g[x] = f[x] + f[x + 1]
+    f.compute_root().trace_stores()
+    g.trace_loads()
+    g.realize([2])
+    want = ["Begin pipeline once_g.0()", 'Tag once_f.0() tag = "func_type_and_dim: 1 0 32 1 1 0 3"']
+    for i in range(3):
+        want += [f"{3 * i} <- x * 3 at {i}", f"Store once_f.0({i}) = {3 * i}"]
+    assert capsys.readouterr().out.splitlines() == [*want, "End pipeline once_g.0()"]
+
+
 def test_image_param_trace_loads_prints_what_halide_prints(tmp_path):
     """ImageParam.trace_loads: each load of the image printed as `Load a_in.0(x, y) = v` (vector
     loads lane by lane in <...>), and a func_type_and_dim tag for each image and Func that had

@@ -6,7 +6,7 @@ Provides and Func calls are not yet flattened, nor moved by sliding window.
 
 Guarantees: for each traced Func f (value k of a Tuple as f.k), a `trace` intrinsic prints, in
 Halide's text format,
-- `Store f.k(x, y) = v` after each Provide (the value computed again for printing);
+- `Store f.k(x, y) = v` after each Provide (the value computed once, in a let, stored and printed);
 - `Load f.k(x, y) = v` where a consumer reads f (the call is wrapped: the trace's value is the
   load's), and `Load img.0(x, y) = v` where it reads an ImageParam traced with trace_loads;
 - and, when anything is traced, `Begin pipeline out.0()` / `End pipeline out.0()` around it all,
@@ -59,6 +59,7 @@ class _Tracing(IRMutator):
         self.trace_tags = trace_tags  # name -> add_trace_tag's tags
         self.touched: set[str] = set()  # the traced Funcs and images with events (Halide tags those)
         self.tagged: list[str] = []  # whose add_trace_tag tags print, in the order Halide meets them
+        self.stores = 0  # traced Provides so far (their lets' names are unique)
 
     def _has(self, name: str, what: str) -> bool:
         return what in self.traced.get(name, ())
@@ -74,10 +75,17 @@ class _Tracing(IRMutator):
         if not self._has(s.name, "stores"):
             return traced
         self.touched.add(s.name)
-        # the values printed are computed again, from the untraced ones (no second Load event)
-        events = [ir.Evaluate(_trace(ir.StringImm("Store "), *_coordinates(f"{s.name}.{k}", s.args),
-                                     ir.StringImm(" = "), v)) for k, v in enumerate(s.values)]
-        return ir.make_block([traced, *events])
+        # Each value is computed once, in a let, and both stored and printed: its Load events and
+        # any print() in it happen once, as in Halide.
+        names = [f"{s.name}.stored.{k}.{self.stores}" for k in range(len(s.values))]
+        self.stores += 1
+        values = tuple(ir.Variable(n, v.type) for n, v in zip(names, traced.values))
+        events = [ir.Evaluate(_trace(ir.StringImm("Store "), *_coordinates(f"{s.name}.{k}", traced.args),
+                                     ir.StringImm(" = "), v)) for k, v in enumerate(values)]
+        body = ir.make_block([ir.Provide(s.name, values, traced.args, traced.func), *events])
+        for name, value in reversed(list(zip(names, traced.values))):
+            body = ir.LetStmt(name, value, body)
+        return body
 
     def visit_Call(self, e):
         e = self.default(e)
