@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 import pyhalide as hl
 from pyhalide.testing.corpus import CASES
+from pyhalide.testing.differential import PIPELINES, apply, realize, schedules
 from pyhalide.testing.halide_buffer import (
     CXX_FLAGS,
     c_compiler,
@@ -59,14 +60,14 @@ def call(lib: ctypes.CDLL, name: str, *args) -> int:
     return getattr(lib, name)(*values)
 
 
-def run_case(case, arguments, outputs: list[np.ndarray]) -> bool:
-    """Build a fuzz Case's pipeline as C++ with these arguments (their bound values passed) and
-    run it into `outputs`: True, or False where the schedule writes past the outputs (realize
-    grows them; the entry refuses, and the test checks that it says so)."""
+def run_case(pipeline, arguments, outputs: list[np.ndarray], mins=None) -> bool:
+    """Build a fuzz case's pipeline as C++ with these arguments (their bound values passed) and
+    run it into `outputs` (at `mins`): True, or False where the schedule writes past the outputs
+    (realize grows them; the entry refuses, and the test checks that it says so)."""
     with tempfile.TemporaryDirectory() as directory:
-        lib = build(Path(directory), case.pipeline(), arguments, "pipeline")
+        lib = build(Path(directory), pipeline, arguments, "pipeline")
         types, values = zip(*[_argument(a) for a in arguments]) if arguments else ((), ())
-        buffers = [halide_buffer(o, case.mins) for o in outputs]
+        buffers = [halide_buffer(o, mins) for o in outputs]
         lib.pipeline.argtypes = [*types, *[ctypes.c_void_p] * len(buffers)]
         values = [ctypes.byref(v) if isinstance(v, ctypes.Structure) else v for v in values]
         if lib.pipeline(*values, *[ctypes.byref(b) for b in buffers]) == 0:
@@ -100,7 +101,7 @@ def test_random_pipelines_under_random_schedules_compute_what_the_jit_computes(p
     remember(pipeline, sched)
     want = realize_scheduled(case, None, sched)
     outputs = [np.zeros_like(w) for w in want]
-    if run_case(case, [], outputs):
+    if run_case(case.pipeline(), [], outputs, case.mins):
         note(sched.lines)
         assert_same(outputs, want, case.reassociates, "C backend vs JIT")
 
@@ -117,9 +118,31 @@ def test_corpus_under_random_schedules_computes_what_the_jit_computes(name, data
     remember(name, sched)
     want = realize_scheduled(case, None, sched)
     outputs = [np.zeros_like(w) for w in want]
-    if run_case(case, case.pipeline().infer_arguments(), outputs):
+    if run_case(case.pipeline(), case.pipeline().infer_arguments(), outputs, case.mins):
         note(sched.lines)
         assert_same(outputs, want, case.reassociates, f"{name}: C backend vs JIT")
+
+
+@pytest.mark.fuzz
+@pytest.mark.parametrize("name", sorted(PIPELINES))
+@settings(max_examples=max(4, settings.default.max_examples // 6), deadline=None, suppress_health_check=_HEALTH)
+@given(data=st.data())
+def test_halide_style_schedules_compute_what_the_jit_computes(name, data):
+    """The differential corpus (scatters, scans, histograms, resampling, several outputs) under
+    schedules drawn as Halide's fuzz_schedule draws them, without asking pyhalide what it
+    accepts: where the JIT runs one, the C backend's source computes the same."""
+    sched = data.draw(schedules(name), label="schedule")
+    built = PIPELINES[name](hl)
+    try:
+        apply(hl, built, sched.steps)
+        want = realize(hl, built, sched.sizes, sched.alone)
+    except hl.HalideError:
+        event("pyhalide refused")
+        return
+    outputs = [np.zeros_like(w) for w in want]
+    if run_case(hl.Pipeline([built.funcs[sched.alone]] if sched.alone else built.outputs), [], outputs):
+        note(sched.text())
+        assert_same(outputs, want, False, f"{name}: C backend vs JIT")
 
 
 def test_parallel_atomic_updates_scatter_under_a_lock_and_failures_inside_parallel_loops(tmp_path, monkeypatch):
