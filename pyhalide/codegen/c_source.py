@@ -219,18 +219,15 @@ static inline hl_half hl_half_bits(uint16_t bits) { hl_half h; memcpy(&h, &bits,
 _FAILURE = "v_required"  # the C name of the function's hl_failure, where it uses require()
 
 
+def _escaped_bytes(data: bytes) -> str:
+    """The bytes as the inside of a C string literal: printable ASCII as itself (but for `"`, `\\`
+    and `?`), the rest as three-digit octal escapes (which no following digit can extend)."""
+    return "".join(chr(b) if 32 <= b < 127 and b not in b'"\\?' else f"\\{b:03o}" for b in data)
+
+
 def c_string(text: str) -> str:
     """A C string literal of text (UTF-8), escaped."""
-    out = []
-    for byte in text.encode():
-        ch = chr(byte)
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif 32 <= byte < 127:
-            out.append(ch)
-        else:
-            out.append(f"\\{byte:03o}")
-    return '"' + "".join(out) + '"'
+    return f'"{_escaped_bytes(text.encode())}"'
 
 
 def _printf_argument(text: str, t: Type) -> str:
@@ -500,10 +497,11 @@ class _Entry:
         arr = _embedded_array(spec.source)
         data = arr.tobytes(order="F") or b"\0"
         array = f"hl_{self.fn_name}_{len(statics)}"
-        rows = [", ".join(str(b) for b in data[k:k + 32]) for k in range(0, len(data), 32)]
-        elements = ",\n    ".join(rows)
+        # a string literal (one more byte: its NUL), which compilers read far faster than a list
+        # of numbers: an 8 MB image compiles in a second instead of ten
+        rows = "\n    ".join(f'"{_escaped_bytes(data[k:k + 64])}"' for k in range(0, len(data), 64))
         statics.append(f"// {spec.name}: {arr.dtype} {list(arr.shape)} (dimension 0 first)\n"
-                       f"alignas(64) static const uint8_t {array}[{len(data)}] = {{\n    {elements}\n}};")
+                       f"alignas(64) static const char {array}[{len(data) + 1}] =\n    {rows};")
         fields = {k: str(v) for k, v in _embedded_constants(self.lowered).items() if k.startswith(spec.name + ".")}
         self._bind_host(spec, array, fields, used)
 
