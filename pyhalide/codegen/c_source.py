@@ -191,12 +191,16 @@ template <typename F> static int hl_par_for(int32_t min, int32_t extent, F body)
 
 # Storage is read where the schedule computed it (bounds inference sees to it), which g++'s flow
 # analysis cannot always follow through guards: its "may be used uninitialized" is no warning here;
-# nor is a value the lowered code names and then does not use (the compiler drops it).
+# nor is a value (or storage) the lowered code names or fills and then does not use (the compiler
+# drops it); nor g++'s "iteration N invokes undefined behavior", which it says of copies of a loop
+# that partition_loops made for a range it cannot prove empty, and that never run.
 _QUIET = r"""
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Waggressive-loop-optimizations"
 #endif
 #pragma GCC diagnostic ignored "-Wunused-variable"
+#pragma GCC diagnostic ignored "-Wunused-but-set-variable"
 """.strip()
 
 # Floats as the program computes them: no fused multiply-adds (unless the target has fp_contract).
