@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 
 import pyhalide as hl
+from pyhalide.codegen import c_interface
 from pyhalide.testing.corpus import CASES
 from pyhalide.testing.differential import PIPELINES, apply, realize, schedules
 from pyhalide.testing.halide_buffer import (
@@ -104,6 +105,85 @@ def test_random_pipelines_under_random_schedules_compute_what_the_jit_computes(p
     if run_case(case.pipeline(), [], outputs, case.mins):
         note(sched.lines)
         assert_same(outputs, want, case.reassociates, "C backend vs JIT")
+
+
+_DRIVER = r"""
+#include <cstdio>
+#include <cstdlib>
+#include <cstdint>
+#include "halide_buffer.h"
+extern "C" int pipeline(%(params)s);
+int main() {
+%(buffers)s
+    const int rc = pipeline(%(args)s);
+    FILE *out = fopen("outputs.bin", "wb");
+%(writes)s
+    fclose(out);
+    return rc == 0 ? 0 : 3;
+}
+"""
+
+
+def sanitized_run(directory: Path, pipeline, outputs: list[np.ndarray], mins=None) -> bool:
+    """The pipeline (no arguments but its outputs) as C++ built with AddressSanitizer and
+    UndefinedBehaviorSanitizer into a program that fills `outputs` (at `mins`): True where it ran,
+    False where the schedule writes past the outputs. Any access outside an allocation or a buffer,
+    the stack's included, fails the test with the sanitizer's report."""
+    pipeline.compile_to_c(str(directory / "pipeline.cpp"), [], "pipeline")
+    (directory / "halide_buffer.h").write_text(c_interface.BUFFER_T)
+    buffers, writes = [], []
+    for k, o in enumerate(outputs):
+        n = o.ndim
+        dims = ", ".join(f"{{{mins[d] if mins else 0}, {o.shape[n - 1 - d]}, {o.strides[n - 1 - d] // o.itemsize}, 0}}"
+                         for d in range(n))
+        code = {"i": 0, "u": 1, "f": 2, "b": 1}[o.dtype.kind]
+        bits = 1 if o.dtype.kind == "b" else o.itemsize * 8
+        buffers += [f"    static uint8_t data{k}[{max(o.nbytes, 1)}];",
+                    f"    static halide_dimension_t dims{k}[{max(n, 1)}] = {{{dims}}};",
+                    f"    static halide_buffer_t buffer{k} = "
+                    f"{{0, 0, data{k}, 0, {{{code}, {bits}, 1}}, {n}, dims{k}, 0}};"]
+        writes.append(f"    fwrite(data{k}, 1, {o.nbytes}, out);")
+    args = ", ".join(f"&buffer{k}" for k in range(len(outputs)))
+    params = ", ".join("struct halide_buffer_t *" for _ in outputs)
+    (directory / "main.cpp").write_text(_DRIVER % {"params": params, "buffers": "\n".join(buffers), "args": args,
+                                                   "writes": "\n".join(writes)})
+    sanitizers = ["-fsanitize=address,undefined", "-fno-sanitize=signed-integer-overflow,float-cast-overflow",
+                  "-fno-sanitize-recover=all"]
+    flags = [f for f in CXX_FLAGS if f not in ("-shared", "-fPIC", "-O2")]
+    built = subprocess.run([cxx_compiler(), *flags, "-O1", "-g", *sanitizers, "-I", str(directory), "-o",
+                            str(directory / "main"), str(directory / "pipeline.cpp"), str(directory / "main.cpp")],
+                           capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    ran = subprocess.run([str(directory / "main")], cwd=directory, capture_output=True, text=True, timeout=300)
+    assert ran.returncode in (0, 3) and "Sanitizer" not in ran.stderr, ran.stderr
+    if ran.returncode == 3:
+        assert re.search(r"Output buffer \S+ is accessed at -?\d+, which is (before|beyond)", ran.stderr), ran.stderr
+        event("the schedule writes past the output")
+        return False
+    data = (directory / "outputs.bin").read_bytes()
+    offset = 0
+    for o in outputs:
+        o[...] = np.frombuffer(data[offset:offset + o.nbytes], o.dtype).reshape(o.shape)
+        offset += o.nbytes
+    return True
+
+
+@pytest.mark.fuzz
+@settings(max_examples=max(10, settings.default.max_examples // 3), deadline=None, suppress_health_check=_HEALTH)
+@given(pipeline=random_pipelines(), data=st.data())
+def test_sanitized_random_pipelines_touch_only_their_memory(pipeline, data):
+    """The lowered code, stack storage included, reads and writes only inside its allocations
+    and buffers: random pipelines under random schedules, their C++ built with AddressSanitizer
+    and UndefinedBehaviorSanitizer (the same Stmt the CPU backend compiles, but for vectors)."""
+    sched = data.draw(scheduled(pipeline.build), label="schedule")
+    case = sched.built
+    remember(pipeline, sched)
+    want = realize_scheduled(case, None, sched)
+    outputs = [np.zeros_like(w) for w in want]
+    with tempfile.TemporaryDirectory() as directory:
+        if sanitized_run(Path(directory), case.pipeline(), outputs, case.mins):
+            note(sched.lines)
+            assert_same(outputs, want, case.reassociates, "sanitized C backend vs JIT")
 
 
 @pytest.mark.fuzz
