@@ -476,6 +476,7 @@ def create_generator(name: str, context: GeneratorContext | None = None) -> Gene
 # -e's names (OutputFileType's, and Halide's short ones) -> (the output, its file's suffix); None:
 # the target's object or library suffix
 _EMITS = {"assembly": ("assembly", ".s"), "bitcode": ("bitcode", ".bc"), "c_header": ("c_header", ".h"),
+          "c_source": ("c_source", ".halide_generated.cpp"),
           "h": ("c_header", ".h"), "llvm_assembly": ("llvm_assembly", ".ll"), "object": ("object", None),
           "o": ("object", None), "python_extension": ("python_extension", ".py.cpp"),
           "static_library": ("static_library", None), "stmt": ("stmt", ".stmt"),
@@ -510,7 +511,7 @@ def _parse_command_line(argv: list[str]) -> tuple[dict[str, str], dict[str, str]
 def main(argv=None) -> None:
     """Halide's generator command line: `-g NAME` (may be left out where one Generator is
     registered), `-o DIR`, `-e KINDS` (comma-separated: c_header, static_library, object,
-    python_extension, assembly, bitcode, llvm_assembly, stmt, stmt_html; default
+    python_extension, c_source, assembly, bitcode, llvm_assembly, stmt, stmt_html; default
     c_header,static_library), `-f FUNCTION_NAME`, `-n FILE_BASE_NAME`, `-p PLUGIN` (accepted,
     as hl.load_plugin), then `target=...`, `autoscheduler=NAME`, `autoscheduler.KEY=VALUE` and
     the Generator's GeneratorParams as `NAME=VALUE`. The function takes the Inputs in declared

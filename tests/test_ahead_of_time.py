@@ -334,9 +334,10 @@ def test_generator_command_line_writes_what_builds_an_extension(tmp_path):
     for layout in ("planar", "interleaved", "specialized"):
         name = f"shift_{layout}"
         subprocess.run([sys.executable, str(script), "-g", "shift_rgb", "-o", str(tmp_path / "out"), "-e",
-                        "object,python_extension,c_header,static_library", "-f", name, "target=host",
+                        "object,python_extension,c_header,static_library,c_source", "-f", name, "target=host",
                         f"layout={layout}"], check=True)
         assert (tmp_path / "out" / f"{name}.a").is_file() and (tmp_path / "out" / f"{name}.h").is_file()
+        assert f'extern "C" int {name}(' in (tmp_path / "out" / f"{name}.halide_generated.cpp").read_text()
         out_dir = tmp_path / "out"
         modules[layout] = build_extension(out_dir, name, out_dir / f"{name}.py.cpp", out_dir / f"{name}.o")
     rng = np.random.default_rng(3)
