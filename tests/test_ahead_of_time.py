@@ -450,19 +450,27 @@ _CROSS = [  # (target, C compiler, how to run its programs): each where the mach
 ]
 
 
+@pytest.mark.parametrize("backend", ["object", "c_source"])
 @pytest.mark.parametrize(("target", "compiler", "emulator"), _CROSS, ids=[t for t, _, _ in _CROSS])
-def test_cross_compiled_pipeline_runs_under_emulation(tmp_path, target, compiler, emulator):
-    """Objects for other CPUs (32-bit ones too: halide_buffer_t's layout and size_t change) compute
-    what realize computes here, run under qemu: a blur with a stage at root (the heap) and
-    vectorized, parallel loops (serial without the x86-64 Linux thread pool)."""
-    if shutil.which(compiler) is None or shutil.which(emulator[0]) is None:
-        pytest.skip(f"{compiler} or {emulator[0]} is not installed")
+def test_cross_compiled_pipeline_runs_under_emulation(tmp_path, target, compiler, emulator, backend):
+    """Objects for other CPUs (32-bit ones too: halide_buffer_t's layout and size_t change), and
+    the C backend's source built by those CPUs' C++ compilers, compute what realize computes here,
+    run under qemu: a blur with a stage at root (the heap) and vectorized, parallel loops (serial
+    in objects without the x86-64 Linux thread pool; std::threads in the C source)."""
+    cxx = compiler[:-3] + "g++"
+    needed = [compiler, emulator[0], *([cxx] if backend == "c_source" else [])]
+    if any(shutil.which(tool) is None for tool in needed):
+        pytest.skip(f"one of {', '.join(needed)} is not installed")
     by, inp, gain = blur_pipeline()
     x, y = hl.Var("x"), hl.Var("y")
     out = hl.Func("out")
     out[x, y] = by[x, y] + by[x + 1, y]
     by.compute_root()
     out.compile_to_file(str(tmp_path / "blur"), [inp, gain], "blur", hl.Target(target))
+    if backend == "c_source":
+        out.compile_to_c(str(tmp_path / "blur.cpp"), [inp, gain], "blur", hl.Target(target))
+        subprocess.run([cxx, "-std=c++17", "-O2", "-c", "-o", str(tmp_path / "blur.o"), str(tmp_path / "blur.cpp")],
+                       check=True)
     image = (np.arange(150 * 203, dtype=np.uint32) * 2654435761 % 4001).astype(np.uint16).reshape(150, 203)
     image.tofile(tmp_path / "in.raw")
     (tmp_path / "main.c").write_text(r"""
@@ -487,8 +495,11 @@ int main(void) {
     return 0;
 }
 """)
-    subprocess.run([compiler, "-O2", "-I", str(tmp_path), str(tmp_path / "main.c"), str(tmp_path / "blur.o"), "-o",
-                    str(tmp_path / "main"), "-lpthread"], check=True)
+    subprocess.run([compiler, "-O2", "-c", "-I", str(tmp_path), "-o", str(tmp_path / "main.o"),
+                    str(tmp_path / "main.c")], check=True)
+    linker = cxx if backend == "c_source" else compiler  # (the C source needs the C++ library)
+    subprocess.run([linker, "-o", str(tmp_path / "main"), str(tmp_path / "main.o"), str(tmp_path / "blur.o"),
+                    "-lpthread"], check=True)
     subprocess.run([*emulator, str(tmp_path / "main")], check=True, cwd=tmp_path, timeout=120)
     inp.set(hl.Buffer(image))
     gain.set(1.5)
