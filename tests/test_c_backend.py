@@ -393,3 +393,40 @@ def test_no_fused_multiply_adds_unless_the_target_allows_them(tmp_path):
     np.testing.assert_array_equal(results["pragma removed"], fused)
     f.compile_to_c(str(source), [a, b, c], "fused", hl.Target("host-fp_contract"))
     assert "fp-contract=off" not in source.read_text()
+
+
+def test_a_parallel_loop_that_cannot_start_its_threads_runs_on_those_it_got(tmp_path):
+    """HL_NUM_THREADS=500 under an address-space limit that leaves no room for 500 thread
+    stacks: thread creation fails, and the loop runs on the threads that did start."""
+    import resource
+
+    x, y = hl.Var("x"), hl.Var("y")
+    f = hl.Func("f")
+    f[x, y] = x * 3 + y
+    f.parallel(y)
+    f.compile_to_c(str(tmp_path / "f.cpp"), [], "f")
+    main = tmp_path / "main.cpp"
+    main.write_text("#include <cstdint>\n" + c_interface.BUFFER_T + r"""
+#include <cstdio>
+extern "C" int f(halide_buffer_t *);
+static int32_t out[1000][100];
+int main() {
+    halide_dimension_t d[2] = {{0, 100, 1, 0}, {0, 1000, 100, 0}};
+    halide_buffer_t b = {0, 0, (uint8_t *)out, 0, {0, 32, 1}, 2, d, 0};
+    const int rc = f(&b);
+    long wrong = 0;
+    for (int j = 0; j < 1000; j++) for (int i = 0; i < 100; i++) wrong += out[j][i] != i * 3 + j;
+    printf("%d %ld\n", rc, wrong);
+    return 0;
+}
+""")
+    flags = [flag for flag in CXX_FLAGS if flag not in ("-shared", "-fPIC")]
+    subprocess.run([cxx_compiler(), *flags, "-o", str(tmp_path / "main"), str(tmp_path / "f.cpp"), str(main)],
+                   check=True)
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_AS, (300 << 20, 300 << 20))
+
+    ran = subprocess.run([str(tmp_path / "main")], env={"HL_NUM_THREADS": "500"}, preexec_fn=limited,
+                         capture_output=True, text=True, timeout=120)
+    assert (ran.returncode, ran.stdout.split()) == (0, ["0", "0"]), ran.stderr

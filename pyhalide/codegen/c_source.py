@@ -177,7 +177,15 @@ template <typename F> static int hl_par_for(int32_t min, int32_t extent, F body)
     };
     std::vector<std::thread> team;
     for (int64_t t = 1; t < threads; t++) {
+#if defined(__cpp_exceptions)
+        try {
+            team.emplace_back(work);
+        } catch (...) {  // no more threads to be had: those started (and this one) do the rest
+            break;
+        }
+#else
         team.emplace_back(work);
+#endif
     }
     work();
     for (auto &member : team) {
