@@ -209,7 +209,7 @@ def compile_object(lowered, stmt, arguments: list[EntryArgument], fn_name: str, 
     require_c_identifier(fn_name)
     machine = machine_for(target)
     dense = [b.name for b in lowered.buffers if b.dimensions and (b.name not in checks or checks[b.name].dense)]
-    constants = {**constants, **_embedded_constants(lowered)}
+    constants = {**constants, **embedded_constants(lowered)}
     stmt = finish_lowering(stmt, dense, buffer_constants=constants, x86=machine.x86)
     impl = f"{fn_name}.pipeline"
     cg = CodeGen(lowered, stmt, impl, [list(range(b.dimensions)) for b in lowered.buffers],
@@ -244,17 +244,17 @@ def require_c_identifier(fn_name: str) -> None:
         raise HalideError(f"compile_to: the function name {fn_name!r} is not a C identifier")
 
 
-def _embedded_array(buf) -> np.ndarray:
+def embedded_array(buf) -> np.ndarray:
     """A Buffer's elements as an array whose axis d is the Buffer's dimension d, dimension 0 dense."""
     arr = buf._array
     return np.asfortranarray(np.transpose(arr, buf._axis)) if arr.ndim else arr
 
 
-def _embedded_constants(lowered) -> dict[str, int]:
+def embedded_constants(lowered) -> dict[str, int]:
     """`buffer.field.dimension` -> value for the Buffers the algorithm names, as embedded."""
     out = {}
     for name, buf in lowered.bound_inputs:
-        arr = _embedded_array(buf)
+        arr = embedded_array(buf)
         for d in range(arr.ndim):
             out.update({f"{name}.min.{d}": buf._mins[d], f"{name}.extent.{d}": arr.shape[d],
                         f"{name}.stride.{d}": arr.strides[d] // arr.itemsize})
@@ -284,12 +284,12 @@ def c_scalar_type(t: Type) -> ll.Type:
     return I8 if t.is_bool() else llvm_type(t)
 
 
-def _escaped(name: str) -> str:
+def printf_escaped(name: str) -> str:
     """A name as literal text of a printf format."""
     return name.replace("%", "%%")
 
 
-def _c_format(message: str, floats: tuple) -> str:
+def printf_format_of(message: str, floats: tuple) -> str:
     """A message of the pipeline's asserts (Python's `{}` fields) as a printf format."""
     out, k = [], 0
     for literal, field in re.findall(r"((?:[^{}]|\{\{|\}\})*)(\{[^{}]*\})?", message):
@@ -385,7 +385,7 @@ class _Entry:
         return self.b.gep(buffer, [ll.Constant(I32, k) for k in (0, *indices)], source_etype=self.buffer_t)
 
     def _bind_buffer(self, spec, buffer, header) -> None:
-        b, name = self.b, _escaped(spec.name)
+        b, name = self.b, printf_escaped(spec.name)
         kind = "Output" if spec.is_output else "Input"
         self._fail_unless(b.icmp_unsigned("!=", buffer, ll.Constant(PTR, None)),
                           f"{kind} buffer {name} is NULL")
@@ -438,7 +438,7 @@ class _Entry:
     def _embed_buffer(self, spec, header) -> None:
         """A Buffer the algorithm names: its elements, dimension 0 dense, as a constant of the object."""
         buf = spec.source
-        arr = _embedded_array(buf)
+        arr = embedded_array(buf)
         data = bytearray(arr.tobytes(order="F")) or bytearray(1)
         g = ll.GlobalVariable(self.m, ll.ArrayType(I8, len(data)), f"{self.fn_name}.{spec.name}.data")
         g.linkage, g.global_constant, g.align = "internal", True, 64
@@ -470,7 +470,7 @@ class _Entry:
                 ok = b.fcmp_ordered(op, wide, ll.Constant(F64, float(bound)))
             else:
                 ok = (b.icmp_signed if t.is_int() else b.icmp_unsigned)(op, wide, ll.Constant(I64, int(bound)))
-            self._fail_unless(ok, f"Parameter {_escaped(a.name)} is {fmt} but must be {word} {bound}", [shown])
+            self._fail_unless(ok, f"Parameter {printf_escaped(a.name)} is {fmt} but must be {word} {bound}", [shown])
         self._store_slot(self.cg.layout.param_slots[spec.name], b.bitcast(wide, I64) if t.is_float() else wide)
 
     def _thread_count(self):
@@ -513,7 +513,7 @@ class _Entry:
                 raw = b.load(b.gep(self.scalars, [ll.Constant(I64, 0), ll.Constant(I64, layout.error_slot + 1 + j)],
                                    source_etype=self.scalars_type), typ=I64)
                 values.append(b.bitcast(raw, F64) if is_float else raw)
-            self._report(_c_format(message, floats), values)
+            self._report(printf_format_of(message, floats), values)
             b.ret(ll.Constant(I32, FAILED))
         b.position_at_end(other)
         b.ret(code)

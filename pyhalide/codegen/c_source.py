@@ -29,11 +29,11 @@ from .aot import (
     FAILED,
     MAX_SPAN,
     EntryArgument,
-    _c_format,
-    _embedded_array,
-    _embedded_constants,
-    _escaped,
+    embedded_array,
+    embedded_constants,
     halide_type_code,
+    printf_escaped,
+    printf_format_of,
     require_c_identifier,
 )
 from .c_interface import BUFFER_T, parameters
@@ -316,7 +316,7 @@ class HostPrinter(CPrinter):
         values = [_printf_argument(self.expr(a), a.type) for a in s.args]
         self.report_require()
         self.emit(f"if (!{condition}) {{")
-        self.emit(f"    {self.fail(_c_format(s.message, tuple(a.type.is_float() for a in s.args)), values)}")
+        self.emit(f"    {self.fail(printf_format_of(s.message, tuple(a.type.is_float() for a in s.args)), values)}")
         self.emit("}")
 
     def s_For(self, s):
@@ -363,7 +363,7 @@ class HostPrinter(CPrinter):
             self.report_require()
             heap = self.fresh(s.name + ".heap")
             self.emit(f"hl_heap {heap}({' * '.join(size)});")
-            self.emit(f"if (!{heap}.data) {self.fail(f'Out of memory allocating {_escaped(s.name)}', [])}")
+            self.emit(f"if (!{heap}.data) {self.fail(f'Out of memory allocating {printf_escaped(s.name)}', [])}")
             c = self.bind(s.name)
             self.emit(f"{t} *__restrict__ const {c} = ({t} *){heap}.data;")
         self.stmt(s.body)
@@ -426,7 +426,7 @@ class HostPrinter(CPrinter):
         formats, values, types = [], [], []
         for a in parts:
             if isinstance(a, ir.StringImm):
-                formats.append(_escaped(a.value))
+                formats.append(printf_escaped(a.value))
                 continue
             text = self.expr(a)
             formats.append(_printf_format(a.type))
@@ -444,7 +444,7 @@ class HostPrinter(CPrinter):
     def _require(self, e) -> str:
         condition, value, message, *values = e.args
         self.required = True
-        fmt = _c_format(message.value, tuple(v.type.is_float() for v in values))
+        fmt = printf_format_of(message.value, tuple(v.type.is_float() for v in values))
         args = [_printf_argument(self.expr(v), v.type) for v in values]
         return f"hl_require({', '.join([self.expr(condition), self.expr(value), _FAILURE, c_string(fmt), *args])})"
 
@@ -462,7 +462,7 @@ class _Entry:
         self.p.emit("}")
 
     def bind_buffer(self, spec, arg: str, used: set) -> None:
-        t, name = spec.type, _escaped(spec.name)
+        t, name = spec.type, printf_escaped(spec.name)
         kind = "Output" if spec.is_output else "Input"
         self.check(f"{arg} != NULL", f"{kind} buffer {name} is NULL")
         self.check(f"{arg}->host != NULL", f"{kind} buffer {name} has no host memory: pyhalide's ahead-of-time "
@@ -506,7 +506,7 @@ class _Entry:
 
     def embed_buffer(self, spec, used: set, statics: list[str]) -> None:
         """A Buffer the algorithm names: its elements, dimension 0 dense, as a constant array."""
-        arr = _embedded_array(spec.source)
+        arr = embedded_array(spec.source)
         data = arr.tobytes(order="F") or b"\0"
         array = f"hl_{self.fn_name}_{len(statics)}"
         # a string literal (one more byte: its NUL), which compilers read far faster than a list
@@ -514,7 +514,7 @@ class _Entry:
         rows = "\n    ".join(f'"{_escaped_bytes(data[k:k + 64])}"' for k in range(0, len(data), 64))
         statics.append(f"// {spec.name}: {arr.dtype} {list(arr.shape)} (dimension 0 first)\n"
                        f"alignas(64) static const char {array}[{len(data) + 1}] =\n    {rows};")
-        fields = {k: str(v) for k, v in _embedded_constants(self.lowered).items() if k.startswith(spec.name + ".")}
+        fields = {k: str(v) for k, v in embedded_constants(self.lowered).items() if k.startswith(spec.name + ".")}
         self._bind_host(spec, array, fields, used)
 
     def bind_scalar(self, a: EntryArgument, spec, used: set) -> None:
@@ -524,7 +524,7 @@ class _Entry:
             if bound is not None:
                 literal = repr(float(bound)) if t.is_float() else str(int(bound)) + ("LL" if t.is_int() else "ULL")
                 self.check(f"{a.c_name} {op} {literal}",
-                           f"Parameter {_escaped(a.name)} is {_printf_format(t)} but must be {word} {bound}",
+                           f"Parameter {printf_escaped(a.name)} is {_printf_format(t)} but must be {word} {bound}",
                            [_printf_argument(a.c_name, t)])
         if spec.name in used:
             self.p.emit(f"const {c_type(t)} {self.p.bind(spec.name)} = {a.c_name};")
@@ -537,7 +537,7 @@ def c_source(lowered, stmt: ir.Stmt, arguments: list[EntryArgument], fn_name: st
     and `constants`)."""
     require_c_identifier(fn_name)
     dense = [b.name for b in lowered.buffers if b.dimensions and (b.name not in checks or checks[b.name].dense)]
-    stmt = finish_lowering(stmt, dense, buffer_constants={**constants, **_embedded_constants(lowered)}, x86=False)
+    stmt = finish_lowering(stmt, dense, buffer_constants={**constants, **embedded_constants(lowered)}, x86=False)
     uses = _Uses()
     uses.visit(stmt)
     used = free_variables(stmt) | uses.buffers
@@ -561,12 +561,11 @@ def c_source(lowered, stmt: ir.Stmt, arguments: list[EntryArgument], fn_name: st
     locks = [f"static std::atomic<int> {c}(0);" for c in printer.locks.values()]
     unused = [f"(void){a.c_name};" for a in arguments if not a.is_buffer and not a.is_user_context and a.index is None]
     text = "\n".join(body)
-    parts = [f"// {fn_name}: written by pyhalide's C backend (compile_to_c) for {target}.",
-             "// Build it as C++11 or later (g++ or clang++, -pthread where the C library needs it). The entry",
-             f"// returns 0, or {FAILED} after calling halide_error(user_context, message).",
-             _PRELUDE, _QUIET, "#include <stdbool.h>", BUFFER_T.strip(), _RUNTIME]
-    if not target.has_feature("fp_contract"):
-        parts.insert(3, _NO_CONTRACTION)
+    head = "\n".join([f"// {fn_name}: written by pyhalide's C backend (compile_to_c) for {target}.",
+                      "// Build it as C++11 or later (g++ or clang++, -pthread where the C library needs it).",
+                      f"// The entry returns 0, or {FAILED} after calling halide_error(user_context, message)."])
+    parts = [head, *([] if target.has_feature("fp_contract") else [_NO_CONTRACTION]), _PRELUDE, _QUIET,
+             BUFFER_T.strip(), _RUNTIME]
     if "hl_half" in text or "hl_f16" in text or "hl_f32" in text:
         parts.append(_HALF)
     parts += [*statics, *locks]
