@@ -223,13 +223,13 @@ int main(void) {
     assert total == int(np.asarray(by.realize([100, 60])).astype(np.int64).sum())
 
 
-def build_extension(tmp_path, name, source, obj):
+def build_extension(tmp_path, name, source, obj, libraries=()):
     """The CPython extension module compiled from compile_to's python_extension source and the
     object (as Halide's CMake rule builds it), imported."""
     include = sysconfig.get_paths()["include"]
     target = tmp_path / f"{name}{sysconfig.get_config_var('EXT_SUFFIX')}"
     subprocess.run([CC, "-shared", "-fPIC", "-Wall", "-Werror", "-I", include, "-x", "c", str(source), "-x", "none",
-                    str(obj), "-o", str(target), "-lpthread"], check=True)
+                    str(obj), "-o", str(target), "-lpthread", *libraries], check=True)
     spec = importlib.util.spec_from_file_location(name, target)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -267,6 +267,30 @@ def test_python_extension_runs_the_pipeline_on_numpy_arrays(tmp_path):
         frozen = np.empty_like(image)
         frozen.flags.writeable = False
         module.aot_brighter(image, 5, frozen)
+
+
+@needs_python_headers
+@pytest.mark.skipif(cxx_compiler() is None, reason="no C++ compiler on this machine")
+def test_python_extension_builds_with_the_c_source_in_place_of_the_object(tmp_path):
+    """The extension's C calls the entry the C backend's source defines as it calls the object's
+    (the C++ library linked in for the source's threads)."""
+    brighter = hl.Func("brighter")
+    x, y = hl.Var("x"), hl.Var("y")
+    offset = hl.Param(hl.UInt(8), name="offset")
+    inp = hl.ImageParam(hl.UInt(8), 2, "input")
+    brighter[x, y] = inp[x, y] + offset
+    brighter.vectorize(x, 16).parallel(y)
+    name = "c_source_brighter"
+    brighter.compile_to({hl.OutputFileType.c_source: str(tmp_path / f"{name}.cpp"),
+                         hl.OutputFileType.python_extension: str(tmp_path / f"{name}.py.cpp")}, [inp, offset], name)
+    obj = tmp_path / f"{name}.o"
+    subprocess.run([cxx_compiler(), "-std=c++17", "-O2", "-fPIC", "-c", "-o", str(obj), str(tmp_path / f"{name}.cpp")],
+                   check=True)
+    module = build_extension(tmp_path, name, tmp_path / f"{name}.py.cpp", obj, ["-lstdc++"])
+    image = np.fromfunction(lambda i, j: (i * 7 + j) & 0xFF, (48, 64), dtype=np.int64).astype(np.uint8)
+    out = np.empty_like(image)
+    module.c_source_brighter(image, 9, out)
+    np.testing.assert_array_equal(out, image + np.uint8(9))
 
 
 @needs_python_headers
