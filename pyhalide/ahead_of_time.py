@@ -135,22 +135,27 @@ def _lowered(pipeline, target, vectors: bool = True):
 def _compile(pipeline, lowered, arguments: list, fn_name: str, target):
     """The lowered pipeline compiled into an ObjectCode (codegen/aot.py)."""
     from .codegen.aot import compile_object
-    from .ir import make_block
 
-    entry = _entry_arguments(pipeline, lowered, arguments)
-    checks, constants, asserts = _buffer_checks(pipeline, lowered)
-    return compile_object(lowered, make_block([*asserts, lowered.stmt]), entry, fn_name, target, checks, constants)
+    stmt, entry, checks, constants = _entry_parts(pipeline, lowered, arguments)
+    return compile_object(lowered, stmt, entry, fn_name, target, checks, constants)
 
 
 def _c_source(pipeline, arguments: list, fn_name: str, target) -> str:
     """The pipeline as C++ source (codegen/c_source.py), lowered with its vector loops kept loops."""
     from .codegen.c_source import c_source
-    from .ir import make_block
 
     lowered = _lowered(pipeline, target, vectors=False)
-    entry = _entry_arguments(pipeline, lowered, arguments)
+    stmt, entry, checks, constants = _entry_parts(pipeline, lowered, arguments)
+    return c_source(lowered, stmt, entry, fn_name, target, checks, constants)
+
+
+def _entry_parts(pipeline, lowered, arguments: list) -> tuple:
+    """What both ahead-of-time backends take after the lowered pipeline: its Stmt with the
+    constraints' asserts first, the entry's arguments, the buffer checks and the constants."""
+    from .ir import make_block
+
     checks, constants, asserts = _buffer_checks(pipeline, lowered)
-    return c_source(lowered, make_block([*asserts, lowered.stmt]), entry, fn_name, target, checks, constants)
+    return make_block([*asserts, lowered.stmt]), _entry_arguments(pipeline, lowered, arguments), checks, constants
 
 
 def _entry_arguments(pipeline, lowered, arguments: list) -> list:

@@ -237,10 +237,12 @@ def build_extension(tmp_path, name, source, obj, libraries=()):
 
 
 @needs_python_headers
-def test_python_extension_runs_the_pipeline_on_numpy_arrays(tmp_path):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_python_extension_runs_the_pipeline_on_numpy_arrays(tmp_path, backend, fresh_func_names):
     """As Halide's lesson 10: compile_to writes an object and an extension's source; built, the
     module's function takes numpy arrays (axes reversed) and Python numbers, positionally or by
-    name, and raises with the pipeline's message."""
+    name, and raises with the pipeline's message. The C backend's source builds in the object's
+    place (the C++ library linked in for its threads)."""
     brighter = hl.Func("brighter")
     x, y = hl.Var("x"), hl.Var("y")
     offset = hl.Param(hl.UInt(8), name="offset")
@@ -248,9 +250,14 @@ def test_python_extension_runs_the_pipeline_on_numpy_arrays(tmp_path):
     brighter[x, y] = inp[x, y] + offset
     brighter.vectorize(x, 16).parallel(y)
     name = "aot_brighter"
-    brighter.compile_to({hl.OutputFileType.object: str(tmp_path / f"{name}.o"),
+    obj = tmp_path / f"{name}.o"
+    code = tmp_path / f"{name}.cpp" if backend == "c_source" else obj
+    brighter.compile_to({getattr(hl.OutputFileType, backend): str(code),
                          hl.OutputFileType.python_extension: str(tmp_path / f"{name}.py.cpp")}, [inp, offset], name)
-    module = build_extension(tmp_path, name, tmp_path / f"{name}.py.cpp", tmp_path / f"{name}.o")
+    if backend == "c_source":
+        subprocess.run([cxx_compiler(), "-std=c++17", "-O2", "-fPIC", "-c", "-o", str(obj), str(code)], check=True)
+    module = build_extension(tmp_path, name, tmp_path / f"{name}.py.cpp", obj,
+                             ["-lstdc++"] if backend == "c_source" else [])
     image = np.fromfunction(lambda i, j: (i ^ (j + 1)) & 0xFF, (64, 48), dtype=np.int64).astype(np.uint8)
     out = np.empty_like(image)
     module.aot_brighter(image, 5, out)
@@ -267,30 +274,6 @@ def test_python_extension_runs_the_pipeline_on_numpy_arrays(tmp_path):
         frozen = np.empty_like(image)
         frozen.flags.writeable = False
         module.aot_brighter(image, 5, frozen)
-
-
-@needs_python_headers
-@pytest.mark.skipif(cxx_compiler() is None, reason="no C++ compiler on this machine")
-def test_python_extension_builds_with_the_c_source_in_place_of_the_object(tmp_path):
-    """The extension's C calls the entry the C backend's source defines as it calls the object's
-    (the C++ library linked in for the source's threads)."""
-    brighter = hl.Func("brighter")
-    x, y = hl.Var("x"), hl.Var("y")
-    offset = hl.Param(hl.UInt(8), name="offset")
-    inp = hl.ImageParam(hl.UInt(8), 2, "input")
-    brighter[x, y] = inp[x, y] + offset
-    brighter.vectorize(x, 16).parallel(y)
-    name = "c_source_brighter"
-    brighter.compile_to({hl.OutputFileType.c_source: str(tmp_path / f"{name}.cpp"),
-                         hl.OutputFileType.python_extension: str(tmp_path / f"{name}.py.cpp")}, [inp, offset], name)
-    obj = tmp_path / f"{name}.o"
-    subprocess.run([cxx_compiler(), "-std=c++17", "-O2", "-fPIC", "-c", "-o", str(obj), str(tmp_path / f"{name}.cpp")],
-                   check=True)
-    module = build_extension(tmp_path, name, tmp_path / f"{name}.py.cpp", obj, ["-lstdc++"])
-    image = np.fromfunction(lambda i, j: (i * 7 + j) & 0xFF, (48, 64), dtype=np.int64).astype(np.uint8)
-    out = np.empty_like(image)
-    module.c_source_brighter(image, 9, out)
-    np.testing.assert_array_equal(out, image + np.uint8(9))
 
 
 @needs_python_headers

@@ -345,11 +345,6 @@ class HostPrinter(CPrinter):
         t = c_type(s.type, memory=True)
         check_explicit_stack(s)
         n = constant_elements(s)
-        uses = _Uses()
-        uses.visit(s.body)
-        if s.name not in uses.buffers:  # storage nothing reads or writes any more: none
-            self.stmt(s.body)
-            return
         self.emit("{")
         self.indent += 1
         if placed_on_stack(s):
