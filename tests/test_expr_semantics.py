@@ -307,6 +307,39 @@ def test_div_mod_by_constants(t, data):
     check_both(labels, ("divconst", t), [t], build, [a], wants)
 
 
+@pytest.mark.parametrize("t", INT_TYPES, ids=ids(INT_TYPES))
+@given(data=st.data())
+def test_nested_divisions_by_constants(t, data):
+    """(a / c1) / c2 and (a / c1 + c3) / c2 (a pyramid's bounds, level after level) compute
+    Euclidean quotients however the simplifier folds them; with positive divisors the chain
+    becomes one division (the offset form only where Halide assumes no overflow: 32 bits and up)."""
+    from pyhalide import ir
+    from pyhalide.simplify import simplify
+
+    (a,) = data.draw(n_and_arrays((t, int_elements(t))))
+    c1 = data.draw(st.sampled_from([c for c in _divisors(t) if c != -1]))
+    c2 = data.draw(st.sampled_from([c for c in _divisors(t) if c != -1]))
+    c3 = data.draw(st.integers(-20, 20))
+    if t.is_int() and t.bits >= 32:  # no overflow of a + c3 * c1, as Halide assumes for these types
+        a = np.clip(a, t.min_value() // 2, t.max_value() // 2).astype(a.dtype)
+    if not t.can_represent(c3):
+        c3 = abs(c3)
+
+    def build(p):
+        return [(p / c1) / c2, (p / c1 + c3) / c2]
+
+    def chained(v):
+        return ediv(wrap(ediv(v, c1) + c3, t), c2)
+
+    wants = [model(t, lambda v: ediv(ediv(v, c1), c2), a), model(t, chained, a)]
+    check_both(["(a / c1) / c2", "(a / c1 + c3) / c2"], ("nesteddiv", t, c1, c2, c3), [t], build, [a], wants)
+
+    x = ir.Variable("x", t)
+    folded = simplify(ir.Div(ir.Div(x, ir.make_const(t, c1)), ir.make_const(t, c2)))
+    if c1 > 0 and c2 > 0 and t.can_represent(c1 * c2):
+        assert folded == simplify(ir.Div(x, ir.make_const(t, c1 * c2))), folded
+
+
 @pytest.mark.parametrize("t", ALL_TYPES, ids=ids(ALL_TYPES))
 @given(data=st.data())
 def test_min_max(t, data):
