@@ -906,3 +906,121 @@ def box_touched(stmt, name: str, include_provides: bool = False, include_calls: 
         Interval(None if iv.min is None else simplify(iv.min), None if iv.max is None else simplify(iv.max))
         for iv in collector.box
     ]
+
+
+@dataclass(frozen=True)
+class IndexGuard:
+    """The interval of an Int(32) value that a coordinate of `callee` (dimension `dim`; None: the
+    bounds of the loop `callee`) computes and then takes a min, max, quotient or conversion of,
+    under `condition` (None: always)."""
+
+    callee: str
+    dim: int | None
+    interval: Interval
+    condition: ir.Expr | None
+
+
+class _GuardCollector(_BoxCollector):
+    """index_guards' walk: every coordinate of every call and provide, under the loops, lets and
+    branches around it (as _BoxCollector analyses them)."""
+
+    def __init__(self):
+        super().__init__("", include_provides=True, include_calls=True, scope={})
+        self.guards: list[IndexGuard] = []
+        self.conditions: list[ir.Expr] = []
+
+    def visit(self, node):
+        if node is not None and touched_names(node):
+            IRVisitor.visit(self, node)
+
+    def _add_guards(self, callee: str, args, loop: bool = False) -> None:
+        b = _Bounds({**self.scope, _DATA: Interval(None, None)})
+        condition = None
+        for c in self.conditions:
+            condition = c if condition is None else ir.And(condition, c)
+        for dim, a in enumerate(args):
+            for operand in _unsurvived_operands(self._expand(a)):
+                interval = b.of(_DataAsAnyValue().mutate(operand))
+                self.guards.append(IndexGuard(callee, None if loop else dim, interval, condition))
+
+    def visit_Call(self, c):
+        if c.call_type in (ir.HALIDE, ir.IMAGE):
+            self._add_guards(c.name, c.args)
+        self.visit_children(c)
+
+    def visit_Provide(self, p):
+        self._add_guards(p.name, p.args)
+        self.visit_children(p)
+
+    def visit_For(self, s):
+        # (a loop's bounds decide which coordinates its body computes)
+        if touched_names(s.body):
+            self._add_guards(s.name, (s.min, s.extent), loop=True)
+        super().visit_For(s)
+
+    def _conditional(self, cond, s):
+        for branch, when in ((s.then_case, cond), (s.else_case, ir.Not(cond))):
+            self.conditions.append(when)
+            self.visit(branch)
+            self.conditions.pop()
+
+
+_I32 = Int(32)
+_DATA = "index_guards.data"  # a value read from memory or converted from another type: any int32
+
+
+def _unsurvived_operands(e: ir.Expr) -> list[ir.Expr]:
+    """The operands, in coordinate e, of a min, max or division of Int(32) values: a wrap around
+    2^32 there changes what e computes by more than a multiple of 2^32. (Sums, differences and
+    products of wrapped values are still right modulo 2^32, and a coordinate then checked to lie
+    in a buffer is right; a remainder by a positive constant lies in [0, c) whatever it divides.)
+    Only e's own 32-bit index arithmetic is walked: a value read from memory or converted from
+    another type is a number the bounds take from its type or definition, whatever its
+    computation did (its wrapping is the data's, which no check before the run can see)."""
+    found, seen, pending = [], set(), [e]
+    while pending:
+        n = pending.pop()
+        if id(n) in seen or n.type != _I32:
+            continue
+        seen.add(id(n))
+        if isinstance(n, ir.Let):
+            pending += [n.value, substitute({n.name: n.value}, n.body)]
+        elif isinstance(n, ir.Min | ir.Max | ir.Div):
+            found += [o for o in (n.a, n.b) if not isinstance(o, ir.IntImm)]
+            pending += [n.a, n.b]
+        elif isinstance(n, ir.Mod):
+            if not (ir.const_int(n.b) or 0) > 0:
+                found += [o for o in (n.a, n.b) if not isinstance(o, ir.IntImm)]
+                pending += [n.a, n.b]
+        elif isinstance(n, ir.Add | ir.Sub | ir.Mul):
+            pending += [n.a, n.b]
+        elif isinstance(n, ir.Select):
+            pending += [n.true_value, n.false_value]
+        elif isinstance(n, ir.Call) and n.call_type == ir.INTRINSIC:
+            pending += list(n.args)
+    return found
+
+
+class _DataAsAnyValue(IRMutator):
+    """Reads of memory and conversions from other types, as `_DATA` (see _unsurvived_operands)."""
+
+    def visit_Call(self, e):
+        if e.call_type in (ir.HALIDE, ir.IMAGE):
+            return ir.Variable(_DATA, e.type) if e.type == _I32 else e
+        return self.default(e)
+
+    def visit_Cast(self, e):
+        return ir.Variable(_DATA, _I32) if e.type == _I32 and e.value.type != _I32 else self.default(e)
+
+    def visit_Load(self, e):
+        return ir.Variable(_DATA, _I32) if e.type == _I32 else e
+
+
+def index_guards(stmt: ir.Stmt) -> list[IndexGuard]:
+    """What must hold for the 32-bit coordinates of a lowered Stmt to be the numbers its bounds
+    say: per min, max, division or widening inside a coordinate, the interval of each operand,
+    over the loops around it, in terms of the symbols outside them (the caller checks each lies
+    within int32, computed in 64 bits)."""
+    collector = _GuardCollector()
+    collector.visit(stmt)
+    return collector.guards

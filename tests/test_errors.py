@@ -344,6 +344,34 @@ def test_sizes_and_coordinates_past_32_bits_are_refused():
         hl.Buffer(hl.UInt(8), [2**62, 2**62])
 
 
+def test_a_coordinate_that_wraps_inside_a_min_or_division_is_refused_before_it_runs():
+    """`min(x * 2^28, 1000)` lies in [0, 1000] in exact arithmetic, which the region checks see;
+    in 32 bits x * 2^28 wraps to -2^31 at x = 8 and the min picks it: the pipeline read and wrote
+    far outside its buffers (a crash). Every operand of a min, max or division in a coordinate is
+    now checked to be a 32-bit number first, naming what it indexes and the value."""
+    big = 1 << 28
+    a = hl.Buffer(np.arange(2000, dtype=np.int32), "wrap_in")
+    g, through_func, through_input = hl.Func("wrap_g"), hl.Func("through_func"), hl.Func("through_input")
+    g[x] = x * 3
+    g.compute_root()
+    through_func[x] = g[hl.min(x * big, 1000)]
+    through_input[x] = a[hl.clamp(x * big, 0, 1999) / 2]
+    for f, name in ((through_func, "wrap_g"), (through_input, "wrap_in")):
+        with pytest.raises(hl.HalideError, match=rf"coordinates of {name} \(dimension 0\) are computed through the "
+                                                 r"value 4026531840, which is beyond 32-bit integers"):
+            f.realize([16])
+        # the same pipelines where nothing wraps (7 * 2^28 < 2^31) compute what numpy does
+        want = np.minimum(np.arange(8, dtype=np.int64) * big, 1000) if f is through_func else \
+            np.clip(np.arange(8, dtype=np.int64) * big, 0, 1999) // 2
+        got = np.asarray(f.realize([8]))
+        assert got.tolist() == (want * 3 if f is through_func else want).tolist()
+    hashed = hl.Func("wrap_hash")  # a remainder by a constant survives the wrap: still accepted
+    hashed[x] = a[(x * 1103515245 + 12345) % 2000]
+    want = [a_ for a_ in ((np.arange(8, dtype=np.int64) * 1103515245 + 12345) % 2**32).tolist()]
+    want = [((v - 2**32 if v >= 2**31 else v) % 2000) for v in want]
+    assert np.asarray(hashed.realize([8])).tolist() == want
+
+
 def test_deep_expressions_compile_without_hitting_the_recursion_limit():
     """A 20,000-deep expression is walked on a thread with a big stack; the limit is restored."""
     import sys

@@ -13,8 +13,10 @@ wrapped bound would let the pipeline read outside its input after the check pass
 
 from __future__ import annotations
 
+import functools
+
 from .. import ir
-from ..bounds import box_touched
+from ..bounds import box_touched, index_guards
 from ..errors import CompileError
 from ..ir import is_const
 from ..ir_mutator import free_variables, substitute
@@ -117,6 +119,57 @@ def _input_checks(stmt: ir.Stmt, shadowed: set[str]) -> list[ir.Stmt]:
     return out
 
 
+_INT32_MIN, _INT32_MAX = ir.make_const(I64, -(2**31)), ir.make_const(I64, 2**31 - 1)
+
+
+def _is_int32_by_nature(e: ir.Expr) -> bool:
+    """A 64-bit bound that holds an int32 value whatever happens: a constant in range, or a 32-bit
+    name that is not a shadowed let (a parameter, a buffer field)."""
+    c = ir.const_int(e)
+    if c is not None:
+        return -(2**31) <= c < 2**31
+    return isinstance(e, ir.Cast) and isinstance(e.value, ir.Variable) and e.value.type == Int(32)
+
+
+def _overflow_checks(stmt: ir.Stmt, shadowed: set[str]) -> list[ir.Stmt]:
+    """The values the coordinates take a min, max, quotient or widening of must be 32-bit
+    integers (computed in 64 bits, over the shadows), else the 32-bit arithmetic wraps there,
+    and the region the checks above cover is not the one the code reads or writes:
+    `g[min(x * 2**28, 1000)]` reads g at -2**31 for x = 8. Halide leaves such an overflow
+    undefined; pyhalide refuses it before anything runs. One check per side for the whole
+    pipeline (a split's tail clamp puts one in nearly every coordinate), naming the coordinates."""
+    lows: dict[ir.Expr, int] = {}  # the bound without its constant -> the constant to check with
+    highs: dict[ir.Expr, int] = {}
+    where: dict[str, set[int]] = {}
+    for guard in index_guards(stmt):
+        for bound, found in ((guard.interval.min, lows), (guard.interval.max, highs)):
+            if bound is None:
+                continue
+            wide = simplify(widened(bound, shadowed))
+            if _is_int32_by_nature(wide):
+                continue
+            if guard.condition is not None:  # (a branch not taken asks nothing)
+                wide = ir.Select(guard.condition, wide, ir.make_const(I64, 0))
+            # `b + c` for several c: only the extreme c needs checking
+            base, offset = (wide.a, ir.const_int(wide.b)) if isinstance(wide, ir.Add) and ir.is_const(wide.b) \
+                else (wide, 0)
+            pick = min if found is lows else max
+            found[base] = pick(found.get(base, offset), offset)
+            where.setdefault(guard.callee, set()).add(guard.dim)
+    named = ", ".join(f"the bounds of loop {callee}" if None in dims else
+                      f"{callee} (dimension {', '.join(map(str, sorted(dims)))})"
+                      for callee, dims in sorted(where.items()))
+    message = (f"The coordinates of {named} are computed through the value {{}}, which is beyond 32-bit "
+               "integers: the index arithmetic would wrap (a signed 32-bit overflow)")
+    checks = []
+    for found, pick, holds in ((lows, ir.Min, lambda v: ir.GE(v, _INT32_MIN)),
+                               (highs, ir.Max, lambda v: ir.LE(v, _INT32_MAX))):
+        if found:
+            extreme = functools.reduce(pick, (simplify(ir.Add(b, ir.make_const(I64, c))) for b, c in found.items()))
+            checks.append(ir.AssertStmt(holds(extreme), message, (extreme,)))
+    return checks
+
+
 def buffer_checks(stmt: ir.Stmt, env) -> ir.Stmt:
     lets = []
     while isinstance(stmt, ir.LetStmt):
@@ -126,6 +179,7 @@ def buffer_checks(stmt: ir.Stmt, env) -> ir.Stmt:
     checks = _input_checks(stmt, shadowed)
     for f in env.outputs:
         checks.extend(_output_checks(stmt, f, shadowed, lets, env))
+    checks.extend(_overflow_checks(stmt, shadowed))
     body = ir.make_block([*checks, stmt])
     for name, value in reversed(lets):
         body = ir.LetStmt(name, value, body)
