@@ -328,6 +328,26 @@ def test_storage_on_the_heap_and_the_stack_and_float16(tmp_path):
         out.compile_to_c(str(tmp_path / "refused.cpp"), [inp], "refused")
 
 
+def test_exp_and_log_of_float32_are_the_cpu_backends_own(tmp_path):
+    """exp and log of float32 (and float16) are pyhalide's polynomials in the C source too, not
+    expf and logf: the source computes bit for bit what the object computes."""
+    inp = hl.ImageParam(hl.Float(32), 1, "math_in")
+    x = hl.Var("x")
+    out = hl.Func("math_out")
+    half = hl.cast(hl.Float(16), inp[x] * 0.01)
+    out[x] = hl.exp(inp[x]) + hl.log(hl.abs(inp[x]) + 1e-30) + hl.f32(hl.exp(half)) + hl.f32(hl.log(hl.abs(half)))
+    out.vectorize(x, 8)
+    values = np.random.default_rng(9).uniform(-100, 90, 1000).astype(np.float32)
+    values[:4] = [0.0, np.inf, -np.inf, np.nan]
+    lib = build(tmp_path, out, [inp], "math_c")
+    result = np.zeros(1000, np.float32)
+    assert call(lib, "math_c", values, result) == 0
+    inp.set(hl.Buffer(values))
+    expected = np.asarray(out.realize([1000]))
+    assert np.array_equal(result.view(np.int32), expected.view(np.int32))
+    assert not re.search(r"\b(expf|logf)\(", (tmp_path / "math_c.cpp").read_text())
+
+
 def test_vector_loops_are_loops_a_cpp_compiler_vectorizes(tmp_path):
     """A vectorized loop is printed as a loop over its lanes; built for AVX2, g++ turns the blur's
     into packed instructions on ymm registers (no vector types in the source)."""

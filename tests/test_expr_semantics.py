@@ -597,6 +597,39 @@ def _math_cases(t):
 MATH_ULPS = 4
 
 
+@pytest.mark.parametrize("name, ulps", [("exp", 1), ("log", 2)])
+def test_float32_exp_and_log_are_accurate_and_the_same_vectorized(name, ulps):
+    """pyhalide computes exp and log of float32 itself (a range reduction and a polynomial, as
+    Halide does: the C library has no vector exp, and 16 calls of expf per vector were 14x slower).
+    Against float64 rounded to float32, on a million arguments over the whole range (subnormal
+    results and arguments, overflow, zeros, infinities, NaN): within 1 ulp for exp and 2 for log,
+    and a vectorized Func computes bit for bit what a scalar one does."""
+    rng = np.random.default_rng(11)
+    if name == "exp":
+        values = np.concatenate([rng.uniform(-110, 95, 1 << 20), np.linspace(-104, 89, 4097),
+                                 [0.0, -0.0, 88.72283, 88.7229, -87.33655, -103.97, -103.98, 1e-45, np.inf, -np.inf]])
+    else:
+        values = np.concatenate([np.exp(rng.uniform(-103.9, 88.7, 1 << 20)), rng.uniform(0.5, 2.0, 4097),
+                                 [1.0, 2.0, 0.5, 1e-45, 1.17e-38, 3.4e38, 0.0, -0.0, -1.0, np.inf, -np.inf]])
+    values = np.append(values, np.nan).astype(np.float32)
+    with np.errstate(all="ignore"):
+        want = getattr(np, name)(values.astype(np.float64)).astype(np.float32)
+    src = hl.Buffer(values, f"{name}_args")
+    results = []
+    for lanes in (1, 16):
+        f = hl.Func(f"{name}_{lanes}")
+        f[x] = getattr(hl, name)(src[x])
+        if lanes > 1:
+            f.vectorize(x, lanes)
+        results.append(np.asarray(f.realize([values.size])))
+    assert np.array_equal(results[0].view(np.int32), results[1].view(np.int32))
+    got = results[0]
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan)
+    distance = np.abs(got.view(np.int32).astype(np.int64) - want.view(np.int32).astype(np.int64))[~nan]
+    assert distance.max() <= ulps, (values[~nan][np.argmax(distance)], distance.max())
+
+
 @pytest.mark.parametrize("t", FLOAT_TYPES, ids=ids(FLOAT_TYPES))
 @given(data=st.data())
 def test_float_math_unary(t, data):

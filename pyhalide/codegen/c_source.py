@@ -25,6 +25,7 @@ from ..ir_mutator import IRVisitor, free_variables
 from ..lower import finish_lowering
 from ..lowering.bound_small_allocations import check_explicit_stack, constant_elements, placed_on_stack
 from ..types import Type
+from . import float_math
 from .aot import (
     FAILED,
     MAX_SPAN,
@@ -268,6 +269,10 @@ class HostPrinter(CPrinter):
 
     def where(self) -> str:
         return f"function {self.fn_name}"
+
+    def e_Call(self, e):
+        expanded = float_math.expansion(e)  # (computed as the CPU backend computes it)
+        return super().e_Call(e) if expanded is None else self.expr(expanded)
 
     def fail(self, fmt: str, values: list[str]) -> str:
         """`return hl_fail(...)`: the statement that leaves with a message."""

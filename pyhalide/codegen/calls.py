@@ -1,5 +1,6 @@
-"""Calls: C math functions (an LLVM intrinsic where LLVM has one, else libm, lane by lane for
-vectors) and pyhalide's intrinsics (bit operations, float predicates, print, ...)."""
+"""Calls: C math functions (exp and log of float32 written out in IR by float_math; else an
+LLVM intrinsic where LLVM has one, else libm, lane by lane for vectors) and pyhalide's intrinsics
+(bit operations, float predicates, print, ...)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from .. import ir
 from ..errors import InternalError
 from ..lowering.lower_arithmetic import not_lowered
 from ..types import Type
-from . import calling_convention, gpu_runtime, x86
+from . import calling_convention, float_math, gpu_runtime, x86
 from .gpu_runtime import GPU_FAILED
 from .llvm_types import F64, I1, I8, I32, I64, PTR, VOID, llvm_type, type_suffix
 
@@ -42,6 +43,9 @@ def call_overloaded(cg: CodeGen, base: str, t: Type, args):
 
 
 def _math(cg: CodeGen, e):
+    expanded = float_math.expansion(e)
+    if expanded is not None:  # (exp and log of float32, lane for lane what a scalar computes)
+        return cg.expr(expanded)
     t = e.type
     args = [cg.expr(a) for a in e.args]
     if t.is_float() and t.bits == 16:  # as Halide: in float32, the result rounded to float16
