@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pyhalide as hl
+from apps import NAMES
 from autoscheduler import CostModel, auto_schedule
 from autoscheduler.api import STRATEGIES
 from pyhalide.testing.random_pipelines import random_pipelines
@@ -48,8 +49,7 @@ def test_autoscheduled_random_pipelines_compute_the_reference(pipeline, strategy
     assert_same(case.realize(), want, case.reassociates, f"{strategy} schedule vs reference:\n{result.schedule_source}")
 
 
-APPS = ["blur", "gemm", "conv_layer", "bilateral_grid", "local_laplacian", "harris", "unsharp", "camera_pipe",
-        "histogram_equalize", "max_filter"]
+APPS = NAMES  # the whole gallery
 
 
 @pytest.mark.parametrize("name", APPS)
