@@ -911,8 +911,8 @@ def box_touched(stmt, name: str, include_provides: bool = False, include_calls: 
 @dataclass(frozen=True)
 class IndexGuard:
     """The interval of an Int(32) value that a coordinate of `callee` (dimension `dim`; None: the
-    bounds of the loop `callee`) computes and then takes a min, max, quotient or conversion of,
-    under `condition` (None: always)."""
+    bounds of the loop `callee`) computes and then takes a min, max or quotient of, under
+    `condition` (None: always)."""
 
     callee: str
     dim: int | None
@@ -933,8 +933,13 @@ class _GuardCollector(_BoxCollector):
         if node is not None and touched_names(node):
             IRVisitor.visit(self, node)
 
+    def _bounds(self) -> _Bounds:
+        if self._scope_bounds is None:
+            self._scope_bounds = _Bounds({**self.scope, _DATA: Interval(None, None)})
+        return self._scope_bounds
+
     def _add_guards(self, callee: str, args, loop: bool = False) -> None:
-        b = _Bounds({**self.scope, _DATA: Interval(None, None)})
+        b = self._bounds()
         condition = None
         for c in self.conditions:
             condition = c if condition is None else ir.And(condition, c)
@@ -1018,7 +1023,7 @@ class _DataAsAnyValue(IRMutator):
 
 def index_guards(stmt: ir.Stmt) -> list[IndexGuard]:
     """What must hold for the 32-bit coordinates of a lowered Stmt to be the numbers its bounds
-    say: per min, max, division or widening inside a coordinate, the interval of each operand,
+    say: per min, max or division inside a coordinate, the interval of each operand,
     over the loops around it, in terms of the symbols outside them (the caller checks each lies
     within int32, computed in 64 bits)."""
     collector = _GuardCollector()

@@ -357,7 +357,7 @@ def test_a_coordinate_that_wraps_inside_a_min_or_division_is_refused_before_it_r
     through_func[x] = g[hl.min(x * big, 1000)]
     through_input[x] = a[hl.clamp(x * big, 0, 1999) / 2]
     for f, name in ((through_func, "wrap_g"), (through_input, "wrap_in")):
-        with pytest.raises(hl.HalideError, match=rf"coordinates of {name} \(dimension 0\) are computed through the "
+        with pytest.raises(hl.HalideError, match=rf"A coordinate \(of {name} \(dimension 0\)\) is computed through the "
                                                  r"value 4026531840, which is beyond 32-bit integers"):
             f.realize([16])
         # the same pipelines where nothing wraps (7 * 2^28 < 2^31) compute what numpy does

@@ -132,7 +132,7 @@ def _is_int32_by_nature(e: ir.Expr) -> bool:
 
 
 def _overflow_checks(stmt: ir.Stmt, shadowed: set[str]) -> list[ir.Stmt]:
-    """The values the coordinates take a min, max, quotient or widening of must be 32-bit
+    """The values the coordinates take a min, max or quotient of must be 32-bit
     integers (computed in 64 bits, over the shadows), else the 32-bit arithmetic wraps there,
     and the region the checks above cover is not the one the code reads or writes:
     `g[min(x * 2**28, 1000)]` reads g at -2**31 for x = 8. Halide leaves such an overflow
@@ -159,7 +159,7 @@ def _overflow_checks(stmt: ir.Stmt, shadowed: set[str]) -> list[ir.Stmt]:
     named = ", ".join(f"the bounds of loop {callee}" if None in dims else
                       f"{callee} (dimension {', '.join(map(str, sorted(dims)))})"
                       for callee, dims in sorted(where.items()))
-    message = (f"The coordinates of {named} are computed through the value {{}}, which is beyond 32-bit "
+    message = (f"A coordinate (of {named}) is computed through the value {{}}, which is beyond 32-bit "
                "integers: the index arithmetic would wrap (a signed 32-bit overflow)")
     checks = []
     for found, pick, holds in ((lows, ir.Min, lambda v: ir.GE(v, _INT32_MIN)),
