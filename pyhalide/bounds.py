@@ -1007,7 +1007,18 @@ def _unsurvived_operands(e: ir.Expr) -> list[ir.Expr]:
 
 
 class _DataAsAnyValue(IRMutator):
-    """Reads of memory and conversions from other types, as `_DATA` (see _unsurvived_operands)."""
+    """Reads of memory and conversions from other types, as `_DATA` (see _unsurvived_operands).
+    Shared subtrees are rewritten once."""
+
+    def __init__(self):
+        super().__init__()
+        self._memo: dict[int, tuple] = {}
+
+    def mutate(self, node):
+        hit = self._memo.get(id(node))
+        if hit is None:
+            hit = self._memo[id(node)] = (node, super().mutate(node))
+        return hit[1]
 
     def visit_Call(self, e):
         if e.call_type in (ir.HALIDE, ir.IMAGE):

@@ -46,7 +46,7 @@ def _field_key(value, compare: bool):
     return value
 
 
-class _ValueNumbering:
+class ValueNumbering:
     """One canonical node per distinct value: `canonical(e)` rebuilds e from canonical children
     and returns the first node equal to it that was seen (children compared by identity, so a key
     costs the node's own fields only)."""
@@ -168,7 +168,7 @@ def common_subexpression_elimination(e: ir.Expr) -> ir.Expr:
         return e
     if has_let(e):
         e = inline_lets(e)
-    numbering = _ValueNumbering()
+    numbering = ValueNumbering()
     root = numbering.canonical(e)
     counts = _use_counts(root)
     shared = [n for n in numbering.order if counts.get(id(n), 0) > 1]

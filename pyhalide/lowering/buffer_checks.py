@@ -17,6 +17,7 @@ import functools
 
 from .. import ir
 from ..bounds import box_touched, index_guards
+from ..cse import ValueNumbering, common_subexpression_elimination
 from ..errors import CompileError
 from ..ir import is_const
 from ..ir_mutator import free_variables, substitute
@@ -138,23 +139,29 @@ def _overflow_checks(stmt: ir.Stmt, shadowed: set[str]) -> list[ir.Stmt]:
     `g[min(x * 2**28, 1000)]` reads g at -2**31 for x = 8. Halide leaves such an overflow
     undefined; pyhalide refuses it before anything runs. One check per side for the whole
     pipeline (a split's tail clamp puts one in nearly every coordinate), naming the coordinates."""
-    lows: dict[ir.Expr, int] = {}  # the bound without its constant -> the constant to check with
-    highs: dict[ir.Expr, int] = {}
+    # (a bound's id, of its canonical node, without its constant) -> (the node, the constant to
+    # check with): bounds equal in value are one node, found in time linear in the graph (hashing
+    # nested pyramid levels' bounds, DAGs, as trees took exponential time)
+    lows: dict[int, tuple[ir.Expr, int]] = {}
+    highs: dict[int, tuple[ir.Expr, int]] = {}
     where: dict[str, set[int]] = {}
+    numbering = ValueNumbering()
+    memo: dict = {}  # widened's, shared by all the bounds (they share subexpressions)
     for guard in index_guards(stmt):
         for bound, found in ((guard.interval.min, lows), (guard.interval.max, highs)):
             if bound is None:
                 continue
-            wide = simplify(widened(bound, shadowed))
+            wide = widened(bound, shadowed, memo)
             if _is_int32_by_nature(wide):
                 continue
             if guard.condition is not None:  # (a branch not taken asks nothing)
                 wide = ir.Select(guard.condition, wide, ir.make_const(I64, 0))
+            wide = numbering.canonical(wide)
             # `b + c` for several c: only the extreme c needs checking
             base, offset = (wide.a, ir.const_int(wide.b)) if isinstance(wide, ir.Add) and ir.is_const(wide.b) \
                 else (wide, 0)
             pick = min if found is lows else max
-            found[base] = pick(found.get(base, offset), offset)
+            found[id(base)] = (base, pick(found.get(id(base), (base, offset))[1], offset))
             where.setdefault(guard.callee, set()).add(guard.dim)
     named = ", ".join(f"the bounds of loop {callee}" if None in dims else
                       f"{callee} (dimension {', '.join(map(str, sorted(dims)))})"
@@ -162,11 +169,15 @@ def _overflow_checks(stmt: ir.Stmt, shadowed: set[str]) -> list[ir.Stmt]:
     message = (f"A coordinate (of {named}) is computed through the value {{}}, which is beyond 32-bit "
                "integers: the index arithmetic would wrap (a signed 32-bit overflow)")
     checks = []
-    for found, pick, holds in ((lows, ir.Min, lambda v: ir.GE(v, _INT32_MIN)),
-                               (highs, ir.Max, lambda v: ir.LE(v, _INT32_MAX))):
+    for side, found, pick, holds in (("low", lows, ir.Min, lambda v: ir.GE(v, _INT32_MIN)),
+                                     ("high", highs, ir.Max, lambda v: ir.LE(v, _INT32_MAX))):
         if found:
-            extreme = functools.reduce(pick, (simplify(ir.Add(b, ir.make_const(I64, c))) for b, c in found.items()))
-            checks.append(ir.AssertStmt(holds(extreme), message, (extreme,)))
+            extreme = functools.reduce(pick, (ir.Add(b, ir.make_const(I64, c)) if c else b for b, c in found.values()))
+            # (the bounds of nested pyramid levels share subexpressions: as lets, each is computed once)
+            name = f"coordinates.{side}$i64"
+            value = ir.Variable(name, I64)
+            checks.append(ir.LetStmt(name, common_subexpression_elimination(extreme),
+                                     ir.AssertStmt(holds(value), message, (value,))))
     return checks
 
 

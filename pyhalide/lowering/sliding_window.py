@@ -168,33 +168,42 @@ class _Slide(IRMutator):
         return ir.Select(later, ir.Max(needed_min, ir.Add(prev_max, ir.make_const(_I32, 1))), needed_min)
 
 
-def _non_decreasing(e: ir.Expr, var: str) -> bool:
+def _non_decreasing(e: ir.Expr, var: str, memo: dict | None = None) -> bool:
     """Whether e never decreases as var grows, from its form alone: sums, positive scalings,
     divisions by positive constants, mins and maxes of such, and the select a sliding consumer's
     own min is, `select(var > c, max(m, p), m)` (once var passes c it stays past, and the true
     value is never below the false one). For regions whose steps the arithmetic of
-    _least_over_iterations cannot bound (a division of a max of divisions)."""
+    _least_over_iterations cannot bound (a division of a max of divisions). Each shared subtree
+    is answered once (nested upsamplings share their bounds: a walk of the tree was 4^levels)."""
+    memo = {} if memo is None else memo
+    hit = memo.get(id(e))
+    if hit is not None:
+        return hit[1]
+
+    def nd(x):
+        return _non_decreasing(x, var, memo)
+
     if var not in free_variables(e):
-        return True
-    if isinstance(e, ir.Variable):
-        return e.name == var
-    if isinstance(e, (ir.Add, ir.Min, ir.Max)):
-        return _non_decreasing(e.a, var) and _non_decreasing(e.b, var)
-    if isinstance(e, ir.Sub):
-        return _non_decreasing(e.a, var) and var not in free_variables(e.b)
-    if isinstance(e, (ir.Mul, ir.Div)):
+        answer = True
+    elif isinstance(e, ir.Variable):
+        answer = e.name == var
+    elif isinstance(e, (ir.Add, ir.Min, ir.Max)):
+        answer = nd(e.a) and nd(e.b)
+    elif isinstance(e, ir.Sub):
+        answer = nd(e.a) and var not in free_variables(e.b)
+    elif isinstance(e, (ir.Mul, ir.Div)):
         c = ir.const_int(e.b)
-        return c is not None and c > 0 and _non_decreasing(e.a, var)
-    if isinstance(e, ir.Select):
+        answer = c is not None and c > 0 and nd(e.a)
+    elif isinstance(e, ir.Select):
         cond = e.condition
-        turns_true = ((isinstance(cond, (ir.GT, ir.GE)) and var not in free_variables(cond.b)
-                       and _non_decreasing(cond.a, var))
-                      or (isinstance(cond, (ir.LT, ir.LE)) and var not in free_variables(cond.a)
-                          and _non_decreasing(cond.b, var)))
+        turns_true = ((isinstance(cond, (ir.GT, ir.GE)) and var not in free_variables(cond.b) and nd(cond.a))
+                      or (isinstance(cond, (ir.LT, ir.LE)) and var not in free_variables(cond.a) and nd(cond.b)))
         above = isinstance(e.true_value, ir.Max) and e.false_value in (e.true_value.a, e.true_value.b)
-        return (turns_true and above and _non_decreasing(e.true_value, var)
-                and _non_decreasing(e.false_value, var))
-    return False
+        answer = turns_true and above and nd(e.true_value) and nd(e.false_value)
+    else:
+        answer = False
+    memo[id(e)] = (e, answer)  # (keeps e alive, so its id stays unique)
+    return answer
 
 
 def _computed_past_region(splits, pure_vars) -> set[str]:

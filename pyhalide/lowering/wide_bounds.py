@@ -17,19 +17,28 @@ SUFFIX = "$i64"
 _ARITHMETIC = (ir.Add, ir.Sub, ir.Mul, ir.Div, ir.Mod, ir.Min, ir.Max)
 
 
-def widened(e: ir.Expr, shadowed: set[str]) -> ir.Expr:
-    """e computed in Int(64) throughout; the lets in `shadowed` are read from their shadows."""
+def widened(e: ir.Expr, shadowed: set[str], memo: dict | None = None) -> ir.Expr:
+    """e computed in Int(64) throughout; the lets in `shadowed` are read from their shadows. A
+    subexpression shared by several parents is widened once, and stays shared (the bounds of
+    nested pyramid levels are DAGs whose trees are exponentially large)."""
     if e.type != I32:
         return e
+    memo = {} if memo is None else memo
+    hit = memo.get(id(e))
+    if hit is not None:
+        return hit[1]
     if isinstance(e, ir.IntImm):
-        return ir.make_const(I64, e.value)
-    if isinstance(e, ir.Variable) and e.name in shadowed:
-        return ir.Variable(e.name + SUFFIX, I64)
-    if isinstance(e, _ARITHMETIC):
-        return type(e)(widened(e.a, shadowed), widened(e.b, shadowed))
-    if isinstance(e, ir.Select):
-        return ir.Select(e.condition, widened(e.true_value, shadowed), widened(e.false_value, shadowed))
-    return ir.Cast(I64, e)
+        result = ir.make_const(I64, e.value)
+    elif isinstance(e, ir.Variable) and e.name in shadowed:
+        result = ir.Variable(e.name + SUFFIX, I64)
+    elif isinstance(e, _ARITHMETIC):
+        result = type(e)(widened(e.a, shadowed, memo), widened(e.b, shadowed, memo))
+    elif isinstance(e, ir.Select):
+        result = ir.Select(e.condition, widened(e.true_value, shadowed, memo), widened(e.false_value, shadowed, memo))
+    else:
+        result = ir.Cast(I64, e)
+    memo[id(e)] = (e, result)  # (keeps e alive, so its id stays unique)
+    return result
 
 
 def with_shadow(s: ir.LetStmt, body: ir.Stmt, shadowed: set[str]) -> ir.LetStmt:

@@ -23,8 +23,8 @@ extern "C" __global__ void __launch_bounds__(32) kernel_1_ghist_s1_ghr_y_gryo(in
         const int32_t v_ghist_s1_ghr_x_unguarded = ((v_ghist_s1_ghr_x_grxo * 8) + v_ghist_s1_ghr_x_grxi);
         const int32_t v_ghist_s1_ghr_x = hl_min<int32_t>(v_ghist_s1_ghr_x_unguarded, 40);
         if ((v_ghist_s1_ghr_x_unguarded < 41)) {
-            const int32_t v_remainder_3 = ((int32_t)(((int32_t)(v_ghist_in[(v_ghist_s1_ghr_x + (v_ghist_s1_ghr_y * 41))])) % 32));
-            atomicAdd((unsigned int *)&v_ghist[(((int32_t)((((uint32_t)(v_remainder_3)) + ((uint32_t)((v_remainder_3 < 0) ? 32u : 0u))))) - v_ghist_min_0)], (unsigned int)(1));
+            const int32_t v_remainder_2 = ((int32_t)(((int32_t)(v_ghist_in[(v_ghist_s1_ghr_x + (v_ghist_s1_ghr_y * 41))])) % 32));
+            atomicAdd((unsigned int *)&v_ghist[(((int32_t)((((uint32_t)(v_remainder_2)) + ((uint32_t)((v_remainder_2 < 0) ? 32u : 0u))))) - v_ghist_min_0)], (unsigned int)(1));
         }
     }
 }
