@@ -5,7 +5,7 @@ Every app is a module `apps.<name>` exposing `APP`, an `apps.common.App`. The ha
 """
 
 NAMES = ["blur", "gemm", "conv_layer", "bilateral_grid", "local_laplacian", "harris", "unsharp",
-         "camera_pipe", "histogram_equalize", "max_filter", "stencil_chain", "iir_blur", "nl_means"]
+         "camera_pipe", "histogram_equalize", "max_filter", "stencil_chain", "interpolate", "iir_blur", "nl_means"]
 
 
 def load(name: str):

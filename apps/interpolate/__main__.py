@@ -1,0 +1,4 @@
+from apps.common import demo_main
+from apps.interpolate import APP
+
+demo_main(APP)
