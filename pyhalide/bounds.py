@@ -943,9 +943,10 @@ class _GuardCollector(_BoxCollector):
         condition = None
         for c in self.conditions:
             condition = c if condition is None else ir.And(condition, c)
+        data_as_any_value = _DataAsAnyValue()  # (one for all the operands: they share subexpressions)
         for dim, a in enumerate(args):
             for operand in _unsurvived_operands(self._expand(a)):
-                interval = b.of(_DataAsAnyValue().mutate(operand))
+                interval = b.of(data_as_any_value.mutate(operand))
                 self.guards.append(IndexGuard(callee, None if loop else dim, interval, condition))
 
     def visit_Call(self, c):
