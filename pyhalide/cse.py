@@ -9,6 +9,7 @@ long as the graph. All the walks here go by node identity, never into a shared n
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import fields
 
 from . import ir
@@ -154,16 +155,20 @@ def inline_lets(e: ir.Expr) -> ir.Expr:
     return walk(e)
 
 
-def _name_not_in(used) -> str:
-    """A new let name (renamed canonically in lowering) that is not a Var of the expression."""
-    while (name := unique_name("t")) in used:
-        pass
-    return name
+def _names_not_in(used, prefix: str | None):
+    """New let names that are not Vars of the expression: `prefix0`, `prefix1`... where lowering
+    asks (its names must not depend on what the process made before), else generated ones."""
+    numbers = itertools.count()
+    while True:
+        name = unique_name("t") if prefix is None else f"{prefix}{next(numbers)}"
+        if name not in used:
+            yield name
 
 
-def common_subexpression_elimination(e: ir.Expr) -> ir.Expr:
+def common_subexpression_elimination(e: ir.Expr, prefix: str | None = None) -> ir.Expr:
     """e with each subexpression worth a name that it uses more than once computed once, in a Let
-    (outermost first, each let's value using the ones before it)."""
+    (outermost first, each let's value using the ones before it), named `prefix0`, `prefix1`...
+    when prefix is given."""
     if not type(e)._children:  # a constant or a variable
         return e
     if has_let(e):
@@ -175,7 +180,8 @@ def common_subexpression_elimination(e: ir.Expr) -> ir.Expr:
     if not shared:
         return e
     used = expr_free_variables(root)
-    variables = {id(n): ir.Variable(_name_not_in(used), n.type) for n in shared}
+    names = _names_not_in(used, prefix)
+    variables = {id(n): ir.Variable(next(names), n.type) for n in shared}
     replace = _Replace(variables)
     body = replace(root)
     for n in reversed(shared):

@@ -15,7 +15,7 @@ from .. import ir, scatter_gather
 from ..bounds import PREDICATE_LOADS, WITHIN_REGION
 from ..cse import common_subexpression_elimination
 from ..errors import CompileError
-from ..ir_mutator import IRMutator, IRVisitor, Substitution, called_names, free_variables, substitute
+from ..ir_mutator import IRMutator, IRVisitor, called_names, free_variables, substitute
 from ..schedule import (
     GPU_BLOCK,
     GPU_LANE,
@@ -278,16 +278,13 @@ def _provides(f, stage: int, args: tuple, values: tuple) -> ir.Stmt:
         return ir.Provide(f.name(), parts[0][1], parts[0][0], func=f)
     # one CSE over all the elements, whose copies share everything but their scattered parts
     bundle = common_subexpression_elimination(
-        ir.Call(_I32, "bundle", tuple(e for a, v in parts for e in (*a, *v)), ir.INTRINSIC))
-    peeled = []
+        ir.Call(_I32, "bundle", tuple(e for a, v in parts for e in (*a, *v)), ir.INTRINSIC),
+        f"{stage_prefix(f, stage)}shared")
+    lets = []
     while isinstance(bundle, ir.Let):
-        peeled.append(bundle)
+        lets.append((bundle.name, bundle.value))
         bundle = bundle.body
-    # CSE's let names are per process; lowering's must not be
-    names = [f"{stage_prefix(f, stage)}shared{i}" for i in range(len(peeled))]
-    renamed = Substitution({let.name: ir.Variable(name, let.value.type) for let, name in zip(peeled, names)})
-    lets = [(name, renamed.mutate(let.value)) for let, name in zip(peeled, names)]
-    exprs = [renamed.mutate(e) for e in bundle.args]
+    exprs = list(bundle.args)
     for i, e in enumerate(exprs):
         if f.name() in called_names(e):  # (what does not read f may be computed at its store)
             lets.append((f"{stage_prefix(f, stage)}shared{len(lets)}", e))
