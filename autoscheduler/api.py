@@ -222,6 +222,7 @@ def _fixed_decisions(analysis: Analysis) -> dict:
     computed inside a consumer's loop by hand pins that consumer's schedule too (the loop must keep
     its name)."""
     fixed = {}
+    hosts = {}
     for name in analysis.order:
         info = analysis.funcs[name]
         if not _scheduled_by_hand(info.func):
@@ -229,8 +230,41 @@ def _fixed_decisions(analysis: Analysis) -> dict:
         level = info.func._schedule.compute_level
         fixed[name] = INLINE if level.is_inlined() and not info.is_output else Decision("root")
         if level.kind == "at" and analysis.name_of(level.func_name) in analysis.funcs:
-            fixed[analysis.name_of(level.func_name)] = Decision("root")
+            hosts[name] = analysis.name_of(level.func_name)
+            fixed[hosts[name]] = Decision("root")
+    for name, host in hosts.items():
+        for between in _funcs_between(analysis, name, host):
+            if between in fixed:
+                continue
+            if len(analysis.funcs[between].stages) > 1:
+                raise HalideError(
+                    f"Func {name} is computed by hand inside a loop of {host}, through {between}, which "
+                    f"has update definitions and no schedule: give {between} a compute_at inside that "
+                    f"loop too (the autoscheduler keeps hand schedules as they are)")
+            # the hand schedule's meaning: unscheduled, so inlined (as Halide reads it); anywhere
+            # else, `name` would be computed where nothing uses it
+            fixed[between] = INLINE
     return fixed
+
+
+def _funcs_between(analysis: Analysis, producer: str, host: str) -> set[str]:
+    """The Funcs on a path of calls from producer up to host (both left out)."""
+
+    def reach(start, step):
+        seen, todo = set(), [start]
+        while todo:
+            for nxt in step(todo.pop()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return seen
+
+    consumers = {n: set(info.consumers) & set(analysis.funcs) for n, info in analysis.funcs.items()}
+    producers = {n: set() for n in analysis.funcs}
+    for n, users in consumers.items():
+        for user in users:
+            producers[user].add(n)
+    return (reach(producer, consumers.__getitem__) & reach(host, producers.__getitem__)) - {producer, host}
 
 
 def make_problem(outputs, target=None, estimates=None, example_inputs=None, params=None,

@@ -163,6 +163,37 @@ def test_hand_scheduled_funcs_are_kept():
     np.testing.assert_array_equal(np.asarray(by.realize([256, 256])), _numpy_blur(img))
 
 
+def test_funcs_between_a_hand_compute_at_and_its_loop_stay_inlined():
+    """f is computed by hand per row of out, and read through g and h, unscheduled: inlined, as
+    Halide reads the hand schedule. Were the search to put g at root, f would be computed inside
+    out's rows where nothing reads it (the pipeline used not to compile)."""
+    x, y = hl.Var("x"), hl.Var("y")
+    inp = hl.ImageParam(hl.Float(32), 2, "between_in")
+    f, g, h, out = hl.Func("between_f"), hl.Func("between_g"), hl.Func("between_h"), hl.Func("between_out")
+    f[x, y] = inp[x, y] * 2.0
+    g[x, y] = f[x, y] + f[x + 1, y]
+    h[x, y] = g[x, y] * g[x, y + 1]
+    out[x, y] = h[x, y] - h[x + 2, y + 1]
+    f.compute_at(out, y)
+    img = np.random.default_rng(3).random((203, 300), dtype=np.float32)
+    inp.set(hl.Buffer(img))
+    r = auto_schedule(out, estimates={"between_out": [(0, 290), (0, 200)]})
+    assert r.decisions["between_g"].startswith("inline") and r.decisions["between_h"].startswith("inline")
+    ff = img * np.float32(2)
+    gg = ff[:, :-1] + ff[:, 1:]
+    hh = gg[:-1] * gg[1:]
+    np.testing.assert_allclose(np.asarray(out.realize([290, 200])), hh[:200, :290] - hh[1:201, 2:292], rtol=1e-6)
+
+    x2 = hl.Func("between_acc")  # an unscheduled update definition on the path: a clear error
+    x2[x, y] = f[x, y]
+    x2[x, y] += 1.0
+    out2 = hl.Func("between_out2")
+    out2[x, y] = x2[x, y]
+    f.compute_at(out2, y)
+    with pytest.raises(hl.HalideError, match="between_acc"):
+        auto_schedule(out2, estimates={"between_out2": [(0, 290), (0, 200)]})
+
+
 def test_every_strategy_name_is_known():
     assert {"Adams2019", "Anderson2021", "Mullapudi2016", "Li2018"} <= set(STRATEGIES)
     with pytest.raises(hl.HalideError, match="unknown strategy"):
