@@ -313,6 +313,35 @@ def test_inline_reductions_get_their_own_names_and_live_in_their_consumer():
     assert list(np.asarray(g2.realize([8]))) == [3 * v + 3 for v in range(8)]
 
 
+def test_inline_reductions_in_a_vectorized_loop_are_vectorized_one_copy_per_lane(tmp_path):
+    """As Halide: an inline reduction lives in its consumer's innermost loop, the vector loop
+    too, where each lane gets its own copy of its storage (element i of lane l at i * lanes + l),
+    and the consumer stays vector code; the values are the serial ones (integers bit for bit,
+    tails of the vector loop and tuple-valued reductions included)."""
+    y, xo, xi = hl.Var("y"), hl.Var("xo"), hl.Var("xi")
+    data = np.random.default_rng(7).integers(-1000, 1000, (40, 70), dtype=np.int32)
+    inp = hl.Buffer(data, "vlane_in")
+    r = hl.RDom([hl.Range(0, 5), hl.Range(0, 3)], "vr")
+    g = hl.Func("vlane_g")
+    arg = hl.argmax(inp[x + r.x, y + r.y])
+    g[x, y] = hl.sum(inp[x + r.x, y] * (r.x + 1)) - hl.maximum(inp[x, y + r.y]) + arg[0] * 100 + arg[2]
+    g.split(x, xo, xi, 8, hl.TailStrategy.GuardWithIf).vectorize(xi).parallel(y)
+    path = tmp_path / "g.stmt"
+    g.compile_to_lowered_stmt(str(path), [])
+    stmt = path.read_text()
+    assert re.search(r"allocate sum\d+\[int32 \* 1 \* 1 \* 8\]", stmt), stmt
+    w, h = 61, 37
+    d = data.astype(np.int64)
+    want = np.zeros((h, w), np.int64)
+    for j in range(h):
+        for i in range(w):
+            window = d[j:j + 3, i:i + 5]
+            k = int(np.argmax(window))  # the first maximum, r.x innermost
+            want[j, i] = (3 * sum(d[j, i + a] * (a + 1) for a in range(5)) - d[j:j + 3, i].max()
+                          + (k % 5) * 100 + window.max())
+    np.testing.assert_array_equal(np.asarray(g.realize([w, h])), want)
+
+
 def test_list_indices_and_rdom_name():
     f = hl.Func("listed")
     f[[x]] = x * 2

@@ -204,9 +204,9 @@ def _check_inlined_loops(name: str, stage) -> None:
 
 
 def _innermost_consumer_loop(env, name: str):
-    """Where a Func with updates goes by default: the innermost loop (vector loops excluded, so
-    its consumer stays vectorized) of the one computed stage that uses it, else None (root;
-    Halide computes one in each stage that uses it)."""
+    """Where a Func with updates goes by default: the innermost loop of the one computed stage
+    that uses it (a vector loop too: vectorize_loops gives each lane its own storage), else None
+    (root; Halide computes one in each stage that uses it)."""
     from .schedule_functions import stage_schedule
 
     users = [g for g, cs in env.callees.items() if name in cs]
@@ -218,10 +218,8 @@ def _innermost_consumer_loop(env, name: str):
     stages = [s for s, d in enumerate(g.definitions()) if _stage_reaches(env, d, name)]
     if len(stages) != 1:
         return None
-    for dim in stage_schedule(g, stages[0]).dims:  # innermost first
-        if dim.for_type != "vectorized":
-            return LoopLevel(g.name(), dim.name, stages[0])
-    return None
+    dims = stage_schedule(g, stages[0]).dims  # innermost first
+    return LoopLevel(g.name(), dims[0].name, stages[0]) if dims else None
 
 
 def _stage_reaches(env, definition, name: str) -> bool:

@@ -5,19 +5,30 @@ Guarantees: each vectorized loop with a constant extent becomes straight-line ve
 dense Ramp indices where the access is unit-stride (codegen turns those into vector loads and
 stores; other indices become gathers and scatters). A guard that depends on the lane (a
 GuardWithIf tail, an RDom predicate) becomes: if every lane passes, the vector body; otherwise the
-original loop, run serially. Bodies the vectorizer cannot widen (a print, an allocation, an inner
-loop whose bounds depend on the lane, a vectorized loop inside another) keep a serial loop, which
-computes the same thing. A vectorized loop whose extent is not constant is an error.
+original loop, run serially. Storage allocated inside the loop (a Func computed per lane, as an
+inline reduction is by default) becomes each lane's own, lanes times as large. Bodies the
+vectorizer cannot widen (a print, an allocation whose size depends on the lane, an inner loop
+whose bounds do, a vectorized loop inside another) keep a serial loop, which computes the same
+thing. A vectorized loop whose extent is not constant is an error.
 """
 
 from __future__ import annotations
 
 from .. import ir
 from ..errors import CompileError
-from ..ir_mutator import IRMutator, IRVisitor, LetScopeMutator, free_variables, substitute_lets
+from ..ir_mutator import (
+    IRMutator,
+    IRVisitor,
+    LetScopeMutator,
+    free_variables,
+    has_call,
+    has_load,
+    substitute,
+    substitute_lets,
+)
 from ..ir_printer import expr_to_string
 from ..simplify import simplify
-from ..types import Bool
+from ..types import Bool, Int
 
 
 class _CannotVectorize(Exception):
@@ -61,9 +72,12 @@ class _Widen(IRMutator):
         super().__init__()
         self.lanes = lanes
         self.vectors: dict[str, ir.Expr] = {var: replacement}  # names whose value is now a vector
+        self.per_lane: set[str] = set()  # allocations inside the loop: one copy per lane
 
     # ---- expressions
     def visit_Variable(self, v):
+        if v.name in self.per_lane:  # the storage itself (its address), not an element of it
+            raise _CannotVectorize("storage made per lane used whole")
         r = self.vectors.get(v.name)
         if r is None:
             return v
@@ -114,9 +128,24 @@ class _Widen(IRMutator):
 
     def visit_Load(self, e):
         index = self.mutate(e.index)
+        if e.name in self.per_lane:
+            return ir.Load(e.type.with_lanes(self.lanes), e.name, self._lane_index(index, e.predicate))
         if index is e.index:
             return e
         return ir.Load(e.type.with_lanes(index.type.lanes), e.name, index)
+
+    def _lane_index(self, index: ir.Expr, predicate) -> ir.Expr:
+        """Where each lane keeps element `index` of an allocation made per lane: element i of lane
+        l at i * lanes + l (Halide's layout), so an index the same for every lane is one dense
+        vector."""
+        if predicate is not None:
+            raise _CannotVectorize("predicated access to storage made per lane")
+        lanes = ir.make_const(index.type.element_of(), self.lanes)
+        if index.type.lanes not in (1, self.lanes):
+            raise _CannotVectorize("access to storage made per lane with another vector width")
+        return _combine(ir.Add, _combine(ir.Mul, index, lanes, self.lanes),
+                        ir.Ramp(ir.make_const(index.type.element_of(), 0), ir.make_const(index.type.element_of(), 1),
+                                self.lanes), self.lanes)
 
     def visit_Call(self, e):
         if e.call_type == ir.INTRINSIC and e.name == "trace":
@@ -154,6 +183,8 @@ class _Widen(IRMutator):
 
     def visit_Store(self, s):
         value, index = self.mutate(s.value), self.mutate(s.index)
+        if s.name in self.per_lane:
+            return ir.Store(s.name, _broadcast(value, self.lanes), self._lane_index(index, s.predicate))
         if value is s.value and index is s.index:
             return s
         if index.type.lanes == 1:
@@ -176,7 +207,15 @@ class _Widen(IRMutator):
         return self.default(s)
 
     def visit_Allocate(self, s):
-        raise _CannotVectorize("allocation inside a vectorized loop")
+        extents = tuple(self.mutate(e) for e in s.extents)
+        if any(e.type.lanes > 1 for e in extents):
+            raise _CannotVectorize("allocation whose size depends on the lane")
+        self.per_lane.add(s.name)
+        try:
+            body = self.mutate(s.body)
+        finally:
+            self.per_lane.discard(s.name)
+        return ir.Allocate(s.name, s.type, (*extents, ir.make_const(Int(32), self.lanes)), body, s.memory_type)
 
     def visit_AssertStmt(self, s):
         raise _CannotVectorize("assert inside a vectorized loop")
@@ -237,6 +276,9 @@ class _Vectorize(LetScopeMutator):
             pass
         # A lane-dependent guard: run the vector body when every lane passes, else the serial loop.
         inner, guards, lets = _strip_guards(body, s.name)
+        deep = _HoistLaneGuards(s.name)
+        inner = deep.mutate(inner)
+        guards += [(len(lets), cond) for cond in deep.conds]
         try:
             fast = _without_clamps_when_inside(_Widen(s.name, ramp, lanes).mutate(_rebuild(inner, lets)), lanes)
             conds = []
@@ -253,6 +295,44 @@ class _Vectorize(LetScopeMutator):
             c = c if c.type.lanes > 1 else ir.Broadcast(c, lanes)
             fast = ir.IfThenElse(ir.Call(Bool(), "all_true", (c,), ir.INTRINSIC), fast, serial)
         return fast
+
+
+class _HoistLaneGuards(IRMutator):
+    """The lane-dependent guards deeper in a vector loop's body that depend on nothing the body
+    computes (a GuardWithIf tail's test, after the Funcs computed per lane): removed, their
+    conditions (inner lets substituted) kept in `conds`, to be tested once for all the lanes at
+    the top, where they have the same value."""
+
+    def __init__(self, var: str):
+        super().__init__()
+        self.var = var
+        self.lets: dict[str, ir.Expr] = {}  # inner lets of arithmetic alone, to substitute
+        self.bound: set[str] = set()  # loop variables, and lets of what memory holds
+        self.conds: list[ir.Expr] = []
+
+    def visit_LetStmt(self, s):
+        value = substitute(self.lets, s.value)
+        pure = not (has_load(value) or has_call(value) or free_variables(value) & self.bound)
+        (self.lets.__setitem__(s.name, value) if pure else self.bound.add(s.name))
+        body = self.mutate(s.body)
+        self.lets.pop(s.name, None)
+        self.bound.discard(s.name)
+        return s if body is s.body else ir.LetStmt(s.name, s.value, body)
+
+    def visit_For(self, s):
+        self.bound.add(s.name)
+        body = self.mutate(s.body)
+        self.bound.discard(s.name)
+        return s if body is s.body else ir.For(s.name, s.min, s.extent, s.for_type, body)
+
+    def visit_IfThenElse(self, s):
+        if s.else_case is None:
+            cond = substitute(self.lets, s.condition)
+            names = free_variables(cond)
+            if self.var in names and not names & self.bound and not (has_load(cond) or has_call(cond)):
+                self.conds.append(cond)
+                return self.mutate(s.then_case)
+        return self.default(s)
 
 
 class _PeelClamps(IRMutator):
