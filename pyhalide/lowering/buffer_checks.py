@@ -176,7 +176,7 @@ def _overflow_checks(stmt: ir.Stmt, shadowed: set[str]) -> list[ir.Stmt]:
             # (the bounds of nested pyramid levels share subexpressions: as lets, each is computed once)
             name = f"coordinates.{side}$i64"
             value = ir.Variable(name, I64)
-            checks.append(ir.LetStmt(name, common_subexpression_elimination(extreme, f"coordinates.{side}.t"),
+            checks.append(ir.LetStmt(name, common_subexpression_elimination(extreme, f"coordinates.{side}.shared"),
                                      ir.AssertStmt(holds(value), message, (value,))))
     return checks
 
