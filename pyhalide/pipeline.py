@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from . import param as _param
-from .buffer import MAX_ELEMENTS, Buffer
+from .buffer import MAX_ELEMENTS, Buffer, aligned_zeros
 from .deep_recursion import deep
 from .errors import HalideError, InternalError, LayoutMismatch
 from .func import Func
@@ -1258,7 +1258,7 @@ def _allocate(t, shape: list[tuple[int, int, int]], name: str) -> Buffer:
             raise HalideError(f"infer_input_bounds: {name} is constrained to strides {strides}; pyhalide allocates "
                               "buffers with positive strides only")
         size = 1 + sum((e - 1) * s for e, s in zip(extents, strides))
-        flat = np.zeros(size, dtype=t.to_numpy())
+        flat = aligned_zeros((size,), t.to_numpy())
         item = flat.itemsize
         array = np.lib.stride_tricks.as_strided(flat, shape=tuple(reversed(extents)),
                                                 strides=tuple(s * item for s in reversed(strides)))
