@@ -540,7 +540,8 @@ class CodeGen:
         if n is not None:
             if placed_on_stack(s):
                 ptr = self.alloca_in_entry(llvm_type(s.type, memory=True), s.name, ll.Constant(I64, max(n, 1)))
-                ptr.align = max(s.type.bytes(), 16)
+                # a cache line where it holds a vector: an AVX-512 load or store then never straddles two
+                ptr.align = max(s.type.bytes(), 64 if n * s.type.bytes() >= 64 else 16)
                 ptr.type = PTR  # opaque, so vector stores through it type-check
                 self._with_host(s.name, ptr, s.body)
                 return
