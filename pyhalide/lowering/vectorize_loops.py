@@ -312,11 +312,20 @@ class _HoistLaneGuards(IRMutator):
 
     def visit_LetStmt(self, s):
         value = substitute(self.lets, s.value)
-        pure = not (has_load(value) or has_call(value) or free_variables(value) & self.bound)
-        (self.lets.__setitem__(s.name, value) if pure else self.bound.add(s.name))
+        outer = self.lets.pop(s.name, None), s.name in self.bound
+        if has_load(value) or has_call(value) or free_variables(value) & self.bound:
+            self.bound.add(s.name)
+        else:
+            self.bound.discard(s.name)
+            self.lets[s.name] = value
         body = self.mutate(s.body)
         self.lets.pop(s.name, None)
-        self.bound.discard(s.name)
+        if outer[0] is not None:  # (a name bound again inside: the outer binding is back)
+            self.lets[s.name] = outer[0]
+        if outer[1]:
+            self.bound.add(s.name)
+        else:
+            self.bound.discard(s.name)
         return s if body is s.body else ir.LetStmt(s.name, s.value, body)
 
     def visit_For(self, s):
