@@ -104,3 +104,30 @@ def test_camera_pipes_per_row_funcs_are_on_the_stack(tmp_path):
     per_row = {"r_gr", "b_gr", "r_gb", "b_gb", "r_b", "b_r"}
     assert not per_row & heap, heap
     assert app.check(np.asarray(app.runner(hl, built)()), app.reference(inputs))
+
+
+def test_storage_sized_at_run_time_goes_on_the_stack_when_small_enough(tmp_path):
+    """A row of f per row of g, as wide as the input given: its size is known only when the
+    pipeline runs, so it is on the stack when that size is at most STACK_LIMIT bytes (released
+    each row) and malloc'd past it; both compute the same, and a requirement failing while the
+    row is live returns its error with nothing leaked or freed twice."""
+    inp = hl.ImageParam(hl.Float(32), 2, "runtime_row_in")
+    limit = hl.Param(hl.Float(32), "runtime_row_limit", 1e30)
+    f, g = hl.Func("runtime_row"), hl.Func("runtime_row_out")
+    f[x, y] = inp[x, y] * 2.0
+    g[x, y] = hl.require(f[x, y] < limit, f[x, y] + f[x + 1, y], f[x, y])
+    f.compute_at(g, y).vectorize(x, 8)
+    g.vectorize(x, 8)
+    path = tmp_path / "row.ll"
+    g.compile_to_llvm_assembly(str(path), [inp, limit])
+    ir_text = path.read_text()
+    assert "@llvm.stacksave" in ir_text and "runtime_row.on_stack" in ir_text
+    for width in (100, 3 * STACK_LIMIT):  # on the stack, then on the heap
+        data = np.random.default_rng(width).random((5, width + 1), dtype=np.float32)
+        inp.set(hl.Buffer(data))
+        want = data[:, :-1] * 2 + data[:, 1:] * 2
+        np.testing.assert_array_equal(np.asarray(g.realize([width, 5])), want)
+        limit.set(0.5)
+        with pytest.raises(hl.HalideError, match="Requirement Failed"):
+            g.realize([width, 5])
+        limit.set(1e30)

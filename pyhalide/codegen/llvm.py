@@ -19,7 +19,7 @@ from llvmlite import ir as ll
 from .. import ir
 from ..errors import InternalError
 from ..ir_mutator import has_loop
-from ..lowering.bound_small_allocations import check_explicit_stack, constant_elements, placed_on_stack
+from ..lowering.bound_small_allocations import STACK_LIMIT, check_explicit_stack, constant_elements, placed_on_stack
 from ..lowering.lower_arithmetic import not_lowered
 from ..types import Int, Type
 from . import calling_convention, heap, parallel, x86
@@ -533,7 +533,11 @@ class CodeGen:
 
     def s_Allocate(self, s):
         """On the stack when the size is constant and small (or store_in asked for Stack or
-        Register), else malloc'd and freed on every way out."""
+        Register); else, with memory type Auto, on the stack when the size the code computes is
+        at most STACK_LIMIT bytes (released when the storage goes out of scope: a Func computed
+        per vector inside a loop, whose size is known only at run time, was malloc'd and freed
+        per vector, half of interpolate's autoscheduled time); else malloc'd and freed on every
+        way out."""
         b = self.b
         check_explicit_stack(s)
         n = constant_elements(s)
@@ -551,6 +555,17 @@ class CodeGen:
             ext = b.select(b.icmp_signed("<", ext, ll.Constant(I64, 0)), ll.Constant(I64, 0), ext)
             size = b.mul(size, ext)
         size = b.select(b.icmp_unsigned("==", size, ll.Constant(I64, 0)), ll.Constant(I64, 1), size)
+        saved = None
+        if n is None and s.memory_type == "Auto":
+            saved = b.call(self.declare("llvm.stacksave.p0", PTR, []), [])
+            stack_bb = self.f.fn.append_basic_block(f"{s.name}.on_stack")
+            heap_bb = self.f.fn.append_basic_block(f"{s.name}.on_heap")
+            b.cbranch(b.icmp_unsigned("<=", size, ll.Constant(I64, STACK_LIMIT)), stack_bb, heap_bb)
+            b.position_at_end(stack_bb)
+            on_stack = b.alloca(ll.IntType(8), size, name=f"{s.name}.stack")
+            on_stack.align = 64
+            stack_end = b.block
+            b.position_at_end(heap_bb)
         # storage a parallel task allocates stays its thread's (heap.py)
         shared = ll.Constant(I32, 0 if self.f.in_task else 1)
         ptr = b.call(self.declare(heap.MALLOC, PTR, [I64, I32]), [size, shared], name=s.name)
@@ -562,10 +577,25 @@ class CodeGen:
         self.asserts.append((f"Out of memory allocating {s.name}", ()))
         self.return_error(assert_id + 1)
         b.position_at_end(ok)
-        self.f.heap_allocs.append(ptr)
+        heap_ptr = malloced = ptr
+        if saved is not None:
+            join = self.f.fn.append_basic_block(f"{s.name}.allocated")
+            b.branch(join)
+            b.position_at_end(stack_end)
+            b.branch(join)
+            b.position_at_end(join)
+            ptr = b.phi(PTR, name=f"{s.name}.storage")
+            ptr.add_incoming(on_stack, stack_end)
+            ptr.add_incoming(malloced, ok)
+            heap_ptr = b.phi(PTR, name=f"{s.name}.heap")  # null on the stack: pyhalide_free ignores it
+            heap_ptr.add_incoming(ll.Constant(PTR, None), stack_end)
+            heap_ptr.add_incoming(malloced, ok)
+        self.f.heap_allocs.append(heap_ptr)
         self._with_host(s.name, ptr, s.body)
         self.f.heap_allocs.pop()
-        b.call(self.declare(heap.FREE, VOID, [PTR]), [ptr])
+        b.call(self.declare(heap.FREE, VOID, [PTR]), [heap_ptr])
+        if saved is not None:
+            b.call(self.declare("llvm.stackrestore.p0", VOID, [PTR]), [saved])
 
     def _with_host(self, name: str, ptr, body) -> None:
         """Emit body with `name` stored at ptr; outside it the name means what it meant before (a
