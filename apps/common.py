@@ -51,10 +51,18 @@ class App:
     # compiles) exponentially much, as in Halide. Such apps skip the default-schedule test.
     default_schedule_is_slow = False
 
+    # Image apps: the test picture's (height, width) by size (a size not listed is "default"),
+    # and sample_image's seed; `inputs` hands the picture to the app's inputs_from_image.
+    image_sizes: dict[str, tuple[int, int]] = {}
+    image_seed = 0
+
     def inputs(self, size: str = "default") -> dict[str, np.ndarray]:
         """Deterministic input arrays (numpy axis order). size: "small" for tests, "default", or
         "large" where an app has a larger benchmark size (else the same as "default")."""
-        raise NotImplementedError
+        if not self.image_sizes:
+            raise NotImplementedError
+        h, w = self.image_sizes.get(size, self.image_sizes["default"])
+        return self.inputs_from_image(sample_image(h, w, seed=self.image_seed))
 
     def build(self, hl, inputs: dict[str, np.ndarray]) -> Built:
         """The algorithm alone, in library `hl` (pyhalide or halide), over these inputs."""

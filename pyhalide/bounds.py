@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from . import ir
 from .ir_mutator import (
+    DagMutator,
     IRMutator,
     IRVisitor,
     called_names,
@@ -1007,19 +1008,8 @@ def _unsurvived_operands(e: ir.Expr) -> list[ir.Expr]:
     return found
 
 
-class _DataAsAnyValue(IRMutator):
-    """Reads of memory and conversions from other types, as `_DATA` (see _unsurvived_operands).
-    Shared subtrees are rewritten once."""
-
-    def __init__(self):
-        super().__init__()
-        self._memo: dict[int, tuple] = {}
-
-    def mutate(self, node):
-        hit = self._memo.get(id(node))
-        if hit is None:
-            hit = self._memo[id(node)] = (node, super().mutate(node))
-        return hit[1]
+class _DataAsAnyValue(DagMutator):
+    """Reads of memory and conversions from other types, as `_DATA` (see _unsurvived_operands)."""
 
     def visit_Call(self, e):
         if e.call_type in (ir.HALIDE, ir.IMAGE):

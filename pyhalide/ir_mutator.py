@@ -209,29 +209,40 @@ class IRVisitor:
                 self._visit_all(v)
 
 
-class Substitution(IRMutator):
+class DagMutator(IRMutator):
+    """A mutator whose result for an expression depends on the expression alone: each node
+    shared by several parents (Python builds expression DAGs) is rewritten once, and the result
+    stays shared. Its memo keeps each node alive, so an id stays that node's."""
+
+    def __init__(self):
+        super().__init__()
+        self.memo: dict[int, tuple] = {}
+
+    def mutate(self, node):
+        if not isinstance(node, ir.Expr):
+            return super().mutate(node)
+        hit = self.memo.get(id(node))
+        if hit is None:
+            hit = self.memo[id(node)] = (node, self.mutate_expr(node))
+        return hit[1]
+
+    def mutate_expr(self, e: ir.Expr) -> ir.Expr:
+        return super().mutate(e)
+
+
+class Substitution(DagMutator):
     """Replace free Variables by name (see substitute); one instance may substitute into many
     nodes under the same replacements, sharing its work on what they have in common."""
 
     def __init__(self, repl: dict[str, ir.Expr]):
         super().__init__()
         self.repl = repl
-        self.memo: dict[int, tuple] = {}
 
-    def mutate(self, node):
-        if not isinstance(node, ir.Expr):
-            return super().mutate(node)
-        # a node's result depends only on it and repl: share work on expression DAGs, and leave
-        # alone what uses none of the names replaced
-        hit = self.memo.get(id(node))
-        if hit is not None:
-            return hit[1]
-        if self.repl.keys().isdisjoint((getattr(node, "_summary", None) or _summary(node))[0]):
-            result = node
-        else:
-            result = super().mutate(node)
-        self.memo[id(node)] = (node, result)
-        return result
+    def mutate_expr(self, e):
+        # leave alone what uses none of the names replaced
+        if self.repl.keys().isdisjoint((getattr(e, "_summary", None) or _summary(e))[0]):
+            return e
+        return super().mutate_expr(e)
 
     def visit_Variable(self, v):
         r = self.repl.get(v.name)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from apps.common import App, Built, sample_image
+from apps.common import App, Built
 
 S_SIGMA = 8  # spatial size of a grid cell, in pixels
 R_SIGMA = 0.1  # intensity size of a grid cell
@@ -27,9 +27,8 @@ class BilateralGrid(App):
     exact = False  # float sums in a different order (and FMA in Halide)
     rtol, atol = 1e-4, 1e-4
 
-    def inputs(self, size="default"):
-        h, w = (48, 64) if size == "small" else (1536, 2560)
-        return self.inputs_from_image(sample_image(h, w, seed=3))
+    image_sizes = {"small": (48, 64), "default": (1536, 2560)}
+    image_seed = 3
 
     def inputs_from_image(self, img):
         grey = img if img.ndim == 2 else img[..., :3].mean(axis=2)

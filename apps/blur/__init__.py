@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from apps.common import App, Built, sample_image
+from apps.common import App, Built
 
 
 class Blur(App):
     name = "blur"
     description = "3x3 box blur, uint16 (Halide's blur app)"
 
-    def inputs(self, size="default"):
-        h, w = {"small": (64, 96), "gpu": (1536, 2560)}.get(size, (1920, 2560))
-        return self.inputs_from_image(sample_image(h, w))
+    image_sizes = {"small": (64, 96), "gpu": (1536, 2560), "default": (1920, 2560)}
 
     def inputs_from_image(self, img):
         # 14-bit values, as a camera gives: sums of three stay inside uint16

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from apps.common import App, Built, sample_image
+from apps.common import App, Built
 
 BLACK, WHITE = 25, 1023  # sensor black and white levels (10-bit)
 GAMMA, CONTRAST = 2.2, 0.5
@@ -65,9 +65,7 @@ class CameraPipe(App):
     name = "camera_pipe"
     description = "raw Bayer (GRBG, 10-bit) to sRGB uint8 (Halide's camera_pipe app)"
 
-    def inputs(self, size="default"):
-        h, w = (88, 128) if size == "small" else (1968, 2592)
-        return self.inputs_from_image(sample_image(h, w))
+    image_sizes = {"small": (88, 128), "default": (1968, 2592)}
 
     def inputs_from_image(self, img):
         if img.ndim == 2:

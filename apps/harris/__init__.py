@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from apps.common import App, Built, sample_image
+from apps.common import App, Built
 
 K = 0.04
 GREY = (0.299, 0.587, 0.114)
@@ -26,10 +26,9 @@ class Harris(App):
     exact = False  # float sums in a different order (and FMA in Halide)
     rtol, atol = 1e-4, 2e-8  # responses reach ~3e-3; most are near 0
 
-    def inputs(self, size="default"):
-        # small is not a multiple of the tile or the vector width
-        h, w = (45, 70) if size == "small" else (1536, 2560)
-        return self.inputs_from_image(sample_image(h, w, seed=5))
+    # small is not a multiple of the tile or the vector width
+    image_sizes = {"small": (45, 70), "default": (1536, 2560)}
+    image_seed = 5
 
     def inputs_from_image(self, img):
         rgb = np.repeat(img[..., None], 3, axis=2) if img.ndim == 2 else img[..., :3]

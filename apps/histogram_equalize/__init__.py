@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from apps.common import App, Built, sample_image
+from apps.common import App, Built
 
 
 class HistogramEqualize(App):
     name = "histogram_equalize"
     description = "histogram equalization, uint8 grey (histogram, scan, remap)"
 
-    def inputs(self, size="default"):
-        h, w = (64, 96) if size == "small" else (1536, 2560)
-        return self.inputs_from_image(sample_image(h, w))
+    image_sizes = {"small": (64, 96), "default": (1536, 2560)}
 
     def inputs_from_image(self, img):
         grey = img if img.ndim == 2 else img[..., :3].mean(axis=2)

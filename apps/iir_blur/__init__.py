@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from apps.common import App, Built, planar_float_rgb, sample_image
+from apps.common import App, Built, planar_float_rgb
 
 ALPHA = 0.5  # the input's weight in each step, as Halide's filter.cpp calls the generator with
 KEEP = float(np.float32(1) - np.float32(ALPHA))  # the previous output's weight, 1 - ALPHA
@@ -45,11 +45,9 @@ class IirBlur(App):
     # 0.5 a + 0.5 b into (a + b) * 0.5 changes a bit (another alpha would need a tolerance).
     exact = True
 
-    def inputs(self, size="default"):
-        # Halide's app: 1536 wide, 2560 high. The small size is not a multiple of the vectors or
-        # the 64-row strips in either dimension, so the tails are exercised.
-        h, w = (70, 100) if size == "small" else (2560, 1536)
-        return self.inputs_from_image(sample_image(h, w))
+    # Halide's app: 1536 wide, 2560 high. The small size is not a multiple of the vectors or
+    # the 64-row strips in either dimension, so the tails are exercised.
+    image_sizes = {"small": (70, 100), "default": (2560, 1536)}
 
     def inputs_from_image(self, img):
         return {"input": planar_float_rgb(img)}

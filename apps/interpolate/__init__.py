@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from apps.common import App, Built, register_file, sample_image
+from apps.common import App, Built, register_file
 
 LEVELS = 10  # pyramid levels, as in Halide's app
 CLAMP_LEVEL = 4  # the downsampling into this level reads the previous one clamped to the picture
@@ -46,11 +46,10 @@ class Interpolate(App):
     exact = False  # Halide contracts (1 - alpha) * up + value into FMAs
     rtol, atol = 1e-5, 1e-5
 
-    def inputs(self, size="default"):
-        # Halide's app is estimated at 1536 wide, 2560 tall. The small picture keeps a pixel at
-        # the coarsest level (512 = 2^9), with sizes that are multiples of neither 8 nor 16.
-        h, w = (530, 602) if size == "small" else (2560, 1536)
-        return self.inputs_from_image(sample_image(h, w, seed=2))
+    # Halide's app is estimated at 1536 wide, 2560 tall. The small picture keeps a pixel at
+    # the coarsest level (512 = 2^9), with sizes that are multiples of neither 8 nor 16.
+    image_sizes = {"small": (530, 602), "default": (2560, 1536)}
+    image_seed = 2
 
     def inputs_from_image(self, img):
         """An 8-bit picture: RGBA keeps its alpha, RGB (or grey) gets sparse_alpha's holes."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from apps.common import App, Built, sample_image
+from apps.common import App, Built
 
 LEVELS = 8  # intensity levels
 ALPHA = 1.0 / (LEVELS - 1)  # detail: Halide's app is run with alpha = 1 / (levels - 1)
@@ -45,9 +45,8 @@ class LocalLaplacian(App):
     # ~100/65535 near that pixel. A few such pixels (~0.005% with Halide) are allowed.
     outlier_fraction, outlier_atol = 1e-3, 512
 
-    def inputs(self, size="default"):
-        h, w = (48, 64) if size == "small" else (1536, 2560)
-        return self.inputs_from_image(sample_image(h, w, seed=4))
+    image_sizes = {"small": (48, 64), "default": (1536, 2560)}
+    image_seed = 4
 
     def inputs_from_image(self, img):
         rgb = np.repeat(img[..., None], 3, axis=2) if img.ndim == 2 else img[..., :3]

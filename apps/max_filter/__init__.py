@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from apps.common import App, Built, planar_float_rgb, sample_image
+from apps.common import App, Built, planar_float_rgb
 
 RADIUS = 26
 
@@ -24,9 +24,7 @@ class MaxFilter(App):
     name = "max_filter"
     description = f"max filter over a disc of radius {RADIUS}, float32 RGB (Halide's max_filter app)"
 
-    def inputs(self, size="default"):
-        h, w = (64, 96) if size == "small" else (1536, 2560)
-        return self.inputs_from_image(sample_image(h, w))
+    image_sizes = {"small": (64, 96), "default": (1536, 2560)}
 
     def inputs_from_image(self, img):
         return {"input": planar_float_rgb(img)}

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from apps.common import App, Built, planar_float_rgb, sample_image
+from apps.common import App, Built, planar_float_rgb
 
 PATCH = 7  # patch side: offsets -3..3
 SEARCH = 7  # search window side: offsets -3..3
@@ -52,9 +52,8 @@ class NlMeans(App):
     exact = False  # float sums in another order, FMA in Halide, and Halide's fast_exp approximates exp
     rtol, atol = 1e-5, 1e-5  # observed: under 1e-6 at both sizes, in pyhalide and Halide
 
-    def inputs(self, size="default"):
-        h, w = (32, 48) if size == "small" else (1536, 2560)
-        return self.inputs_from_image(sample_image(h, w, seed=5))
+    image_sizes = {"small": (32, 48), "default": (1536, 2560)}
+    image_seed = 5
 
     def inputs_from_image(self, img):
         return {"input": planar_float_rgb(img)}

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from apps.common import App, Built, planar_float_rgb, sample_image
+from apps.common import App, Built, planar_float_rgb
 
 SIGMA = 1.5
 RADIUS = 3  # 7 taps
@@ -36,9 +36,7 @@ class Unsharp(App):
     exact = False  # Halide contracts multiply-adds; pyhalide and numpy round alike
     rtol, atol = 1e-5, 1e-5
 
-    def inputs(self, size="default"):
-        h, w = (64, 96) if size == "small" else (1536, 2560)
-        return self.inputs_from_image(sample_image(h, w))
+    image_sizes = {"small": (64, 96), "default": (1536, 2560)}
 
     def inputs_from_image(self, img):
         return {"input": planar_float_rgb(img)}
