@@ -473,12 +473,13 @@ def remember_free_variables(stmt: ir.Stmt, names) -> None:
     object.__setattr__(stmt, "_free", frozenset(names))
 
 
-def has_loop(s: ir.Stmt) -> bool:
-    """Whether s holds a For loop (at any depth; expressions are not walked)."""
+def has_loop(s: ir.Stmt, name: str | None = None) -> bool:
+    """Whether s holds a For loop (the one called `name`, where given) at any depth; expressions
+    are not walked."""
     stack = [s]
     while stack:
         n = stack.pop()
-        if isinstance(n, ir.For):
+        if isinstance(n, ir.For) and name in (None, n.name):
             return True
         stack.extend(c for c in children(n) if isinstance(c, ir.Stmt))
     return False

@@ -362,10 +362,10 @@ def test_a_func_computed_at_the_outermost_of_a_compute_with_parent():
     np.testing.assert_array_equal(np.asarray(b), 20 * xx + 2 * yy + 2)
 
 
-@pytest.mark.xfail(strict=True, reason="known bug (found 2026-12-06 by test_differential_fuzz, present since before "
-                   "the twentieth session): g stored at y and computed at a vectorized update's x slides along x, "
-                   "and its storage is folded to one element though each vector iteration needs two")
 def test_a_producer_sliding_along_a_vectorized_updates_loop_keeps_its_window():
+    """g is realized once per stage of out. Each Realize slides along its own loop and is folded
+    by its own window: the pure stage's window (one element) once folded the update's too, whose
+    vector iterations need two."""
     from pyhalide.testing.differential import _update_reads
 
     want = np.asarray(_update_reads(hl).funcs["upd_out"].realize([1, 1])).copy()

@@ -29,7 +29,8 @@ _I32 = Int(32)
 @dataclass
 class Window:
     """f slides along loop `loop` in dimension `dim`, needing at most `width` coordinates at once
-    (0: not known, and then not foldable)."""
+    (0: not known, and then not foldable). The window is that of the one Realize of f that holds
+    the loop (f is realized once per stage of a consumer that computes it)."""
 
     func: str
     dim: int
@@ -47,6 +48,7 @@ class _Slide(IRMutator):
         self.name = f.name()
         self.windows = windows
         self.inside = False
+        self.slid_here = False  # whether the Realize we are in has its window already
         self.loops: list[ir.For] = []
         self.lets: dict[str, LazyLet] = {}  # expanded (simplified) only where _slide asks
 
@@ -58,7 +60,7 @@ class _Slide(IRMutator):
     def visit_Realize(self, r):
         if r.name != self.f.name() or self.inside:
             return self.default(r)
-        self.inside = True
+        self.inside, self.slid_here = True, False
         body = self.mutate(r.body)
         self.inside = False
         return r if body is r.body else ir.Realize(r.name, r.types, r.bounds, body, r.func, r.folds)
@@ -112,8 +114,8 @@ class _Slide(IRMutator):
         prefix = f"{f.name()}.s0."
         if not (let_name.startswith(prefix) and let_name.endswith(".min")) or not self.loops:
             return None
-        if any(w.func == f.name() for w in self.windows):
-            return None  # one sliding dimension per Func
+        if self.slid_here:
+            return None  # one sliding dimension per Realize of f
         var = let_name[len(prefix) : -len(".min")]
         if var not in f._pure_args:
             return None
@@ -162,6 +164,7 @@ class _Slide(IRMutator):
         # only a window of known width.
         foldable = width is not None and not moves_inside
         self.windows.append(Window(f.name(), f._pure_args.index(var), loop.name, width or 0, foldable))
+        self.slid_here = True
         needed_min = ir.Variable(f"{f.name()}.{var}.min", _I32)
         prev_max = substitute(prev, hi_e)
         later = ir.GT(ir.Variable(loop.name, _I32), loop.min)

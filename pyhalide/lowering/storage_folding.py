@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..errors import CompileError
-from ..ir_mutator import IRMutator, IRVisitor, called_names
+from ..ir_mutator import IRMutator, IRVisitor, called_names, has_loop
 
 
 class _CallsOutsideConsume(IRVisitor):
@@ -44,8 +44,8 @@ class _Fold(IRMutator):
         self.window = window
 
     def visit_Realize(self, r):
-        if r.name != self.window.func:
-            return self.default(r)
+        if r.name != self.window.func or not has_loop(r.body, self.window.loop):
+            return self.default(r)  # (f has a Realize per stage of a consumer computing it)
         d = self.window.dim
         factor = 1
         while factor < self.window.width:
