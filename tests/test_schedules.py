@@ -375,3 +375,19 @@ def test_a_producer_sliding_along_a_vectorized_updates_loop_keeps_its_window():
     out.update(0).vectorize(x, 2)
     g.compute_at(out, x).store_at(out, y)
     np.testing.assert_array_equal(np.asarray(out.realize([1, 1])), want)
+
+
+def test_a_shift_inwards_window_smaller_than_its_factor_reads_only_what_halide_reads():
+    """down's rows, unrolled by 4, are computed per 4 points of up's fused loop. A ShiftInwards
+    split's last start is written from the region's max, not min + extent: the input check once
+    bounded those two apart and asked for rows from -8 (Halide runs this schedule)."""
+    from pyhalide.testing.differential import _resample
+
+    want = np.asarray(_resample(hl).funcs["up"].realize([1, 12])).copy()
+    b = _resample(hl)
+    down, up = b.funcs["down"], b.funcs["up"]
+    x, y, xo, xi, xy = (hl.Var(n) for n in ("x", "y", "xo", "xi", "xy"))
+    down.split(x, xo, xi, 7, hl.TailStrategy.GuardWithIf).unroll(xi).unroll(y, 4)
+    up.fuse(x, y, xy).unroll(xy, 4)
+    down.compute_at(up, xy)
+    np.testing.assert_array_equal(np.asarray(up.realize([1, 12])), want)

@@ -123,12 +123,16 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
 
     # min and extent of every dimension, original and derived, by internal name
     bounds: dict[str, tuple[ir.Expr, ir.Expr]] = {}
+    # one past the max of the pure dimensions: max + 1, not min + extent, whose two occurrences
+    # of the min interval arithmetic would bound apart (a window's min and max move together)
+    ends: dict[str, ir.Expr] = {}
     rvars = {rv.name: rv for rv in d.rvars}
     is_rvar: dict[str, bool] = {}
     for name, pure in stage_dims(f, stage):
         if pure:
-            lo = dim_bound(f, stage, name, "min")
-            bounds[name] = (lo, ir.Add(ir.Sub(dim_bound(f, stage, name, "max"), lo), _c(1)))
+            lo, hi = dim_bound(f, stage, name, "min"), dim_bound(f, stage, name, "max")
+            bounds[name] = (lo, ir.Add(ir.Sub(hi, lo), _c(1)))
+            ends[name] = ir.Add(hi, _c(1))
         else:
             bounds[name] = (rvars[name].min, rvars[name].extent)
         is_rvar[name] = not pure
@@ -159,6 +163,7 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
     for i, sp in enumerate(sched.splits):
         if sp.kind == "split":
             old_min, old_ext = bounds[sp.old]
+            old_end = ends[sp.old] if sp.old in ends else ir.Add(old_min, old_ext)
             tail = _resolve_tail(sp.tail, stage, is_rvar[sp.old], where, sp.old in fixed, sp.old,
                                  shifted.get(sp.old, 0), sp.factor)
             if tail == TailStrategy.ShiftInwards:
@@ -176,12 +181,12 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
             # with the outer loops alone, so a bound over them stays tight (a window's min and
             # max are correlated, the extent between them is not)
             base = ir.Add(ir.Mul(var(sp.outer), factor), old_min)
-            last_start = ir.Sub(ir.Add(old_min, old_ext), factor)
+            last_start = ir.Sub(old_end, factor)
             if tail == TailStrategy.ShiftInwards:
                 base = ir.Min(base, last_start)
             value = ir.Add(base, var(sp.inner))
             if tail == TailStrategy.GuardWithIf:
-                guard = ir.LT(var(sp.old), ir.Add(old_min, old_ext))
+                guard = ir.LT(var(sp.old), old_end)
                 if sp.tail in (TailStrategy.PredicateLoads, TailStrategy.RoundUpAndBlend):
                     guard = ir.Call(guard.type, PREDICATE_LOADS, (guard,), ir.INTRINSIC)
                 elif not vectorized:
@@ -192,9 +197,9 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
                     # costs the guarded vectors their dense loads (camera_pipe: 2.4x slower), and
                     # where producers are rarely computed inside the split.
                     unguarded = f"{sp.old}.unguarded"
-                    guard = ir.LT(var(unguarded), ir.Add(old_min, old_ext))
+                    guard = ir.LT(var(unguarded), old_end)
                     items.append(("guard", "", guard))
-                    items.append(("let", sp.old, ir.Min(var(unguarded), ir.Sub(ir.Add(old_min, old_ext), _c(1)))))
+                    items.append(("let", sp.old, ir.Min(var(unguarded), ir.Sub(old_end, _c(1)))))
                     items.append(("let", unguarded, value))
                     continue
                 items.append(("guard", "", guard))
@@ -204,7 +209,7 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
                 # Saying so keeps bounds short: a chain of such stages otherwise nests these
                 # min() expressions inside each other.
                 lo = ir.Min(old_min, last_start)
-                hi = ir.Sub(ir.Add(old_min, old_ext), _c(1))
+                hi = ir.Sub(old_end, _c(1))
                 value = ir.Call(_I32, "promise_clamped", (value, lo, hi, var(sp.outer)), ir.INTRINSIC)
             if tail in (TailStrategy.ShiftInwards, TailStrategy.RoundUp) and sp.factor > 1:
                 value = within_region(sp.old, value)
@@ -236,6 +241,8 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
             if sp.old in shifted:
                 shifted[sp.outer] = shifted[sp.old]
             bounds[sp.outer] = bounds[sp.old]
+            if sp.old in ends:
+                ends[sp.outer] = ends[sp.old]
             is_rvar[sp.outer] = is_rvar[sp.old]
             items.append(("let", sp.old, var(sp.outer)))
     items.reverse()  # later splits define the variables earlier ones use
