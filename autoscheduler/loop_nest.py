@@ -601,17 +601,22 @@ class Model:
                 feats[level] += written
                 if level in FAR_TIERS and row is not None and _walks_partial_rows(self._own_extents(fm, st.index), row):
                     feats["bytes_partial_rows"] += written
-                for gm, cs, _, _, _ in contexts:
+                for gm, cs, _, _, stride in contexts:
+                    gathered = stride == GATHER or stride > 4 and self.lanes(gm.name, gm.stages[cs].vector) > 1
                     if (gm.name, cs, row) not in reads:
                         reads[gm.name, cs, row] = self.read_traffic(
                             gm, cs, lambda env, g=gm.name, cs=cs: self.demand(name, g, cs, env, models)[0],
-                            info.bytes_per_point, row)
+                            info.bytes_per_point, row, gathered)
                     mem, extras, partial, page_rows = reads[gm.name, cs, row]
                     if d.placement == "at":  # re-reads come from this storage while it is live
                         # and stay in the cache with it: a line buffer folded to a few rows
                         # and re-read row after row is loads, not traffic, as a tile is
-                        # (read_traffic sees the consumer's loops, not the folded storage)
-                        extras = [] if in_cache else [(min(t, level, key=TIERS.index), b) for t, b in extras]
+                        # (read_traffic sees the consumer's loops, not the folded storage).
+                        # Not so for gathers: each lane fetches a line of its own, a 16th of it
+                        # used (iir_blur's output read down the columns of a 327 KB strip, a
+                        # line from L2 per lane: 0.5 ns a lane, against 0.14 from L1)
+                        extras = [] if in_cache and not gathered else \
+                            [(min(t, level, key=TIERS.index), b) for t, b in extras]
                     rsp = gm.speedup(cs)
                     feats[level] += mem / (rsp if in_cache else min(rsp, 2.0))
                     if partial and level in FAR_TIERS:
@@ -869,7 +874,7 @@ class Model:
         return min(1.0, _block_vectors(p, b) / max(1, n * rows_p))
 
     def read_traffic(self, fm: FuncModel, s: int, box_of, elem: int,
-                     row: int | None = None) -> tuple[float, list, bool, bool]:
+                     row: int | None = None, gathered: bool = False) -> tuple[float, list, bool, bool]:
         """(bytes from memory, [(cache tier, bytes re-read from it)], whether the bytes are
         walked in pieces of rows, whether those rows are a page apart or more) that the
         realizations of stage s of fm read of one producer; box_of(env) is the producer's box
@@ -881,7 +886,9 @@ class Model:
         panel fits in). What one realization reads that does not fit is fetched again by each
         iteration of the outermost loop whose iteration does fit (per-loop footprints, as a
         cache sees them). row: the producer storage's width, where known (boxes as wide are
-        contiguous)."""
+        contiguous). gathered: the reads are gathers, a line per lane, so what the stage's own
+        loops re-read inside one realization is traffic from the cache that holds it too, not
+        only loads (dense re-reads of lines just used are)."""
         # A re-read window stays in L2 up to 3/4 of it: max_filter's 53 rows of 10.4 KB (553 KB
         # of a 1 MB L2) were charged to L3 at half of it, which hid the sliding window's gain
         # (auto schedule 60.5 -> 29.4 ms; the other apps' picks the same or within noise)
@@ -899,16 +906,28 @@ class Model:
                 extras.append((_tier(footprint, self.hw), max(0.0, units * (count * footprint - outer))))
                 footprint = outer
             extras.append((_tier(footprint, self.hw), max(0.0, units * footprint - unique)))
+            first_inner, iters, footprint = 0, 1, per
         else:
-            iters, footprint = 1, per
+            iters, footprint, first_inner = 1, per, len(fm.stages[s].loops)
             for k, lp in enumerate(fm.stages[s].loops):
                 iters *= lp.trip
                 footprint = _line_bytes(box_of(self.stage_env(fm, s, k)), elem, row)
                 if footprint <= cap:
+                    first_inner = k + 1
                     break
             total = iters * footprint * n
             unique = min(total, unique_of_all or total)
             extras = [(_tier(per, self.hw), total - unique)]
+        if gathered:
+            # inside one iteration of the loop found above, each loop in it re-reads what its
+            # iterations share from the cache that holds one iteration's lines
+            units = iters * n if first_inner else n
+            for k in range(first_inner, len(fm.stages[s].loops)):
+                trip = fm.stages[s].loops[k].trip
+                inner = _line_bytes(box_of(self.stage_env(fm, s, k)), elem, row)
+                if trip > 1:
+                    extras.append((_tier(inner, self.hw), max(0.0, units * (trip * inner - footprint))))
+                units, footprint = units * trip, inner
         partial = self.walks_partial_rows(fm, s, box_of, row)
         return unique, extras, partial, partial and row is not None and row * elem >= PAGE
 
@@ -1098,7 +1117,9 @@ def _line_bytes(box, elem: int, row: int | None = None) -> float:
     if row is not None and box[0][1] - box[0][0] + 1 >= row:
         span = width * math.prod(max(1, hi - lo + 1) for lo, hi in box[1:])
         return (-(-span // CACHE_LINE) + 1) * CACHE_LINE
-    lines = -(-width // CACHE_LINE) + 1
+    # a row's span starts anywhere an element can: on average it crosses (width - elem) / 64
+    # line boundaries (a column one element wide is one line a row, never two)
+    lines = (width - elem) / CACHE_LINE + 1
     return math.prod(max(1, hi - lo + 1) for lo, hi in box[1:]) * lines * CACHE_LINE
 
 
