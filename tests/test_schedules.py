@@ -391,3 +391,19 @@ def test_a_shift_inwards_window_smaller_than_its_factor_reads_only_what_halide_r
     up.fuse(x, y, xy).unroll(xy, 4)
     down.compute_at(up, xy)
     np.testing.assert_array_equal(np.asarray(up.realize([1, 12])), want)
+
+
+def test_a_reduction_vectorized_inside_a_vectorized_consumer_keeps_one_histogram_per_lane():
+    """hist (an update, so computed inside out's vector loop, one copy per lane) is itself
+    vectorized: its pure definition's 2-lane stores are a vector of an inner loop. Zipped with
+    out's two lanes they zeroed one bin of each copy (garbage bins; found by the differential
+    fuzz against Halide). Such a vector of vectors keeps the outer loop serial."""
+    from pyhalide.testing.differential import _histogram
+
+    want = np.asarray(_histogram(hl).funcs["hist_out"].realize([3, 2])).copy()
+    b = _histogram(hl)
+    x = hl.Var("x")
+    b.funcs["hist"].vectorize(x, 2)
+    b.funcs["hist_out"].vectorize(x, 2)
+    np.testing.assert_array_equal(np.asarray(b.funcs["hist_out"].realize([3, 2])), want)
+

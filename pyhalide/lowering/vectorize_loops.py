@@ -128,6 +128,8 @@ class _Widen(IRMutator):
 
     def visit_Load(self, e):
         index = self.mutate(e.index)
+        if e.name in self.per_lane and e.index.type.lanes > 1:
+            raise _CannotVectorize("a vector load of an inner loop from storage made per lane")
         if e.name in self.per_lane:
             return ir.Load(e.type.with_lanes(self.lanes), e.name, self._lane_index(index, e.predicate))
         if index is e.index:
@@ -183,6 +185,9 @@ class _Widen(IRMutator):
 
     def visit_Store(self, s):
         value, index = self.mutate(s.value), self.mutate(s.index)
+        if s.name in self.per_lane and s.index.type.lanes > 1:
+            # element i of an inner vector's lane j is not element i of this loop's lane j
+            raise _CannotVectorize("a vector store of an inner loop to storage made per lane")
         if s.name in self.per_lane:
             return ir.Store(s.name, _broadcast(value, self.lanes), self._lane_index(index, s.predicate))
         if value is s.value and index is s.index:
