@@ -531,41 +531,55 @@ def settle_choices(e: ir.Expr, scope: dict[str, Interval]) -> ir.Expr:
     return _SettleChoices(scope).mutate(e)
 
 
-def constant_bound(e: ir.Expr, upper: bool) -> int | None:
+def constant_bound(e: ir.Expr, upper: bool, memo: dict | None = None) -> int | None:
     """A constant that e never exceeds (upper) or never falls below, where its shape shows one:
-    the max of a region clamped by a min (a GuardWithIf tail) has one, whatever the other side."""
+    the max of a region clamped by a min (a GuardWithIf tail) has one, whatever the other side.
+    Each shared subtree is bounded once (lets substituted make a DAG whose tree is exponential)."""
     value = ir.const_int(e)
     if value is not None:
         return value
+    memo = {} if memo is None else memo
+    hit = memo.get((id(e), upper))
+    if hit is not None:
+        return hit[1]
+
+    def bound(x, up=upper):
+        return constant_bound(x, up, memo)
+
+    answer = None
     if isinstance(e, (ir.Min, ir.Max)):
-        a, b = constant_bound(e.a, upper), constant_bound(e.b, upper)
+        a, b = bound(e.a), bound(e.b)
         if isinstance(e, ir.Min) == upper:  # the upper bound of a min (lower of a max): either side's
             known = [v for v in (a, b) if v is not None]
-            return (min if upper else max)(known) if known else None
-        return None if a is None or b is None else (max if upper else min)(a, b)
-    if isinstance(e, ir.Add):
-        a, b = constant_bound(e.a, upper), constant_bound(e.b, upper)
-        return None if a is None or b is None else a + b
-    if isinstance(e, ir.Sub):
+            answer = (min if upper else max)(known) if known else None
+        else:
+            answer = None if a is None or b is None else (max if upper else min)(a, b)
+    elif isinstance(e, ir.Add):
+        a, b = bound(e.a), bound(e.b)
+        answer = None if a is None or b is None else a + b
+    elif isinstance(e, ir.Sub):
         if isinstance(e.a, ir.Min | ir.Max) and type(e.a) is type(e.b) and e.a.b == e.b.b:
             # min(p, c) - min(q, c) lies between 0 and p - q (a min or max moves no faster than
             # its operand): a GuardWithIf tile's clamped extent
-            d = constant_bound(simplify(ir.Sub(e.a.a, e.b.a)), upper)
+            d = bound(simplify(ir.Sub(e.a.a, e.b.a)))
             if d is not None:
-                return max(d, 0) if upper else min(d, 0)
-        a, b = constant_bound(e.a, upper), constant_bound(e.b, not upper)
-        return None if a is None or b is None else a - b
-    if isinstance(e, ir.Select):
-        a, b = constant_bound(e.true_value, upper), constant_bound(e.false_value, upper)
-        return None if a is None or b is None else (max if upper else min)(a, b)
-    if isinstance(e, ir.Div | ir.Mod) and not e.type.is_float() and (ir.const_int(e.b) or 0) > 0:
+                answer = max(d, 0) if upper else min(d, 0)
+        if answer is None:
+            a, b = bound(e.a), bound(e.b, not upper)
+            answer = None if a is None or b is None else a - b
+    elif isinstance(e, ir.Select):
+        a, b = bound(e.true_value), bound(e.false_value)
+        answer = None if a is None or b is None else (max if upper else min)(a, b)
+    elif isinstance(e, ir.Div | ir.Mod) and not e.type.is_float() and (ir.const_int(e.b) or 0) > 0:
         # by a positive constant: Euclidean, so a remainder lies in [0, c), a quotient moves with e.a
         c = ir.const_int(e.b)
         if isinstance(e, ir.Mod):
-            return c - 1 if upper else 0
-        a = constant_bound(e.a, upper)
-        return None if a is None else a // c
-    return None
+            answer = c - 1 if upper else 0
+        else:
+            a = bound(e.a)
+            answer = None if a is None else a // c
+    memo[(id(e), upper)] = (e, answer)  # (keeps e alive, so its id stays unique)
+    return answer
 
 
 def constant_upper_bound_within(e: ir.Expr, lets: dict[str, ir.Expr],
