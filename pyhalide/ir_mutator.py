@@ -371,27 +371,32 @@ def expr_free_variables(e: ir.Expr) -> frozenset:
     return (getattr(e, "_summary", None) or _summary(e))[0]  # (the summary is a non-empty tuple)
 
 
-def affine_in(e: ir.Expr, name: str) -> tuple[int, ir.Expr] | None:
+def affine_in(e: ir.Expr, name: str, memo: dict | None = None) -> tuple[int, ir.Expr] | None:
     """(k, rest) with e == k * name + rest, k a constant integer and rest free of name; None if e is
-    not of that form."""
+    not of that form. Each shared subtree is taken apart once (a DAG's tree can be exponential)."""
     if isinstance(e, ir.Variable) and e.name == name:
         return 1, ir.IntImm(e.type, 0)
     if name not in expr_free_variables(e):
         return 0, e
+    memo = {} if memo is None else memo
+    hit = memo.get(id(e))
+    if hit is not None:
+        return hit[1]
+    answer = None
     if isinstance(e, ir.Add | ir.Sub):
-        a, b = affine_in(e.a, name), affine_in(e.b, name)
-        if a is None or b is None:
-            return None
-        if isinstance(e, ir.Add):
-            return a[0] + b[0], ir.Add(a[1], b[1])
-        return a[0] - b[0], ir.Sub(a[1], b[1])
-    if isinstance(e, ir.Mul):
+        a, b = affine_in(e.a, name, memo), affine_in(e.b, name, memo)
+        if a is not None and b is not None:
+            answer = (a[0] + b[0], ir.Add(a[1], b[1])) if isinstance(e, ir.Add) else \
+                (a[0] - b[0], ir.Sub(a[1], b[1]))
+    elif isinstance(e, ir.Mul):
         for x, y in ((e.a, e.b), (e.b, e.a)):
             k = ir.const_int(y) if y.type.lanes == 1 else None
             if k is not None:
-                inner = affine_in(x, name)
-                return None if inner is None else (inner[0] * k, ir.Mul(inner[1], y))
-    return None
+                inner = affine_in(x, name, memo)
+                answer = None if inner is None else (inner[0] * k, ir.Mul(inner[1], y))
+                break
+    memo[id(e)] = (e, answer)  # (keeps e alive, so its id stays unique)
+    return answer
 
 
 def called_names(e: ir.Expr) -> frozenset:

@@ -132,18 +132,3 @@ def test_storage_sized_at_run_time_goes_on_the_stack_when_small_enough(tmp_path)
             g.realize([width, 5])
         limit.set(1e30)
 
-
-def test_a_constant_bound_of_a_deeply_shared_extent_is_found_once_per_subtree():
-    """An extent whose lets, substituted, share each level twice (stencil_chain under one auto
-    schedule: the compile ran over 20 minutes in constant_bound) is a graph of 120 nodes but a
-    tree of 2**60; each shared subtree is bounded once."""
-    from pyhalide import ir
-    from pyhalide.bounds import constant_bound
-    from pyhalide.types import Int
-
-    i32 = Int(32)
-    e = ir.Min(ir.Variable("v", i32), ir.make_const(i32, 10))
-    for _ in range(60):
-        e = ir.Min(e, ir.Add(e, ir.make_const(i32, 1)))
-    assert constant_bound(e, upper=True) == 10
-    assert constant_bound(ir.Sub(e, ir.make_const(i32, 4)), upper=True) == 6

@@ -17,8 +17,9 @@ import pyhalide as hl
 from pyhalide import ir
 from pyhalide.cse import common_subexpression_elimination as cse
 from pyhalide.expr import to_ir
-from pyhalide.ir_mutator import children
+from pyhalide.ir_mutator import children, free_variables
 from pyhalide.reference import evaluate_expr
+from pyhalide.types import Int
 
 
 def _nodes(e: ir.Expr, kind) -> list:
@@ -238,3 +239,30 @@ def test_cse_keeps_the_value_of_random_graphs(steps):
     e = to_ir(_build(hl, steps, x, y))
     args = {"x": np.arange(-3, 4, dtype=np.int32)[:, None], "y": np.arange(-2, 3, dtype=np.int32)[None, :]}
     np.testing.assert_array_equal(evaluate_expr(cse(e), args), evaluate_expr(e, args))
+
+
+def _doubly_shared(step, depth: int = 60):
+    """An expression DAG each level of which uses the one below twice: 2 * depth nodes, a tree
+    of 2**depth."""
+    e = ir.Min(ir.Variable("v", Int(32)), ir.make_const(Int(32), 10))
+    for _ in range(depth):
+        e = step(e)
+    return e
+
+
+def test_a_constant_bound_of_a_deeply_shared_extent_is_found_once_per_subtree():
+    """Lets substituted into an allocation's extent shared each level twice (stencil_chain under
+    one auto schedule: its compile ran over 20 minutes in constant_bound)."""
+    from pyhalide.bounds import constant_bound
+
+    e = _doubly_shared(lambda e: ir.Min(e, ir.Add(e, ir.make_const(Int(32), 1))))
+    assert constant_bound(e, upper=True) == 10
+    assert constant_bound(ir.Sub(e, ir.make_const(Int(32), 4)), upper=True) == 6
+
+
+def test_an_index_that_shares_its_parts_is_taken_apart_once_per_subtree():
+    from pyhalide.ir_mutator import affine_in
+
+    e = _doubly_shared(lambda e: ir.Add(e, ir.Add(e, ir.Variable("x", Int(32)))))
+    k, rest = affine_in(e, "x")
+    assert k == 2**60 - 1 and "x" not in free_variables(rest)
