@@ -407,3 +407,22 @@ def test_a_reduction_vectorized_inside_a_vectorized_consumer_keeps_one_histogram
     b.funcs["hist_out"].vectorize(x, 2)
     np.testing.assert_array_equal(np.asarray(b.funcs["hist_out"].realize([3, 2])), want)
 
+
+
+@pytest.mark.parametrize("outer_factor", [2, 5])
+def test_a_guarded_splits_outer_loop_shifted_inwards_reads_only_what_halide_reads(outer_factor):
+    """g's x is split by 3 with a guard, then the outer loop by 2 (or 5) shifted inwards: on a
+    one-pixel-wide output the shift starts x below 0, where g computes values no one reads. As
+    in Halide, what those iterations read is not required of f (computed at root): the input
+    check once asked for x from -3 (or -12) and refused a schedule Halide runs."""
+    from pyhalide.testing.differential import _pointwise
+
+    want = np.asarray(_pointwise(hl).funcs["pw_out"].realize([1, 4])).copy()
+    b = _pointwise(hl)
+    f, g, out = b.funcs["pw_f"], b.funcs["pw_g"], b.funcs["pw_out"]
+    x, y, xo, xi, xoo, xoi = (hl.Var(n) for n in ("x", "y", "xo", "xi", "xoo", "xoi"))
+    f.compute_root().vectorize(y, 2)
+    g.split(x, xo, xi, 3, hl.TailStrategy.GuardWithIf)
+    g.split(xo, xoo, xoi, outer_factor, hl.TailStrategy.ShiftInwardsAndBlend)
+    g.compute_at(out, y)
+    np.testing.assert_array_equal(np.asarray(out.realize([1, 4])), want)

@@ -160,6 +160,9 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
         later = sched.splits[i + 1]
         consumed_after[i] = consumed_after[i + 1] | {later.old} | ({later.outer} if later.kind == "fuse" else set())
     vectorized = any(dim.for_type == VECTORIZED for dim in sched.dims)
+    roots = {name: {name} for name in pure_vars}  # dimension -> the pure Vars it iterates
+    past: set[str] = set()  # pure Vars whose loops a split below them runs past the region
+    wrapped: set[str] = set()  # those whose let says so already
     for i, sp in enumerate(sched.splits):
         if sp.kind == "split":
             old_min, old_ext = bounds[sp.old]
@@ -173,6 +176,7 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
             if sp.factor == 1:  # divides any extent: no tail to shift or guard (as in Halide)
                 tail = TailStrategy.RoundUp
             fixed.add(sp.inner)
+            roots[sp.outer] = roots[sp.inner] = roots.get(sp.old, set())
             factor = _c(sp.factor)
             bounds[sp.inner] = (_c(0), factor)
             bounds[sp.outer] = (_c(0), ir.Div(ir.Add(old_ext, _c(sp.factor - 1)), factor))
@@ -212,10 +216,13 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
                 hi = ir.Sub(old_end, _c(1))
                 value = ir.Call(_I32, "promise_clamped", (value, lo, hi, var(sp.outer)), ir.INTRINSIC)
             if tail in (TailStrategy.ShiftInwards, TailStrategy.RoundUp) and sp.factor > 1:
+                past |= roots[sp.old]
                 value = within_region(sp.old, value)
+                wrapped.add(sp.old)
             items.append(("let", sp.old, value))
         elif sp.kind == "fuse":
             (in_min, in_ext), (out_min, out_ext) = bounds[sp.old], bounds[sp.outer]
+            roots[sp.inner] = roots.get(sp.old, set()) | roots.get(sp.outer, set())
             # empty dimensions make an empty fused loop; the divisor is provably positive
             bounds[sp.inner] = (_c(0), ir.Mul(ir.Max(in_ext, _c(0)), ir.Max(out_ext, _c(0))))
             fixed.add(sp.inner)
@@ -233,6 +240,7 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
                                       ir.Sub(ir.Add(out_min, out_ext), last), var(sp.inner)), ir.INTRINSIC)
             if sp.inner in consumed_after[i]:  # a later split may run the fused loop past its end
                 inner_value, outer_value = within_region(sp.old, inner_value), within_region(sp.outer, outer_value)
+                wrapped |= {sp.old, sp.outer}
             items.append(("let", sp.old, inner_value))
             items.append(("let", sp.outer, outer_value))
         else:  # rename
@@ -241,10 +249,15 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
             if sp.old in shifted:
                 shifted[sp.outer] = shifted[sp.old]
             bounds[sp.outer] = bounds[sp.old]
+            roots[sp.outer] = roots.get(sp.old, set())
             if sp.old in ends:
                 ends[sp.outer] = ends[sp.old]
             is_rvar[sp.outer] = is_rvar[sp.old]
             items.append(("let", sp.old, var(sp.outer)))
+    # a pure Var split with a guard whose outer loop a later split shifts inwards (or rounds up)
+    # runs past the region too, below its min
+    items = [(kind, name, within_region(name, value) if kind == "let" and name in past - wrapped else value)
+             for kind, name, value in items]
     items.reverse()  # later splits define the variables earlier ones use
 
     subst = {name: var(name) for name, _ in stage_dims(f, stage)}
