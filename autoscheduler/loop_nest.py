@@ -602,7 +602,8 @@ class Model:
                 if level in FAR_TIERS and row is not None and _walks_partial_rows(self._own_extents(fm, st.index), row):
                     feats["bytes_partial_rows"] += written
                 for gm, cs, _, _, stride in contexts:
-                    gathered = stride == GATHER or stride > 4 and self.lanes(gm.name, gm.stages[cs].vector) > 1
+                    # (as _charge_loads counts gathers: vector lanes, each at its own address)
+                    gathered = self.lanes(gm.name, gm.stages[cs].vector) > 1 and (stride == GATHER or stride > 4)
                     if (gm.name, cs, row) not in reads:
                         reads[gm.name, cs, row] = self.read_traffic(
                             gm, cs, lambda env, g=gm.name, cs=cs: self.demand(name, g, cs, env, models)[0],
