@@ -131,4 +131,3 @@ def test_storage_sized_at_run_time_goes_on_the_stack_when_small_enough(tmp_path)
         with pytest.raises(hl.HalideError, match="Requirement Failed"):
             g.realize([width, 5])
         limit.set(1e30)
-

@@ -362,19 +362,26 @@ def test_a_func_computed_at_the_outermost_of_a_compute_with_parent():
     np.testing.assert_array_equal(np.asarray(b), 20 * xx + 2 * yy + 2)
 
 
+def _same_as_unscheduled(pipeline, output: str, sizes: list[int], schedule) -> None:
+    """A pipeline of pyhalide.testing.differential, scheduled by schedule(funcs), computes what
+    it computes unscheduled."""
+    want = np.asarray(pipeline(hl).funcs[output].realize(sizes)).copy()
+    funcs = pipeline(hl).funcs
+    schedule(funcs)
+    np.testing.assert_array_equal(np.asarray(funcs[output].realize(sizes)), want)
+
+
 def test_a_producer_sliding_along_a_vectorized_updates_loop_keeps_its_window():
     """g is realized once per stage of out. Each Realize slides along its own loop and is folded
     by its own window: the pure stage's window (one element) once folded the update's too, whose
     vector iterations need two."""
     from pyhalide.testing.differential import _update_reads
 
-    want = np.asarray(_update_reads(hl).funcs["upd_out"].realize([1, 1])).copy()
-    b = _update_reads(hl)
-    out, g = b.funcs["upd_out"], b.funcs["upd_g"]
-    x, y = hl.Var("x"), hl.Var("y")
-    out.update(0).vectorize(x, 2)
-    g.compute_at(out, x).store_at(out, y)
-    np.testing.assert_array_equal(np.asarray(out.realize([1, 1])), want)
+    def schedule(f):
+        f["upd_out"].update(0).vectorize(hl.Var("x"), 2)
+        f["upd_g"].compute_at(f["upd_out"], hl.Var("x")).store_at(f["upd_out"], hl.Var("y"))
+
+    _same_as_unscheduled(_update_reads, "upd_out", [1, 1], schedule)
 
 
 def test_a_shift_inwards_window_smaller_than_its_factor_reads_only_what_halide_reads():
@@ -383,14 +390,13 @@ def test_a_shift_inwards_window_smaller_than_its_factor_reads_only_what_halide_r
     bounded those two apart and asked for rows from -8 (Halide runs this schedule)."""
     from pyhalide.testing.differential import _resample
 
-    want = np.asarray(_resample(hl).funcs["up"].realize([1, 12])).copy()
-    b = _resample(hl)
-    down, up = b.funcs["down"], b.funcs["up"]
-    x, y, xo, xi, xy = (hl.Var(n) for n in ("x", "y", "xo", "xi", "xy"))
-    down.split(x, xo, xi, 7, hl.TailStrategy.GuardWithIf).unroll(xi).unroll(y, 4)
-    up.fuse(x, y, xy).unroll(xy, 4)
-    down.compute_at(up, xy)
-    np.testing.assert_array_equal(np.asarray(up.realize([1, 12])), want)
+    def schedule(f):
+        x, y, xo, xi, xy = (hl.Var(n) for n in ("x", "y", "xo", "xi", "xy"))
+        f["down"].split(x, xo, xi, 7, hl.TailStrategy.GuardWithIf).unroll(xi).unroll(y, 4)
+        f["up"].fuse(x, y, xy).unroll(xy, 4)
+        f["down"].compute_at(f["up"], xy)
+
+    _same_as_unscheduled(_resample, "up", [1, 12], schedule)
 
 
 def test_a_reduction_vectorized_inside_a_vectorized_consumer_keeps_one_histogram_per_lane():
@@ -400,13 +406,11 @@ def test_a_reduction_vectorized_inside_a_vectorized_consumer_keeps_one_histogram
     fuzz against Halide). Such a vector of vectors keeps the outer loop serial."""
     from pyhalide.testing.differential import _histogram
 
-    want = np.asarray(_histogram(hl).funcs["hist_out"].realize([3, 2])).copy()
-    b = _histogram(hl)
-    x = hl.Var("x")
-    b.funcs["hist"].vectorize(x, 2)
-    b.funcs["hist_out"].vectorize(x, 2)
-    np.testing.assert_array_equal(np.asarray(b.funcs["hist_out"].realize([3, 2])), want)
+    def schedule(f):
+        f["hist"].vectorize(hl.Var("x"), 2)
+        f["hist_out"].vectorize(hl.Var("x"), 2)
 
+    _same_as_unscheduled(_histogram, "hist_out", [3, 2], schedule)
 
 
 @pytest.mark.parametrize("outer_factor", [2, 5])
@@ -417,12 +421,11 @@ def test_a_guarded_splits_outer_loop_shifted_inwards_reads_only_what_halide_read
     check once asked for x from -3 (or -12) and refused a schedule Halide runs."""
     from pyhalide.testing.differential import _pointwise
 
-    want = np.asarray(_pointwise(hl).funcs["pw_out"].realize([1, 4])).copy()
-    b = _pointwise(hl)
-    f, g, out = b.funcs["pw_f"], b.funcs["pw_g"], b.funcs["pw_out"]
-    x, y, xo, xi, xoo, xoi = (hl.Var(n) for n in ("x", "y", "xo", "xi", "xoo", "xoi"))
-    f.compute_root().vectorize(y, 2)
-    g.split(x, xo, xi, 3, hl.TailStrategy.GuardWithIf)
-    g.split(xo, xoo, xoi, outer_factor, hl.TailStrategy.ShiftInwardsAndBlend)
-    g.compute_at(out, y)
-    np.testing.assert_array_equal(np.asarray(out.realize([1, 4])), want)
+    def schedule(f):
+        x, y, xo, xi, xoo, xoi = (hl.Var(n) for n in ("x", "y", "xo", "xi", "xoo", "xoi"))
+        f["pw_f"].compute_root().vectorize(y, 2)
+        f["pw_g"].split(x, xo, xi, 3, hl.TailStrategy.GuardWithIf)
+        f["pw_g"].split(xo, xoo, xoi, outer_factor, hl.TailStrategy.ShiftInwardsAndBlend)
+        f["pw_g"].compute_at(f["pw_out"], y)
+
+    _same_as_unscheduled(_pointwise, "pw_out", [1, 4], schedule)
