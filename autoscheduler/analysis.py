@@ -18,7 +18,7 @@ from pyhalide import ir
 from pyhalide.bounds import Interval, bounds_of_expr
 from pyhalide.call_graph import bound_exprs, call_graph, loop_exprs, wrapper_for
 from pyhalide.errors import HalideError
-from pyhalide.ir_mutator import children, substitute
+from pyhalide.ir_mutator import children, free_variables, substitute
 from pyhalide.pipeline import Pipeline
 from pyhalide.simplify import simplify
 
@@ -123,6 +123,12 @@ class Access:
     # every iteration, so a block of it has constant bounds (a downsample's or upsample's depend
     # on a parity bounds inference does not know, and round outwards)
     unit: bool = True
+    # the boxes of groups of call sites whose coordinates follow different loop variables (a
+    # product's A[k, y] beside A[x, k], a channel c beside the alpha channel 3), where there are
+    # several: what they read lies apart, and the cache lines are those of each group's box, not
+    # of the box bounding them all (a matmul reading one Func as both operands was charged 1e13
+    # bytes from L3: the box from (k, k) to (x, y) in every iteration of k)
+    parts: list = field(default_factory=list)
 
 
 @dataclass
@@ -350,9 +356,25 @@ class Analysis:
                               f"it depends on estimates ({err})") from None
 
     def _access(self, stage: StageInfo, producer: str, calls: list, scope) -> Access:
-        ndim = len(calls[0].args)
+        acc = Access(producer, calls[0].call_type == ir.IMAGE, len(calls), self._box(calls, scope))
+        groups: dict = {}
+        for c in calls:
+            groups.setdefault(tuple(frozenset(free_variables(a)) & set(scope) for a in c.args), []).append(c)
+        if len(groups) > 1 and all(b is not None for b in acc.box):
+            acc.parts = [self._box(g, scope) for g in groups.values()]
+            if any(b is None for part in acc.parts for b in part):
+                acc.parts = []
+        # a loaded value in dimension 0's coordinate makes a gather; elsewhere (a table lookup
+        # of the row, say) it is the same for every lane of a vector along dimension 0
+        acc.data_dependent = any(_call_sites(c.args[:1]) for c in calls)
+        self._classify(stage, acc)
+        return acc
+
+    @staticmethod
+    def _box(calls: list, scope) -> list:
+        """Per dimension, closures of the bounds of what the calls read, or None (unbounded)."""
         per_dim = []
-        for k in range(ndim):
+        for k in range(len(calls[0].args)):
             ivs = [bounds_of_expr(c.args[k], scope) for c in calls]
             if any(iv is None or not iv.is_bounded() for iv in ivs):
                 per_dim.append(None)
@@ -367,12 +389,7 @@ class Analysis:
                 los, his = [c[0] for c in closures], [c[1] for c in closures]
                 per_dim.append((lambda env, los=los: min(f(env) for f in los),
                                 lambda env, his=his: max(f(env) for f in his)))
-        acc = Access(producer, calls[0].call_type == ir.IMAGE, len(calls), per_dim)
-        # a loaded value in dimension 0's coordinate makes a gather; elsewhere (a table lookup
-        # of the row, say) it is the same for every lane of a vector along dimension 0
-        acc.data_dependent = any(_call_sites(c.args[:1]) for c in calls)
-        self._classify(stage, acc)
-        return acc
+        return per_dim
 
     def _classify(self, stage: StageInfo, acc: Access) -> None:
         """How the access walks memory along the stage's dimension 0 (dense, strided, or a

@@ -398,7 +398,7 @@ class Model:
             if acc.in_bounds_of_rdom:
                 continue
             if acc.producer == producer:
-                b = _eval_box(acc.box, env)
+                b = _eval_access(acc, env)
                 box = _union(box, b)
                 loads += acc.count
                 stride = max(stride, acc.stride)
@@ -1007,7 +1007,7 @@ class Model:
                 rm, rs, region_of = reader
                 if region_of is None:  # read in the stage's own loops: their env is the stage's
                     def box_of(env, acc=acc):
-                        box = _eval_box(acc.box, env)
+                        box = _eval_access(acc, env)
                         return box if box is not None and all(b is not None for b in box) else None
                 else:
                     def box_of(env, acc=acc, r=region_of):
@@ -1038,7 +1038,7 @@ class Model:
         for name, mnf, ext in st.rvars:
             lo = mnf(self.a.env)
             env[lo_name(name)], env[hi_name(name)] = lo, lo + max(1, int(ext(self.a.env))) - 1
-        box = _eval_box(acc.box, env)
+        box = _eval_access(acc, env)
         return box if box is not None and all(b is not None for b in box) else None
 
 
@@ -1146,6 +1146,17 @@ def _eval_box(box, env):
         except (KeyError, ZeroDivisionError, TypeError, ValueError, OverflowError):
             out.append(None)
     return out
+
+
+def _eval_access(acc, env):
+    """The box an access reads over env, with its groups' boxes as parts where it has several."""
+    box = _eval_box(acc.box, env)
+    if not acc.parts or box is None or any(b is None for b in box):
+        return box
+    parts = [_eval_box(p, env) for p in acc.parts]
+    if any(b is None for p in parts for b in p):
+        return box
+    return Box(box, parts)
 
 
 class Box(list):
