@@ -552,6 +552,31 @@ def test_an_images_channels_can_go_innermost_under_each_vector_of_pixels():
     assert np.allclose(np.asarray(buf), want, rtol=1e-6)
 
 
+def test_nothing_is_computed_inside_a_vectorized_loop():
+    """A pixel-major output unrolls its channels under each vector of pixels: a producer
+    computed at that channel loop would sit inside the vector loop, whose lanes then run one at
+    a time, each computing the producer's whole region for the vector (random pipeline 1088:
+    8.5x slower than the best schedule measured, the model's pick). The space offers the
+    vectorized loop itself (one vector's worth a time) and the loops outside it."""
+    from autoscheduler.api import make_problem
+    from autoscheduler.loop_nest import Decision
+    from autoscheduler.search import State
+
+    x, y, c = hl.Var("x"), hl.Var("y"), hl.Var("c")
+    image = np.zeros((3, 64, 256), np.float32)
+    inp = hl.Buffer(image, "image")
+    blurred, out = hl.Func("blurred"), hl.Func("out")
+    blurred[x, y, c] = inp[x, y, c] + inp[x + 1, y, c]
+    out[x, y, c] = blurred[x, y, c] * 2
+    problem = make_problem([out], estimates={"out": [(0, 255), (0, 64), (0, 3)]}, params={"parallelism": 2})
+    for vector in (8, 0):
+        state = problem.extend(State({}, 0.0), "out", Decision("root", vector=vector, pixel_major=True))
+        loops = state.models["out"].stages[0].loops
+        assert [lp.dims for lp in loops] == [("y",), ("x",), ("c",)]
+        levels = {o.level for o in problem.space.options("blurred", state.models) if o.placement == "at"}
+        assert levels == ({0, 1} if vector else {0, 1, 2})
+
+
 def test_unrolled_rows_get_no_shared_loads_when_what_they_share_fills_the_registers():
     """harris's output in blocks of 8 unrolled rows reads three 3x3 box sums: each is 10 rows a
     block, 30 vectors together, more than AVX2's registers hold, so the rows' shared loads are
