@@ -79,3 +79,46 @@ def test_stride_two_is_loads_and_a_permute(tmp_path):
     if "zmm" in asm:  # AVX-512: one two-source permute per 16 lanes, no lane-by-lane inserts
         assert re.search(r"\bvpermt2ps\b|\bvpermi2ps\b|\bvshufps\b", asm), asm
     assert "vinsertps" not in asm and "vgatherdps" not in asm, asm
+
+
+@settings(max_examples=40, deadline=None)
+@given(a=st.integers(0, 1), b=st.integers(-2, 2), lanes=st.sampled_from([8, 16, 64]), start=st.integers(-5, 5),
+       dtype=st.sampled_from(["uint8", "int16", "float32"]), n=st.integers(1, 150))
+def test_an_upsampling_inlined_into_an_upsampling_is_exact(a, b, lanes, start, dtype, n):
+    """up2 reads up1 at (x + a) / 2 and up1 reads the input at (x + b) / 2, both inlined into a
+    vectorized loop whose start (the output's min, a parameter) has any parity: the index is
+    one quotient of a ramp by 4 (simplify), loaded as a dense span and a shuffle."""
+    data = (np.arange(64) * 7 % 251).astype(dtype)
+    x = hl.Var("x")
+    inp = hl.Buffer(data, "inp")
+    up1, up2 = hl.Func("up1"), hl.Func("up2")
+    up1[x] = inp[(x + b) / 2 + 8]
+    up2[x] = up1[(x + a) / 2] + up1[(x + 1 - a) / 2]
+    up2.vectorize(x, lanes, hl.TailStrategy.GuardWithIf)
+    out = hl.Buffer(getattr(hl, {"uint8": "UInt", "int16": "Int", "float32": "Float"}[dtype])(8 if dtype == "uint8" else
+                    16 if dtype == "int16" else 32), [n])
+    out.set_min([start])
+    up2.realize(out)
+    xs = np.arange(start, start + n)
+
+    def up1_np(v):
+        return data[(v + b) // 2 + 8]
+
+    want = (up1_np((xs + a) // 2) + up1_np((xs + 1 - a) // 2)).astype(dtype)
+    np.testing.assert_array_equal(np.asarray(out), want)
+
+
+def test_an_upsampling_of_an_upsampling_loads_no_lane_by_lane(tmp_path):
+    """The index of an upsampling of an upsampling at an unknown phase: one quotient ramp."""
+    x = hl.Var("x")
+    start = hl.Param(hl.Int(32), "start")
+    inp = hl.Buffer(np.arange(1024, dtype=np.uint8), "inp")
+    up1, up2 = hl.Func("up1"), hl.Func("up2")
+    up1[x] = inp[x / 2]
+    up2[x] = up1[(x + start) / 2]
+    up2.vectorize(x, 64)
+    up2.compile_to_assembly(str(tmp_path / "up.s"), [start], "up")
+    asm = (tmp_path / "up.s").read_text()
+    # lane by lane, each of the 64 lanes is a byte load and an insert; a dense span and a
+    # shuffle per phase insert at most the span's one extra element, into a few lanes
+    assert asm.count("vpinsrb") < 16 and "vpextrd" not in asm, asm
