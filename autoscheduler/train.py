@@ -11,7 +11,10 @@ negative), which keeps the formula interpretable.
 Pipelines are split by seed into a training and a held-out set; the script prints, on the
 held-out pipelines, the pairwise ordering accuracy within each pipeline, the Spearman rank
 correlation, and the regret of the model's top pick (the measured time of the schedule it ranks
-first over the best measured), for the trained weights and for the defaults.
+first over the best measured), for the trained weights and for the defaults. With `--misses N`
+it measures nothing and prints the N pipelines of the data file where the current model's top
+pick lost most, with the decisions in which pick and best differ: where to look before changing
+the model (the twenty-second session's three model fixes came from that list).
 """
 
 from __future__ import annotations
@@ -87,6 +90,32 @@ def refeaturise(records: list[dict], params: dict, scale: str = "train") -> list
     return out
 
 
+def misses(rows: list[dict], predict) -> list[tuple]:
+    """(regret, pick, best) per pipeline, the largest regret first: the measured time of the
+    schedule `predict` ranks first over the fastest measured, and those two records."""
+    by_pipeline: dict = {}
+    for r in rows:
+        by_pipeline.setdefault((r.get("scale", "train"), r["seed"]), []).append(r)
+    out = []
+    for rs in by_pipeline.values():
+        pick = min(rs, key=lambda r: predict(dict(zip(FEATURES, r["features"]))))
+        best = min(rs, key=lambda r: r["time_s"])
+        out.append((pick["time_s"] / best["time_s"], pick, best))
+    return sorted(out, key=lambda m: -m[0])
+
+
+def print_misses(rows: list[dict], n: int) -> None:
+    """Where the model is most wrong, to read before changing it: each pipeline, its two
+    schedules' times, and the decisions in which they differ."""
+    for regret, pick, best in misses(rows, CostModel.load().predict)[:n]:
+        rp = random_pipeline(pick["seed"], pick.get("scale", "train"))
+        print(f"regret {regret:.2f}: picked {pick['time_s'] * 1e3:.4g} ms, best {best['time_s'] * 1e3:.4g} ms  "
+              f"{rp.describe()}")
+        for name, decision in pick["decisions"].items():
+            if best["decisions"].get(name) != decision:
+                print(f"    {name}: {decision}  (best: {best['decisions'].get(name)})")
+
+
 def main(argv=None) -> None:
     from .measure import PipelineSpec, measure
 
@@ -103,6 +132,9 @@ def main(argv=None) -> None:
     p.add_argument("--threads", type=int, default=2, help="HL_NUM_THREADS of the measurements, and parallelism")
     p.add_argument("--data", default="autoscheduler_measurements.json", help="measurements are kept here and reused")
     p.add_argument("--out", default=str(WEIGHTS_PATH), help="where the trained weights go")
+    p.add_argument("--misses", type=int, default=0,
+                   help="measure nothing: print the N pipelines of --data where the current model's top pick "
+                        "lost most to the best schedule measured, with the decisions that differ")
     args = p.parse_args(argv)
     params = {"parallelism": args.threads}
     data_path = Path(args.data)
@@ -110,6 +142,9 @@ def main(argv=None) -> None:
     def pipeline(r):  # a pipeline is its (scale, seed)
         return r.get("scale", "train"), r["seed"]
 
+    if args.misses:
+        print_misses(refeaturise([r for r in data if r["status"] == "ok"], params), args.misses)
+        return
     have = {(*pipeline(r), r["schedule"]) for r in data}
     seeds = list(range(args.first_seed, args.first_seed + args.pipelines))
     t0 = time.perf_counter()

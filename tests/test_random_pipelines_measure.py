@@ -273,7 +273,7 @@ def test_slow_candidates_are_timed_once_and_too_slow_ones_killed():
 def test_training_measures_random_pipelines_and_writes_json_weights(tmp_path, capsys):
     """`python -m autoscheduler.train` end to end on two small pipelines: every candidate measured
     and kept with its scale, the held-out quality printed, weights written as JSON the cost model
-    loads; a second run measures nothing again."""
+    loads; a second run measures nothing again; --misses reports where the model's pick lost most."""
     from autoscheduler.cost_model import CostModel
     from autoscheduler.train import main
 
@@ -290,3 +290,15 @@ def test_training_measures_random_pipelines_and_writes_json_weights(tmp_path, ca
     main(args)
     assert len(json.loads(data.read_text())) == len(records)
     assert "seed 1000" not in capsys.readouterr().out
+    # --misses: each pipeline's regret (the model's pick's time over the fastest), largest first
+    weights = out.read_text()
+    main(["--data", str(data), "--misses", "5"])
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("regret ")]
+    regrets = [float(ln.split()[1].rstrip(":")) for ln in lines]
+    assert len(regrets) == 2 and regrets == sorted(regrets, reverse=True) and min(regrets) >= 1.0, lines
+    for ln, seed_regret in zip(lines, regrets):
+        seed = int(ln.split("random_pipeline(")[1].split(",")[0])
+        times = [r["time_s"] for r in records if r["seed"] == seed]
+        picked = float(ln.split("picked ")[1].split(" ms")[0])
+        assert abs(picked / (min(times) * 1e3) - seed_regret) < 0.01 and picked >= min(times) * 1e3 * 0.999
+    assert out.read_text() == weights and len(json.loads(data.read_text())) == len(records)
