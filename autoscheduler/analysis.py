@@ -358,8 +358,9 @@ class Analysis:
     def _access(self, stage: StageInfo, producer: str, calls: list, scope) -> Access:
         acc = Access(producer, calls[0].call_type == ir.IMAGE, len(calls), self._box(calls, scope))
         groups: dict = {}
+        loop_vars = set(scope)
         for c in calls:
-            groups.setdefault(tuple(frozenset(free_variables(a)) & set(scope) for a in c.args), []).append(c)
+            groups.setdefault(tuple(frozenset(free_variables(a) & loop_vars) for a in c.args), []).append(c)
         if len(groups) > 1 and all(b is not None for b in acc.box):
             acc.parts = [self._box(g, scope) for g in groups.values()]
             if any(b is None for part in acc.parts for b in part):

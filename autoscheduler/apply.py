@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .analysis import Analysis
-from .loop_nest import INLINE, FuncModel, rfactor_names, stage_loops
+from .loop_nest import INLINE, FuncModel, inner_loop_index, rfactor_names, stage_loops
 
 ALLOWED = {"compute_root", "compute_at", "store_at", "split", "reorder", "vectorize", "unroll", "fuse", "parallel",
            "rfactor", "clone_in", "unscheduled"}
@@ -75,8 +75,7 @@ def _stage_directives(name, info, st, sm, d, extents, guard: bool) -> list[tuple
     if len(wanted) > 1 and wanted != default:
         out.append((name, s, "reorder", tuple(wanted)))
     if sm.vector:
-        v0 = next(lp for lp in serial if lp.kind == "inner" and lp.dims == (info.dims[0],))
-        out.append((name, s, "vectorize", (v0.name, sm.vector, *tail)))
+        out.append((name, s, "vectorize", (serial_name(serial, info.dims[0]), sm.vector, *tail)))
     # Unrolling by the loop's own trip count splits it by that constant first: a loop over a
     # region whose extent is not a compile-time constant can be unrolled too.
     for lp in serial:
@@ -120,7 +119,7 @@ def _rfactor_directives(name, info, st, sm, d, extents) -> list[tuple]:
 
 
 def serial_name(loops, v: str) -> str:
-    return next(lp.name for lp in loops if lp.kind == "inner" and lp.dims == (v,))
+    return loops[inner_loop_index(loops, v)].name
 
 
 def _default_order(st, loops) -> list[str]:

@@ -548,7 +548,7 @@ class Model:
             # computes some lanes twice (ShiftInwards)
             waste = 1.0
             if vector:
-                e0 = next(lp for lp in loops if lp.kind == "inner" and lp.dims == (info.dims[0],))
+                e0 = loops[inner_loop_index(loops, info.dims[0])]
                 e_full = extents[info.dims[0]]
                 inner_extent = min(e_full, (d.tile[0] or e_full) if d.tile else e_full)
                 waste = e0.trip * vector / max(1, inner_extent)
@@ -603,8 +603,7 @@ class Model:
                 if level in FAR_TIERS and row is not None and _walks_partial_rows(self._own_extents(fm, st.index), row):
                     feats["bytes_partial_rows"] += written
                 for gm, cs, _, _, stride in contexts:
-                    # (as _charge_loads counts gathers: vector lanes, each at its own address)
-                    gathered = self.lanes(gm.name, gm.stages[cs].vector) > 1 and (stride == GATHER or stride > 4)
+                    gathered = _gathers(stride, self.lanes(gm.name, gm.stages[cs].vector))
                     if (gm.name, cs, row) not in reads:
                         reads[gm.name, cs, row] = self.read_traffic(
                             gm, cs, lambda env, g=gm.name, cs=cs: self.demand(name, g, cs, env, models)[0],
@@ -1075,6 +1074,17 @@ TIERS = ("bytes_l1", "bytes_cache", "bytes_l3", "bytes_mem")  # fastest first
 FAR_TIERS = ("bytes_l3", "bytes_mem")
 
 
+def inner_loop_index(loops: list, dim: str) -> int:
+    """The index of the inner loop over `dim` (the vectorized one, for dimension 0)."""
+    return next(k for k, lp in enumerate(loops) if lp.kind == "inner" and lp.dims == (dim,))
+
+
+def _gathers(stride: float, lanes: int) -> bool:
+    """Vector lanes each loading at an address of its own: more than 4 elements apart, or at
+    data-dependent ones (scalar code loads any element with one load)."""
+    return lanes > 1 and (stride == GATHER or stride > 4)
+
+
 def _tier(nbytes: float, hw: Hardware) -> str:
     """The feature for traffic over storage (or a working set) of this size."""
     if nbytes <= hw.l1 * 3 // 4:
@@ -1145,7 +1155,7 @@ def _line_bytes(box, elem: int, row: int | None = None) -> float:
 def _charge_loads(feats: dict, n: float, stride: float, lanes: int, sp: float) -> None:
     """n element loads, `lanes` to a vector: dense or strided vector loads, or gathers (scalar
     code loads any element with one load)."""
-    if lanes > 1 and (stride == GATHER or stride > 4):
+    if _gathers(stride, lanes):
         feats["gathers"] += n / sp
     else:
         feats["loads"] += n * max(1.0, stride if lanes > 1 else 1.0) / lanes / sp

@@ -17,7 +17,7 @@ from dataclasses import replace
 from pyhalide import ir
 from pyhalide.lowering.legality import update_is_associative
 
-from .loop_nest import INLINE, SMALL_DIM, Decision, Hardware, Model, natural_vector, register_budget
+from .loop_nest import INLINE, SMALL_DIM, Decision, Hardware, Model, inner_loop_index, natural_vector, register_budget
 
 COARSE_TILES = (16, 64, 256)
 MAX_INLINE_RECOMPUTE = 9.0
@@ -109,13 +109,7 @@ class Space:
         run one at a time, each computing the whole region: random pipeline 1088's pick ran 8.5x
         slower than the best schedule measured, a 64-lane loop made serial around a reduction."""
         sm = m.stages[s]
-        loops = sm.loops
-        if sm.vector:
-            dim0 = self.a.funcs[m.name].dims[0]
-            for k, lp in enumerate(loops):
-                if lp.kind == "inner" and lp.dims == (dim0,):
-                    return k + 1
-        return len(loops)
+        return inner_loop_index(sm.loops, self.a.funcs[m.name].dims[0]) + 1 if sm.vector else len(sm.loops)
 
     def _rounds_up(self, site: tuple, models: dict) -> bool:
         """Whether a loop of an update stage is inside a tile that does not divide its extent:

@@ -90,12 +90,17 @@ def refeaturise(records: list[dict], params: dict, scale: str = "train") -> list
     return out
 
 
+def pipeline(r: dict) -> tuple:
+    """A measurement's pipeline: its (scale, seed)."""
+    return r.get("scale", "train"), r["seed"]
+
+
 def misses(rows: list[dict], predict) -> list[tuple]:
     """(regret, pick, best) per pipeline, the largest regret first: the measured time of the
     schedule `predict` ranks first over the fastest measured, and those two records."""
     by_pipeline: dict = {}
     for r in rows:
-        by_pipeline.setdefault((r.get("scale", "train"), r["seed"]), []).append(r)
+        by_pipeline.setdefault(pipeline(r), []).append(r)
     out = []
     for rs in by_pipeline.values():
         pick = min(rs, key=lambda r: predict(dict(zip(FEATURES, r["features"]))))
@@ -139,9 +144,6 @@ def main(argv=None) -> None:
     params = {"parallelism": args.threads}
     data_path = Path(args.data)
     data = json.loads(data_path.read_text()) if data_path.exists() else []
-    def pipeline(r):  # a pipeline is its (scale, seed)
-        return r.get("scale", "train"), r["seed"]
-
     if args.misses:
         print_misses(refeaturise([r for r in data if r["status"] == "ok"], params), args.misses)
         return
