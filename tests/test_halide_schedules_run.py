@@ -334,3 +334,21 @@ def test_two_funcs_given_one_name_are_two_funcs():
     assert hl.Pipeline(top2).schedule_to_json() == record
     assert extra2._schedule.compute_level.func_name == top2.name()
     np.testing.assert_array_equal(np.asarray(top2.realize([8])), want + np.arange(8) + 7)
+
+
+def test_a_whole_loop_vectorized_in_a_narrowed_tail_gets_its_bound_as_lanes(tmp_path):
+    """vectorize(xy) with no factor, on a producer computed per tile of a PredicateLoads split:
+    Halide's region is the whole tile (6 points); pyhalide narrows it in the last tile, where its
+    extent is `max(...)`, no longer a constant. The loop gets its bound's 6 lanes, guarded."""
+    img = (np.arange(11 * 3, dtype=np.int32).reshape(3, 11) * 7) % 23  # f covers the last tile
+    inp = hl.Buffer(img, "tail_vec_in")
+    f, g = hl.Func("tail_vec_f"), hl.Func("tail_vec_g")
+    xy, xo, xi = hl.Var("xy"), hl.Var("xo"), hl.Var("xi")
+    f[x, y] = inp[x, y] * 3
+    g[x, y] = f[x, y] + f[x + 1, y]
+    g.split(x, xo, xi, 5, hl.TailStrategy.PredicateLoads)
+    f.compute_at(g, xo).fuse(x, y, xy).vectorize(xy)
+    np.testing.assert_array_equal(np.asarray(g.realize([7, 3])), img[:, :7] * 3 + img[:, 1:8] * 3)
+    g.compile_to_lowered_stmt(str(tmp_path / "g.stmt"), [])
+    stmt = (tmp_path / "g.stmt").read_text()
+    assert "let tail_vec_f.s0.x = ramp(tail_vec_f.x.min, 1, 6)" in stmt, "steady tiles compute f as one vector"

@@ -9,25 +9,27 @@ original loop, run serially. Storage allocated inside the loop (a Func computed 
 inline reduction is by default) becomes each lane's own, lanes times as large. Bodies the
 vectorizer cannot widen (a print, an allocation whose size depends on the lane, an inner loop
 whose bounds do, a vectorized loop inside another) keep a serial loop, which computes the same
-thing. A vectorized loop whose extent is not constant is an error.
+thing. A vectorized loop whose extent is not a constant but has a constant upper bound (a
+producer's region narrowed in a tail) gets that many lanes, each guarded by `lane < extent`; one
+with neither is an error.
 """
 
 from __future__ import annotations
 
 from .. import ir
+from ..bounds import constant_upper_bound_within
 from ..errors import CompileError
 from ..ir_mutator import (
     IRMutator,
     IRVisitor,
     LetScopeMutator,
+    binding,
     free_variables,
     has_call,
     has_load,
     substitute,
-    substitute_lets,
 )
 from ..ir_printer import expr_to_string
-from ..simplify import simplify
 from ..types import Bool, Int
 
 
@@ -255,17 +257,26 @@ MAX_LANES = 16384  # LLVM asserts on 65535-lane vectors (too many operands for o
 class _Vectorize(LetScopeMutator):
     """Rewrites vectorized loops (expressions hold none)."""
 
+    def __init__(self):
+        super().__init__()
+        self.loops: dict[str, ir.For] = {}  # enclosing loops
+
     def visit_For(self, s):
-        body = self.mutate(s.body)
+        with binding(self.loops, s.name, s):
+            body = self.mutate(s.body)
         if s.for_type != ir.VECTORIZED:
             return s if body is s.body else ir.For(s.name, s.min, s.extent, s.for_type, body)
-        lanes = ir.const_int(s.extent)
-        if lanes is None:
-            lanes = ir.const_int(simplify(substitute_lets(s.extent, self.lets)))
+        lanes, exact = constant_upper_bound_within(s.extent, self.lets, self.loops)
         if lanes is None:
             raise CompileError(f"Can't vectorize loop {s.name}: its extent ({expr_to_string(s.extent)}) is not a "
-                               "constant. "
+                               "constant and has no constant upper bound. "
                                "Split it by a constant factor first (vectorize(x, n)).")
+        if not exact:
+            # As many lanes as the extent can reach, each guarded: a lane-dependent guard, so the
+            # vector body runs where the extent reaches its bound, the original loop elsewhere.
+            lane = ir.Sub(ir.Variable(s.name, s.min.type), s.min)
+            body = ir.IfThenElse(ir.LT(lane, s.extent), body, None)
+            s = ir.For(s.name, s.min, ir.make_const(s.extent.type, max(lanes, 0)), s.for_type, body)
         if lanes > MAX_LANES:
             raise CompileError(f"Can't vectorize loop {s.name} {lanes} lanes wide: at most {MAX_LANES} (wider vectors "
                                "fail inside LLVM's instruction selection); vectorize by a smaller factor")

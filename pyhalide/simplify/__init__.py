@@ -586,6 +586,20 @@ class Simplify(IRMutator):
             return e.b if isinstance(e, ir.Min) else e.a
         return None
 
+    def _settle_division(self, e):
+        """a / c -> k and a % c -> a - k * c where a lies in [k * c, (k + 1) * c) everywhere in the
+        loop ranges: a fused loop's coordinates, ramp(0, 1, 6) / 6 and % 6, in a vector of 6."""
+        c = self.const_range(e.b)
+        if c is None or c[0] != c[1] or c[0] <= 0 or not _is_int(e.type):
+            return None
+        a = self.const_range(e.a)
+        if a is None or a[0] // c[0] != a[1] // c[0]:
+            return None
+        k = _const(e.type, a[0] // c[0])
+        if isinstance(e, ir.Div):
+            return k
+        return e.a if a[0] // c[0] == 0 else ir.Sub(e.a, ir.Mul(k, e.b))
+
     def _settle_comparison(self, e):
         """A comparison of integers that the loop ranges decide, as a constant: a GuardWithIf
         guard of a loop whose tile divides the extent, or of an unrolled copy, is always true."""
@@ -674,11 +688,13 @@ class Simplify(IRMutator):
                 new = rule(result)
                 if new is not None:
                     break
-            if new is None and self.ranges:
+            if new is None and (self.ranges or result.type.lanes > 1):  # (a ramp's lanes have ranges)
                 if isinstance(result, ir.Min | ir.Max):
                     new = self._settle_min_max(result)
                 elif isinstance(result, _COMPARISONS):
                     new = self._settle_comparison(result)
+                elif isinstance(result, ir.Div | ir.Mod):
+                    new = self._settle_division(result)
             if new is None or new is result:
                 fixed_point = True  # no rule applies to it, and its children are simplified
                 break
