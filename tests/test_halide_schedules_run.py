@@ -352,3 +352,19 @@ def test_a_whole_loop_vectorized_in_a_narrowed_tail_gets_its_bound_as_lanes(tmp_
     g.compile_to_lowered_stmt(str(tmp_path / "g.stmt"), [])
     stmt = (tmp_path / "g.stmt").read_text()
     assert "let tail_vec_f.s0.x = ramp(tail_vec_f.x.min, 1, 6)" in stmt, "steady tiles compute f as one vector"
+
+
+def test_a_fused_loop_of_an_update_rounds_up():
+    """fuse(x, y, xy).split(xy, ..., RoundUp) in an update, as Halide runs it: past its end the
+    fused loop only moves past the last row, so no point is updated twice; the rows it adds are
+    computed (the input covers them) and not read."""
+    img = (np.arange(5 * 4, dtype=np.int32).reshape(4, 5) * 7) % 23  # one more row than the output
+    inp = hl.Buffer(img, "fused_up_in")
+    f, g = hl.Func("fused_up_f"), hl.Func("fused_up_g")
+    xy, o, i = hl.Var("xy"), hl.Var("o"), hl.Var("i")
+    f[x, y] = x + y
+    f[x, y] = f[x, y] * 2 + inp[x, y]
+    g[x, y] = f[x, y] + 1
+    f.compute_root().update().fuse(x, y, xy).split(xy, o, i, 4, hl.TailStrategy.RoundUp)
+    xs, ys = np.meshgrid(np.arange(5), np.arange(3))
+    np.testing.assert_array_equal(np.asarray(g.realize([5, 3])), (xs + ys) * 2 + img[:3] + 1)

@@ -299,6 +299,24 @@ def test_round_up_of_an_inner_split_in_an_update():
         g.realize([10])
 
 
+def test_round_up_of_what_descends_from_an_inner_split_in_an_update():
+    """As Halide refuses them: the outer loop of a split of an inner dimension, and a fuse with
+    one, step through the inner dimension's fixed extent, so rounding them up revisits points."""
+    a, b, a0, a1, fused = (hl.Var(n) for n in ("a", "b", "a0", "a1", "fused"))
+    f = hl.Func("rup_outer")
+    f[x, y] = x + y
+    f[x, y] += 1
+    with pytest.raises(hl.HalideError, match=r"rup_outer.*RoundUp for splitting x\.xi\.a"):
+        f.update(0).split(x, xo, xi, 8).split(xi, a, b, 1).split(a, a0, a1, 3, hl.TailStrategy.RoundUp)
+        f.realize([16, 2])
+    g = hl.Func("rup_fused")
+    g[x, y] = x + y
+    g[x, y] += 1
+    with pytest.raises(hl.HalideError, match=r"rup_fused.*RoundUp"):
+        g.update(0).split(x, xo, xi, 8).fuse(xi, y, fused).split(fused, a0, a1, 3, hl.TailStrategy.RoundUp)
+        g.realize([16, 2])
+
+
 def test_auto_tail_of_an_inner_split_in_an_update_is_correct():
     """Halide resolves Auto to GuardWithIf there; whatever it resolves to, no point is updated twice."""
     f, g = hl.Func("auto_in"), hl.Func("auto_out")

@@ -153,7 +153,7 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
     store = f._schedule.store_level
     stored_outside_compute = store is not None and not store.is_inlined() and store != f._schedule.compute_level
     items: list[tuple[str, str, ir.Expr]] = []  # ("let", name, value) / ("guard", "", cond), last first
-    fixed: set[str] = set()  # dimensions made by an earlier split (the inner one) or fuse
+    fixed: set[str] = set()  # dimensions an earlier split made (the inner one), or fused from one
     shifted: dict[str, int] = {}  # dimensions descending from a ShiftInwards split's outer: its factor
     consumed_after = [set() for _ in sched.splits]  # dims that later splits/fuses/renames take apart
     for i in range(len(sched.splits) - 2, -1, -1):
@@ -176,6 +176,8 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
             if sp.factor == 1:  # divides any extent: no tail to shift or guard (as in Halide)
                 tail = TailStrategy.RoundUp
             fixed.add(sp.inner)
+            if sp.old in fixed:  # its outer steps through the fixed extent too
+                fixed.add(sp.outer)
             roots[sp.outer] = roots[sp.inner] = roots.get(sp.old, set())
             factor = _c(sp.factor)
             bounds[sp.inner] = (_c(0), factor)
@@ -225,7 +227,8 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
             roots[sp.inner] = roots.get(sp.old, set()) | roots.get(sp.outer, set())
             # empty dimensions make an empty fused loop; the divisor is provably positive
             bounds[sp.inner] = (_c(0), ir.Mul(ir.Max(in_ext, _c(0)), ir.Max(out_ext, _c(0))))
-            fixed.add(sp.inner)
+            if sp.old in fixed or sp.outer in fixed:  # (run past its end, it only moves past the outer's)
+                fixed.add(sp.inner)
             is_rvar[sp.inner] = is_rvar[sp.old] or is_rvar[sp.outer]
             divisor = ir.Max(in_ext, _c(1))
             inner_value = ir.Add(ir.Mod(var(sp.inner), divisor), in_min)
