@@ -429,3 +429,49 @@ def test_a_guarded_splits_outer_loop_shifted_inwards_reads_only_what_halide_read
         f["pw_g"].compute_at(f["pw_out"], y)
 
     _same_as_unscheduled(_pointwise, "pw_out", [1, 4], schedule)
+
+
+def _hx_hy_by():
+    """Two branches of one input; hy and by are computed per row of out, their y loops fused by
+    compute_with (by over two rows: align_bounds), hx stored per row of out and computed per
+    column of hy."""
+    img = ((np.arange(20 * 28).reshape(20, 28) * 37) % 4000).astype(np.uint16)
+    clamped = hl.BoundaryConditions.repeat_edge(hl.Buffer(img, "cw_in"))
+    f, hx, hy, by, out = (hl.Func(n) for n in ("cw_f", "cw_hx", "cw_hy", "cw_by", "cw_out"))
+    f[x, y] = hl.f32(clamped[x, y]) * 0.25
+    by[x, y] = f[x, y - 1] + f[x, y] + f[x, y + 1]
+    hx[x, y] = f[x - 2, y] - f[x + 2, y]
+    hy[x, y] = hx[x, y - 2] + hx[x, y + 2]
+    out[x, y] = hl.i32(by[x, y]) - hl.i32(hy[x, y] * 0.5)
+    pad = np.pad(img.astype(np.float32) * 0.25, 2, mode="edge")  # [y + 2, x + 2]
+    h = pad[:, :-4] - pad[:, 4:]
+    want = (pad[1:-3, 2:-2] + pad[2:-2, 2:-2] + pad[3:-1, 2:-2]).astype(np.int32) - \
+        ((h[0:-4] + h[4:]) * np.float32(0.5)).astype(np.int32)
+    return out, hy, hx, by, want
+
+
+def test_a_window_does_not_slide_past_iterations_a_compute_with_guard_skips():
+    """hx slides along the y loop that compute_with fuses for hy and by. That loop starts a row
+    before hy's (by's region is aligned to two rows), and the guard keeps hy, and hx with it,
+    from that first iteration: the next one must compute hx's whole window, not its newest row
+    (it read uninitialized rows; found by the schedule fuzz)."""
+    out, hy, hx, by, want = _hx_hy_by()
+    xo, xi, xio, xii = (hl.Var(n) for n in ("xo", "xi", "xio", "xii"))
+    hy.compute_at(out, y).split(x, xo, xi, 9).split(xi, xio, xii, 1)
+    hx.compute_at(hy, xio).store_at(out, y)
+    by.compute_at(out, y).align_bounds(y, 2, 0).compute_with(hy, y, hl.LoopAlignStrategy.AlignEnd)
+    np.testing.assert_array_equal(np.asarray(out.realize([28, 20])), want)
+
+
+def test_a_window_slides_inside_a_guarded_tail(tmp_path):
+    """A GuardWithIf tail's guard holds for a first run of iterations: every iteration before
+    one that runs has run, so the producer still slides there."""
+    out, hy, hx, by, want = _hx_hy_by()
+    yo, yi = hl.Var("yo"), hl.Var("yi")
+    out.split(y, yo, yi, 8, hl.TailStrategy.GuardWithIf)
+    hy.compute_at(out, yi)
+    hx.compute_at(out, yi).store_at(out, yo)
+    np.testing.assert_array_equal(np.asarray(out.realize([28, 20])), want)
+    out.compile_to_lowered_stmt(str(tmp_path / "out.stmt"), [])
+    stmt = (tmp_path / "out.stmt").read_text()
+    assert re.search(r"let cw_hx(\$\d+)?\.s0\.y\.min = select\(", stmt), "hx slides along yi"

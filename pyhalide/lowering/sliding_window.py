@@ -49,6 +49,7 @@ class _Slide(IRMutator):
         self.windows = windows
         self.inside = False
         self.slid_here = False  # whether the Realize we are in has its window already
+        self.guarded = False  # below a test of the outermost loop's variable (see visit_IfThenElse)
         self.loops: list[ir.For] = []
         self.lets: dict[str, LazyLet] = {}  # expanded (simplified) only where _slide asks
 
@@ -72,6 +73,33 @@ class _Slide(IRMutator):
         body = self.mutate(s.body)
         self.loops.pop()
         return s if body is s.body else ir.For(s.name, s.min, s.extent, s.for_type, body)
+
+    def visit_IfThenElse(self, s):
+        """A test of the sliding loop's variable around f's production that may fail before it
+        holds (the guard of a loop fused by compute_with, whose iterations before the stage's
+        own range compute nothing) means an iteration may not have computed what the next one
+        leaves out: no window below it. A test that holds for a first run of iterations and
+        then fails (a GuardWithIf tail's) keeps every earlier iteration computed."""
+        if not self.inside or not self.loops or self.guarded or self._holds_for_a_prefix(s.condition):
+            return self.default(s)
+        self.guarded = True
+        try:
+            return self.default(s)
+        finally:
+            self.guarded = False
+
+    def _holds_for_a_prefix(self, cond: ir.Expr) -> bool:
+        loop = self.loops[0].name
+        expansions = {n: e for n in free_variables(cond) if (e := self._expansion(n)) is not None}
+        for c in _conjuncts(substitute(expansions, strip_promises(cond)) if expansions else cond):
+            if loop not in free_variables(c):
+                continue
+            if isinstance(c, (ir.GT, ir.GE)):
+                c = (ir.LT if isinstance(c, ir.GT) else ir.LE)(c.b, c.a)
+            if not (isinstance(c, (ir.LT, ir.LE)) and loop not in free_variables(c.b)
+                    and _non_decreasing(c.a, loop)):
+                return False
+        return True
 
     def visit_ProducerConsumer(self, pc):
         if self.inside and pc.name == self.f.name():
@@ -114,7 +142,7 @@ class _Slide(IRMutator):
         prefix = f"{f.name()}.s0."
         if not (let_name.startswith(prefix) and let_name.endswith(".min")) or not self.loops:
             return None
-        if self.slid_here:
+        if self.slid_here or self.guarded:
             return None  # one sliding dimension per Realize of f
         var = let_name[len(prefix) : -len(".min")]
         if var not in f._pure_args:
@@ -169,6 +197,17 @@ class _Slide(IRMutator):
         prev_max = substitute(prev, hi_e)
         later = ir.GT(ir.Variable(loop.name, _I32), loop.min)
         return ir.Select(later, ir.Max(needed_min, ir.Add(prev_max, ir.make_const(_I32, 1))), needed_min)
+
+
+def _conjuncts(cond: ir.Expr) -> list[ir.Expr]:
+    """cond's conjuncts, through the intrinsics that only mark a condition (likely, a
+    PredicateLoads guard)."""
+    if isinstance(cond, ir.And):
+        return _conjuncts(cond.a) + _conjuncts(cond.b)
+    if isinstance(cond, ir.Call) and cond.call_type == ir.INTRINSIC and len(cond.args) == 1 \
+            and cond.args[0].type == cond.type:
+        return _conjuncts(cond.args[0])
+    return [cond]
 
 
 def _non_decreasing(e: ir.Expr, var: str, memo: dict | None = None) -> bool:
