@@ -122,3 +122,49 @@ def test_an_upsampling_of_an_upsampling_loads_no_lane_by_lane(tmp_path):
     # lane by lane, each of the 64 lanes is a byte load and an insert; a dense span and a
     # shuffle per phase insert at most the span's one extra element, into a few lanes
     assert asm.count("vpinsrb") < 16 and "vpextrd" not in asm, asm
+
+
+@settings(max_examples=40, deadline=None)
+@given(dtype=st.sampled_from(["uint8", "int8", "uint16", "int16"]), size=st.integers(1, 300),
+       lanes=st.sampled_from([8, 16, 32, 64]), n=st.integers(1, 200), seed=st.integers(0, 2**16))
+def test_a_narrow_table_read_per_lane_is_exact(dtype, size, lanes, n, seed):
+    """A table of 8- or 16-bit elements computed by the pipeline, read at data-dependent indices
+    in a vector loop: a gather of the 32-bit words at the elements, truncated. The last element
+    is read too (its word runs into the storage's padding)."""
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, size, n).astype(np.int32)
+    idx[rng.integers(0, n)] = size - 1
+    x = hl.Var("x")
+    t = getattr(hl, {"u": "UInt", "i": "Int"}[dtype[0]])(int(dtype.lstrip("uint")))
+    indices = hl.Buffer(idx, "indices")
+    table, f = hl.Func("table"), hl.Func("lookup")
+    table[x] = hl.cast(t, x * 37 + 11)
+    f[x] = table[hl.clamp(indices[x], 0, size - 1)]
+    table.compute_root().bound(x, 0, size)
+    f.vectorize(x, lanes, hl.TailStrategy.GuardWithIf)
+    want = (np.arange(size, dtype=np.int64) * 37 + 11).astype(dtype)[idx]
+    np.testing.assert_array_equal(np.asarray(f.realize([n])), want)
+
+
+def test_a_narrow_table_of_the_pipelines_own_is_gathered_in_words(tmp_path):
+    """A uint16 table the pipeline computes: vpgatherdd (16 lanes an instruction), not a load
+    and an insert per lane; an input's table, which ends where its buffer does, lane by lane."""
+    from pyhalide.codegen.jit import host_target
+
+    x = hl.Var("x")
+    indices = hl.Buffer(np.arange(64, dtype=np.uint8), "indices")
+    table, f = hl.Func("table"), hl.Func("lookup")
+    table[x] = hl.u16(x * 3)
+    f[x] = table[hl.i32(indices[x])]
+    table.compute_root()
+    f.vectorize(x, 32)
+    f.compile_to_assembly(str(tmp_path / "f.s"), [], "f")
+    asm = (tmp_path / "f.s").read_text()
+    if "+avx2" in host_target().features.split(","):
+        assert "vpgatherdd" in asm and "vpinsrw" not in asm, asm
+    g = hl.Func("lookup_input")
+    g[x] = hl.Buffer(np.arange(256, dtype=np.uint16), "input_table")[hl.i32(indices[x])]
+    g.vectorize(x, 32)
+    g.compile_to_assembly(str(tmp_path / "g.s"), [], "g")
+    assert "vpgatherdd" not in (tmp_path / "g.s").read_text()
+    np.testing.assert_array_equal(np.asarray(f.realize([64])), np.arange(64, dtype=np.uint16) * 3)

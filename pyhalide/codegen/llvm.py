@@ -96,6 +96,7 @@ class CodeGen:
     def __init__(self, lowered, stmt, fn_name: str, axis_maps: list[list[int]], fp_contract: bool = False,
                  gpu_loops_serial: bool = False, cpu_features: str | None = None, pointer_bits: int = 64):
         self.lowered = lowered
+        self.padded: set[str] = set()  # storage allocated here with x86.WORD_PADDING after it
         # The LLVM features of the CPU compiled for: this host's (the JIT), or an object file's
         # target, which may not be an x86 one (the x86 intrinsics are then not used).
         self.cpu_features = set((host_target().features if cpu_features is None else cpu_features).split(","))
@@ -407,7 +408,7 @@ class CodeGen:
             v = self.splat(self.tagged(b.load(self._element_ptr(host, e.index.value, t), typ=mem_t, align=align),
                                        e.name), t.lanes)
         else:
-            v = x86.load(self, host, e.index, t)
+            v = x86.load(self, host, e.index, t, padded=e.name in self.padded)
         if t.is_bool():
             zero = ll.Constant(v.type, 0) if t.lanes == 1 else ll.Constant(v.type, [0] * t.lanes)
             return b.icmp_unsigned("!=", v, zero)
@@ -541,9 +542,13 @@ class CodeGen:
         b = self.b
         check_explicit_stack(s)
         n = constant_elements(s)
+        padding = x86.WORD_PADDING if s.type.bytes() < 4 else 0  # (see x86.load)
+        if padding:
+            self.padded.add(s.name)
         if n is not None:
             if placed_on_stack(s):
-                ptr = self.alloca_in_entry(llvm_type(s.type, memory=True), s.name, ll.Constant(I64, max(n, 1)))
+                count = max(n, 1) + -(-padding // s.type.bytes())
+                ptr = self.alloca_in_entry(llvm_type(s.type, memory=True), s.name, ll.Constant(I64, count))
                 # a cache line where it holds a vector: an AVX-512 load or store then never straddles two
                 ptr.align = max(s.type.bytes(), 64 if n * s.type.bytes() >= 64 else 16)
                 ptr.type = PTR  # opaque, so vector stores through it type-check
@@ -555,6 +560,8 @@ class CodeGen:
             ext = b.select(b.icmp_signed("<", ext, ll.Constant(I64, 0)), ll.Constant(I64, 0), ext)
             size = b.mul(size, ext)
         size = b.select(b.icmp_unsigned("==", size, ll.Constant(I64, 0)), ll.Constant(I64, 1), size)
+        if padding:
+            size = b.add(size, ll.Constant(I64, padding))
         saved = None
         if n is None and s.memory_type == "Auto":
             saved = b.call(self.declare("llvm.stacksave.p0", PTR, []), [])
