@@ -40,7 +40,11 @@ FEATURES = (
     "par_tasks",  # parallel tasks run
     "stages",  # loop nests emitted
 )
-FEATURE_VERSION = 14
+FEATURE_VERSION = 15
+# A vector gather of 8- or 16-bit elements from an input buffer goes lane by lane (x86 gathers
+# 32-bit words, and an input's last element has no padding after it to read into): 0.50 ns a
+# lane against 0.15 for a gather of words (`python -m benchmarks.unit_costs`, table reads).
+NARROW_INPUT_GATHER = 3.3
 
 
 @dataclass(frozen=True)
@@ -1017,8 +1021,8 @@ class Model:
             n = work * acc.count
             if fm is not None:
                 n *= self.unroll_reuse(fm, st.index, lambda env, box=acc.box: _eval_box(box, env))
-            _charge_loads(feats, n, acc.stride * ctx_stride, lanes, sp)
             elem = self.a.input_bytes.get(acc.producer, 4)
+            _charge_loads(feats, n, acc.stride * ctx_stride, lanes, sp, NARROW_INPUT_GATHER if elem < 4 else 1.0)
             shape = self.a.input_shapes.get(acc.producer)
             if reader is not None:
                 rm, rs, region_of = reader
@@ -1152,11 +1156,11 @@ def _line_bytes(box, elem: int, row: int | None = None) -> float:
     return math.prod(max(1, hi - lo + 1) for lo, hi in box[1:]) * lines * CACHE_LINE
 
 
-def _charge_loads(feats: dict, n: float, stride: float, lanes: int, sp: float) -> None:
+def _charge_loads(feats: dict, n: float, stride: float, lanes: int, sp: float, gather_cost: float = 1.0) -> None:
     """n element loads, `lanes` to a vector: dense or strided vector loads, or gathers (scalar
-    code loads any element with one load)."""
+    code loads any element with one load), each costing gather_cost gathers."""
     if _gathers(stride, lanes):
-        feats["gathers"] += n / sp
+        feats["gathers"] += n * gather_cost / sp
     else:
         feats["loads"] += n * max(1.0, stride if lanes > 1 else 1.0) / lanes / sp
 

@@ -2,7 +2,8 @@
 
 At one thread (HL_NUM_THREADS=1), nanoseconds per element of:
 - a 256-entry table read per pixel, scalar and vectorized (the model's `gathers`: a lane's load
-  at a data-dependent index costs about what a scalar load does);
+  at a data-dependent index costs about what a scalar load does), and a uint16 table's, the
+  pipeline's own (gathered in 32-bit words) and an input's (lane by lane: NARROW_INPUT_GATHER);
 - a histogram's read-modify-write of a bin per pixel, scalar and vectorized over columns (what a
   `scatters` lane costs when the bins stay in cache);
 - a 3-row line buffer (a producer computed per row of its consumer, stored outside, sliding),
@@ -33,16 +34,19 @@ def _ns_per_element(f, buf, n: int) -> float:
 def table_reads() -> dict:
     rng = np.random.default_rng(0)
     indices = hl.Buffer(rng.integers(0, 256, (H, W)).astype(np.uint8), "indices")
+    input_table = hl.Buffer((np.arange(256) * 3 + 1).astype(np.uint16), "input_table")
     out = {}
-    for vector in (0, 16, 64):
+    for t, vector, own in ((hl.Float(32), 0, True), (hl.Float(32), 16, True), (hl.Float(32), 64, True),
+                           (hl.UInt(16), 32, True), (hl.UInt(16), 32, False)):
         x, y = hl.Var("x"), hl.Var("y")
         table, f = hl.Func("table"), hl.Func("lookup")
-        table[x] = hl.cast(hl.Float(32), x * 3 + 1)
-        f[x, y] = table[hl.cast(hl.Int(32), indices[x, y])]
+        table[x] = hl.cast(t, x * 3 + 1)
+        f[x, y] = (table if own else input_table)[hl.cast(hl.Int(32), indices[x, y])]
         table.compute_root()
         if vector:
             f.vectorize(x, vector)
-        out[f"table read, vector {vector}"] = _ns_per_element(f, hl.Buffer(hl.Float(32), [W, H]), W * H)
+        where = "the pipeline's" if own else "an input"
+        out[f"{t} table read ({where}), vector {vector}"] = _ns_per_element(f, hl.Buffer(t, [W, H]), W * H)
     return out
 
 

@@ -976,3 +976,27 @@ def test_updates_the_search_leaves_as_written_are_marked_so_and_warn_of_nothing(
     capsys.readouterr()
     np.testing.assert_array_equal(np.asarray(out.realize([256])), np.bincount(img.ravel(), minlength=256) * 2)
     assert "has not been scheduled" not in capsys.readouterr().out
+
+
+def test_a_vector_read_of_a_narrow_input_table_costs_lane_by_lane_gathers():
+    """x86 gathers 32-bit words: a uint16 table the pipeline computes is gathered in words (its
+    storage is padded for it), an input's uint16 table lane by lane (nothing of its own after its
+    last element), NARROW_INPUT_GATHER times the cost (measured: 0.50 against 0.15 ns a lane)."""
+    from autoscheduler.api import make_problem
+    from autoscheduler.loop_nest import NARROW_INPUT_GATHER, Decision
+    from autoscheduler.search import State
+
+    x, y = hl.Var("x"), hl.Var("y")
+    idx = hl.Buffer(np.zeros((256, 64), np.uint8), "idx")
+    gathers = {}
+    for kind in ("input", "func"):
+        table, out = hl.Func(f"table_{kind}"), hl.Func(f"out_{kind}")
+        table[x] = hl.u16(x * 3)
+        source = hl.Buffer(np.zeros(256, np.uint16), "input_table") if kind == "input" else table
+        out[x, y] = source[hl.i32(idx[x, y])]
+        problem = make_problem([out], estimates={out.name(): [(0, 256), (0, 64)]}, params={"parallelism": 2})
+        state = problem.extend(State({}, 0.0), out.name(), Decision.parse("root vec 32 par 1"))
+        if kind == "func":
+            state = problem.extend(state, table.name(), Decision.parse("root vec 32"))
+        gathers[kind] = sum(m.features["gathers"] for m in state.models.values())
+    assert gathers["input"] == pytest.approx(NARROW_INPUT_GATHER * gathers["func"])
