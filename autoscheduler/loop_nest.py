@@ -40,11 +40,12 @@ FEATURES = (
     "par_tasks",  # parallel tasks run
     "stages",  # loop nests emitted
 )
-FEATURE_VERSION = 15
-# A vector gather of 8- or 16-bit elements from an input buffer goes lane by lane (x86 gathers
-# 32-bit words, and an input's last element has no padding after it to read into): 0.50 ns a
-# lane against 0.15 for a gather of words (`python -m benchmarks.unit_costs`, table reads).
-NARROW_INPUT_GATHER = 3.3
+FEATURE_VERSION = 16
+# A vector gather of 8- or 16-bit elements from an input buffer: a gather of 32-bit words whose
+# start is clamped to the buffer's last word, and a shift per lane (codegen/x86.py): 0.21 ns a
+# lane against 0.15 for a gather of the pipeline's own storage, padded for the words
+# (`python -m benchmarks.unit_costs`, table reads).
+NARROW_INPUT_GATHER = 1.4
 
 
 @dataclass(frozen=True)

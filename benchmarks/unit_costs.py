@@ -3,7 +3,8 @@
 At one thread (HL_NUM_THREADS=1), nanoseconds per element of:
 - a 256-entry table read per pixel, scalar and vectorized (the model's `gathers`: a lane's load
   at a data-dependent index costs about what a scalar load does), and a uint16 table's, the
-  pipeline's own (gathered in 32-bit words) and an input's (lane by lane: NARROW_INPUT_GATHER);
+  pipeline's own (gathered in 32-bit words) and an input's (words clamped to its end, and a
+  shift: NARROW_INPUT_GATHER);
 - a histogram's read-modify-write of a bin per pixel, scalar and vectorized over columns (what a
   `scatters` lane costs when the bins stay in cache);
 - a 3-row line buffer (a producer computed per row of its consumer, stored outside, sliding),

@@ -96,6 +96,7 @@ def bind_arguments(cg: CodeGen, lowered, axis_maps: list[list[int]]) -> ScalarLa
         dims = _load(b, PTR, _field(b, obj, NP_DIMS))
         strides = _load(b, PTR, _field(b, obj, NP_STRIDES))
         esize = ll.Constant(I64, buf.type.bytes())
+        last = None  # the largest element offset from the host pointer, for narrow types
         for d, axis in enumerate(axes):
             ext = _load(b, I64, b.gep(dims, [ll.Constant(I64, axis)], source_etype=I64))
             stride = _load(b, I64, b.gep(strides, [ll.Constant(I64, axis)], source_etype=I64))
@@ -104,6 +105,14 @@ def bind_arguments(cg: CodeGen, lowered, axis_maps: list[list[int]]) -> ScalarLa
             cg.bind(f"{buf.name}.min.{d}", b.trunc(lo, I32))
             cg.bind(f"{buf.name}.extent.{d}", b.trunc(ext, I32))
             cg.bind(f"{buf.name}.stride.{d}", b.trunc(stride, I32))
+            if buf.type.bytes() < 4:
+                reach = b.mul(b.sub(ext, ll.Constant(I64, 1)), stride)
+                reach = b.select(b.icmp_signed("<", reach, ll.Constant(I64, 0)), ll.Constant(I64, 0), reach)
+                last = reach if last is None else b.add(last, reach)
+        if buf.type.bytes() < 4 and buf.dimensions:
+            # the last element whose 32-bit word ends inside the buffer (x86.load's gathers)
+            last = b.sub(last, ll.Constant(I64, 4 // buf.type.bytes() - 1))
+            cg.bind(f"{buf.name}.last_word", b.trunc(last, I32))
     for s in lowered.scalars:
         layout.param_slots[s.name] = slot
         raw = _load(b, I64, scalar_ptr(b, f.scalars, slot))

@@ -408,7 +408,9 @@ class CodeGen:
             v = self.splat(self.tagged(b.load(self._element_ptr(host, e.index.value, t), typ=mem_t, align=align),
                                        e.name), t.lanes)
         else:
-            v = x86.load(self, host, e.index, t, padded=e.name in self.padded)
+            last_word = self.f.scope.get(f"{e.name}.last_word")
+            v = x86.load(self, host, e.index, t, padded=e.name in self.padded,
+                         last_word=last_word[-1] if last_word else None)
         if t.is_bool():
             zero = ll.Constant(v.type, 0) if t.lanes == 1 else ll.Constant(v.type, [0] * t.lanes)
             return b.icmp_unsigned("!=", v, zero)

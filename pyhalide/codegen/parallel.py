@@ -194,6 +194,7 @@ def _names_used(stmt) -> tuple[set[str], set[str]]:
 
         def visit_Load(self, e):
             buffers.add(e.name)
+            names.add(f"{e.name}.last_word")  # (x86.load's bound, where the buffer has one)
             self.visit_children(e)
 
         def visit_Store(self, st):

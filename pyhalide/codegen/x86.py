@@ -7,10 +7,12 @@ keep one base pointer and 32-bit indices, as Halide's x86 code generator does:
 - a quotient ramp (lane i at q + (r + i) / k, see lower_arithmetic): one dense load of the
   elements every remainder reads, the one more element lane n-1 reads, and a shuffle chosen
   by r;
-- elements narrower than 32 bits (x86 gathers only 32- and 64-bit ones): from the pipeline's own
-  storage, which ends with padding for it (`WORD_PADDING`), a gather of the 32-bit words that
-  start at the elements, truncated (a 256-entry uint16 table read per pixel: 0.15 ns an element
-  instead of 0.5); from other buffers, lane by lane;
+- elements narrower than 32 bits (x86 gathers only 32- and 64-bit ones): a gather of the 32-bit
+  words that start at the elements, truncated (a 256-entry uint16 table read per pixel: 0.15 ns
+  an element instead of 0.5), where each word lies inside the buffer: always in the pipeline's
+  own storage, which ends with padding for it (`WORD_PADDING`); in an input or output, a lane
+  past the buffer's `last_word` reads the word ending at its last element, shifted (a buffer
+  smaller than a word: lane by lane);
 - other loads: a gather through a vector of 32-bit indices (vgatherdps: 16 lanes in one);
 - a constant-stride store: lane by lane at constant offsets from one address;
 - other stores: a scatter through a vector of 32-bit indices.
@@ -37,37 +39,69 @@ if TYPE_CHECKING:
 WORD_PADDING = 4  # bytes past the last element of the pipeline's own storage of narrow types
 
 
-def load(cg: CodeGen, host, index: ir.Expr, t: Type, padded: bool = False):
+def load(cg: CodeGen, host, index: ir.Expr, t: Type, padded: bool = False, last_word=None):
     """A vector load of type t (in memory's representation) at a vector index; `padded`: the
-    storage is followed by WORD_PADDING bytes of its own."""
+    storage is followed by WORD_PADDING bytes of its own; `last_word`: else, the last element
+    whose 32-bit word ends inside the buffer, where it is known."""
     b = cg.b
-    mem_t = llvm_type(t.element_of(), memory=True)
-    align = t.element_of().bytes()
     if _small_stride(index):
         return _load_small_stride(cg, host, index, t)
     if isinstance(index, ir.Call) and index.name == QUOTIENT_RAMP:
         return _load_quotient_ramp(cg, host, t, *index.args)
-    if t.element_of().bits < 32 and padded and "+avx2" in cg.cpu_features:
-        words = ll.VectorType(I32, t.lanes)
-        gather = cg.declare(f"llvm.masked.gather.v{t.lanes}i32.v{t.lanes}p0", words,
-                            [ll.VectorType(PTR, t.lanes), I32, ll.VectorType(I1, t.lanes), words])
-        ptrs = _lane_pointers(b, host, cg.expr(index), t)
-        wide = b.call(gather, [ptrs, ll.Constant(I32, 1), _all_lanes(t.lanes), ll.Constant(words, ll.Undefined)])
-        return b.trunc(wide, llvm_type(t, memory=True))
     if t.element_of().bits < 32:
         lanes = cg.expr(index)
-        v = ll.Constant(llvm_type(t, memory=True), ll.Undefined)
-        for lane in range(t.lanes):
-            i = b.extract_element(lanes, ll.Constant(I32, lane))
-            ptr = b.gep(host, [b.sext(i, I64)], source_etype=mem_t)
-            v = b.insert_element(v, b.load(ptr, typ=mem_t, align=align), ll.Constant(I32, lane))
+        if "+avx2" not in cg.cpu_features or (not padded and last_word is None):
+            return _load_lane_by_lane(b, host, lanes, t)
+        mem_vt = llvm_type(t, memory=True)
+        if padded:
+            return b.trunc(_gather_words(cg, host, lanes, t), mem_vt)
+        # A lane past last_word reads the word that ends at the buffer's last element, and takes
+        # its element out with a shift; a buffer of less than a word, lane by lane.
+        with b.if_else(b.icmp_signed(">=", last_word, ll.Constant(I32, 0))) as (then, otherwise):
+            with then:
+                start = b.select(b.icmp_signed("<=", lanes, _splat(b, last_word, t.lanes)), lanes,
+                                 _splat(b, last_word, t.lanes))
+                shift = b.mul(b.sub(lanes, start), _splat(b, ll.Constant(I32, t.element_of().bits), t.lanes))
+                words = b.trunc(b.lshr(_gather_words(cg, host, start, t), shift), mem_vt)
+                words_block = b.block
+            with otherwise:
+                each, each_block = _load_lane_by_lane(b, host, lanes, t), b.block
+        v = b.phi(mem_vt)
+        v.add_incoming(words, words_block)
+        v.add_incoming(each, each_block)
         return v
     ptrs = _lane_pointers(b, host, cg.expr(index), t)
     mem_vt = llvm_type(t, memory=True)
     mask = _all_lanes(t.lanes)
     gather = cg.declare(f"llvm.masked.gather.{type_suffix(t)}.v{t.lanes}p0", mem_vt,
                         [ptrs.type, I32, mask.type, mem_vt])
-    return b.call(gather, [ptrs, ll.Constant(I32, align), mask, ll.Constant(mem_vt, ll.Undefined)])
+    return b.call(gather, [ptrs, ll.Constant(I32, t.element_of().bytes()), mask, ll.Constant(mem_vt, ll.Undefined)])
+
+
+def _gather_words(cg: CodeGen, host, lanes, t: Type):
+    """The 32-bit words that start at the elements of type t `lanes` index (vpgatherdd)."""
+    b = cg.b
+    words = ll.VectorType(I32, t.lanes)
+    gather = cg.declare(f"llvm.masked.gather.v{t.lanes}i32.v{t.lanes}p0", words,
+                        [ll.VectorType(PTR, t.lanes), I32, ll.VectorType(I1, t.lanes), words])
+    ptrs = _lane_pointers(b, host, lanes, t)
+    return b.call(gather, [ptrs, ll.Constant(I32, 1), _all_lanes(t.lanes), ll.Constant(words, ll.Undefined)])
+
+
+def _load_lane_by_lane(b: ll.IRBuilder, host, lanes, t: Type):
+    mem_t = llvm_type(t.element_of(), memory=True)
+    v = ll.Constant(llvm_type(t, memory=True), ll.Undefined)
+    for lane in range(t.lanes):
+        i = b.extract_element(lanes, ll.Constant(I32, lane))
+        ptr = b.gep(host, [b.sext(i, I64)], source_etype=mem_t)
+        v = b.insert_element(v, b.load(ptr, typ=mem_t, align=t.element_of().bytes()), ll.Constant(I32, lane))
+    return v
+
+
+def _splat(b: ll.IRBuilder, scalar, lanes: int):
+    vt = ll.VectorType(scalar.type, lanes)
+    one = b.insert_element(ll.Constant(vt, ll.Undefined), scalar, ll.Constant(I32, 0))
+    return b.shuffle_vector(one, ll.Constant(vt, ll.Undefined), ll.Constant(ll.VectorType(I32, lanes), [0] * lanes))
 
 
 def store(cg: CodeGen, host, index: ir.Expr, v, t: Type) -> None:
