@@ -78,28 +78,33 @@ class _Slide(IRMutator):
         """A test of the sliding loop's variable around f's production that may fail before it
         holds (the guard of a loop fused by compute_with, whose iterations before the stage's
         own range compute nothing) means an iteration may not have computed what the next one
-        leaves out: no window below it. A test that holds for a first run of iterations and
-        then fails (a GuardWithIf tail's) keeps every earlier iteration computed."""
-        if not self.inside or not self.loops or self.guarded or self._holds_for_a_prefix(s.condition):
+        leaves out: no window below it, nor below the else of any such test. A test that holds
+        for a first run of iterations and then fails (a GuardWithIf tail's) keeps every earlier
+        iteration computed."""
+        if not self.inside or not self.loops or self.guarded:
             return self.default(s)
-        self.guarded = True
+        conjuncts = self._conjuncts_on_loop(s.condition)
+        if not conjuncts:
+            return self.default(s)
+        then_case = self._mutate_guarded(s.then_case, not _holds_for_a_prefix(conjuncts, self.loops[0].name))
+        else_case = None if s.else_case is None else self._mutate_guarded(s.else_case, True)
+        if then_case is s.then_case and else_case is s.else_case:
+            return s
+        return ir.IfThenElse(s.condition, then_case, else_case)
+
+    def _mutate_guarded(self, stmt: ir.Stmt, guarded: bool) -> ir.Stmt:
+        self.guarded = guarded
         try:
-            return self.default(s)
+            return self.mutate(stmt)
         finally:
             self.guarded = False
 
-    def _holds_for_a_prefix(self, cond: ir.Expr) -> bool:
+    def _conjuncts_on_loop(self, cond: ir.Expr) -> list[ir.Expr]:
+        """The conjuncts of cond (lets inside f's Realize expanded) that test the sliding loop."""
         loop = self.loops[0].name
         expansions = {n: e for n in free_variables(cond) if (e := self._expansion(n)) is not None}
-        for c in _conjuncts(substitute(expansions, strip_promises(cond)) if expansions else cond):
-            if loop not in free_variables(c):
-                continue
-            if isinstance(c, (ir.GT, ir.GE)):
-                c = (ir.LT if isinstance(c, ir.GT) else ir.LE)(c.b, c.a)
-            if not (isinstance(c, (ir.LT, ir.LE)) and loop not in free_variables(c.b)
-                    and _non_decreasing(c.a, loop)):
-                return False
-        return True
+        cond = substitute(expansions, strip_promises(cond)) if expansions else cond
+        return [c for c in _conjuncts(cond) if loop in free_variables(c)]
 
     def visit_ProducerConsumer(self, pc):
         if self.inside and pc.name == self.f.name():
@@ -197,6 +202,17 @@ class _Slide(IRMutator):
         prev_max = substitute(prev, hi_e)
         later = ir.GT(ir.Variable(loop.name, _I32), loop.min)
         return ir.Select(later, ir.Max(needed_min, ir.Add(prev_max, ir.make_const(_I32, 1))), needed_min)
+
+
+def _holds_for_a_prefix(conjuncts: list[ir.Expr], loop: str) -> bool:
+    """Whether each conjunct, once false as the loop's variable grows, stays false: `a < b` with
+    a non-decreasing in it and b free of it."""
+    for c in conjuncts:
+        if isinstance(c, (ir.GT, ir.GE)):
+            c = (ir.LT if isinstance(c, ir.GT) else ir.LE)(c.b, c.a)
+        if not (isinstance(c, (ir.LT, ir.LE)) and loop not in free_variables(c.b) and _non_decreasing(c.a, loop)):
+            return False
+    return True
 
 
 def _conjuncts(cond: ir.Expr) -> list[ir.Expr]:
