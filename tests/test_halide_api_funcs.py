@@ -605,12 +605,13 @@ def test_bound_storage_sizes_the_allocation_and_refuses_too_small_as_halide(tmp_
         f.compute_at(g, y).bound_storage(x, 16)
         outs.append(np.asarray(g.realize([10, 4])))
         p.set(9)
-        with pytest.raises(Exception, match=r"The explicit allocation bound \(16\) of dimension x of stored_f is too "
-                                            r"small to store the required region \(19\)\."):
+        # (either library names a second Func of a name `stored_f$1`, as when an earlier test made one)
+        with pytest.raises(Exception, match=r"The explicit allocation bound \(16\) of dimension x of stored_f(\$\d+)? "
+                                            r"is too small to store the required region \(19\)\."):
             g.realize([10, 4])
         if lib is hl:
             g.compile_to_lowered_stmt(str(tmp_path / "g.stmt"), [p])
-            assert "allocate stored_f[int32 * 16 * 1]" in (tmp_path / "g.stmt").read_text()
+            assert re.search(r"allocate stored_f(\$\d+)?\[int32 \* 16 \* 1\]", (tmp_path / "g.stmt").read_text())
     np.testing.assert_array_equal(outs[0], outs[1])
     yy, xx = np.mgrid[0:4, 0:10]
     np.testing.assert_array_equal(outs[0], (xx * 7 + yy) * 2 + 21)
