@@ -73,8 +73,10 @@ def _c(v: int) -> ir.Expr:
 def _resolve_tail(tail: str, stage: int, is_rvar: bool, where: str, fixed_extent: bool = False,
                   name: str = "", shifted_by: int = 0, factor: int = 0) -> str:
     """Auto is ShiftInwards for pure definitions, RoundUp for pure Vars of updates, GuardWithIf for
-    RVars and for dimensions that came out of an earlier split or fuse in an update (rounding one of
-    those up would run the update twice on the points where neighbouring blocks overlap).
+    RVars and for dimensions of an update that descend from the inner loop of an earlier split,
+    through the outer loops of later splits and through fuses, as in Halide (rounding one of
+    those up would run the update twice on the points where neighbouring blocks overlap; a fuse
+    of two other loops run past its end only moves past its outer loop's last point).
     As in Halide, a pure dimension that descends from the outer loop of an earlier ShiftInwards
     split of at least this factor (`shifted_by`) rounds up: that split already keeps it inside
     the region (`vectorize(x, 8).unroll(x, 4)`), and shifting again would move it out."""
