@@ -269,12 +269,13 @@ class _Conditions(IRMutator):
 
     @staticmethod
     def _has_min(e: ir.Expr, below_lets: bool) -> bool:
-        stack = [e]
+        stack, seen = [e], set()
         while stack:
             n = stack.pop()
             if isinstance(n, ir.Min | ir.Max) and n.type.lanes == 1:
                 return True
-            if below_lets or not isinstance(n, ir.Let):
+            if (below_lets or not isinstance(n, ir.Let)) and id(n) not in seen:
+                seen.add(id(n))  # (each shared subtree once; e keeps them all alive)
                 stack.extend(children(n))
         return False
 
