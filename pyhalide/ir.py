@@ -22,12 +22,13 @@ class Node:
 
 
 class Expr(Node):
-    """An expression node. Besides its fields it has two cache slots, empty until asked for:
-    `_simplified` (its simplified form, see simplify) and `_summary` (what it uses, see
-    ir_mutator.expr_summary). Both follow from the fields, are not part of equality, hashing or
-    the printed form, and are not pickled or copied (a restored node works them out again)."""
+    """An expression node. Besides its fields it has three cache slots, empty until asked for:
+    `_simplified` (its simplified form, see simplify), `_summary` (what it uses, see
+    ir_mutator.expr_summary) and `_hash` (see _node). They follow from the fields, are not part of
+    equality, hashing or the printed form, and are not pickled or copied (a restored node works
+    them out again)."""
 
-    __slots__ = ("_simplified", "_summary")
+    __slots__ = ("_simplified", "_summary", "_hash")
     type: Type
 
 
@@ -35,7 +36,7 @@ class Stmt(Node):
     """A statement node; its cache slots `_touched` and `_free` (see ir_mutator.touched_names and
     free_variables) are like those of Expr."""
 
-    __slots__ = ("_touched", "_free")
+    __slots__ = ("_touched", "_free", "_hash")
 
 
 def _fail(message: str):
@@ -50,10 +51,24 @@ _dataclass = dataclass(frozen=True, slots=True)
 
 
 def _node(cls):
-    """An IR node class: a frozen dataclass with slots. For a node whose type is derived from
-    its operands (and kept in a slot that is not a field), unpickling and copying, which restore
-    the fields only, work the type out again."""
+    """An IR node class: a frozen dataclass with slots. Its hash is worked out once and kept: the
+    dataclass's own hashes every field again, down the whole tree, on each call, and a tree that
+    shares subtrees (lets substituted) is exponential that way (hashing was most of interpolate's
+    sliding window pass). For a node whose type is derived from its operands (and kept in a slot
+    that is not a field), unpickling and copying, which restore the fields only, work the type out
+    again."""
     cls = _dataclass(cls)
+    fields_hash = cls.__hash__
+
+    def __hash__(self):
+        try:
+            return self._hash
+        except AttributeError:
+            h = fields_hash(self)
+            object.__setattr__(self, "_hash", h)
+            return h
+
+    cls.__hash__ = __hash__
     if hasattr(cls, "_derive_type"):
         restore_fields = cls.__setstate__
 
