@@ -59,9 +59,9 @@ def load(cg: CodeGen, host, index: ir.Expr, t: Type, padded: bool = False, last_
         # its element out with a shift; a buffer of less than a word, lane by lane.
         with b.if_else(b.icmp_signed(">=", last_word, ll.Constant(I32, 0))) as (then, otherwise):
             with then:
-                start = b.select(b.icmp_signed("<=", lanes, _splat(b, last_word, t.lanes)), lanes,
-                                 _splat(b, last_word, t.lanes))
-                shift = b.mul(b.sub(lanes, start), _splat(b, ll.Constant(I32, t.element_of().bits), t.lanes))
+                last = cg.splat(last_word, t.lanes)
+                start = b.select(b.icmp_signed("<=", lanes, last), lanes, last)
+                shift = b.mul(b.sub(lanes, start), cg.splat(ll.Constant(I32, t.element_of().bits), t.lanes))
                 words = b.trunc(b.lshr(_gather_words(cg, host, start, t), shift), mem_vt)
                 words_block = b.block
             with otherwise:
@@ -97,11 +97,6 @@ def _load_lane_by_lane(b: ll.IRBuilder, host, lanes, t: Type):
         v = b.insert_element(v, b.load(ptr, typ=mem_t, align=t.element_of().bytes()), ll.Constant(I32, lane))
     return v
 
-
-def _splat(b: ll.IRBuilder, scalar, lanes: int):
-    vt = ll.VectorType(scalar.type, lanes)
-    one = b.insert_element(ll.Constant(vt, ll.Undefined), scalar, ll.Constant(I32, 0))
-    return b.shuffle_vector(one, ll.Constant(vt, ll.Undefined), ll.Constant(ll.VectorType(I32, lanes), [0] * lanes))
 
 
 def store(cg: CodeGen, host, index: ir.Expr, v, t: Type) -> None:
