@@ -198,6 +198,7 @@ class StageSchedule:
     fuse_level: LoopLevel | None = None
     fuse_align: dict[str, str] = field(default_factory=dict)
     prefetches: list[Prefetch] = field(default_factory=list)
+    atomic_unchecked: bool = False  # atomic(override_associativity_test=True)
 
     def find(self, name: str) -> Dim | None:
         for d in self.dims:
@@ -217,7 +218,7 @@ class StageSchedule:
                              self.allow_race_conditions, self.initialized,
                              [(cond, special.copy()) for cond, special in self.specializations],
                              self.gpu_single_thread, self.fail_message, self.fuse_level, dict(self.fuse_align),
-                             list(self.prefetches))
+                             list(self.prefetches), self.atomic_unchecked)
 
 
 @dataclass

@@ -223,19 +223,21 @@ class Schedulable:
         return self
 
     def _check_reorder_legal(self, old: list[Dim], new: list[Dim]) -> None:
-        """RVars keep their relative order unless the update is associative; pure Vars may cross
-        RVars only where the update reads its own Func at the same pure coordinates."""
+        """RVars keep their relative order unless the update is an associative reduction (an argmin
+        among them, as in Halide, though reordering may change which of equal extrema it picks);
+        pure Vars may cross RVars only where the update reads its own Func at the same pure
+        coordinates."""
         if self._stage_index == 0:
             return
         f = self._target_func()
-        from .lowering.legality import pure_var_crossing_is_safe, update_is_associative
+        from .lowering.legality import prove_associativity, pure_var_crossing_is_safe
 
         impure = {d.internal for d in old if d.is_rvar and not self._is_pure_rvar_loop(d)}
         old_r = [d.internal for d in old if d.internal in impure]
         new_r = [d.internal for d in new if d.internal in impure]
         sched = self._stage()
         if old_r != new_r and not (sched.atomic or sched.allow_race_conditions or
-                                   update_is_associative(f, self._stage_index)):
+                                   prove_associativity(f, self._stage_index) is not None):
             raise CompileError(
                 f"{self._where()}: can't reorder RVars {', '.join(old_r)} because it may change the meaning of the "
                 "algorithm (the update is not an associative reduction)")
@@ -366,10 +368,21 @@ class Schedulable:
         if d.is_rvar and for_type in (PARALLEL, VECTORIZED):
             sched = self._stage()
             f = self._target_func()
-            if not (sched.atomic or sched.allow_race_conditions or self._is_pure_rvar_loop(d)):
+            if sched.allow_race_conditions or self._is_pure_rvar_loop(d):
+                return
+            if not sched.atomic:
                 raise CompileError(
                     f"{self._where()}: can't {what} RVar {d.name}: different iterations may write the same element "
                     f"of {f.name()} (a race). Call .atomic() or .allow_race_conditions() on the stage, or use rfactor.")
+            from .lowering.legality import prove_associativity, writes_what_no_iteration_changes
+
+            s = self._stage_index
+            if not (sched.atomic_unchecked or writes_what_no_iteration_changes(f, s)
+                    or prove_associativity(f, s) is not None):
+                raise CompileError(
+                    f"{self._where()}: can't {what} RVar {d.name} of an atomic() update that is not an associative, "
+                    f"commutative reduction: the order the iterations update an element of {f.name()} in would "
+                    "change the result. Pass atomic(override_associativity_test=True) if it does not.")
 
     def _loop_kind(self, method: str, for_type: str, what: str, v, factor, tail, noun: str, mark_inner: bool):
         """vectorize / unroll / parallel: mark v, or split v by factor and mark the inner loop
@@ -487,6 +500,7 @@ class Schedulable:
         f = self._target_func()
         f._require_defined()
         self._stage().atomic = True
+        self._stage().atomic_unchecked = bool(override_associativity_test)
         self._log("atomic", override_associativity_test)
         return self
 
@@ -973,11 +987,13 @@ def rfactor(stage: Schedulable, pairs):
     other RVars with each preserved RVar replaced by its new pure Var, and rewrites the update
     to reduce `f_intm` over the preserved RVars. The intermediate can then be computed and
     vectorized or parallelized over u, which the original reduction forbade. Float results may
-    differ in the last bits: the sum is reassociated, as in Halide.
+    differ in the last bits: the sum is reassociated, as in Halide. An argmin or argmax keeps
+    which of equal extrema it picks only where the preserved RVars are the outermost; Halide
+    counts these operators commutative, and so accepts (as pyhalide does) keeping inner ones.
     """
-    from .func import Definition, Func
+    from .func import Definition, Func, Tuple
     from .ir_mutator import substitute
-    from .lowering.legality import update_is_associative
+    from .lowering.legality import prove_associativity
     from .var import ReductionDomain, ReductionVariable
 
     f = stage._target_func()
@@ -985,11 +1001,11 @@ def rfactor(stage: Schedulable, pairs):
     where = stage._where()
     if s == 0:
         raise CompileError(f"{where}: rfactor applies to an update definition (use f.update(i).rfactor)")
-    if len(f.types()) != 1:
-        raise CompileError(f"{where}: rfactor of a Tuple-valued reduction is not supported")
-    if not update_is_associative(f, s):
+    assoc = prove_associativity(f, s)
+    if assoc is None:
         raise CompileError(f"{where}: can't rfactor: the update is not an associative reduction "
-                           "(f(args) = f(args) op e, with op one of + * min max and e not reading f)")
+                           "(f(args) = f(args) op e, with op one of + * min max && ||, e not reading f; "
+                           "a saturating add, an argmin/argmax or a complex multiply of a Tuple)")
     sched = stage._stage()
     d = f.scheduled_definitions()[s]
     preserved = {}
@@ -1057,12 +1073,7 @@ def rfactor(stage: Schedulable, pairs):
     def rewrite(e):
         return substitute(dims_map, resolve(e))
 
-    value = d.values[0]
-    self_is_a = isinstance(value.a, ir.Call) and value.a.func is f and value.a.args == d.args
-    term = value.b if self_is_a else value.a
-    op = type(value)
-    t = f.types()[0]
-    identity = _reduction_identity(op, t)
+    types = f.types()
     new_vars = [preserved[dim.internal] for dim in pres_dims]
     clash = set(new_vars) & set(f._pure_args)
     if clash:
@@ -1071,39 +1082,29 @@ def rfactor(stage: Schedulable, pairs):
     pure = f._pure_args + tuple(new_vars)
     from .var import Var
 
-    intm[tuple(Var(n) for n in pure)] = wrap(identity)
+    identities = [wrap(e) for e in assoc.identities]
+    intm[tuple(Var(n) for n in pure)] = identities[0] if len(types) == 1 else Tuple(identities)
     predicate = d.predicate
     conds = [rewrite(g) for g in guards] + ([rewrite(predicate)] if predicate is not None else [])
     lhs = tuple(rewrite(a) for a in d.args) + tuple(ir.Variable(n) for n in new_vars)
-    call_self = ir.Call(t, intm.name(), lhs, ir.HALIDE, 0, intm)
-    rhs = op(call_self, rewrite(term)) if self_is_a else op(rewrite(term), call_self)
+
+    def calls(func, args):
+        return [ir.Call(t, func.name(), args, ir.HALIDE, k, func) for k, t in enumerate(types)]
+
     cond = None
     for c in conds:
         cond = c if cond is None else ir.And(cond, c)
-    intm._updates.append(Definition(lhs, (rhs,), tuple(kept_dom.rvars) if kept_dom else (), cond))
+    values = assoc.apply(calls(intm, lhs), [rewrite(term) for term in assoc.terms])
+    intm._updates.append(Definition(lhs, values, tuple(kept_dom.rvars) if kept_dom else (), cond))
     intm._schedule.reset_stages(2)
     # f's update now reduces the intermediate over the preserved RVars
     f_pure = tuple(ir.Variable(n) for n in f._pure_args)
     pres_vars = tuple(ir.Variable(rv.name, ir.Int(32), ref=pres_dom) for rv in pres_dom.rvars)
-    call_intm = ir.Call(t, intm.name(), f_pure + pres_vars, ir.HALIDE, 0, intm)
-    call_f = ir.Call(t, f.name(), f_pure, ir.HALIDE, 0, f)
     # Recorded as schedule data: the algorithm keeps its definition; the stage now schedules (and
     # lowering computes) the reduction of the intermediate, with fresh loops.
-    f._schedule.rfactored[s] = Definition(f_pure, (op(call_f, call_intm),), tuple(pres_dom.rvars), None)
+    f._schedule.rfactored[s] = Definition(f_pure, assoc.apply(calls(f, f_pure), calls(intm, f_pure + pres_vars)),
+                                          tuple(pres_dom.rvars), None)
     f._schedule.stages[s] = type(sched)()
     stage._log("rfactor", [[_json_var(rv), _json_var(v)] for rv, v in pairs])
     return intm
 
-
-def _reduction_identity(op, t) -> ir.Expr:
-    if op is ir.Add:
-        return ir.make_const(t, 0)
-    if op is ir.Mul:
-        return ir.make_const(t, 1)
-    if op is ir.Min:
-        return ir.make_const(t, float("inf") if t.is_float() else t.max_value())
-    if op is ir.Max:
-        return ir.make_const(t, float("-inf") if t.is_float() else t.min_value())
-    if op is ir.And:
-        return ir.make_const(t, 1)
-    return ir.make_const(t, 0)

@@ -148,6 +148,7 @@ class _Writer:
         """One specialization of a stage: its condition and its loops (a StageSchedule's state)."""
         return {"condition": self.expr(condition), "splits": [dataclasses.asdict(sp) for sp in special.splits],
                 "dims": [dataclasses.asdict(d) for d in special.dims], "atomic": special.atomic,
+                "atomic_unchecked": special.atomic_unchecked,
                 "allow_race_conditions": special.allow_race_conditions, "initialized": special.initialized,
                 "gpu_single_thread": special.gpu_single_thread, "fail_message": special.fail_message,
                 "specializations": [self._special(c, sp) for c, sp in special.specializations]}
@@ -302,7 +303,7 @@ class _Reader:
             special.dims = [Dim(**d) for d in _items(spec["dims"], "loops")]
         except TypeError as e:
             raise HalideError(f"deserialize_pipeline: a malformed specialization ({e})") from None
-        for key in ("atomic", "allow_race_conditions", "initialized", "gpu_single_thread"):
+        for key in ("atomic", "atomic_unchecked", "allow_race_conditions", "initialized", "gpu_single_thread"):
             setattr(special, key, bool(spec.get(key)))
         special.fail_message = str(spec.get("fail_message") or "")
         special.specializations = [self._special(s, special) for s in _items(spec.get("specializations"), "nested")]

@@ -173,10 +173,27 @@ def _scatter(hl) -> Built:
                  {"q$x": q.x}, 2, {"sc_f": ["sc_out"]})
 
 
+def _argmin(hl) -> Built:
+    """Where each 3x4 window's minimum is (a Tuple reduction, ties everywhere: the last of them
+    wins), read by a pointwise stage. Halide proves it associative, so rfactor and RVar reorders
+    are drawn on it; which of equal minima wins then depends on the order both run."""
+    x, y = hl.Var("x"), hl.Var("y")
+    inp = hl.Buffer(_image("am", (MAX_SIZE + 8, MAX_SIZE + 8), hi=4), "am_in")
+    r = hl.RDom([hl.Range(0, 3), hl.Range(0, 4)], "a")
+    am, out = hl.Func("am"), hl.Func("am_out")
+    am[x, y] = hl.Tuple([hl.i32(99), hl.i32(-1)])
+    best, new = am[x, y][0], inp[x + r.x, y + r.y]
+    am[x, y] = hl.Tuple([hl.min(best, new), hl.select(best < new, am[x, y][1], r.x + 3 * r.y)])
+    out[x, y] = am[x, y][0] * 16 + am[x, y][1]
+    return Built([out], {"am": am, "am_out": out},
+                 {("am", 0): ["x", "y"], ("am", 1): ["a$x", "a$y", "x", "y"], ("am_out", 0): ["x", "y"]},
+                 {"a$x": r.x, "a$y": r.y}, 2, {"am": ["am_out"]})
+
+
 PIPELINES: dict[str, Callable] = {
     "pointwise": _pointwise, "blur": _blur, "histogram": _histogram, "prefix_sum": _prefix_sum,
     "matmul": _matmul, "resample": _resample, "two_outputs": _two_outputs, "update_reads": _update_reads,
-    "scatter": _scatter,
+    "scatter": _scatter, "argmin": _argmin,
 }
 
 
