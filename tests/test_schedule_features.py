@@ -697,3 +697,28 @@ def test_a_callable_takes_buffers_of_any_layout():
     out = np.zeros((12, 20), np.float32)
     call(transposed, out)
     np.testing.assert_array_equal(out, expected)
+
+
+def test_atomic_parallel_rvars_need_an_associative_update_as_in_halide():
+    """atomic() lets an RVar run in parallel only where the order the iterations update an
+    element in cannot matter: an associative, commutative reduction, or a value that neither
+    reads f nor uses an RVar. Otherwise refused naming the stage, as Halide 21 refuses it, unless
+    the test is overridden."""
+    r = hl.RDom([(0, 64)])
+    mixed = hl.Func("atomic_mixed")
+    mixed[x] = 0
+    mixed[r % 4] = mixed[r % 4] * 2 + r
+    with pytest.raises(hl.HalideError, match=r"atomic_mixed\S*: can't parallelize RVar .* atomic\(\) update that is "
+                                             r"not an associative, commutative reduction"):
+        mixed.update(0).atomic().parallel(r)
+    mixed.update(0).atomic(override_associativity_test=True).parallel(r)  # the user's word for it
+    constant = hl.Func("atomic_constant")
+    constant[x] = x
+    constant[r % 4] = 7
+    constant.update(0).atomic().parallel(r, 8)
+    assert np.asarray(constant.realize([6])).tolist() == [7, 7, 7, 7, 4, 5]
+    summed = hl.Func("atomic_sum")
+    summed[x] = 0
+    summed[r % 4] = summed[r % 4] + r
+    summed.update(0).atomic().vectorize(r, 8)
+    assert np.asarray(summed.realize([4])).tolist() == [sum(range(k, 64, 4)) for k in range(4)]
