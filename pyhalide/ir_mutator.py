@@ -320,11 +320,11 @@ def substitute(replacements: dict[str, ir.Expr], node):
 
 
 # What lowering asks about an expression again and again (which variables it uses, which Funcs
-# and images it reads, whether it holds a min or max or a let) is worked out once per node, kept
+# and images it reads, whether it holds what loop ranges settle or a let) is worked out once per node, kept
 # in the node's `_summary` slot, and shared by all passes.
 _NONE: frozenset = frozenset()
 _RANGED, _LET, _CALL, _LOAD = 1, 2, 4, 8  # flags of the kinds of node an expression holds
-_RANGED_CLASSES = frozenset((ir.Min, ir.Max, ir.EQ, ir.NE, ir.LT, ir.LE, ir.GT, ir.GE))
+_RANGED_CLASSES = frozenset((ir.Min, ir.Max, ir.EQ, ir.NE, ir.LT, ir.LE, ir.GT, ir.GE, ir.Div, ir.Mod))
 _NOTHING = (_NONE, _NONE, 0)
 
 
@@ -405,8 +405,8 @@ def called_names(e: ir.Expr) -> frozenset:
 
 
 def has_ranged(e: ir.Expr) -> bool:
-    """Whether expression e holds a Min, a Max or a comparison: the nodes that the ranges of
-    loop variables can settle."""
+    """Whether expression e holds a Min, a Max, a comparison, a division or a modulo: the nodes
+    that the ranges of loop variables can settle."""
     return bool((getattr(e, "_summary", None) or _summary(e))[2] & _RANGED)
 
 

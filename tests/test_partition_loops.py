@@ -284,3 +284,40 @@ def test_a_boundary_clamp_inlined_in_a_reduction_leaves_the_steady_state(cells, 
     got = np.asarray(f.realize([cells]))
     want = [sum(data[np.clip(taps * c + k - shift, 0, size - 1)] for k in range(taps)) for c in range(cells)]
     np.testing.assert_array_equal(got, want)
+
+
+def test_a_division_settled_in_one_loop_range_is_not_reused_in_another():
+    """The simplifier settles `(39 - xi) / 6` to a constant inside a loop over xi; simplified once
+    with xi in [0, 4) (6) it must still be worked out again with xi in [4, 6) (5). The answer
+    was kept on the node as if no loop range had decided it, so a partitioned loop's epilogue
+    (after its prologue) kept the steady state's extent: a GuardWithIf tail ran unguarded."""
+    from pyhalide.simplify import simplify
+
+    i32 = ir.Int(32)
+    xi = ir.Variable("xi")
+    e = ir.Div(ir.Sub(ir.make_const(i32, 39), xi), ir.make_const(i32, 6))
+
+    def loop(lo, extent):
+        return ir.For("xi", ir.make_const(i32, lo), ir.make_const(i32, extent), ir.SERIAL,
+                      ir.Evaluate(ir.Call(i32, "f", (e,), ir.EXTERN)))
+
+    first, second = simplify(ir.make_block([loop(0, 4), loop(4, 2)])).stmts
+    assert ir.const_int(first.body.value.args[0]) == 6 and ir.const_int(second.body.value.args[0]) == 5
+
+
+def test_a_histograms_tiled_rvar_keeps_its_guard_in_the_partitioned_tail():
+    """Found by the schedule fuzz: a histogram's update tiled 6 x 1 (40 columns: a guarded tail),
+    its column loop outermost and the padded input computed inside it with aligned bounds. The
+    outer loop's epilogue (columns 4 and 5 of each tile) ran the last tile too: 60 extra counts."""
+    img = (np.arange(30 * 40).reshape(30, 40) * 37 % 251).astype(np.uint8)
+    inp = hl.Buffer(img, name="tiled_hist_in")
+    padded = hl.BoundaryConditions.repeat_edge(inp)
+    r = hl.RDom([(0, 40), (0, 30)], name="thr")
+    hist = hl.Func("tiled_hist")
+    hist[x] = 0
+    hist[hl.clamp(hl.i32(padded[r.x, r.y]) % 53 - 3, 0, 47)] += 1
+    rxi, ryi = hl.RVar("rxi"), hl.RVar("ryi")
+    hist.update(0).tile(r.x, r.y, rxi, ryi, 6, 1, hl.TailStrategy.Auto).reorder(ryi, r.y, rxi)
+    padded.compute_at(hist, rxi).align_bounds(padded.args()[0], 2, 0)
+    want = np.bincount(np.clip(img.astype(np.int64) % 53 - 3, 0, 47).ravel(), minlength=48)
+    assert np.array_equal(np.asarray(hist.realize([48])), want)

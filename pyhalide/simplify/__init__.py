@@ -656,8 +656,8 @@ class Simplify(IRMutator):
     def simplify_expr(self, e):
         if not e._children:
             return e  # a constant or a variable
-        # Loop ranges only ever settle mins, maxes and comparisons (no rule makes one), so an
-        # expression without any simplifies as it would outside every loop.
+        # Loop ranges only ever settle mins, maxes, comparisons, divisions and modulos (no rule
+        # makes one), so an expression without any simplifies as it would outside every loop.
         if self.scope and has_ranged(e):
             key = (id(e), self.scope)
             hit = self.cache.get(key)
