@@ -34,6 +34,7 @@ from .lowering.prefetches import inject_prefetches
 from .lowering.schedule_functions import schedule_functions
 from .lowering.select_instructions import select_instructions
 from .lowering.serial_vector_loops import serial_vector_loops
+from .lowering.shared_lets import name_shared_subexpressions
 from .lowering.sliding_window import sliding_window
 from .lowering.specialize_residues import specialize_residues
 from .lowering.storage_flattening import storage_flattening
@@ -188,6 +189,8 @@ def layout_passes(dense_buffers: list[str], kernels: list[Kernel] | None = None,
         # Instruction selection for the host CPU: multiply-adds and saturating arithmetic x86 has
         # instructions for (after the kernels have left, so only host code gets them).
         *([("select instructions", select_instructions)] if x86 else []),
+        # Bounds built by substitution share subtrees; code generators walk trees.
+        ("shared subexpressions", name_shared_subexpressions),
     ]
 
 

@@ -266,3 +266,25 @@ def test_an_index_that_shares_its_parts_is_taken_apart_once_per_subtree():
     e = _doubly_shared(lambda e: ir.Add(e, ir.Add(e, ir.Variable("x", Int(32)))))
     k, rest = affine_in(e, "x")
     assert k == 2**60 - 1 and "x" not in free_variables(rest)
+
+
+def test_lets_whose_values_share_subtrees_are_named_once_before_code_generation():
+    """A scalar let built by substitution (bounds of a pyramid's levels) walks as a tree many times
+    its graph: the last lowering pass names what it shares, so code generators emit it once. What
+    the let computes is unchanged; a small value, or one that shares little, is left as it is."""
+    from pyhalide.cse import inline_lets
+    from pyhalide.lowering.shared_lets import MIN_TREE, name_shared_subexpressions
+
+    lo, hi = ir.Variable("lo"), ir.Variable("hi")
+    e = lo
+    for k in range(12):  # each level's bound from the last one's, used twice
+        e = ir.Min(ir.Add(ir.Div(e, ir.make_const(Int(32), 2)), hi), ir.Sub(e, ir.make_const(Int(32), k)))
+    small = ir.Add(lo, hi)
+    body = ir.Evaluate(ir.Add(ir.Variable("big"), ir.Variable("small")))
+    stmt = name_shared_subexpressions(ir.LetStmt("big", e, ir.LetStmt("small", small, body)))
+    named, inner = stmt.value, stmt.body
+    assert len(_lets(named)) >= 11 and len(_nodes(named, ir.Min)) == 12  # one Min per level, not 4095
+    assert inline_lets(named) == e and inner.value is small
+    env = {"lo": np.arange(-50, 50, dtype=np.int32), "hi": np.int32(7)}
+    np.testing.assert_array_equal(evaluate_expr(named, env), evaluate_expr(e, env))
+    assert len(_nodes(e, ir.Min)) == 2**12 - 1 >= MIN_TREE
