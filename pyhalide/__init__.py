@@ -142,6 +142,7 @@ from .param import Dimension, ImageParam, OutputImageParam, Param
 from .pipeline import Callable, Module, Pipeline, Realization, StmtOutputFormat
 from .scatter_gather import gather, scatter
 from .schedule import LoopAlignStrategy, LoopLevel, MemoryType, Partition, PrefetchBoundStrategy, TailStrategy
+from .scheduling import EvictionKey
 from .serialization import deserialize_parameters, deserialize_pipeline, serialize_pipeline
 from .target import (
     DeviceAPI,

@@ -887,10 +887,16 @@ class FuncScheduling(Schedulable):
     def memoize(self, eviction_key=None):
         """Halide's memoize(): keep this Func's values across realizations in a cache keyed on
         what it reads. pyhalide computes it every time (the same values; a cache only saves
-        time); an eviction key, which names cache entries to drop, is refused."""
+        time), so an eviction key (an hl.EvictionKey, or an Expr), which names cache entries to
+        drop, is checked as Halide checks it and has nothing to evict."""
+        from .expr import Expr
+
         self._require_defined()
-        if eviction_key is not None:
-            raise CompileError(f"Func {self.name()}.memoize: eviction keys are not supported (pyhalide keeps no cache)")
+        if isinstance(eviction_key, Expr):
+            eviction_key = EvictionKey(eviction_key)
+        if eviction_key is not None and not isinstance(eviction_key, EvictionKey):
+            raise TypeError(f"Func {self.name()}.memoize: the eviction key must be an hl.EvictionKey or an Expr, "
+                            f"not {type(eviction_key).__name__}")
         self._log("memoize")
         return self
 
@@ -1108,3 +1114,17 @@ def rfactor(stage: Schedulable, pairs):
     stage._log("rfactor", [[_json_var(rv), _json_var(v)] for rv, v in pairs])
     return intm
 
+
+class EvictionKey:
+    """Halide's hl.EvictionKey(expr): names the memoization cache entries a Func's memoize() makes,
+    to evict them later. An integer or handle Expr (Halide refuses a float one); pyhalide keeps
+    no cache, so there is nothing to evict."""
+
+    def __init__(self, expr):
+        from .expr import to_ir, wrap
+
+        e = to_ir(expr)
+        if e.type.is_float():
+            raise CompileError("Can't use floating-point types as a memoization eviction key. "
+                               f"Expression is: {wrap(e)}")
+        self.expr = e

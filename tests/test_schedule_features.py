@@ -594,7 +594,8 @@ def test_async_ring_buffer_hoist_storage_and_outermost_keep_the_values():
 
 def test_memoize_is_recorded_and_computes_the_same_values():
     """memoize() keeps nothing across realizations in pyhalide: each computes the same values
-    again; the directive replays from JSON, and an eviction key is refused."""
+    again; the directive replays from JSON. An eviction key (hl.EvictionKey or an Expr) is
+    accepted as in Halide, a float one refused as Halide refuses it, anything else a TypeError."""
     mx = hl.Var("x")
     f, out = hl.Func("memo_f"), hl.Func("memo_out")
     f[mx] = mx * 3
@@ -604,8 +605,12 @@ def test_memoize_is_recorded_and_computes_the_same_values():
     for _ in range(2):
         np.testing.assert_array_equal(np.asarray(out.realize([4])), (np.arange(4) * 3 + 1) * 2)
     assert "memoize" in hl.Pipeline(out).schedule_to_json()
-    with pytest.raises(hl.HalideError, match="eviction keys are not supported"):
-        f.memoize(hl.Expr(1))
+    f.memoize(hl.Expr(1)).memoize(hl.EvictionKey(mx * 0 + 7))
+    np.testing.assert_array_equal(np.asarray(out.realize([4])), (np.arange(4) * 3 + 1) * 2)
+    with pytest.raises(hl.HalideError, match="Can't use floating-point types as a memoization eviction key"):
+        hl.EvictionKey(hl.f32(2.0))
+    with pytest.raises(TypeError, match="eviction key must be an hl.EvictionKey or an Expr"):
+        f.memoize(1)
 
 
 def test_image_param_wrappers_are_scheduled_on_their_own():
