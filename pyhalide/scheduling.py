@@ -230,17 +230,20 @@ class Schedulable:
         if self._stage_index == 0:
             return
         f = self._target_func()
-        from .lowering.legality import prove_associativity, pure_var_crossing_is_safe
+        from .lowering.legality import (
+            prove_associativity,
+            pure_var_crossing_is_safe,
+            writes_what_no_iteration_changes,
+        )
 
-        impure = {d.internal for d in old if d.is_rvar and not self._is_pure_rvar_loop(d)}
-        old_r = [d.internal for d in old if d.internal in impure]
-        new_r = [d.internal for d in new if d.internal in impure]
         sched = self._stage()
-        if old_r != new_r and not (sched.atomic or sched.allow_race_conditions or
-                                   prove_associativity(f, self._stage_index) is not None):
+        s = self._stage_index
+        if self._changes_rvar_order(old, new) and not (
+                sched.atomic_unchecked or sched.allow_race_conditions or writes_what_no_iteration_changes(f, s)
+                or prove_associativity(f, s) is not None):
             raise CompileError(
-                f"{self._where()}: can't reorder RVars {', '.join(old_r)} because it may change the meaning of the "
-                "algorithm (the update is not an associative reduction)")
+                f"{self._where()}: can't reorder RVars {', '.join(d.name for d in old if d.is_rvar)} because it may "
+                "change the meaning of the algorithm (the update is not an associative reduction)")
 
         def rank(dims):
             return {d.internal: i for i, d in enumerate(dims)}
@@ -254,6 +257,12 @@ class Schedulable:
                         raise CompileError(
                             f"{self._where()}: can't reorder pure Var {p.name} across RVar {r.name}: the update "
                             f"reads {f.name()} at other values of {p.name}, so the order matters")
+
+    def _changes_rvar_order(self, old: list[Dim], new: list[Dim]) -> bool:
+        """Whether going from loops `old` to `new` (innermost first) changes the order in which the
+        update visits its RVars (the loops of race-free RVars aside, as in Halide)."""
+        impure = {d.internal for d in old if d.is_rvar and not self._is_pure_rvar_loop(d)}
+        return [d.internal for d in old if d.internal in impure] != [d.internal for d in new if d.internal in impure]
 
     def tile(self, *args, tail=TailStrategy.Auto):
         """tile(x, y, xo, yo, xi, yi, xf, yf[, tail]) or tile(x, y, xi, yi, xf, yf[, tail]);

@@ -727,3 +727,21 @@ def test_atomic_parallel_rvars_need_an_associative_update_as_in_halide():
     summed[r % 4] = summed[r % 4] + r
     summed.update(0).atomic().vectorize(r, 8)
     assert np.asarray(summed.realize([4])).tolist() == [sum(range(k, 64, 4)) for k in range(4)]
+
+
+def test_rvar_reorders_follow_halides_associativity_test():
+    """RVar loops may swap where the update is an associative reduction or writes a value that
+    neither reads f nor uses an RVar (Halide's two tests); atomic() alone is no licence, as in
+    Halide 21 (the user's override_associativity_test is)."""
+    r = hl.RDom([(0, 4), (0, 4)])
+    mixed = hl.Func("reorder_mixed")
+    mixed[x] = 0
+    mixed[x] = mixed[x] * 2 + r.x + r.y * 3
+    with pytest.raises(hl.HalideError, match=r"reorder_mixed\S*: can't reorder RVars .* not an associative reduction"):
+        mixed.update(0).atomic().reorder(r.y, r.x)
+    mixed.update(0).atomic(override_associativity_test=True).reorder(r.y, r.x)  # the user's word for it
+    constant = hl.Func("reorder_constant")
+    constant[x] = x
+    constant[r.x + r.y] = 5
+    constant.update(0).reorder(r.y, r.x)
+    assert np.asarray(constant.realize([9])).tolist() == [5] * 7 + [7, 8]

@@ -123,6 +123,24 @@ def histogram() -> Case:
 
 
 @case
+def argmin_window() -> Case:
+    """Where each 3x4 window's minimum is: a Tuple reduction whose value and coordinates are read
+    by the output. The values in a window the output reads are distinct: a schedule may reorder
+    an argmin's RVars (as Halide's may), which changes which of equal minima wins (ties are
+    tested in tests/test_rfactor_tuples.py and against Halide by the differential fuzz)."""
+    x, y = _vars("x", "y")
+    img = np.fromfunction(lambda j, i: (i * 5 + j * 17) % 251, (30, 30)).astype(np.uint8)
+    clamped = hl.BoundaryConditions.repeat_edge(hl.Buffer(img, name="am_in"))
+    r = hl.RDom([(0, 3), (0, 4)], name="ar")
+    am, out = hl.Func("argmin_win"), hl.Func("argmin_out")
+    am[x, y] = hl.Tuple([hl.u8(255), hl.i32(-1)])
+    best, new = am[x, y][0], clamped[x + r.x, y + r.y]
+    am[x, y] = hl.Tuple([hl.min(best, new), hl.select(best < new, am[x, y][1], r.x + 3 * r.y)])
+    out[x, y] = hl.i32(am[x, y][0]) * 16 + am[x, y][1]
+    return Case("argmin_window", [out], [13, 11], [clamped, am, out])
+
+
+@case
 def matmul_f32() -> Case:
     """float32 matrix multiply with an RDom; reordering the reduction reassociates the sums."""
     x, y = _vars("x", "y")
