@@ -15,7 +15,7 @@ import math
 from dataclasses import replace
 
 from pyhalide import ir
-from pyhalide.lowering.legality import update_is_associative
+from pyhalide.lowering.legality import prove_associativity, update_is_associative
 
 from .loop_nest import INLINE, SMALL_DIM, Decision, Hardware, Model, inner_loop_index, natural_vector, register_budget
 
@@ -184,9 +184,9 @@ class Space:
         f = info.func
         if not update_is_associative(f, st.index):
             return []
-        value = f.scheduled_definitions()[st.index].values[0]
-        if isinstance(value, ir.Add | ir.Mul) and value.type.is_float():
-            return []
+        combine = prove_associativity(f, st.index).combine[0]
+        if f.types()[0].is_float() and not isinstance(combine, ir.Min | ir.Max):
+            return []  # a float sum or product reassociated changes its last bits
         outermost = max(1, int(st.rvars[-1][2](self.a.env)))
         sizes = {-(-outermost // (k * self.hw.cores)) for k in (4, 16)}
         return sorted(b for b in sizes if 1 <= b < outermost)

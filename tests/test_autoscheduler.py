@@ -800,13 +800,17 @@ def test_a_reduction_outside_its_pure_loops_sweeps_its_partial_sums_from_the_cac
     assert 0.5e-3 < cost["strip"] - cost["tiles"] < 2e-3  # measured: 1.0 ms
 
 
-def _histogram(values, float_sum: bool = False):
+def _histogram(values, float_sum: bool = False, subtract: bool = False):
     v = hl.Var("v")
     inp = hl.Buffer(values, "hist_img")
     r = hl.RDom([hl.Range(0, values.shape[1]), hl.Range(0, values.shape[0])], name="r")
     hist, out = hl.Func("hist"), hl.Func("hist_out")
     hist[v] = hl.f32(0) if float_sum else 0
-    hist[hl.i32(inp[r.x, r.y])] += hl.f32(0.1) if float_sum else 1
+    step = hl.f32(0.1) if float_sum else 1
+    if subtract:
+        hist[hl.i32(inp[r.x, r.y])] -= step
+    else:
+        hist[hl.i32(inp[r.x, r.y])] += step
     out[v] = hist[v] * 2
     return hist, out
 
@@ -866,13 +870,14 @@ def test_every_rfactor_option_of_a_row_sum_applies_and_computes_it():
 
 
 def test_rfactor_is_offered_only_where_it_changes_no_result():
-    """Reassociating a float sum changes its last bits, so a float histogram is never rfactored;
-    an integer one is."""
+    """Reassociating a float sum changes its last bits, so a float histogram is never rfactored,
+    nor one that subtracts (a sum of negations); an integer one is."""
     from autoscheduler.api import make_problem
 
     img = np.zeros((64, 64), np.uint8)
-    for float_sum, offered in ((False, True), (True, False)):
-        _, out = _histogram(img, float_sum)
+    for float_sum, subtract, offered in ((False, False, True), (True, False, False), (True, True, False),
+                                         (False, True, True)):
+        _, out = _histogram(img, float_sum, subtract)
         problem = make_problem([out], estimates={"hist_out": [(0, 256)]}, params={"parallelism": 2, "vector_bits": 256})
         assert bool(problem.space.rfactor_bands["hist"]) == offered
 

@@ -244,7 +244,7 @@ def _tuple_update(size, values):
 
 
 @pytest.mark.parametrize("case", ["argmax_with_argmin_payload", "payload_reads_payload", "signed_saturating",
-                                  "subtraction"])
+                                  "subtracted_from"])
 def test_what_is_not_associative_is_refused_by_name(case):
     x0 = lambda g: g[()][0]  # noqa: E731
     values = {
@@ -252,7 +252,7 @@ def test_what_is_not_associative_is_refused_by_name(case):
         "payload_reads_payload": lambda g, r: [hl.min(x0(g), r.x), hl.select(x0(g) < r.x, g[()][2], r.x),
                                                hl.select(x0(g) < r.x, g[()][1], r.x)],
         "signed_saturating": lambda g, r: [hl.saturating_add(hl.i8(x0(g)), hl.i8(r.x)), r.x],
-        "subtraction": lambda g, r: [x0(g) - r.x, g[()][1] + r.x],
+        "subtracted_from": lambda g, r: [r.x - x0(g), g[()][1] + r.x],
     }[case]
     if case == "signed_saturating":
         g, r = hl.Func("g"), hl.RDom([(0, 16)])
@@ -288,3 +288,26 @@ def test_which_operators_are_commutative():
     expected = np.asarray(cplx.realize([3]))
     cplx.update(0).reorder(r.y, r.x)
     assert np.array_equal(np.asarray(cplx.realize([3])), expected)
+
+
+@pytest.mark.parametrize("form", ["sum_regrouped", "difference", "shifted_max", "shifted_min_alone"])
+def test_updates_proven_associative_after_regrouping_rfactor_exactly(form):
+    """Forms Halide's simplifier brings to `f op e` before its prover sees them, proven here by
+    regrouping: `(f + a) + 3` and `f - a` are f + e; `max(f + a, f + b)` is f + max(a, b) (32-bit
+    integers, whose sums Halide assumes do not overflow). rfactored over inner bands, each
+    computes what the algorithm does. (`f(r) = f(r)`, which keeps f: tests/test_halide_rfactor.py)"""
+    data = np.random.default_rng(7).integers(-50, 50, (6, 37)).astype(np.int32)
+    inp = hl.Buffer(data)
+    x = hl.Var("x")
+    r = hl.RDom([(0, 37)])
+    g = hl.Func("g_" + form)
+    g[x] = x * 5
+    e, old = inp[r.x, x], g[x]
+    g[x] = {"sum_regrouped": (old + e) + 3, "difference": old - e * 2, "shifted_max": hl.max(old + e, old - 3),
+            "shifted_min_alone": hl.min(old, e + old)}[form]
+    assert update_is_associative(g, 1)
+    want = np.asarray(reference.realize(g, [6])[0])
+    ro, ri, u = hl.RVar("ro"), hl.RVar("ri"), hl.Var("u")
+    intm = g.update(0).split(r.x, ro, ri, 8).rfactor(ri, u)
+    intm.compute_root().update(0).vectorize(u, 8)
+    np.testing.assert_array_equal(np.asarray(g.realize([6])), want)

@@ -214,12 +214,18 @@ _FOLDS = (ir.Add, ir.Mul, ir.Min, ir.Max, ir.And, ir.Or)
 def _single(v: ir.Expr, k: int, t):
     """(combine, term, identity, "min"/"max"/None) of an element that reads only itself."""
     x = old(k, t)
+    if v == x:  # left as it is (`f(r) = f(r)`, or a Tuple element no iteration changes)
+        return x, ir.make_const(t, 0), ir.make_const(t, 0), None
     if isinstance(v, _FOLDS) and (v.a == x) != (v.b == x):
         term = v.b if v.a == x else v.a
-        if _reads_old(term):
-            return None
-        kind = {ir.Min: "min", ir.Max: "max"}.get(type(v))
-        return _Swap({term: new(k, t)}).mutate(v), term, _identity(type(v), t), kind
+        if not _reads_old(term):
+            kind = {ir.Min: "min", ir.Max: "max"}.get(type(v))
+            return _Swap({term: new(k, t)}).mutate(v), term, _identity(type(v), t), kind
+    found = _chain(v, x) or _shifted_extremum(v, x)
+    if found is not None:
+        op, term = found
+        kind = {ir.Min: "min", ir.Max: "max"}.get(op)
+        return op(x, new(k, t)), term, _identity(op, t), kind
     term = _saturating_add_call(v, x, t)
     if term is not None:
         return _saturating_add(x, new(k, t)), term, ir.make_const(t, 0), None
@@ -238,6 +244,57 @@ def _single(v: ir.Expr, k: int, t):
         y, top = new(k, t), ir.make_const(t, t.max_value())
         return ir.Select(ir.GT(x, ir.Sub(top, y)), top, ir.Add(x, y)), term, ir.make_const(t, 0), None
     return None
+
+
+def _chain(v: ir.Expr, x: ir.Expr):
+    """(op, e) where v is x op e regrouped: `(f + a) + 3` is f + (a + 3), and a subtraction from
+    a sum counts as adding its negation (`f + a - 3`); x one of the operands of a chain of one of
+    the folds, read nowhere else. None otherwise."""
+    if not isinstance(v, _FOLDS + (ir.Sub,)):
+        return None
+    op = ir.Add if isinstance(v, ir.Sub) else type(v)
+    leaves: list[tuple[bool, ir.Expr]] = []  # (negated, operand)
+
+    def collect(e, negated):
+        if type(e) is op:
+            collect(e.a, negated)
+            collect(e.b, negated)
+        elif op is ir.Add and isinstance(e, ir.Sub):
+            collect(e.a, negated)
+            collect(e.b, not negated)
+        else:
+            leaves.append((negated, e))
+
+    collect(v, False)
+    others = [leaf for leaf in leaves if leaf != (False, x)]
+    if len(others) != len(leaves) - 1 or any(_reads_old(e) for _, e in others):
+        return None
+    term = None
+    for negated, e in others:
+        if negated:
+            term = ir.Sub(ir.make_const(e.type, 0) if term is None else term, e)
+        else:
+            term = e if term is None else op(term, e)
+    return op, term
+
+
+def _shifted_extremum(v: ir.Expr, x: ir.Expr):
+    """(Add, max(a, b)) for `max(x + a, x + b)` (x alone is x + 0), min likewise: equal where sums
+    do not wrap (floats round monotonically; 32- and 64-bit signed integers are assumed not to
+    overflow, as Halide assumes). None otherwise."""
+    t = v.type
+    if not isinstance(v, ir.Min | ir.Max) or not (t.is_float() or (t.is_int() and t.bits >= 32)):
+        return None
+    terms = []
+    for side in (v.a, v.b):
+        if side == x:
+            terms.append(ir.make_const(t, 0))
+            continue
+        found = _chain(side, x)
+        if found is None or found[0] is not ir.Add:
+            return None
+        terms.append(found[1])
+    return ir.Add, type(v)(*terms)
 
 
 def _select_extremum(v: ir.Select, x: ir.Expr):
