@@ -78,15 +78,20 @@ def test_self_assignment_rfactor():
     np.testing.assert_array_equal(im, x + y)
 
 
+def _sum_of_coordinates_and_rdom(h):
+    """Halide's f(x, y) = x + y at root, g(x, y) = 40, and r over [10, 30) x [30, 70)."""
+    x, y = h.Var("x"), h.Var("y")
+    f, g = h.Func("f"), h.Func("g")
+    f[x, y] = x + y
+    f.compute_root()
+    g[x, y] = 40
+    return x, y, f, g, h.RDom([(10, 20), (30, 40)])
+
+
 def test_simple_rfactor():
     """A max over a 2-D RDom writing g(r.x, r.y), rfactored over r.y into a vectorized intermediate."""
     def build(h, scheduled):
-        x, y = h.Var("x"), h.Var("y")
-        f, g = h.Func("f"), h.Func("g")
-        f[x, y] = x + y
-        f.compute_root()
-        g[x, y] = 40
-        r = h.RDom([(10, 20), (30, 40)])
+        x, y, f, g, r = _sum_of_coordinates_and_rdom(h)
         g[r.x, r.y] = h.max(g[r.x, r.y] + f[r.x, r.y], g[r.x, r.y])
         if scheduled:
             g.reorder_storage(y, x)
@@ -223,12 +228,7 @@ def test_simple_rfactor_with_specialize():
     """rfactor applied only under specialize(p >= 10): both the specialized and the generic path
     compute the min."""
     def build(h, scheduled, p_value):
-        x, y = h.Var("x"), h.Var("y")
-        f, g = h.Func("f"), h.Func("g")
-        f[x, y] = x + y
-        f.compute_root()
-        g[x, y] = 40
-        r = h.RDom([(10, 20), (30, 40)])
+        x, y, f, g, r = _sum_of_coordinates_and_rdom(h)
         g[r.x, r.y] = h.min(f[r.x, r.y] + 2, g[r.x, r.y])
         p = h.Param(h.Int(32), "p")
         p.set(p_value)
