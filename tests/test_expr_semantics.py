@@ -340,6 +340,18 @@ def test_nested_divisions_by_constants(t, data):
         assert folded == simplify(ir.Div(x, ir.make_const(t, c1 * c2))), folded
 
 
+def test_a_folded_division_adds_no_offset_that_wraps():
+    """(a / 2147483647 - 1) / 4294967295 in int64, a = 2**62 - 1: folded to one division by
+    about 2**63, whose offset was then made positive by adding almost 2**63, which wrapped (-2
+    instead of 0; found by the property above)."""
+    a = np.array([2**62 - 1], np.int64)
+    inp = hl.Buffer(a, name="fold_wrap_in")
+    x = hl.Var("x")
+    f = hl.Func("fold_wrap")
+    f[x] = (inp[x] / hl.i64(2147483647) + hl.i64(-1)) / hl.i64(4294967295)
+    assert np.asarray(f.realize([1])).tolist() == [0]
+
+
 @pytest.mark.parametrize("t", ALL_TYPES, ids=ids(ALL_TYPES))
 @given(data=st.data())
 def test_min_max(t, data):

@@ -105,8 +105,7 @@ def test_colour_matrix_becomes_two_dot_products(tmp_path):
     from pyhalide.lower import finish_lowering, lower
 
     finish_lowering(lower(f).stmt, [], hook=lambda name, s: stmts.append((name, s)))
-    text = str(stmts[-1][1])
-    assert stmts[-1][0] == "select instructions"
+    text = str(dict(stmts)["select instructions"])
     assert text.count(DOT_PRODUCT_I16) == 2, text
     asm_path = tmp_path / "f.s"
     f.compile_to_assembly(str(asm_path), [], "f")

@@ -190,8 +190,10 @@ def div_rules(n):
     nested = _nested_division(a, cb, t)
     if nested is not None:
         return nested
-    if (cb is not None and cb > 0 and isinstance(a, ir.Add) and _c(a.b) is not None
+    if (cb is not None and 0 < cb <= t.max_value() // 2 and isinstance(a, ir.Add) and _c(a.b) is not None
             and not 0 <= _c(a.b) < cb and _no_overflow(t)):
+        # (the new offset is below cb: added to any x within half the type's range, it cannot
+        # wrap; with a divisor past that, (x - 1) / d would become (x + d - 1) / d - 1, which does)
         q, r = divmod(_c(a.b), cb)  # Euclidean, as Halide's division
         inner = a.a if r == 0 else ir.Add(a.a, _const(t, r))
         return ir.Add(ir.Div(inner, b), _const(t, q))  # (x + 9) / 4 -> (x + 1) / 4 + 2
@@ -229,8 +231,8 @@ def _nested_division(a, cb, t):
         return None
     c1 = _c(a.b)
     divisor, start = c1 * cb, offset * c1 if offset is not None else 0
-    if not (t.can_represent(divisor) and t.can_represent(start)):
-        return None
+    if not t.can_represent(divisor) or abs(start) > t.max_value() // 2:
+        return None  # (an x within half the type's range plus start cannot wrap)
     inner = a.a if offset is None else ir.Add(a.a, _const(t, start))
     return ir.Div(inner, _const(t, divisor))
 

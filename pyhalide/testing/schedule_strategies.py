@@ -49,6 +49,7 @@ from hypothesis import strategies as st
 
 import pyhalide as hl
 from pyhalide import ir
+from pyhalide.errors import CompileError
 from pyhalide.schedule_space import INLINE, ROOT, Loop, PlacementSpace
 
 TS = hl.TailStrategy
@@ -106,6 +107,23 @@ def _const(e) -> int | None:
         return None
 
 
+class _ReordersTies(CompileError):
+    """A directive that changes the order in which an argmin-like update visits its RVars: Halide
+    and pyhalide accept it, and which of equal extrema wins then follows the new order, not the
+    reference's. The fuzz, which compares with the reference, takes it back."""
+
+
+def _ties_follow_order(target) -> bool:
+    """Whether target is an update whose result depends on the order of its RVars although it
+    is an associative reduction (an argmin or argmax: associative, not commutative)."""
+    from pyhalide.lowering.legality import prove_associativity
+
+    if target is None or getattr(target, "_stage_index", 0) == 0:
+        return False
+    op = prove_associativity(target._target_func(), target._stage_index)
+    return op is not None and not op.commutative
+
+
 def _divisors(n: int, hi: int) -> list[int]:
     return [k for k in range(1, hi + 1) if n % k == 0]
 
@@ -141,7 +159,16 @@ class _Scheduler:
     def try_apply(self, text: str, fn, target=None) -> bool:
         before = self._snapshot(target)
         try:
-            fn()
+            if _ties_follow_order(target):
+                with target._all_or_nothing():
+                    loops = list(target._stage().dims)
+                    fn()
+                    if target._changes_rvar_order(loops, target._stage().dims):
+                        raise _ReordersTies(text)
+            else:
+                fn()
+        except _ReordersTies:
+            return False
         except hl.HalideError as e:
             self.sched.refused.append((text, str(e)))
             assert target is None or self._snapshot(target) == before, f"refused, but partly applied: {text}"
