@@ -34,7 +34,9 @@ GPU_REJECTIONS = ("no upper bound known before the launch", "whose size must be 
                   "needs a size known when compiling", "GPU threads per block", "GPU threads in dimension",
                   "bytes of shared memory", "bytes per GPU thread",
                   "has bounds that depend on", "a kernel's block loops must be",
-                  "block loops must be outside thread loops")
+                  "block loops must be outside thread loops",
+                  # storage outside a thread loop that compute_with moved its producer into
+                  "This is a potential race condition", "a loop or condition between them depends on the thread")
 
 
 def gpu_rejection_reason(message: str) -> str | None:
