@@ -121,8 +121,11 @@ def prove_associativity(func, stage: int) -> AssociativeOp | None:
     """The operator of an update that is an associative reduction, or None.
 
     Recognised, for each element of f's value (a Tuple's elements may mix them):
-    - `f op e` or `e op f` with op one of + * min max && || (commutative);
-    - min or max written as a select (`select(e < f, e, f)`), and an unsigned saturating add
+    - `f op e` or `e op f` with op one of + * min max && || (commutative), also regrouped:
+      `(f + a) + 3`, `f - a`, and `max(f + a, f + b)` as f + max(a, b);
+    - the element left as it is (`f = f`);
+    - min or max written as a select (`select(e < f, e, f)`), a float max or min that keeps a
+      NaN (`select(f > e || is_nan(f), f, e)`), and an unsigned saturating add
       (`select(f > t.max() - e, t.max(), f + e)`, or hl.saturating_add);
     - an argmin or argmax: an element `select(c, f[j], e_j)` (or its mirror) beside a min or max
       element k, c comparing f[k] with that element's e: which element wins a tie makes it
