@@ -230,17 +230,10 @@ class Schedulable:
         if self._stage_index == 0:
             return
         f = self._target_func()
-        from .lowering.legality import (
-            prove_associativity,
-            pure_var_crossing_is_safe,
-            writes_what_no_iteration_changes,
-        )
+        from .lowering.legality import pure_var_crossing_is_safe
 
-        sched = self._stage()
-        s = self._stage_index
-        if self._changes_rvar_order(old, new) and not (
-                sched.atomic_unchecked or sched.allow_race_conditions or writes_what_no_iteration_changes(f, s)
-                or prove_associativity(f, s) is not None):
+        if self._changes_rvar_order(old, new) and not (self._stage().allow_race_conditions or
+                                                       self._iterations_commute()):
             raise CompileError(
                 f"{self._where()}: can't reorder RVars {', '.join(d.name for d in old if d.is_rvar)} because it may "
                 "change the meaning of the algorithm (the update is not an associative reduction)")
@@ -257,6 +250,16 @@ class Schedulable:
                         raise CompileError(
                             f"{self._where()}: can't reorder pure Var {p.name} across RVar {r.name}: the update "
                             f"reads {f.name()} at other values of {p.name}, so the order matters")
+
+    def _iterations_commute(self) -> bool:
+        """Halide's test before RVar loops are reordered or run at once: the update is an
+        associative reduction, or writes a value that neither reads f nor uses an RVar, or the
+        user said so (atomic(override_associativity_test=True))."""
+        from .lowering.legality import prove_associativity, writes_what_no_iteration_changes
+
+        f, s = self._target_func(), self._stage_index
+        return (self._stage().atomic_unchecked or writes_what_no_iteration_changes(f, s)
+                or prove_associativity(f, s) is not None)
 
     def _changes_rvar_order(self, old: list[Dim], new: list[Dim]) -> bool:
         """Whether going from loops `old` to `new` (innermost first) changes the order in which the
@@ -383,11 +386,7 @@ class Schedulable:
                 raise CompileError(
                     f"{self._where()}: can't {what} RVar {d.name}: different iterations may write the same element "
                     f"of {f.name()} (a race). Call .atomic() or .allow_race_conditions() on the stage, or use rfactor.")
-            from .lowering.legality import prove_associativity, writes_what_no_iteration_changes
-
-            s = self._stage_index
-            if not (sched.atomic_unchecked or writes_what_no_iteration_changes(f, s)
-                    or prove_associativity(f, s) is not None):
+            if not self._iterations_commute():
                 raise CompileError(
                     f"{self._where()}: can't {what} RVar {d.name} of an atomic() update that is not an associative, "
                     f"commutative reduction: the order the iterations update an element of {f.name()} in would "

@@ -238,9 +238,9 @@ def _single(v: ir.Expr, k: int, t):
     if picked is not None:
         kind, term = picked
         return _Swap({term: new(k, t)}).mutate(v), term, _identity(ir.Min if kind == "min" else ir.Max, t), kind
-    term = _nan_propagating_extremum(v, x)
-    if term is not None:
-        kind = _select_extremum(ir.Select(_nan_free(v.condition), v.true_value, v.false_value), x)[0]
+    picked = _nan_propagating_extremum(v, x)
+    if picked is not None:  # (not a key an argmin's other elements may follow)
+        kind, term = picked
         return _Swap({term: new(k, t)}).mutate(v), term, _identity(ir.Min if kind == "min" else ir.Max, t), None
     term = _saturating_add_select(v, x, t)
     if term is not None:
@@ -314,30 +314,21 @@ def _select_extremum(v: ir.Select, x: ir.Expr):
     return ("min" if v.true_value == small else "max"), term
 
 
-def _nan_free(c: ir.Expr) -> ir.Expr:
-    """The comparison of `cmp || is_nan(x)` (either way round)."""
-    return c.a if _is_nan_call(c.b) else c.b
-
-
 def _is_nan_call(e: ir.Expr) -> bool:
     return isinstance(e, ir.Call) and e.call_type == ir.INTRINSIC and e.name == "is_nan"
 
 
 def _nan_propagating_extremum(v: ir.Select, x: ir.Expr):
-    """The term e of a float max or min that keeps a NaN once it has one: `select(x > e ||
+    """(kind, e) of a float max or min that keeps a NaN once it has one: `select(x > e ||
     is_nan(x), x, e)` (any comparison picking x, is_nan on either side; an e that is NaN is
     picked by the comparison failing), or None."""
     c = v.condition
     if not (x.type.is_float() and isinstance(c, ir.Or) and v.true_value == x):
         return None
-    nan_side = c.b if _is_nan_call(c.b) else c.a if _is_nan_call(c.a) else None
-    if nan_side is None or nan_side.args[0] != x:
-        return None
-    cmp = _ordered(_nan_free(c))
-    term = v.false_value
-    if cmp is None or {cmp[0], cmp[1]} != {x, term} or _reads_old(term):
-        return None
-    return term
+    for nan_side, comparison in ((c.a, c.b), (c.b, c.a)):
+        if _is_nan_call(nan_side) and nan_side.args[0] == x:
+            return _select_extremum(ir.Select(comparison, x, v.false_value), x)
+    return None
 
 
 def _saturating_add_select(v: ir.Select, x: ir.Expr, t):
