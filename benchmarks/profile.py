@@ -6,11 +6,17 @@ the pipeline's object code (`objdump`), and prints the innermost machine loops (
 and the instructions from its target to it) that took the most samples, each with the samples of
 its instructions: what a same-schedule gap with Halide comes from, measured rather than guessed.
 It needs perf and objdump (binutils); without perf it says so and stops.
+
+`--funcs` answers the coarser question with no tool at all: the time per Func (and the threads
+working on it), from pyhalide's sampling profiler (the target feature "profile"), summed over the
+runs that fit in `--seconds`.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import re
 import shutil
@@ -97,9 +103,9 @@ def sample(run, seconds: float) -> list[int]:
     return [int(line, 16) for line in ips.split() if line.strip()]
 
 
-def build(name: str, variant: str):
+def build(name: str, variant: str, profiled: bool = False):
     """The app's pyhalide pipeline under its hand or autoscheduled schedule, compiled as the
-    benchmarks compile it; and a function running it once."""
+    benchmarks compile it (with the "profile" feature if `profiled`); and a function running it once."""
     import apps
     import pyhalide as hl
 
@@ -113,10 +119,11 @@ def build(name: str, variant: str):
         mins = built.output_mins or [0] * len(built.output_sizes)
         auto_schedule(built.output, estimates={built.output.name(): list(zip(mins, built.output_sizes))},
                       params={"parallelism": int(os.environ.get("HL_NUM_THREADS", "2"))})
-    target = None if app.exact else hl.Target("host-fp_contract")
-    built.output.compile_jit(target) if target is not None else built.output.compile_jit()
+    features = [*([] if app.exact else ["fp_contract"]), *(["profile"] if profiled else [])]
+    built.output.compile_jit(hl.Target("-".join(["host", *features]))) if features else built.output.compile_jit()
     run = app.runner(hl, built)
-    run()
+    with contextlib.redirect_stdout(io.StringIO()):  # (a profiled run prints its report)
+        run()
     compiled = next(iter(built.output._pipeline()._compiled.values()))
     return compiled, run
 
@@ -155,13 +162,41 @@ def report(name: str, variant: str, seconds: float, top: int) -> None:
             print(f"  {share} {i.offset:6x}  {i.text}")
 
 
+def report_funcs(name: str, variant: str, seconds: float) -> None:
+    """Per Func: its time per run, as pyhalide's sampling profiler (target feature "profile")
+    measures it, over as many runs as fit in `seconds`."""
+    import pyhalide as hl
+
+    _, run = build(name, variant, profiled=True)
+    time_ms, threads, runs, total = Counter(), Counter(), 0, 0.0
+    deadline = time.perf_counter() + seconds
+    while runs < 3 or time.perf_counter() < deadline:
+        with contextlib.redirect_stdout(io.StringIO()):
+            run()
+        r = hl.last_profile_report()
+        runs, total = runs + 1, total + r.total_ms
+        for f in r.funcs:
+            time_ms[f.name] += f.time_ms
+            threads[f.name] += f.threads * f.time_ms
+    print(f"{name} ({variant}): {runs} runs, {total / runs:.3f} ms per run sampled")
+    print(f"  {'Func':32s} {'ms/run':>9s} {'share':>7s} {'threads':>8s}")
+    for func, ms in time_ms.most_common():
+        if ms:
+            print(f"  {func:32s} {ms / runs:9.3f} {100 * ms / total:6.1f}% {threads[func] / ms:8.2f}")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("app")
     p.add_argument("--variant", choices=["hand", "auto"], default="hand")
     p.add_argument("--seconds", type=float, default=3.0)
     p.add_argument("--top", type=int, default=6, help="loops to print")
+    p.add_argument("--funcs", action="store_true",
+                   help="time per Func from pyhalide's own profiler (no perf needed) instead of the hot loops")
     args = p.parse_args(argv)
+    if args.funcs:
+        report_funcs(args.app, args.variant, args.seconds)
+        return 0
     missing = [tool for tool in ("perf", "objdump") if shutil.which(tool) is None]
     if missing:
         print(f"benchmarks.profile needs {' and '.join(missing)} (Debian: linux-perf, binutils)", file=sys.stderr)

@@ -139,7 +139,7 @@ from .operators import (
     undef,
 )
 from .param import Dimension, ImageParam, OutputImageParam, Param
-from .pipeline import Callable, Module, Pipeline, Realization, StmtOutputFormat
+from .pipeline import Callable, Module, Pipeline, Realization, StmtOutputFormat, last_profile_report
 from .scatter_gather import gather, scatter
 from .schedule import LoopAlignStrategy, LoopLevel, MemoryType, Partition, PrefetchBoundStrategy, TailStrategy
 from .scheduling import EvictionKey

@@ -27,6 +27,7 @@ from .lowering.gpu_host_copies import gpu_host_copies
 from .lowering.gpu_kernel_checks import gpu_kernel_checks
 from .lowering.gpu_kernels import Kernel, gpu_kernels
 from .lowering.gpu_vector_loops import gpu_vector_loops
+from .lowering.inject_profiling import inject_profiling, profiled
 from .lowering.inline import inline_functions
 from .lowering.lower_arithmetic import lower_arithmetic
 from .lowering.partition_loops import partition_loops
@@ -105,6 +106,7 @@ def lowering_passes(env, vectors: bool = True):
     (the C backend's scalar source), vectorized loops stay loops."""
     # A GPU thread is scalar: vectorized loops inside kernels are unrolled instead.
     gpu = [("gpu vector loops", gpu_vector_loops)] if env.target.has_feature("cuda") else []
+    profiling = [("profiling", lambda s: inject_profiling(s, env))] if profiled(env.target) else []
     return [
         # Inlining must see the whole nest, so it runs after the loops exist; bounds inference
         # must run after it, so that calls made through inlined Funcs count.
@@ -125,6 +127,8 @@ def lowering_passes(env, vectors: bool = True):
         ("buffer checks", lambda s: buffer_checks(s, env)),
         # What a prefetch fetches is not read (no bounds to infer or check): after both.
         ("prefetches", lambda s: inject_prefetches(s, env)),
+        # The profiler's marks go in once the checks are placed: what runs before a production is overhead.
+        *profiling,
         ("strip promises", strip_promises),
         ("simplify", simplify),
         # Flattening needs the final bounds of every Realize.

@@ -791,6 +791,14 @@ class Pipeline:
         return cuda_source(kernels)
 
 
+def last_profile_report():
+    """The report of the last realization profiled on this thread (target feature "profile"), as
+    data: a ProfileReport, whose str() is what was printed; None before one."""
+    from .codegen.profiler import last_report
+
+    return last_report()
+
+
 class StmtOutputFormat(enum.Enum):
     """Halide's hl.StmtOutputFormat: what compile_to_lowered_stmt writes."""
 

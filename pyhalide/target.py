@@ -44,7 +44,7 @@ AOT_FEATURES = {"armv7s", "no_neon", "arm_dot_prod", "arm_fp16", "armv81a", "arm
 # Halide 21's other features: known names, but no pyhalide backend implements them yet.
 _OTHER = {
     "debug", "no_asserts", "no_bounds_query", "armv7s", "no_neon", "vsx", "power_arch_2_07", "cl_doubles",
-    "cl_half", "cl_atomics64", "egl", "profile", "profile_by_timer", "large_buffers", "hexagon_dma", "hvx",
+    "cl_half", "cl_atomics64", "egl", "large_buffers", "hexagon_dma", "hvx",
     "hvx_v62", "hvx_v65", "hvx_v66", "hvx_v68", "fuzz_float_stores", "soft_float_abi", "msan", "tsan",
     "asan", "trace_loads", "trace_stores", "trace_realizations", "trace_pipeline", "check_unsafe_promises",
     "enable_llvm_loop_opt", "enable_backtraces", "wasm_mvponly", "wasm_simd128", "wasm_threads", "wasm_bulk_memory",
@@ -53,7 +53,9 @@ _OTHER = {
     "armv85a", "armv86a", "armv87a", "armv88a", "armv89a", "sanitizer_coverage", "spirv", "vk_int8", "vk_int16",
     "vk_int64", "vk_float16", "vk_float64", "vk_v10", "vk_v12", "vk_v13", "semihosting", "simulator",
 }
-KNOWN_FEATURES = SUPPORTED_FEATURES | GPU_FEATURES | _CUDA_CAPABILITIES | _OTHER
+# The profiler (codegen/profiler.py) samples from a Python thread: JIT-compiled CPU code only.
+PROFILE_FEATURES = {"profile", "profile_by_timer"}
+KNOWN_FEATURES = SUPPORTED_FEATURES | PROFILE_FEATURES | GPU_FEATURES | _CUDA_CAPABILITIES | _OTHER
 _TRACE_ALL = ("trace_loads", "trace_realizations", "trace_stores")
 
 
@@ -495,7 +497,11 @@ class Target:
         elif self._arch is not TargetArch.X86 or self._bits != 64 or self._os is not TargetOS.Linux:
             raise HalideError(f"Target {self}: pyhalide compiles only for the host, an x86-64 Linux CPU "
                               f"(not {self._arch.value}-{self._bits}-{self._os.value})")
-        supported = SUPPORTED_FEATURES | (AOT_FEATURES if ahead_of_time else set())
+        profile = sorted(self._features & PROFILE_FEATURES)
+        if profile and (ahead_of_time or self._features & GPU_FEATURES):
+            raise HalideError(f"Target {self}: the profiler ({profile[0]!r}) samples pipelines JIT-compiled for the "
+                              "host CPU only (not " + ("ahead-of-time code)" if ahead_of_time else "GPU kernels)"))
+        supported = SUPPORTED_FEATURES | PROFILE_FEATURES | (AOT_FEATURES if ahead_of_time else set())
         for f in sorted(self._features):
             if f not in supported:
                 kind = "GPU API" if f in GPU_FEATURES | _CUDA_CAPABILITIES else "feature"

@@ -43,6 +43,7 @@ class ScalarLayout:
     interrupt_slot: int = 0
     gpu_slot: int = 0
     print_slot: int = 0
+    profiler_slot: int = 0  # the profiler's state array (codegen/profiler.py), where profiled
     error_slot: int = 0
     size: int = 0
 
@@ -122,8 +123,9 @@ def bind_arguments(cg: CodeGen, lowered, axis_maps: list[list[int]]) -> ScalarLa
     layout.interrupt_slot = slot + 1
     layout.gpu_slot = slot + 2
     layout.print_slot = slot + 3
-    layout.error_slot = slot + 4
-    layout.size = slot + 5 + ERROR_VALUES
+    layout.profiler_slot = slot + 4
+    layout.error_slot = slot + 5
+    layout.size = slot + 6 + ERROR_VALUES
     return layout
 
 

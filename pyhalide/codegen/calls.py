@@ -12,7 +12,7 @@ from .. import ir
 from ..errors import InternalError
 from ..lowering.lower_arithmetic import not_lowered
 from ..types import Type
-from . import calling_convention, float_math, gpu_runtime, x86
+from . import calling_convention, float_math, gpu_runtime, profiler, x86
 from .gpu_runtime import GPU_FAILED
 from .llvm_types import F64, I1, I8, I32, I64, PTR, VOID, llvm_type, type_suffix
 
@@ -205,6 +205,12 @@ def _require(cg, e):
     return cg.expr(value)
 
 
+def _profiler_set_current(cg, e):
+    """profiler_set_current(id): the profiler's sampling thread bills this thread's time to Func id."""
+    profiler.set_current(cg, ir.const_value(e.args[0]))
+    return ll.Constant(I32, 0)
+
+
 def _prefetch(cg, e):
     """prefetch(buffer, index): bring the cache line holding that element in (for reading, kept
     in all cache levels); never faults, whatever the address."""
@@ -299,6 +305,7 @@ _INTRINSICS = {
     "print": _print,
     "require": _require,
     "prefetch": _prefetch,
+    "profiler_set_current": _profiler_set_current,
     "trace": _trace,
     "shift_left": _refused("shift_left"),
     "shift_right": _refused("shift_right"),

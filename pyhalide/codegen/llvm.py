@@ -20,9 +20,10 @@ from .. import ir
 from ..errors import InternalError
 from ..ir_mutator import has_loop
 from ..lowering.bound_small_allocations import STACK_LIMIT, check_explicit_stack, constant_elements, placed_on_stack
+from ..lowering.inject_profiling import profiled, profiled_names
 from ..lowering.lower_arithmetic import not_lowered
 from ..types import Int, Type
-from . import calling_convention, heap, parallel, x86
+from . import calling_convention, heap, parallel, profiler, x86
 from .calls import emit_call
 from .interrupts import INTERRUPTED
 from .jit import host_target
@@ -90,6 +91,7 @@ class Function:
     hosts: dict[str, ll.Value] = field(default_factory=dict)
     heap_allocs: list[ll.Value] = field(default_factory=list)
     in_task: bool = False  # a parallel loop's task: the storage it allocates stays its thread's
+    profiler_token: ll.Value | None = None  # in a profiled task: whether it holds the sampling token (profiler.py)
 
 
 class CodeGen:
@@ -118,6 +120,12 @@ class CodeGen:
         self._alias_root: ll.MDValue | None = None  # made with the first tag
         self._alias_tags: dict[str, ll.MDValue] = {}
         self.loop_depth = 0  # Fors around the statement being emitted, through parallel tasks
+        # Profiled (target feature "profile"): the Funcs' ids in the profiler's report, and the
+        # largest stack allocation of each (profiler.py)
+        env = getattr(lowered, "env", None)
+        self.profiler_ids = ({n: k for k, n in enumerate(profiled_names(env))}
+                             if env is not None and profiled(env.target) else None)
+        self.profiler_stack: dict[int, int] = {}
         self.f: Function
 
     def generate(self, python_entry: bool = True) -> str:
@@ -554,6 +562,9 @@ class CodeGen:
                 # a cache line where it holds a vector: an AVX-512 load or store then never straddles two
                 ptr.align = max(s.type.bytes(), 64 if n * s.type.bytes() >= 64 else 16)
                 ptr.type = PTR  # opaque, so vector stores through it type-check
+                if self.profiler_ids is not None:
+                    k = self._profiled_func(s.name)
+                    self.profiler_stack[k] = max(self.profiler_stack.get(k, 0), count * s.type.bytes())
                 self._with_host(s.name, ptr, s.body)
                 return
         size = ll.Constant(I64, s.type.bytes())
@@ -586,6 +597,8 @@ class CodeGen:
         self.asserts.append((f"Out of memory allocating {s.name}", ()))
         self.return_error(assert_id + 1)
         b.position_at_end(ok)
+        if self.profiler_ids is not None:
+            profiler.heap_allocated(self, self._profiled_func(s.name), size)
         heap_ptr = malloced = ptr
         if saved is not None:
             join = self.f.fn.append_basic_block(f"{s.name}.allocated")
@@ -602,9 +615,18 @@ class CodeGen:
         self.f.heap_allocs.append(heap_ptr)
         self._with_host(s.name, ptr, s.body)
         self.f.heap_allocs.pop()
+        if self.profiler_ids is not None:
+            on_heap = b.select(b.icmp_unsigned("==", heap_ptr, ll.Constant(PTR, None)), ll.Constant(I64, 0), size)
+            profiler.heap_allocated(self, self._profiled_func(s.name), on_heap, freed=True)
         b.call(self.declare(heap.FREE, VOID, [PTR]), [heap_ptr])
         if saved is not None:
             b.call(self.declare("llvm.stackrestore.p0", VOID, [PTR]), [saved])
+
+    def _profiled_func(self, storage: str) -> int:
+        """The profiler's id of the Func a buffer holds (f, or f.0 for a Tuple's value 0; the
+        overhead's for storage of no Func)."""
+        ids = self.profiler_ids
+        return ids.get(storage, ids.get(storage.rsplit(".", 1)[0], 0))
 
     def _with_host(self, name: str, ptr, body) -> None:
         """Emit body with `name` stored at ptr; outside it the name means what it meant before (a

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from llvmlite import ir as ll
+from llvmlite.ir import instructions
 
 from ..types import Type
 
@@ -54,3 +55,8 @@ def double_to_half(b: ll.IRBuilder, v):
     bits = b.sub(b.bitcast(f, of(I32)), b.zext(too_far, of(I32)))
     odd = b.or_(bits, b.zext(inexact, of(I32)))
     return b.fptrunc(b.bitcast(odd, of(F32)), of(F16))
+
+
+def atomic_store(builder: ll.IRBuilder, value: ll.Value, ptr: ll.Value) -> None:
+    """A monotonic atomic store through an opaque pointer (llvmlite's helper wants a typed one)."""
+    builder._insert(instructions.StoreAtomicInstr(builder.block, value, ptr, "monotonic", value.type.width // 8))

@@ -14,16 +14,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from llvmlite import ir as ll
-from llvmlite.ir import instructions
 
 from .. import ir
 from ..errors import InternalError
 from ..ir_mutator import IRVisitor
 from ..types import Type
-from . import thread_pool
+from . import profiler, thread_pool
 from .calling_convention import scalar_ptr
 from .interrupts import INTERRUPTED
-from .llvm_types import I32, I64, PTR, VOID, llvm_type
+from .llvm_types import I32, I64, PTR, VOID, atomic_store, llvm_type
 
 if TYPE_CHECKING:
     from .llvm import CodeGen
@@ -34,6 +33,7 @@ _LO, _EXTENT, _COUNTER, _ERROR, _SCALARS, _CAPTURED = range(6)
 
 def emit_parallel_for(cg: CodeGen, s: ir.For) -> None:
     b = cg.b
+    profiling = cg.profiler_ids is not None
     lo, extent = cg.expr(s.min), cg.expr(s.extent)
     names, buffer_names = _names_used(s.body)
     values = [(n, cg.f.scope[n][-1]) for n in sorted(names) if cg.f.scope.get(n) and n != s.name]
@@ -61,7 +61,9 @@ def emit_parallel_for(cg: CodeGen, s: ir.For) -> None:
         error = field_ptr(tb, data, _ERROR)
 
         def leave_with_error(builder, code):  # tell the other tasks and the caller, then stop
-            _atomic_store(builder, code, error)
+            atomic_store(builder, code, error)
+            if profiling:
+                profiler.task_finished(cg, builder)
             builder.ret_void()
 
         cg.f.leave_with_error = leave_with_error
@@ -70,6 +72,8 @@ def emit_parallel_for(cg: CodeGen, s: ir.For) -> None:
             cg.bind(n, tb.load(field_ptr(tb, data, _CAPTURED + k), typ=v.type))
         for k, (n, _) in enumerate(buffers):
             cg.f.hosts[n] = tb.load(field_ptr(tb, data, _CAPTURED + len(values) + k), typ=PTR)
+        if profiling:
+            profiler.task_started(cg)
         take = task.append_basic_block("take")
         work = task.append_basic_block("work")
         finish = task.append_basic_block("finish")
@@ -86,17 +90,25 @@ def emit_parallel_for(cg: CodeGen, s: ir.For) -> None:
         more = tb.and_(tb.icmp_signed("<", i, t_extent), tb.icmp_signed("==", failed, ll.Constant(I32, 0)))
         tb.cbranch(more, work, finish)
         tb.position_at_end(work)
+        if profiling:
+            profiler.claim_token(cg)
         cg.bind(s.name, tb.add(t_lo, i, flags=["nsw"]))
         cg.stmt(s.body)
         cg.unbind(s.name)
         cg.b.branch(take)
         cg.b.position_at_end(finish)
+        if profiling:
+            profiler.task_finished(cg, cg.b)
         cg.b.ret_void()
 
     b = cg.b
     threads = b.trunc(b.load(scalar_ptr(b, cg.f.scalars, cg.layout.threads_slot), typ=I64), I32)
     par_for = cg.declare(thread_pool.SYMBOL, VOID, [PTR, PTR, I32])
+    if profiling:
+        profiler.waiting(cg, start=True)
     b.call(par_for, [task, closure, threads])
+    if profiling:
+        profiler.waiting(cg, start=False)
     code = b.load(field_ptr(b, closure, _ERROR), typ=I32)
     with b.if_then(b.icmp_signed("!=", code, ll.Constant(I32, 0)), likely=False):
         cg.free_heap_allocations()
@@ -172,13 +184,6 @@ def _emit_locked(cg: CodeGen, s: ir.Atomic) -> None:
     finally:
         cg.f.leave_with_error = leave
     b.store_atomic(ll.Constant(I32, 0), lock, "release", 4)
-
-
-def _atomic_store(builder, value, ptr):
-    """A monotonic atomic i32 store through an opaque pointer (llvmlite's helper wants a typed one)."""
-    st = instructions.StoreAtomicInstr(builder.block, value, ptr, "monotonic", 4)
-    builder._insert(st)
-    return st
 
 
 def _names_used(stmt) -> tuple[set[str], set[str]]:

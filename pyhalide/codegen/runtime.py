@@ -18,6 +18,7 @@ from .cuda import cuda_source
 from .gpu_runtime import GPU_FAILED, GpuRun, cuda_device, gpu_loops_run_serially
 from .jit import JITFunction
 from .llvm import CodeGen
+from .profiler import Profiler, last_report
 
 SYMBOL = "pyhalide_pipeline"
 DIRECT_SYMBOL = f"{SYMBOL}_direct"  # the entry as a Python builtin (calling_convention.define_direct_entry)
@@ -138,6 +139,11 @@ class CompiledPipeline:
         self._template[self.layout.interrupt_slot] = interrupts.FLAG_ADDRESS
         self._template[self.layout.print_slot] = _TEXT_ADDRESS
         self._modules = {}  # per device kind, the loaded kernels
+        self.profiler = None
+        if cg.profiler_ids is not None:
+            names = [lowered.env.user_names.get(n, n) for n in cg.profiler_ids]
+            self.profiler = Profiler(names, cg.profiler_stack)
+            self._template[self.layout.profiler_slot] = self.profiler.address
         if self.cuda_source is not None:
             self._gpu_callback = GpuRun.make_callback()
             self._template[self.layout.gpu_slot] = ctypes.cast(self._gpu_callback, ctypes.c_void_p).value
@@ -214,11 +220,20 @@ class CompiledPipeline:
                      if getattr(buf, "_device_copy", None) is not None]
         for buf, _ in on_device:
             buf.copy_to_host()
-        rc = self._fn(*arrays, sc)
+        if self.profiler is None:
+            rc = self._fn(*arrays, sc)
+        else:
+            rc = self.profiler.run(lambda: self._fn(*arrays, sc), self._profiled_name())
+            sys.stdout.write(str(last_report()))  # as Halide's JIT reports each realization
         for buf, is_output in on_device:
             if is_output:
                 buf.set_host_dirty()
         return rc
+
+    def _profiled_name(self) -> str:
+        """The pipeline's name in the report: its first output's."""
+        name = next(b.source.name() for b in self.lowered.buffers if b.is_output)
+        return self.lowered.env.user_names.get(name, name)
 
     def _run_with_gpu(self, arrays: list, buffers: list, sc) -> int:
         device = cuda_device()
