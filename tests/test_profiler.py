@@ -157,3 +157,21 @@ def test_profiled_schedules_compute_the_same(name, data):
     report = hl.last_profile_report()
     assert printed.getvalue().endswith(str(report))
     assert sum(f.time_ms for f in report.funcs) == pytest.approx(report.total_ms, rel=1e-6)
+
+
+
+def test_the_marks_go_where_code_runs(tmp_path):
+    """A production and a consumption start by naming their Func; an output's consumption, which
+    runs nothing, gets no mark (the loop nest printed stays Halide's)."""
+    x, y = hl.Var("x"), hl.Var("y")
+    f, g = hl.Func("f"), hl.Func("g")
+    f[x, y] = x + y
+    g[x, y] = f[x, y] * 2
+    f.compute_root()
+    path = tmp_path / "g.stmt"
+    hl.Pipeline(g).compile_to_lowered_stmt(str(path), [], target=hl.Target(PROFILE))
+    marks = [line.strip() for line in path.read_text().splitlines()
+             if "profiler_set_current" in line or line.strip().startswith(("produce", "consume"))]
+    assert marks == ["profiler_set_current(0)", f"produce {f.name()} {{", "profiler_set_current(1)",
+                     f"consume {f.name()} {{", "profiler_set_current(0)", f"produce {g.name()} {{",
+                     "profiler_set_current(2)", f"consume {g.name()} {{"]

@@ -52,6 +52,8 @@ class _InjectProfiling(IRMutator):
             self.around.pop()
             return ir.ProducerConsumer(s.name, True, ir.make_block([set_current(own), body]))
         body = self.mutate(s.body)
+        if ir.is_no_op(body):  # (an output's consumption: nothing runs there)
+            return s
         return ir.ProducerConsumer(s.name, False, ir.make_block([set_current(self.around[-1]), body]))
 
     def visit_For(self, s):
