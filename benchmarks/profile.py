@@ -105,34 +105,37 @@ def sample(run, seconds: float) -> list[int]:
 
 def build(name: str, variant: str, profiled: bool = False):
     """The app's pyhalide pipeline under its hand or autoscheduled schedule, compiled as the
-    benchmarks compile it (with the "profile" feature if `profiled`); and a function running it once."""
+    benchmarks compile it (with the "profile" feature if `profiled`); a function running it once;
+    and, autoscheduled, the cost model's prediction per Func in seconds (else {})."""
     import apps
     import pyhalide as hl
 
     app = apps.load(name)
     built = app.build(hl, app.inputs("default"))
+    predicted = {}
     if variant == "hand":
         app.schedule(hl, built)
     else:
         from autoscheduler import auto_schedule
 
         mins = built.output_mins or [0] * len(built.output_sizes)
-        auto_schedule(built.output, estimates={built.output.name(): list(zip(mins, built.output_sizes))},
-                      params={"parallelism": int(os.environ.get("HL_NUM_THREADS", "2"))})
+        result = auto_schedule(built.output, estimates={built.output.name(): list(zip(mins, built.output_sizes))},
+                               params={"parallelism": int(os.environ.get("HL_NUM_THREADS", "2"))})
+        predicted = {name: sum(costs.values()) for name, costs in result.breakdown.items()}
     features = [*([] if app.exact else ["fp_contract"]), *(["profile"] if profiled else [])]
     built.output.compile_jit(hl.Target("-".join(["host", *features]))) if features else built.output.compile_jit()
     run = app.runner(hl, built)
     with contextlib.redirect_stdout(io.StringIO()):  # (a profiled run prints its report)
         run()
     compiled = next(iter(built.output._pipeline()._compiled.values()))
-    return compiled, run
+    return compiled, run, predicted
 
 
 def report(name: str, variant: str, seconds: float, top: int) -> None:
     from pyhalide.codegen.jit import _object_for
     from pyhalide.codegen.runtime import DIRECT_SYMBOL
 
-    compiled, run = build(name, variant)
+    compiled, run, _ = build(name, variant)
     obj, _ = _object_for(compiled.llvm_ir)
     code = disassemble(obj)
     entry = next(i.offset for i in code if i.function == DIRECT_SYMBOL)
@@ -164,10 +167,11 @@ def report(name: str, variant: str, seconds: float, top: int) -> None:
 
 def report_funcs(name: str, variant: str, seconds: float) -> None:
     """Per Func: its time per run, as pyhalide's sampling profiler (target feature "profile")
-    measures it, over as many runs as fit in `seconds`."""
+    measures it, over as many runs as fit in `seconds`; autoscheduled, beside the cost model's
+    prediction (where the model is most wrong, its schedule is least to be trusted)."""
     import pyhalide as hl
 
-    _, run = build(name, variant, profiled=True)
+    _, run, predicted = build(name, variant, profiled=True)
     time_ms, threads, runs, total = Counter(), Counter(), 0, 0.0
     deadline = time.perf_counter() + seconds
     while runs < 3 or time.perf_counter() < deadline:
@@ -179,10 +183,13 @@ def report_funcs(name: str, variant: str, seconds: float) -> None:
             time_ms[f.name] += f.time_ms
             threads[f.name] += f.threads * f.time_ms
     print(f"{name} ({variant}): {runs} runs, {total / runs:.3f} ms per run sampled")
-    print(f"  {'Func':32s} {'ms/run':>9s} {'share':>7s} {'threads':>8s}")
-    for func, ms in time_ms.most_common():
-        if ms:
-            print(f"  {func:32s} {ms / runs:9.3f} {100 * ms / total:6.1f}% {threads[func] / ms:8.2f}")
+    model = f" {'model ms':>9s}" if predicted else ""
+    print(f"  {'Func':32s} {'ms/run':>9s} {'share':>7s} {'threads':>8s}{model}")
+    for func in sorted(set(time_ms) | set(predicted), key=lambda f: (-time_ms[f], -predicted.get(f, 0.0))):
+        ms = time_ms[func]
+        if ms or predicted.get(func):
+            row = f"  {func:32s} {ms / runs:9.3f} {100 * ms / total:6.1f}% {threads[func] / ms if ms else 0:8.2f}"
+            print(row + (f" {1e3 * predicted.get(func, 0.0):9.3f}" if predicted else ""))
 
 
 def main(argv=None) -> int:

@@ -97,7 +97,7 @@ def test_small_storage_on_the_stack_is_reported(capsys):
     f.compute_at(g, y).bound_extent(x, 65)
     g.bound(x, 0, 64)
     g.realize([64, 64], target=hl.Target(PROFILE))
-    assert hl.last_profile_report().func("f").stack_bytes == 65 * 4
+    assert hl.last_profile_report().func(f.name()).stack_bytes == 65 * 4
     assert "stack: 260" in capsys.readouterr().out
 
 
@@ -148,11 +148,12 @@ def test_profiled_schedules_compute_the_same(name, data):
     case = sched.built
     try:
         case.pipeline().compile_jit(hl.Target(PROFILE))
-    except hl.CompileError as e:
-        assume(invalid_schedule_reason(str(e)) is not None)
-        raise
-    with contextlib.redirect_stdout(io.StringIO()) as printed:
-        got = case.realize()
+        with contextlib.redirect_stdout(io.StringIO()) as printed:
+            got = case.realize()
+    except hl.CompileError as e:  # a schedule refused at realize, as the schedule fuzz discards them
+        if invalid_schedule_reason(str(e)) is None:
+            raise
+        assume(False)
     assert_same(got, _reference(name), case.reassociates, f"{name}, profiled, vs reference")
     report = hl.last_profile_report()
     assert printed.getvalue().endswith(str(report))
