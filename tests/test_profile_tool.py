@@ -43,3 +43,18 @@ def test_the_report_finds_blurs_loops_in_the_pipelines_code(capsys):
     assert first.startswith("blur (hand): ") and "in the pipeline's code" in first
     shares = [float(line.split("%")[0]) for line in out.splitlines() if "% loop " in line]
     assert shares and shares[0] > 10  # blur's time is in two loops, the hotter well over a tenth
+
+
+def test_the_funcs_report_sums_pyhalides_profiler_over_runs(capsys):
+    """--funcs: blur's two Funcs (blur_x computed per tile of blur_y), their time per run and
+    shares, with no tool outside pyhalide; autoscheduled, beside the model's prediction."""
+    profile.report_funcs("blur", "hand", 0.5)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("blur (hand): ") and "ms per run sampled" in lines[0]
+    rows = {line.split()[0]: line.split() for line in lines[2:]}
+    assert {"blur_x", "blur_y"} <= set(rows)
+    assert 99 <= sum(float(r[2].rstrip("%")) for r in rows.values()) <= 101
+    profile.report_funcs("blur", "auto", 0.5)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].endswith("model ms")
+    assert any(float(line.split()[-1]) > 0 for line in lines[2:])  # the model predicts some time
