@@ -213,7 +213,8 @@ class Profiler:
             k = k if 0 <= k < count else 0
             billed[k] += max(now - last[0], 0)
             samples[k] += 1
-            threads[k] += max(int(state[ACTIVE_THREADS]), 0)
+            # (0 only between a caller counting itself out and its first task counting itself in)
+            threads[k] += max(int(state[ACTIVE_THREADS]), 1)
             last[0] = max(now, last[0])
 
         stop = threading.Event()
