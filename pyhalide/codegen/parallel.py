@@ -62,8 +62,8 @@ def emit_parallel_for(cg: CodeGen, s: ir.For) -> None:
 
         def leave_with_error(builder, code):  # tell the other tasks and the caller, then stop
             atomic_store(builder, code, error)
-            if profiling:
-                profiler.task_finished(cg, builder)
+            if profiling:  # (builder is the task's own, cg.b)
+                profiler.task_finished(cg)
             builder.ret_void()
 
         cg.f.leave_with_error = leave_with_error
@@ -98,7 +98,7 @@ def emit_parallel_for(cg: CodeGen, s: ir.For) -> None:
         cg.b.branch(take)
         cg.b.position_at_end(finish)
         if profiling:
-            profiler.task_finished(cg, cg.b)
+            profiler.task_finished(cg)
         cg.b.ret_void()
 
     b = cg.b

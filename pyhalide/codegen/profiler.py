@@ -85,15 +85,12 @@ def claim_token(cg) -> None:
             b.store(b.zext(b.extract_value(swap, 1), I8), cg.f.profiler_token)
 
 
-def task_finished(cg, b: ll.IRBuilder) -> None:
+def task_finished(cg) -> None:
     """A parallel task's last act (on every way out): count its thread out, give the token back."""
-    saved, cg.f.b = cg.f.b, b
-    try:
-        _add(cg, ACTIVE_THREADS, ll.Constant(I64, -1))
-        with b.if_then(b.trunc(b.load(cg.f.profiler_token, typ=I8), I1)):
-            atomic_store(b, ll.Constant(I64, 0), _word(cg, TOKEN))
-    finally:
-        cg.f.b = saved
+    b = cg.b
+    _add(cg, ACTIVE_THREADS, ll.Constant(I64, -1))
+    with b.if_then(b.trunc(b.load(cg.f.profiler_token, typ=I8), I1)):
+        atomic_store(b, ll.Constant(I64, 0), _word(cg, TOKEN))
 
 
 def waiting(cg, start: bool) -> None:
