@@ -114,7 +114,7 @@ def walk_inputs(funcs) -> tuple[dict, dict]:
     seen: set[int] = set()
     stack = []
     for f in funcs:
-        for d in f.scheduled_definitions():
+        for _, d in f.all_scheduled_definitions():
             stack += [e for e in (*loop_exprs(d), *bound_exprs(d)) if e is not None]
     while stack:
         n = stack.pop()

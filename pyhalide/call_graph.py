@@ -95,7 +95,7 @@ def scheduled_callees(f) -> dict[str, object]:
     """The Funcs f's scheduled definitions call, after wrappers (of Funcs and of images), by name
     (first use first)."""
     out: dict[str, object] = {}
-    exprs = [e for d in f.scheduled_definitions() for e in (*loop_exprs(d), *bound_exprs(d))]
+    exprs = [e for _, d in f.all_scheduled_definitions() for e in (*loop_exprs(d), *bound_exprs(d))]
     images = _CalledImages()
     for e in exprs:
         images.visit(e)
@@ -158,7 +158,7 @@ def call_graph(outputs) -> Graph:
     funcs = reachable_funcs(outputs)
     callers: dict[str, dict[str, set]] = {}
     for name, f in funcs.items():
-        for s, d in enumerate(f.scheduled_definitions()):
+        for s, d in f.all_scheduled_definitions():
             for stage, exprs in ((s, loop_exprs(d)), (None, bound_exprs(d))):
                 for g in called_funcs(exprs).values():
                     if g is not f:

@@ -451,7 +451,7 @@ class Func(FuncScheduling):
 
     def _scheduled_update(self, i: int) -> Definition:
         self._update(i)
-        return self._schedule.rfactored.get(i + 1, self._updates[i])
+        return self.scheduled_definitions()[i + 1]
 
     def definitions(self) -> list[Definition]:
         """The algorithm: the pure definition followed by the updates, as the user wrote them."""
@@ -462,8 +462,27 @@ class Func(FuncScheduling):
         """The definitions the schedule computes: the algorithm's, with each update that rfactor
         split reducing its intermediate Func instead (as Halide's Func shows after rfactor)."""
         self._require_defined()
-        done = self._schedule.rfactored
-        return [self._init, *(done.get(k + 1, d) for k, d in enumerate(self._updates))]
+        stages = self._schedule.stages
+        return [self._init, *(stages[k + 1].definition if k + 1 < len(stages) and stages[k + 1].definition is not None
+                              else d for k, d in enumerate(self._updates))]
+
+    def definition_of(self, stage: int, schedule) -> Definition:
+        """The definition that `schedule`, stage `stage`'s schedule or one of its specializations'
+        (at any depth), computes: a specialization rfactored on its own has its own."""
+        return self.scheduled_definitions()[stage] if schedule.definition is None else schedule.definition
+
+    def all_scheduled_definitions(self) -> list[tuple[int, Definition]]:
+        """(stage, definition) for each stage's scheduled definition, then each definition of a
+        specialization that differs from its stage's: everything the schedule may compute."""
+        out = list(enumerate(self.scheduled_definitions()))
+        for s, base in enumerate(self.scheduled_definitions()):
+            pending = list(self._schedule.stages[s].specializations) if s < len(self._schedule.stages) else []
+            while pending:
+                _, special = pending.pop(0)
+                if special.definition is not None and special.definition is not base:
+                    out.append((s, special.definition))
+                pending.extend(special.specializations)
+        return out
 
     # --- the schedule as a value: copied, reset and replaced without touching the algorithm ---
     def copy_schedule(self) -> FuncSchedule:

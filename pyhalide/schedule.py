@@ -11,7 +11,7 @@ applies to its own copy of the Func graph.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 from .errors import CompileError
 from .names import func_name_family, map_name_tokens
@@ -199,6 +199,28 @@ class StageSchedule:
     fuse_align: dict[str, str] = field(default_factory=dict)
     prefetches: list[Prefetch] = field(default_factory=list)
     atomic_unchecked: bool = False  # atomic(override_associativity_test=True)
+    # rfactor: the definition this schedule computes, one that reduces an intermediate Func. None:
+    # the stage's own (a stage's: the algorithm's; a specialization's: that of the stage it
+    # specializes). A specialization rfactored on its own has a definition of its own, as in Halide.
+    definition: object = None
+    # counted as scheduled though no directive of its own was applied (Halide's `touched`): the
+    # update of an rfactor intermediate, which in Halide takes the reduction's schedule
+    touched: bool = False
+
+    def restart(self, definition, replaced) -> None:
+        """Fresh loops (set up when first scheduled) for the definition rfactor put in place of
+        `replaced`, keeping the specializations (as Halide does), which go on computing the
+        definition they had."""
+        pending = list(self.specializations)
+        while pending:
+            _, special = pending.pop()
+            if special.definition is None:
+                special.definition = replaced
+            pending.extend(special.specializations)
+        fresh = StageSchedule(specializations=self.specializations, fail_message=self.fail_message,
+                              definition=definition)
+        for f in fields(self):
+            setattr(self, f.name, getattr(fresh, f.name))
 
     def find(self, name: str) -> Dim | None:
         for d in self.dims:
@@ -213,12 +235,13 @@ class StageSchedule:
         return -1
 
     def copy(self) -> StageSchedule:
-        """An independent copy (the IR of specialization conditions is immutable, so shared)."""
+        """An independent copy (the IR of specialization conditions and definitions is immutable,
+        so shared)."""
         return StageSchedule(list(self.splits), [replace(d) for d in self.dims], self.atomic,
                              self.allow_race_conditions, self.initialized,
                              [(cond, special.copy()) for cond, special in self.specializations],
                              self.gpu_single_thread, self.fail_message, self.fuse_level, dict(self.fuse_align),
-                             list(self.prefetches), self.atomic_unchecked)
+                             list(self.prefetches), self.atomic_unchecked, self.definition, self.touched)
 
 
 @dataclass
@@ -237,8 +260,6 @@ class FuncSchedule:
     # f.in_() and f.in_(g): the Func standing between f and its consumers ("" for all of them,
     # else the consumer's name). Lowering redirects the consumers' calls on its copy of the graph.
     wrappers: dict[str, object] = field(default_factory=dict)
-    # rfactor: the update definitions (by stage index) that now reduce an intermediate Func
-    rfactored: dict[int, object] = field(default_factory=dict)
     stages: list[StageSchedule] = field(default_factory=lambda: [StageSchedule()])
     log: list[tuple[int, str, list]] = field(default_factory=list)  # (stage, method, args)
 
@@ -256,7 +277,7 @@ class FuncSchedule:
         return replace(self, bounds=dict(self.bounds), folds=dict(self.folds), aligns=dict(self.aligns),
                        storage_bounds=dict(self.storage_bounds),
                        storage_order=None if self.storage_order is None else list(self.storage_order),
-                       wrappers=dict(self.wrappers), rfactored=dict(self.rfactored),
+                       wrappers=dict(self.wrappers),
                        stages=[st.copy() for st in self.stages], log=list(self.log))
 
     def default(self) -> FuncSchedule:
@@ -270,6 +291,8 @@ def stage_touched(schedule: FuncSchedule, stage: int) -> bool:
     """Whether any directive of the stage's own (loops, partitioning, unscheduled(), ...) was
     applied to stage `stage`: Halide's `touched`, which decides the unscheduled-update warning.
     Placement and storage directives (compute_at, bound, ...) are the Func's, not a stage's."""
+    if stage < len(schedule.stages) and schedule.stages[stage].touched:
+        return True
     return any(s == stage and (method in ("specialize", "specialize_fail", "symbolic_prefetch")
                                or DIRECTIVES.get(method, ("func",))[0] != "func")
                for s, method, _ in schedule.log)

@@ -92,16 +92,13 @@ class Schedulable:
     def _stage(self) -> StageSchedule:
         f = self._target_func()
         f._require_defined()
-        special = getattr(self, "_special", None)
-        if special is not None:
-            return special
-        sched = f._schedule.stages[self._stage_index]
-        if not sched.initialized:
-            from .lowering.schedule_functions import stage_dims
+        from .lowering.schedule_functions import stage_schedule
 
-            sched.dims = [Dim(n, n, SERIAL, not pure) for n, pure in stage_dims(f, self._stage_index)]
-            sched.initialized = True
-        return sched
+        return stage_schedule(f, self._stage_index, getattr(self, "_special", None))
+
+    def _definition(self):
+        """The definition this stage (or specialization) schedules: rfactor may have replaced it."""
+        return self._target_func().definition_of(self._stage_index, self._stage())
 
     def _log(self, method: str, *args) -> None:
         f = self._target_func()
@@ -246,7 +243,8 @@ class Schedulable:
             root = p.internal.split(".")[0]  # the pure Var this (possibly split) loop iterates
             for r in (d for d in old if d.is_rvar):
                 if (ro[p.internal] < ro[r.internal]) != (rn[p.internal] < rn[r.internal]):
-                    if root in f._pure_args and not pure_var_crossing_is_safe(f, self._stage_index, root):
+                    if root in f._pure_args and not pure_var_crossing_is_safe(f, self._stage_index, root,
+                                                                              self._definition()):
                         raise CompileError(
                             f"{self._where()}: can't reorder pure Var {p.name} across RVar {r.name}: the update "
                             f"reads {f.name()} at other values of {p.name}, so the order matters")
@@ -257,9 +255,9 @@ class Schedulable:
         user said so (atomic(override_associativity_test=True))."""
         from .lowering.legality import prove_associativity, writes_what_no_iteration_changes
 
-        f, s = self._target_func(), self._stage_index
-        return (self._stage().atomic_unchecked or writes_what_no_iteration_changes(f, s)
-                or prove_associativity(f, s) is not None)
+        f, s, d = self._target_func(), self._stage_index, self._definition()
+        return (self._stage().atomic_unchecked or writes_what_no_iteration_changes(f, s, d)
+                or prove_associativity(f, s, d) is not None)
 
     def _changes_rvar_order(self, old: list[Dim], new: list[Dim]) -> bool:
         """Whether going from loops `old` to `new` (innermost first) changes the order in which the
@@ -371,9 +369,9 @@ class Schedulable:
         and fuses inherit): d's iterations may then run in any order, or at once."""
         from .lowering.legality import rvar_loop_is_race_free
 
-        f = self._target_func()
-        rvars = {rv.name for rv in f.scheduled_definitions()[self._stage_index].rvars}
-        return all(rvar_loop_is_race_free(f, self._stage_index, n)
+        f, definition = self._target_func(), self._definition()
+        rvars = {rv.name for rv in definition.rvars}
+        return all(rvar_loop_is_race_free(f, self._stage_index, n, definition)
                    for n in self._loop_origins(d.internal) if n in rvars)
 
     def _check_loop_kind(self, d: Dim, for_type: str, what: str) -> None:
@@ -780,7 +778,7 @@ class FuncScheduling(Schedulable):
             if not hasattr(g, "_schedule") or g is self:
                 raise CompileError(f"Func {self.name()}.{method}: consumers must be other Funcs, got {g!r}")
             g._require_defined()
-            calls = called_funcs(e for d in g.scheduled_definitions() for e in loop_exprs(d))
+            calls = called_funcs(e for _, d in g.all_scheduled_definitions() for e in loop_exprs(d))
             reached = scheduled_callees(g)  # through wrappers: a wrapper can be wrapped in turn
             if calls.get(self.name()) is not self and reached.get(self.name()) is not self:
                 raise CompileError(f"Func {self.name()}.{method}({g.name()}): {g.name()} does not call {self.name()}")
@@ -1015,13 +1013,13 @@ def rfactor(stage: Schedulable, pairs):
     where = stage._where()
     if s == 0:
         raise CompileError(f"{where}: rfactor applies to an update definition (use f.update(i).rfactor)")
-    assoc = prove_associativity(f, s)
+    sched = stage._stage()
+    d = stage._definition()
+    assoc = prove_associativity(f, s, d)
     if assoc is None:
         raise CompileError(f"{where}: can't rfactor: the update is not an associative reduction "
                            "(f(args) = f(args) op e, with op one of + * min max && ||, e not reading f; "
                            "a saturating add, an argmin/argmax or a complex multiply of a Tuple)")
-    sched = stage._stage()
-    d = f.scheduled_definitions()[s]
     preserved = {}
     for rv, v in pairs:
         dim = stage._dim(rv, "rfactor")
@@ -1111,14 +1109,15 @@ def rfactor(stage: Schedulable, pairs):
     values = assoc.apply(calls(intm, lhs), [rewrite(term) for term in assoc.terms])
     intm._updates.append(Definition(lhs, values, tuple(kept_dom.rvars) if kept_dom else (), cond))
     intm._schedule.reset_stages(2)
+    intm._schedule.stages[1].touched = True
     # f's update now reduces the intermediate over the preserved RVars
     f_pure = tuple(ir.Variable(n) for n in f._pure_args)
     pres_vars = tuple(ir.Variable(rv.name, ir.Int(32), ref=pres_dom) for rv in pres_dom.rvars)
     # Recorded as schedule data: the algorithm keeps its definition; the stage now schedules (and
     # lowering computes) the reduction of the intermediate, with fresh loops.
-    f._schedule.rfactored[s] = Definition(f_pure, assoc.apply(calls(f, f_pure), calls(intm, f_pure + pres_vars)),
-                                          tuple(pres_dom.rvars), None)
-    f._schedule.stages[s] = type(sched)()
+    merged = Definition(f_pure, assoc.apply(calls(f, f_pure), calls(intm, f_pure + pres_vars)),
+                        tuple(pres_dom.rvars), None)
+    sched.restart(merged, d)
     stage._log("rfactor", [[_json_var(rv), _json_var(v)] for rv, v in pairs])
     return intm
 

@@ -55,11 +55,6 @@ def _in(v, lo, extent):
     return (lo <= v) & (v < lo + extent)
 
 
-def _pyhalide_refuses(reason):
-    """A case Halide 21 runs but pyhalide's schedule raises CompileError for."""
-    return pytest.mark.xfail(strict=True, raises=hl.CompileError, reason=reason)
-
-
 # ------------------------------------------------------------------------------ single values
 def test_self_assignment_rfactor():
     """An update that stores each value back unchanged can be rfactored and leaves g as it was."""
@@ -377,9 +372,6 @@ def test_tuple_rfactor(partial):
     assert (second == (3 if partial else min(3, int(np.min(rx - ry))))).all()
 
 
-@_pyhalide_refuses("pyhalide: rfactor on a specialization (specialize(q).rfactor(rxi, t)) also rewrites the "
-                   "unspecialized definition, so specialize(!q).rfactor(rxo, t) then fails with "
-                   "'rfactor of unknown dimension rxo'")
 def test_tuple_specialize_rdom_predicate_rfactor():
     """A Tuple product and sum over a predicated RDom, rfactored under specializations on an int
     and a bool Param (and again, generically), for all four settings of the Params."""

@@ -153,7 +153,9 @@ def _func_lets(f, env, produce, consume, outer_loops):
             # (all of it: an update that runs past the region reads and writes f there, so the
             # pure stage computes it, unlike Halide, which leaves it uninitialised)
             footprint = box_touched(ir.make_block(stages[s + 1:]), name, include_provides=True)
-        pure_dims = [v for v, pure in stage_dims(f, s) if pure]
+        # (a specialization rfactored on its own may loop over more of f's pure Vars)
+        pure_dims = list(dict.fromkeys(v for t, d in f.all_scheduled_definitions() if t == s
+                                       for v, pure in stage_dims(f, s, d) if pure))
         for var in pure_dims:
             lo, hi = req[var]
             if footprint is not None:

@@ -70,7 +70,7 @@ def canonical_names(funcs, schedules: bool = True) -> dict[str, str]:
     for f in funcs:
         for name in (f.name(), *f._pure_args):
             finder._add(name)
-        for d in (f.scheduled_definitions() if schedules else f.definitions()):
+        for d in ([d for _, d in f.all_scheduled_definitions()] if schedules else f.definitions()):
             for rv in d.rvars:
                 finder._add(rv.name)
             for e in (*d.args, *d.values, d.predicate, *(x for rv in d.rvars for x in (rv.min, rv.extent))):
@@ -167,7 +167,9 @@ class _Renamer:
         """A copy of a Func's schedule in the new names, with its graph changes (wrappers, rfactor)
         dropped: the copied definitions already carry them."""
         s = sched.copy()
-        s.wrappers, s.rfactored, s.log = {}, {}, []
+        s.wrappers, s.log = {}, []
+        for st in s.stages:
+            st.definition = None  # the copy's own definitions
         if not self.mapping:
             return s
         s.compute_level, s.store_level = self.level(s.compute_level), self.level(s.store_level)
@@ -258,8 +260,22 @@ def copy_graph(outputs) -> tuple[list, dict[str, object], list, dict[str, str]]:
         defs = [rebuild.definition(d) for d in f.scheduled_definitions()]
         c._init, c._updates = defs[0], defs[1:]
         c._pure_args = tuple(rename(n) for n in f._pure_args)
+        _copy_special_definitions(f, c, rebuild)
     by_name = {copies[id(f)].name(): copies[id(f)] for f in originals}
     return [copies[id(f)] for f in outputs], by_name, originals, {new: old for old, new in mapping.items()}
+
+
+def _copy_special_definitions(f, copy, rebuild) -> None:
+    """Each specialization of the copy computes its stage's definition (None), or, rfactored on
+    its own, its own definition rebuilt over the copied graph."""
+    for s, base in enumerate(f.scheduled_definitions()):
+        pending = [(mine, special) for (_, mine), (_, special)
+                   in zip(f._schedule.stages[s].specializations, copy._schedule.stages[s].specializations)]
+        while pending:
+            mine, special = pending.pop()
+            own = f.definition_of(s, mine)
+            special.definition = None if own is base else rebuild.definition(own)
+            pending.extend(zip((m for _, m in mine.specializations), (c for _, c in special.specializations)))
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\$\d+)?")

@@ -13,8 +13,9 @@ from .fused_loops import find_fused_groups
 
 
 def definition_exprs(func):
-    """Every expression of every definition of func: args, values, predicates and RDom bounds."""
-    for d in func.definitions():
+    """Every expression of every definition of func (its specializations' own too): args, values,
+    predicates and RDom bounds."""
+    for _, d in func.all_scheduled_definitions():
         yield from d.args
         yield from d.values
         if d.predicate is not None:
@@ -215,7 +216,7 @@ def _innermost_consumer_loop(env, name: str):
     if len(users) != 1:
         return None
     g = env.funcs[users[0]]
-    stages = [s for s, d in enumerate(g.definitions()) if _stage_reaches(env, d, name)]
+    stages = sorted({s for s, d in g.all_scheduled_definitions() if _stage_reaches(env, d, name)})
     if len(stages) != 1:
         return None
     dims = stage_schedule(g, stages[0]).dims  # innermost first

@@ -59,7 +59,7 @@ def _refuse_exponential_inlining(env) -> None:
     for name, f in env.funcs.items():
         if name in env.inlined:
             continue
-        for definition in f.definitions():
+        for _, definition in f.all_scheduled_definitions():
             for value in definition.values:
                 n = sizes.of(value)
                 if n > MAX_INLINED_NODES:

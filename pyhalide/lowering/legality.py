@@ -1,4 +1,7 @@
-"""Questions schedules ask about an update definition: may its loops be reordered or run in parallel?"""
+"""Questions schedules ask about an update definition: may its loops be reordered or run in parallel?
+
+Each takes the Func and the stage, and the definition asked about where it is a specialization's
+own (rfactored on its own); by default the stage's scheduled definition."""
 
 from __future__ import annotations
 
@@ -34,34 +37,34 @@ def _definition_exprs(d):
     return [*d.args, *d.values, *([d.predicate] if d.predicate is not None else [])]
 
 
-def update_is_associative(func, stage: int) -> bool:
+def update_is_associative(func, stage: int, definition=None) -> bool:
     """The update is an associative and commutative reduction (see prove_associativity): its RVar
     loops may run in any order, and rfactor may keep any of them."""
-    op = prove_associativity(func, stage)
+    op = prove_associativity(func, stage, definition)
     return op is not None and op.commutative
 
 
-def writes_what_no_iteration_changes(func, stage: int) -> bool:
+def writes_what_no_iteration_changes(func, stage: int, definition=None) -> bool:
     """Neither the update's sites nor its values read f, and its values use no RVar (`f(g(r)) = 4`):
     iterations may then run in any order, as in Halide."""
-    d = func.scheduled_definitions()[stage]
+    d = func.scheduled_definitions()[stage] if definition is None else definition
     rvars = {rv.name for rv in d.rvars}
     return not self_calls(func, [*d.args, *d.values]) and not any(rvars & free_variables(v) for v in d.values)
 
 
-def pure_var_crossing_is_safe(func, stage: int, var: str) -> bool:
+def pure_var_crossing_is_safe(func, stage: int, var: str, definition=None) -> bool:
     """Every read of f by the update uses `var` itself in var's position."""
-    d = func.scheduled_definitions()[stage]
+    d = func.scheduled_definitions()[stage] if definition is None else definition
     pos = func._pure_args.index(var)
     return all(isinstance(c.args[pos], ir.Variable) and c.args[pos].name == var
                for c in self_calls(func, _definition_exprs(d)))
 
 
-def rvar_loop_is_race_free(func, stage: int, rvar: str) -> bool:
+def rvar_loop_is_race_free(func, stage: int, rvar: str, definition=None) -> bool:
     """Distinct values of rvar write distinct elements (some left-hand argument is rvar itself) and
     each read of f by the update is of the element it writes, or of one no iteration writes: in
     one of rvar's positions, a coordinate outside rvar's range (a scan's `f(r) += f(-1)`)."""
-    d = func.scheduled_definitions()[stage]
+    d = func.scheduled_definitions()[stage] if definition is None else definition
     positions = [k for k, a in enumerate(d.args) if isinstance(a, ir.Variable) and a.name == rvar]
     rv = next((v for v in d.rvars if v.name == rvar), None)
     return bool(positions) and all(c.args == d.args or any(_outside_range(c.args[k], rv) for k in positions)
@@ -117,7 +120,7 @@ def new(k: int, t) -> ir.Variable:
     return ir.Variable(_NEW + str(k), t)
 
 
-def prove_associativity(func, stage: int) -> AssociativeOp | None:
+def prove_associativity(func, stage: int, definition=None) -> AssociativeOp | None:
     """The operator of an update that is an associative reduction, or None.
 
     Recognised, for each element of f's value (a Tuple's elements may mix them):
@@ -132,7 +135,7 @@ def prove_associativity(func, stage: int) -> AssociativeOp | None:
       associative but not commutative;
     - a complex multiply over two elements: `(f0*e0 - f1*e1, f1*e0 + f0*e1)`.
     Neither the e's nor the update's predicate may read f other than through these forms."""
-    d = func.scheduled_definitions()[stage]
+    d = func.scheduled_definitions()[stage] if definition is None else definition
     if d.predicate is not None and self_calls(func, [d.predicate]):
         return None
     types = func.types()

@@ -41,19 +41,22 @@ def stage_prefix(f, stage: int) -> str:
     return f"{f.name()}.s{stage}."
 
 
-def stage_dims(f, stage: int) -> list[tuple[str, bool]]:
-    """The default loop dimensions of a stage, innermost first, as (name, is_pure_var)."""
-    d = f.scheduled_definitions()[stage]
+def stage_dims(f, stage: int, d=None) -> list[tuple[str, bool]]:
+    """The default loop dimensions of a stage (of definition d, a specialization's own), innermost
+    first, as (name, is_pure_var)."""
+    d = f.scheduled_definitions()[stage] if d is None else d
     if stage == 0:
         return [(v, True) for v in f._pure_args]
     lhs_vars = {a.name for a in d.args if isinstance(a, ir.Variable) and a.ref is None}
     return [(rv.name, False) for rv in d.rvars] + [(v, True) for v in f._pure_args if v in lhs_vars]
 
 
-def stage_schedule(f, stage: int):
-    sched = f._schedule.stages[stage]
+def stage_schedule(f, stage: int, sched=None):
+    """The stage's schedule (or `sched`, one of its specializations'), its loops set up from its
+    definition if no directive has set them up yet."""
+    sched = f._schedule.stages[stage] if sched is None else sched
     if not sched.initialized:
-        sched.dims = [Dim(n, n, SERIAL, not pure) for n, pure in stage_dims(f, stage)]
+        sched.dims = [Dim(n, n, SERIAL, not pure) for n, pure in stage_dims(f, stage, f.definition_of(stage, sched))]
         sched.initialized = True
     return sched
 
@@ -109,14 +112,14 @@ def build_stage(f, stage: int) -> ir.Stmt:
     else:
         result = _build_stage_nest(f, stage, sched)
     for cond, special in reversed(sched.specializations):
-        result = ir.IfThenElse(cond, _build_stage_nest(f, stage, special), result)
+        result = ir.IfThenElse(cond, _build_stage_nest(f, stage, stage_schedule(f, stage, special)), result)
     if sched.gpu_single_thread:  # a kernel of one block; with no thread loops, one thread runs it
         result = ir.For(stage_prefix(f, stage) + "__single_thread", _c(0), _c(1), ir.GPU_BLOCK, result)
     return result
 
 
 def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
-    d = f.definitions()[stage]
+    d = f.definition_of(stage, sched)
     prefix = stage_prefix(f, stage)
     where = f"In schedule for {f.name()}.s{stage}"
 
@@ -130,7 +133,8 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
     ends: dict[str, ir.Expr] = {}
     rvars = {rv.name: rv for rv in d.rvars}
     is_rvar: dict[str, bool] = {}
-    for name, pure in stage_dims(f, stage):
+    dims = stage_dims(f, stage, d)
+    for name, pure in dims:
         if pure:
             lo, hi = dim_bound(f, stage, name, "min"), dim_bound(f, stage, name, "max")
             bounds[name] = (lo, ir.Add(ir.Sub(hi, lo), _c(1)))
@@ -151,7 +155,7 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
         outermost = var(sched.dims[-1].internal)
         return ir.Call(_I32, WITHIN_REGION, (value, lo, hi, outermost), ir.INTRINSIC)
 
-    pure_vars = {name for name, pure in stage_dims(f, stage) if pure}
+    pure_vars = {name for name, pure in dims if pure}
     store = f._schedule.store_level
     stored_outside_compute = store is not None and not store.is_inlined() and store != f._schedule.compute_level
     items: list[tuple[str, str, ir.Expr]] = []  # ("let", name, value) / ("guard", "", cond), last first
@@ -265,7 +269,7 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
              for kind, name, value in items]
     items.reverse()  # later splits define the variables earlier ones use
 
-    subst = {name: var(name) for name, _ in stage_dims(f, stage)}
+    subst = {name: var(name) for name, _ in dims}
     body = _provides(f, stage, tuple(substitute(subst, a) for a in d.args),
                      tuple(substitute(subst, v) for v in d.values))
     if sched.atomic:  # (a Tuple's several stores run under a lock, as a scatter's do)
@@ -435,7 +439,9 @@ def _using_stages(env, f, g) -> list[int]:
     from ..call_graph import called_funcs, loop_exprs
 
     users = []
-    for s, d in enumerate(g.definitions()):
+    for s, d in g.all_scheduled_definitions():
+        if s in users:
+            continue
         pending, seen = list(called_funcs(loop_exprs(d)).values()), set()
         while pending:  # through inlined Funcs
             h = pending.pop()

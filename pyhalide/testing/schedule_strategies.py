@@ -120,7 +120,7 @@ def _ties_follow_order(target) -> bool:
 
     if target is None or getattr(target, "_stage_index", 0) == 0:
         return False
-    op = prove_associativity(target._target_func(), target._stage_index)
+    op = prove_associativity(target._target_func(), target._stage_index, target._definition())
     return op is not None and not op.commutative
 
 
