@@ -119,7 +119,7 @@ class _Writer:
                         for c, args in pipeline._requirements]
         scheduled = pipeline.funcs()
         specializations = {self.names.get(f.name(), f.name()): [
-            [k, [self._special(c, sp) for c, sp in st.specializations], st.fail_message]
+            [k, [self._special(c, sp, f, k) for c, sp in st.specializations], st.fail_message]
             for k, st in enumerate(f._schedule.stages) if st.specializations or st.fail_message]
             for f in scheduled}
         self._drain(funcs, domains)  # what the requirements and specializations refer to
@@ -144,14 +144,18 @@ class _Writer:
             else:
                 funcs[self.funcs[id(obj)][1]] = self._func(obj)
 
-    def _special(self, condition, special) -> dict:
+    def _special(self, condition, special, f, stage: int) -> dict:
         """One specialization of a stage: its condition and its loops (a StageSchedule's state)."""
+        if f.definition_of(stage, special) is not f.scheduled_definitions()[stage]:
+            raise HalideError(f"serialize_pipeline: a specialization of {f.name()}.s{stage} computes a definition of "
+                              "its own (rfactored on its own, or made before the stage was rfactored), which "
+                              "pyhalide's format does not record")
         return {"condition": self.expr(condition), "splits": [dataclasses.asdict(sp) for sp in special.splits],
                 "dims": [dataclasses.asdict(d) for d in special.dims], "atomic": special.atomic,
                 "atomic_unchecked": special.atomic_unchecked,
                 "allow_race_conditions": special.allow_race_conditions, "initialized": special.initialized,
                 "gpu_single_thread": special.gpu_single_thread, "fail_message": special.fail_message,
-                "specializations": [self._special(c, sp) for c, sp in special.specializations]}
+                "specializations": [self._special(c, sp, f, stage) for c, sp in special.specializations]}
 
     def _func(self, f) -> dict:
         definitions = []

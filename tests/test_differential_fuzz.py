@@ -52,7 +52,7 @@ def test_pyhalide_computes_what_halide_computes(name, data):
     STATS["drawn"] += 1
     theirs = PIPELINES[name](halide)
     try:
-        apply(halide, theirs, sched.steps)
+        apply(halide, theirs, sched.steps, sched.selector)
         want = realize(halide, theirs, sched.sizes, sched.alone)
     except Exception as e:  # noqa: BLE001 - whatever Halide refuses is not in the test
         STATS["halide refused"] += 1
@@ -64,7 +64,7 @@ def test_pyhalide_computes_what_halide_computes(name, data):
     STATS["halide ran"] += 1
     ours = PIPELINES[name](pyhalide)
     try:
-        apply(pyhalide, ours, sched.steps)
+        apply(pyhalide, ours, sched.steps, sched.selector)
         got = realize(pyhalide, ours, sched.sizes, sched.alone)
     except pyhalide.HalideError as e:
         STATS["pyhalide refused"] += 1

@@ -365,18 +365,55 @@ def check_target(f, target) -> None:
 
 class _InjectAt(IRMutator):
     """Wrap the body of each loop named `loop` (a name, or the names a LoopLevel has in a stage's
-    specializations) with `wrap(body)`."""
+    specializations) with `wrap(body)`; given `readers`, only of those whose body calls one of
+    them (the specializations' loops have the same names, and some may not use the Func)."""
 
-    def __init__(self, loop: str | tuple[str, ...], wrap):
+    def __init__(self, loop: str | tuple[str, ...], wrap, readers: frozenset | None = None):
         super().__init__()
         self.loops = (loop,) if isinstance(loop, str) else loop
-        self.wrap, self.found = wrap, False
+        self.wrap, self.found, self.readers = wrap, False, readers
 
     def visit_For(self, s):
-        if s.name in self.loops:
+        if s.name in self.loops and (self.readers is None or _calls_any(s.body, self.readers)):
             self.found = True
             return ir.For(s.name, s.min, s.extent, s.for_type, self.wrap(s.body))
         return self.default(s)
+
+
+class _CallsAny(IRVisitor):
+    visit_once = True
+
+    def __init__(self, names: frozenset):
+        super().__init__()
+        self.names, self.found = names, False
+
+    def visit_Call(self, c):
+        if c.call_type == ir.HALIDE and c.name in self.names:
+            self.found = True
+        elif not self.found:
+            self.visit_children(c)
+
+    def visit_Provide(self, p):
+        if not self.found:
+            self.visit_children(p)
+
+
+def _calls_any(stmt: ir.Stmt, names: frozenset) -> bool:
+    finder = _CallsAny(names)
+    finder.visit(stmt)
+    return finder.found
+
+
+def _readers(env, f) -> frozenset:
+    """f and the inlined Funcs that read it (directly or through each other): a loop whose body
+    calls one of them uses f."""
+    names = {f.name()}
+    grew = True
+    while grew:
+        more = {n for n in env.inlined if n not in names and names & set(env.callees.get(n, ()))}
+        names |= more
+        grew = bool(more)
+    return frozenset(names)
 
 
 def _level_loop(env, f, level, what: str) -> tuple[str, ...]:
@@ -396,15 +433,21 @@ def _level_loop(env, f, level, what: str) -> tuple[str, ...]:
     if level.var_name == OUTERMOST:
         return (stage_prefix(g, stage) + OUTERMOST,)
     sched = stage_schedule(g, stage)
-    dim = sched.find(level.var_name)
-    # a stage whose own schedule only fails (specialize_fail) runs its specializations' loops alone
-    names = [loop_name(g, stage, dim.internal)] if dim is not None else []
-    pending = [special for _, special in sched.specializations]
+    branches, pending = [sched], [special for _, special in sched.specializations]
     while pending:
-        special = pending.pop()
+        special = stage_schedule(g, stage, pending.pop(0))
+        branches.append(special)
         pending.extend(inner for _, inner in special.specializations)
-        if (dim := special.find(level.var_name)) is not None and loop_name(g, stage, dim.internal) not in names:
+    # Each specialization is a loop nest of its own: f goes where each has the loop (_InjectAt
+    # then keeps those that use f). By default (a Func with updates left unscheduled: env.levels)
+    # that is each one's innermost loop, as in Halide.
+    innermost = env.levels.get(f.name()) == level
+    names = []
+    for b in branches:
+        dim = (b.dims[0] if b.dims else None) if innermost else b.find(level.var_name)
+        if dim is not None and loop_name(g, stage, dim.internal) not in names:
             names.append(loop_name(g, stage, dim.internal))
+    # (a stage whose own schedule only fails, specialize_fail, runs its specializations' loops alone)
     if sched.find(level.var_name) is None and not (sched.fail_message and names):
         loops = ", ".join(x.name for x in reversed(sched.dims))
         raise CompileError(f"Func {f.name()} is {what} {g.name()}.s{stage}.{level.var_name}, but stage {stage} of "
@@ -479,6 +522,7 @@ def schedule_functions(env) -> ir.Stmt:
             return ir.Realize(f.name(), tuple(f.types()), (), body, func=f)
 
         clevel, slevel = compute_level(f, env), store_level(f, env)
+        readers = _readers(env, f)
         if env.is_output(f):
             stmt = computed(stmt)
             continue
@@ -491,21 +535,21 @@ def schedule_functions(env) -> ir.Stmt:
         if len(compute_loops) > 1:
             if slevel.is_root():
                 for loop in compute_loops:
-                    stmt = _inject(stmt, loop, computed, f, "computed at")
+                    stmt = _inject(stmt, loop, computed, f, "computed at", readers)
                 stmt = realized(stmt)
                 continue
             store_loops = compute_loops if slevel == clevel else \
                 _stage_sites(env, f, slevel) if slevel.func_name == clevel.func_name else []
             if len(store_loops) == len(compute_loops):
                 for store_loop, compute_loop in zip(store_loops, compute_loops):
-                    stmt = _store_and_compute(stmt, f, store_loop, compute_loop, computed, realized)
+                    stmt = _store_and_compute(stmt, f, store_loop, compute_loop, computed, realized, readers)
                 continue
         compute_loop = _level_loop(env, f, clevel, "computed at")
         if slevel.is_root():
-            stmt = realized(_inject(stmt, compute_loop, computed, f, "computed at"))
+            stmt = realized(_inject(stmt, compute_loop, computed, f, "computed at", readers))
             continue
         store_loop = compute_loop if slevel == clevel else _level_loop(env, f, slevel, "stored at")
-        stmt = _store_and_compute(stmt, f, store_loop, compute_loop, computed, realized)
+        stmt = _store_and_compute(stmt, f, store_loop, compute_loop, computed, realized, readers)
     _StoredOutsideParallel().check(stmt)
     return stmt
 
@@ -558,13 +602,17 @@ def _place_group(env, stmt, group, at_outermost: set[str]) -> ir.Stmt:
 
 
 def _store_and_compute(stmt, f, store_loop: str | tuple[str, ...], compute_loop: str | tuple[str, ...], computed,
-                       realized) -> ir.Stmt:
-    """f's Realize around the body of store_loop, its production at the top of compute_loop's."""
+                       realized, readers: frozenset | None = None) -> ir.Stmt:
+    """f's Realize around the body of store_loop, its production at the top of compute_loop's
+    (of the loops that use f, as _inject)."""
     if store_loop == compute_loop:
-        return _inject(stmt, compute_loop, lambda b: realized(computed(b)), f, "computed at")
-    inner = _InjectAt(compute_loop, computed)
-    outer = _InjectAt(store_loop, lambda body: realized(inner.mutate(body)))
-    stmt = outer.mutate(stmt)
+        return _inject(stmt, compute_loop, lambda b: realized(computed(b)), f, "computed at", readers)
+    inner = _InjectAt(compute_loop, computed, readers)
+    outer = _InjectAt(store_loop, lambda body: realized(inner.mutate(body)), readers)
+    result = outer.mutate(stmt)
+    if readers is not None and not (outer.found and inner.found):
+        return _store_and_compute(stmt, f, store_loop, compute_loop, computed, realized)
+    stmt = result
     if not outer.found:
         raise CompileError(f"Func {f.name()} is stored at loop {outer.loops[0]}, which does not exist here")
     if not inner.found:
@@ -614,9 +662,14 @@ class _StoredOutsideParallel(IRVisitor):
         self.visit_children(pc)
 
 
-def _inject(stmt, loop: str | tuple[str, ...], wrap, f, what: str) -> ir.Stmt:
-    injector = _InjectAt(loop, wrap)
-    stmt = injector.mutate(stmt)
+def _inject(stmt, loop: str | tuple[str, ...], wrap, f, what: str, readers: frozenset | None = None) -> ir.Stmt:
+    """stmt with `wrap` around the body of the loops named `loop` (those that use f, given its
+    `readers`; all of them where none does, which bounds inference then refuses)."""
+    injector = _InjectAt(loop, wrap, readers)
+    result = injector.mutate(stmt)
+    if not injector.found and readers is not None:
+        return _inject(stmt, loop, wrap, f, what)
+    stmt = result
     if not injector.found:
         raise CompileError(f"Func {f.name()} is {what} loop {injector.loops[0]}, which does not exist in the loop "
                            "nest")

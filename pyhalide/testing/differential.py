@@ -207,6 +207,7 @@ class Step:
     stage: int
     method: str
     args: tuple = ()
+    when: int = 0  # > 0: on the stage's specialization for `selector >= when`
 
     def text(self) -> str:
         def show(a):
@@ -214,6 +215,7 @@ class Step:
                 return a[1]
             return repr(a)
         on = self.func if self.stage == 0 else f"{self.func}.update({self.stage - 1})"
+        on += f".specialize(selector >= {self.when})" if self.when else ""
         return f"{on}.{self.method}({', '.join(show(a) for a in self.args)})"
 
 
@@ -222,17 +224,28 @@ class Schedule:
     steps: list = field(default_factory=list)
     sizes: list = field(default_factory=list)
     alone: str | None = None  # an intermediate realized on its own (its placement then means root)
+    selector: int = 0  # the value of the Param that specializations test
 
     def text(self) -> str:
         what = f"{self.alone}.realize" if self.alone else "realize"
-        return "\n".join(s.text() for s in self.steps) + f"\n{what}({self.sizes})"
+        return f"selector = {self.selector}\n" + "\n".join(s.text() for s in self.steps) + f"\n{what}({self.sizes})"
 
 
-def apply(hl, built: Built, steps: list[Step]) -> None:
-    """Make the calls on one library's copy of the pipeline."""
+@functools.cache
+def selector_param(hl):
+    """The Int(32) Param `selector` of one library, which specializations test."""
+    return hl.Param(hl.Int(32), "selector")
+
+
+def apply(hl, built: Built, steps: list[Step], selector: int = 0) -> None:
+    """Make the calls on one library's copy of the pipeline, with `selector` set to the value given."""
+    sel = selector_param(hl)
+    sel.set(selector)
     for s in steps:
         f = built.funcs[s.func]
         target = f if s.stage == 0 else f.update(s.stage - 1)
+        if s.when:
+            target = target.specialize(sel >= s.when)
         args = []
         for a in s.args:
             if isinstance(a, tuple) and a and a[0] == "loop":
@@ -245,11 +258,12 @@ def apply(hl, built: Built, steps: list[Step]) -> None:
                 args.append(a)
         result = getattr(target, s.method)(*args)
         if s.method == "rfactor":  # later steps name the intermediate
-            built.funcs[intermediate_name(s.func)] = result
+            built.funcs[intermediate_name(s.func, s.when)] = result
 
 
-def intermediate_name(func: str) -> str:
-    return f"{func}_intm"
+def intermediate_name(func: str, when: int = 0) -> str:
+    """The name steps give the intermediate of an rfactor of func (of its specialization)."""
+    return f"{func}_intm" + (f"_when{when}" if when else "")
 
 
 def realize(hl, built: Built, sizes: list[int], alone: str | None = None) -> list[np.ndarray]:
@@ -282,6 +296,8 @@ def schedules(draw, name: str) -> Schedule:
                 step = draw(_loop_step(fn, stage, loops[(fn, stage)], rv[(fn, stage)]))
                 if step is not None:
                     steps.append(step)
+            if draw(st.integers(0, 3)) == 0:
+                steps += draw(_specialization_steps(fn, stage, loops[(fn, stage)], rv[(fn, stage)]))
             reducing = [d for d in loops[(fn, stage)] if d in rv[(fn, stage)]]
             if stage > 0 and reducing and draw(st.integers(0, 3)) == 0:
                 steps += draw(_rfactor_steps(fn, stage, reducing))
@@ -306,16 +322,36 @@ def schedules(draw, name: str) -> Schedule:
     # Now and then an intermediate is realized on its own, whatever its placement says.
     alone = [fn for fn in names if fn not in outputs and built.funcs[fn].dimensions() == built.dimensions]
     pick = draw(st.sampled_from([None] * 5 + alone)) if alone else None
-    return Schedule(steps, sizes, pick)
+    return Schedule(steps, sizes, pick, draw(st.integers(0, 3)))
 
 
 @st.composite
-def _rfactor_steps(draw, fn: str, stage: int, reducing: list) -> list[Step]:
-    """rfactor of one of the stage's reduction loops into a new pure Var u (Halide decides whether
-    the update is associative), then a placement and loop directives of the intermediate."""
+def _specialization_steps(draw, fn: str, stage: int, dims: list, rvars: set) -> list[Step]:
+    """Loop directives of a specialization of the stage (for `selector >= when`: taken or not,
+    as the drawn selector says), which starts as a copy of the stage's loops so far; of an
+    update, now and then an rfactor of the specialization alone. The stage's own loops, later
+    directives and placements go on as if there were none."""
+    when = draw(st.integers(1, 2))
+    dims, rvars = list(dims), set(rvars)
+    steps = []
+    for _ in range(draw(st.integers(1, 3))):
+        step = draw(_loop_step(fn, stage, dims, rvars))
+        if step is not None:
+            steps.append(Step(step.func, step.stage, step.method, step.args, when))
+    reducing = [d for d in dims if d in rvars]
+    if stage > 0 and reducing and draw(st.booleans()):
+        steps += draw(_rfactor_steps(fn, stage, reducing, when))
+    return steps
+
+
+@st.composite
+def _rfactor_steps(draw, fn: str, stage: int, reducing: list, when: int = 0) -> list[Step]:
+    """rfactor of one of the stage's reduction loops (of its specialization for `when`) into a
+    new pure Var u (Halide decides whether the update is associative), then a placement and
+    loop directives of the intermediate."""
     r = draw(st.sampled_from(reducing))
-    intm = intermediate_name(fn)
-    steps = [Step(fn, stage, "rfactor", (("loop", r, True), ("loop", "u", False)))]
+    intm = intermediate_name(fn, when)
+    steps = [Step(fn, stage, "rfactor", (("loop", r, True), ("loop", "u", False)), when)]
     placement = draw(st.sampled_from(["default", "root", "at"]))
     if placement == "root":
         steps.append(Step(intm, 0, "compute_root"))

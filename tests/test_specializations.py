@@ -1,9 +1,12 @@
-"""rfactor on a specialization: each specialization of an update computes a definition of its
-own, as in Halide (`g.update(0).specialize(p).rfactor(r, u)` rewrites that specialization only).
+"""Specializations as loop nests of their own, and rfactor on a specialization: each
+specialization of an update computes a definition of its own, as in Halide
+(`g.update(0).specialize(p).rfactor(r, u)` rewrites that specialization only).
 
 The stage's own schedule keeps its RVars for later directives; an rfactor of the stage itself
 leaves the specializations made before it computing the definition they had; each branch of the
-lowered update reduces its own intermediate. Results are checked against numpy and Halide 21.
+lowered update reduces its own intermediate. A Func placed in a loop of its consumer goes into
+the branches that use it, and by default (a Func with updates) into each branch's innermost
+loop. Results are checked against numpy and Halide 21.
 """
 
 from __future__ import annotations
@@ -122,3 +125,70 @@ def test_an_rfactor_intermediates_update_is_not_reported_unscheduled(capsys):
     g.update(0).rfactor(r.x, hl.Var("u")).compute_root().vectorize(hl.Var("x"), 8)
     np.testing.assert_array_equal(np.asarray(g.realize([8])), _expected())
     assert "has not been scheduled" not in capsys.readouterr().out
+
+
+def test_serializing_a_specialization_with_a_definition_of_its_own_is_refused(tmp_path):
+    """serialize_pipeline records a specialization as its loops: one that computes a definition
+    of its own could not be read back as it is, so it is refused, naming the stage; one made
+    after its stage's rfactor computes the stage's definition and is written."""
+    g, r, p = _sum_pipeline(hl, True)
+    ro, ri = hl.RVar("ro"), hl.RVar("ri")
+    g.update(0).specialize(p).split(r.x, ro, ri, 8).rfactor(ri, hl.Var("u")).compute_root()
+    with pytest.raises(hl.HalideError, match=r"specialization of g\S*\.s1 computes a definition of its own"):
+        hl.serialize_pipeline(hl.Pipeline(g), str(tmp_path / "refused.json"))
+
+    g, r, p = _sum_pipeline(hl, True)
+    g.update(0).rfactor(r.x, hl.Var("u")).compute_root()
+    g.update(0).specialize(p).vectorize(hl.Var("x"), 4)
+    hl.serialize_pipeline(hl.Pipeline(g), str(tmp_path / "written.json"))
+    loaded = hl.deserialize_pipeline(str(tmp_path / "written.json"), {})
+    np.testing.assert_array_equal(np.asarray(loaded.realize([8])), _expected())
+
+
+_WINDOW = np.random.default_rng(3).integers(0, 9, (6, 12)).astype(np.int32)
+
+
+def _window_sum_pipeline(h, selector: int):
+    """am(x, y): a sum over r of in(x + r, y) (a Func with an update, left unscheduled: Halide
+    computes it in the innermost loop of its consumer), read by out(x, y) = am(x, y) * 3 + y."""
+    x, y = h.Var("x"), h.Var("y")
+    r = h.RDom([(0, 4)])
+    am, out = h.Func("am"), h.Func("am_out")
+    am[x, y] = 0
+    am[x, y] += h.Buffer(_WINDOW, "am_in")[x + r.x, y]
+    out[x, y] = am[x, y] * 3 + y
+    sel = h.Param(h.Int(32), "sel")
+    sel.set(selector)
+    return am, out, r, sel
+
+
+@pytest.mark.parametrize("selector", [0, 1])
+def test_a_func_left_unscheduled_goes_in_each_specializations_innermost_loop(selector):
+    """The output's specialization splits its innermost loop again: the sum, computed by
+    default in the innermost loop, goes into the base's xi and the specialization's xii."""
+    def build(h):
+        am, out, _, sel = _window_sum_pipeline(h, selector)
+        x, xo, xi, xio, xii = (h.Var(n) for n in ("x", "xo", "xi", "xio", "xii"))
+        out.split(x, xo, xi, 2, h.TailStrategy.GuardWithIf)
+        out.specialize(sel >= 1).split(xi, xio, xii, 1, h.TailStrategy.GuardWithIf)
+        return out
+
+    got = np.asarray(build(hl).realize([5, 3]))
+    np.testing.assert_array_equal(got, np.asarray(build(halide).realize([5, 3])))
+
+
+@pytest.mark.parametrize("selector", [0, 1])
+def test_an_intermediate_goes_only_into_the_branches_that_read_it(selector):
+    """A specialization made before its stage's rfactor reads the input itself, and has a loop
+    of the name the intermediate is computed at: the intermediate goes only into the stage's own
+    loop nest, which reads it."""
+    def build(h):
+        am, out, r, sel = _window_sum_pipeline(h, selector)
+        y, yo, yi = h.Var("y"), h.Var("yo"), h.Var("yi")
+        am.update(0).specialize(sel >= 1).split(y, yo, yi, 2)
+        am.update(0).rfactor(r.x, h.Var("u")).compute_at(am, r.x)
+        am.compute_root()
+        return out
+
+    got = np.asarray(build(hl).realize([5, 3]))
+    np.testing.assert_array_equal(got, np.asarray(build(halide).realize([5, 3])))
