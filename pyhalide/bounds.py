@@ -595,13 +595,62 @@ def constant_upper_bound_within(e: ir.Expr, lets: dict[str, ir.Expr],
     exact = ir.const_int(e)
     if exact is not None:
         return exact, True
-    most = constant_bound(e, upper=True)
+    ranges = {name: Interval(loop.min, simplify(ir.Add(loop.min, ir.Sub(loop.extent, ir.make_const(
+        loop.extent.type, 1))))) for name, loop in loops.items()}
+
+    def bound_of(e):
+        most = constant_bound(e, upper=True)
+        if most is None:
+            bound = bounds_of_expr(e, ranges).max
+            most = None if bound is None else constant_bound(simplify(bound), upper=True)
+        return most
+
+    most = bound_of(e)
     if most is None:
-        ranges = {name: Interval(loop.min, simplify(ir.Add(loop.min, ir.Sub(loop.extent, ir.make_const(
-            loop.extent.type, 1))))) for name, loop in loops.items()}
-        bound = bounds_of_expr(e, ranges).max
-        most = None if bound is None else constant_bound(simplify(bound), upper=True)
+        # e with each select replaced by one of its arms, every way: the largest of their bounds
+        # (a sliding window's first iteration: `y - select(c, y + 2, y)` is -2 or 0, where a bound
+        # of the select alone loses that it moves with y)
+        arms = [simplify(a) for a in _select_arms(e)]
+        bounds = [bound_of(a) for a in arms]
+        most = max(bounds) if arms and None not in bounds else None
     return most, False
+
+
+MAX_SELECTS_SPLIT = 3  # selects tried arm by arm: 2^3 expressions at most
+
+
+class _Selects(IRVisitor):
+    visit_once = True
+
+    def __init__(self):
+        super().__init__()
+        self.found: dict[ir.Select, None] = {}
+
+    def visit_Select(self, node):
+        self.found.setdefault(node)
+        self.visit_children(node)
+
+
+class _PickArms(IRMutator):
+    def __init__(self, chosen: dict):
+        super().__init__()
+        self.chosen = chosen  # select -> the arm it becomes
+
+    def visit_Select(self, node):
+        arm = self.chosen.get(node)
+        return self.default(node) if arm is None else self.mutate(arm)
+
+
+def _select_arms(e: ir.Expr) -> list[ir.Expr]:
+    """e with each of its selects replaced by one arm or the other, every way (none if e has no
+    select or too many)."""
+    finder = _Selects()
+    finder.visit(e)
+    selects = list(finder.found)
+    if not selects or len(selects) > MAX_SELECTS_SPLIT:
+        return []
+    return [_PickArms({sel: sel.true_value if pick >> k & 1 else sel.false_value
+                       for k, sel in enumerate(selects)}).mutate(e) for pick in range(2 ** len(selects))]
 
 
 def bounds_of_expr(e: ir.Expr, scope: dict[str, Interval] | None = None) -> Interval:

@@ -384,6 +384,22 @@ def test_a_producer_sliding_along_a_vectorized_updates_loop_keeps_its_window():
     _same_as_unscheduled(_update_reads, "upd_out", [1, 1], schedule)
 
 
+def test_a_whole_loop_vectorized_inside_a_sliding_window_is_one_vector_wide():
+    """blur_x's rows are split by 3 and the outer loop vectorized whole; blur_x slides down
+    blur_y's y loop, so that loop's extent is `(y - select(first, y, y + 2) + 2) / 3 + 1`: its
+    bound follows each arm of the select (1), where bounding the select alone found none
+    (Halide runs this schedule)."""
+    from pyhalide.testing.differential import _blur
+
+    def schedule(f):
+        x, y, yo, yi = (hl.Var(n) for n in ("x", "y", "yo", "yi"))
+        f["blur_x"].split(y, yo, yi, 3, hl.TailStrategy.PredicateLoads).vectorize(yo)
+        f["blur_y"].reorder(y, x)
+        f["blur_x"].compute_at(f["blur_y"], y).store_at(f["blur_y"], x)
+
+    _same_as_unscheduled(_blur, "blur_y", [3, 12], schedule)
+
+
 def test_a_shift_inwards_window_smaller_than_its_factor_reads_only_what_halide_reads():
     """down's rows, unrolled by 4, are computed per 4 points of up's fused loop. A ShiftInwards
     split's last start is written from the region's max, not min + extent: the input check once
