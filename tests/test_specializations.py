@@ -192,3 +192,33 @@ def test_an_intermediate_goes_only_into_the_branches_that_read_it(selector):
 
     got = np.asarray(build(hl).realize([5, 3]))
     np.testing.assert_array_equal(got, np.asarray(build(halide).realize([5, 3])))
+
+
+@pytest.mark.parametrize("selector", [0, 1])
+def test_a_func_computed_at_a_loop_only_a_specialization_has(selector):
+    """The specialization splits r and rfactors it keeping the outer piece, which its merge
+    loops over and the stage itself does not have: the specialization's intermediate is
+    computed there."""
+    def build(h):
+        am, out, r, sel = _window_sum_pipeline(h, selector)
+        ro, ri = h.RVar("ro"), h.RVar("ri")
+        special = am.update(0).specialize(sel >= 1)
+        special.split(r.x, ro, ri, 2)
+        special.rfactor(ro, h.Var("u")).compute_at(am, ro)
+        am.compute_root()
+        return out
+
+    got = np.asarray(build(hl).realize([5, 3]))
+    np.testing.assert_array_equal(got, np.asarray(build(halide).realize([5, 3])))
+
+
+def test_a_func_the_stage_reads_computed_at_a_loop_only_a_specialization_has_is_refused():
+    """f is read by the stage's own loops too, which lack the loop it is computed at."""
+    x, y, xo, xi = hl.Var("x"), hl.Var("y"), hl.Var("xo"), hl.Var("xi")
+    f, g = hl.Func("f"), hl.Func("g")
+    f[x, y] = x * y
+    g[x, y] = f[x, y] + 1
+    g.specialize(hl.Param(hl.Int(32), "sel") >= 1).split(x, xo, xi, 2)
+    f.compute_at(g, xi)
+    with pytest.raises(hl.CompileError, match=r"Func f\S* is computed at .*also used outside that loop"):
+        g.realize([4, 4])

@@ -447,8 +447,9 @@ def _level_loop(env, f, level, what: str) -> tuple[str, ...]:
         dim = (b.dims[0] if b.dims else None) if innermost else b.find(level.var_name)
         if dim is not None and loop_name(g, stage, dim.internal) not in names:
             names.append(loop_name(g, stage, dim.internal))
-    # (a stage whose own schedule only fails, specialize_fail, runs its specializations' loops alone)
-    if sched.find(level.var_name) is None and not (sched.fail_message and names):
+    # (a loop of some specializations only: f must be used in those alone, which bounds inference
+    # checks; a stage whose own schedule only fails, specialize_fail, runs their loops alone)
+    if not names:
         loops = ", ".join(x.name for x in reversed(sched.dims))
         raise CompileError(f"Func {f.name()} is {what} {g.name()}.s{stage}.{level.var_name}, but stage {stage} of "
                            f"{g.name()} has no loop {level.var_name} (its loops, outermost first, are: {loops})")
