@@ -393,10 +393,6 @@ class _CallsAny(IRVisitor):
         elif not self.found:
             self.visit_children(c)
 
-    def visit_Provide(self, p):
-        if not self.found:
-            self.visit_children(p)
-
 
 def _calls_any(stmt: ir.Stmt, names: frozenset) -> bool:
     finder = _CallsAny(names)
