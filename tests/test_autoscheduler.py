@@ -1006,3 +1006,27 @@ def test_a_vector_read_of_a_narrow_input_table_costs_more_than_one_of_the_pipeli
             state = problem.extend(state, table.name(), Decision.parse("root vec 32"))
         gathers[kind] = sum(m.features["gathers"] for m in state.models.values())
     assert gathers["input"] == pytest.approx(NARROW_INPUT_GATHER * gathers["func"])
+
+
+def test_a_choice_ranked_before_the_producers_it_makes_cheaper_is_found_after_the_beam():
+    """interpolate's pyramid: the beam decides consumers first, and a level at root rather than
+    inlined costs more than it saves until the levels below it are decided, by which time the
+    beam (4 wide on this pipeline) has dropped it. The local step after the beam changes such
+    decisions one at a time while the model predicts the whole schedule cheaper: the result is
+    cheaper than every state the beam kept, and is a state the decisions rebuild exactly."""
+    from apps import load
+    from autoscheduler.api import make_problem
+    from autoscheduler.search import BeamSearch, recorded_state
+
+    app = load("interpolate")
+    built = app.build(hl, app.inputs("small"))
+    sizes = built.output_sizes
+    problem = make_problem([built.output], estimates={built.output.name(): [(0, n) for n in sizes]},
+                           params={"parallelism": 2})
+    result = BeamSearch().run(problem)
+    assert result.stats["improved"], result.stats
+    beam_kept = [s.cost for s in result.alternatives if s.key != tuple(result.models[n].decision.describe()
+                                                                     for n in problem.order)]
+    assert result.cost < 0.99 * min(beam_kept)
+    rebuilt = recorded_state(problem, {n: m.decision.describe() for n, m in result.models.items()})
+    assert rebuilt is not None and rebuilt.cost == pytest.approx(result.cost, rel=1e-12)
