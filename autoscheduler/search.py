@@ -59,19 +59,6 @@ class Problem:
         self.producers = {n: sorted({acc.producer for st in info.stages for acc in st.accesses
                                      if not acc.is_input and acc.producer in funcs and acc.producer != n})
                           for n, info in funcs.items()}
-        self._users: dict[str, frozenset] = {}
-
-    def users(self, name: str) -> frozenset:
-        """The Funcs that read name, at any remove (its consumers, theirs, ...)."""
-        if name not in self._users:
-            out, pending = set(), list(self.model.a.funcs[name].consumers)
-            while pending:
-                c = pending.pop()
-                if c in self.model.a.funcs and c not in out:
-                    out.add(c)
-                    pending.extend(self.model.a.funcs[c].consumers)
-            self._users[name] = frozenset(out)
-        return self._users[name]
 
     def extend(self, state: State, name: str, decision: Decision, ahead: bool = True) -> State:
         """The state with `name` decided; ahead=False leaves the producers it completes out of
@@ -214,11 +201,10 @@ def improve(problem: Problem, best: State) -> tuple[State, list[str], int]:
     changed: list[str] = []
     tried = 0
     for _ in range(MAX_IMPROVEMENTS):
-        decisions = {n: m.decision for n, m in best.models.items()}
         winner, won = None, None
         before: dict = {}
         for name in problem.order:
-            if name not in problem.space.fixed and decisions[name].placement == "inline":
+            if name not in problem.space.fixed and best.models[name].decision.placement == "inline":
                 for d in _computed_placements(problem, name, before):
                     tried += 1
                     st = _replayed(problem, before, name, d, best)
@@ -248,22 +234,15 @@ def _computed_placements(problem: Problem, name: str, consumers: dict) -> list[D
 def _replayed(problem: Problem, before: dict, name: str, decision: Decision, current: State) -> State | None:
     """The state with `name` decided as `decision` and the Funcs after it as in `current`, over
     the models of the Funcs before it; None where one of those is no longer legal (computed at a
-    Func now inlined, or inlined where that is no longer allowed). A Func none of whose
-    consumers, at any remove, changed keeps its model."""
+    Func now inlined, or inlined where that is no longer allowed). (A Func whose consumers'
+    models did not change gets its model back from Model.evaluate's memo.)"""
     cost = sum(problem.cost_model.predict(m.features) for m in before.values())
     st = State(dict(before), cost, tuple(m.decision.describe() for m in before.values()))
-    changed = {name}
     for n in problem.order[len(before):]:
-        old = current.models[n]
-        if n != name and not (problem.users(n) & changed):
-            st = State({**st.models, n: old}, st.cost + problem.cost_model.predict(old.features),
-                       st.key + (old.decision.describe(),))
-            continue
-        d = decision if n == name else old.decision
+        d = decision if n == name else current.models[n].decision
         if n != name and not _still_legal(problem, n, d, st.models):
             return None
         st = problem.extend(st, n, d, ahead=False)
-        changed.add(n)
     return st
 
 

@@ -474,8 +474,9 @@ class Func(FuncScheduling):
     def all_scheduled_definitions(self) -> list[tuple[int, Definition]]:
         """(stage, definition) for each stage's scheduled definition, then each definition of a
         specialization that differs from its stage's: everything the schedule may compute."""
-        out = list(enumerate(self.scheduled_definitions()))
-        for s, base in enumerate(self.scheduled_definitions()):
+        scheduled = self.scheduled_definitions()
+        out = list(enumerate(scheduled))
+        for s, base in enumerate(scheduled):
             pending = list(self._schedule.stages[s].specializations) if s < len(self._schedule.stages) else []
             while pending:
                 _, special = pending.pop(0)
