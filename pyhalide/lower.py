@@ -36,6 +36,7 @@ from .lowering.schedule_functions import schedule_functions
 from .lowering.select_instructions import select_instructions
 from .lowering.serial_vector_loops import serial_vector_loops
 from .lowering.shared_lets import name_shared_subexpressions
+from .lowering.skip_stages import skip_stages
 from .lowering.sliding_window import sliding_window
 from .lowering.specialize_residues import specialize_residues
 from .lowering.storage_flattening import storage_flattening
@@ -127,6 +128,9 @@ def lowering_passes(env, vectors: bool = True):
         ("buffer checks", lambda s: buffer_checks(s, env)),
         # What a prefetch fetches is not read (no bounds to infer or check): after both.
         ("prefetches", lambda s: inject_prefetches(s, env)),
+        # A production nothing will read is skipped: its storage and its region are settled, and
+        # what a window reuses is known; tracing and profiling marks inside it are skipped with it.
+        ("skip stages", lambda s: skip_stages(s, env)),
         # The profiler's marks go in once the checks are placed: what runs before a production is overhead.
         *profiling,
         ("strip promises", strip_promises),

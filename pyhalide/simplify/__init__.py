@@ -306,7 +306,14 @@ def and_rules(n):
         return a if _c(b) else b
     if a == b:
         return a
+    if _complements(a, b):
+        return _const(n.type, 0)
     return None
+
+
+def _complements(a, b) -> bool:
+    """Whether a == !b (a condition and its negation, as skip stages writes them)."""
+    return isinstance(a, ir.Not) and a.a == b or isinstance(b, ir.Not) and b.a == a
 
 
 def or_rules(n):
@@ -317,6 +324,8 @@ def or_rules(n):
         return b if _c(b) else a
     if a == b:
         return a
+    if _complements(a, b):
+        return _const(n.type, 1)
     return None
 
 

@@ -8,7 +8,9 @@ Stages read earlier stages (so the graph is a DAG) and are of these kinds:
 * downsample: taps at (2x + k, 2y + k');
 * upsample: a read at ((x + k) / 2, (y + k') / 2);
 * reduction: an RDom sum over a small window or a column, as an update or an inline hl.sum /
-  hl.maximum.
+  hl.maximum;
+* choice: a select between two earlier stages on an Int Param (set to 0 or 1), on the row or
+  column, or on two values of an earlier stage (what skip stages decides to compute).
 
 Every stage has the input's type (uint8, int16, int32 or float32). Small integer types wrap, as
 Halide defines; int32 stages are clamped to +-2**20 so that nothing overflows (int32 overflow is
@@ -96,7 +98,8 @@ def random_pipelines(draw, min_stages: int = 2, max_stages: int = 7) -> RandomPi
 
     for i in range(1, n + 1):
         name = f"s{i}"
-        kind = draw(st.sampled_from(["pointwise", "stencil", "stencil", "downsample", "upsample", "reduction"]))
+        kind = draw(st.sampled_from(["pointwise", "stencil", "stencil", "downsample", "upsample", "reduction",
+                                     "choice"]))
         src = funcs[-1] if draw(st.booleans()) else draw(st.sampled_from(funcs))
         used.add(src)
         lines.append(f"{name} = hl.Func({name!r})")
@@ -114,6 +117,22 @@ def random_pipelines(draw, min_stages: int = 2, max_stages: int = 7) -> RandomPi
                                  min_size=2, max_size=4))
             expr = " + ".join(_ref(src, dx, dy) if wgt == 1 else f"{_ref(src, dx, dy)} * {wgt}"
                               for dx, dy, wgt in taps)
+        elif kind == "choice":
+            other = draw(st.sampled_from(funcs))
+            used.add(other)
+            test = draw(st.sampled_from(["param", "row", "column", "value"]))
+            if test == "param":
+                lines.append(f"p{i} = hl.Param(hl.Int(32), 'rp_p{i}', {draw(st.integers(0, 1))})")
+                cond = f"p{i} > 0"
+            elif test == "row":
+                cond = f"y % 2 == {draw(st.integers(0, 1))}"
+            elif test == "column":
+                cond = f"x < {draw(st.integers(0, w))}"
+            else:
+                judge = draw(st.sampled_from(funcs))
+                used.add(judge)
+                cond = f"{judge}[0, 0] < {judge}[1, 1]"
+            expr = f"hl.select({cond}, {src}[x, y], {other}[x, y])"
         elif kind == "downsample":
             kx, ky = draw(st.integers(-1, 1)), draw(st.integers(-1, 1))
             expr = f"{src}[{_lin('2 * x', kx)}, {_lin('2 * y', ky)}]"

@@ -1,0 +1,382 @@
+"""Skip stages: run a Func's production only when something will read its values (Halide's
+skip_stages).
+
+`out(x) = select(p, f(x), g(x))` with f and g computed at root reads one of them, and a Func
+read only inside one specialization's branch is read only when that branch runs. For each
+Realize of a Func read under a condition, the condition under which its Realize's body reads
+its values is worked out (select arms and if branches whose conditions can be evaluated early,
+lets carried along, loops inside relaxed away: "some iteration may read it"), bound to
+`<func>.used` at the top of the Realize, and each production runs under `if (<func>.used)`.
+
+Assumes: sliding window and storage folding are done, Funcs are still Realizes, productions and
+calls (before storage flattening), and the IR is scalar (before vectorization). Guarantees: a
+production that runs computes what it did; one is skipped only where no read of its values
+follows inside its Realize but reads in a select's arm that the select does not choose (which
+only load its storage: a skipped Func whose value would index another read, as `in(f(x))` in
+an arm, is never skipped). The condition never depends on a loop the values of a production
+outlive: a vectorized loop, or a loop between the Realize and a production of a Func stored
+outside it that a skipped production would also skip (a sliding window's next iteration reads
+what this one computes). GPU loop nests are left alone (a kernel's barriers must be reached by
+every thread). Halide also skips allocations and evaluates conditions that read Funcs; pyhalide
+does neither (it allocates, and a condition reading a Func means "may be used").
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+
+from .. import ir
+from ..ir_mutator import (
+    IRMutator,
+    IRVisitor,
+    called_names,
+    children,
+    expr_free_variables,
+    has_call,
+    has_load,
+    substitute,
+)
+from ..simplify import simplify
+from ..types import Bool
+
+_TRUE = ir.make_const(Bool(), 1)
+_FALSE = ir.make_const(Bool(), 0)
+# Intrinsics whose evaluation does something: a condition holding one is not evaluated early.
+_EFFECTFUL = frozenset(("print", "require", "trace", "profiler_set_current", "prefetch"))
+_GPU_LOOPS = (ir.GPU_BLOCK, ir.GPU_THREAD, ir.GPU_LANE)
+
+
+def _or(a: ir.Expr, b: ir.Expr) -> ir.Expr:
+    if ir.is_const(a, 1) or ir.is_const(b, 0):
+        return a
+    if ir.is_const(b, 1) or ir.is_const(a, 0):
+        return b
+    return ir.Or(a, b)
+
+
+def _and(a: ir.Expr, b: ir.Expr) -> ir.Expr:
+    if ir.is_const(a, 0) or ir.is_const(b, 1):
+        return a
+    if ir.is_const(b, 0) or ir.is_const(a, 1):
+        return b
+    return ir.And(a, b)
+
+
+def _any(conditions) -> ir.Expr:
+    return reduce(_or, conditions, _FALSE)
+
+
+def _liftable(e: ir.Expr, computed: frozenset, memo: dict) -> bool:
+    """Whether e may be evaluated ahead of where it stands: it does nothing but compute, and
+    reads no image or buffer and no Func but those `computed` there already."""
+    if not called_names(e) <= computed or has_load(e):
+        return False
+    if not has_call(e):
+        return True
+    hit = memo.get(id(e))
+    if hit is None:
+        own = not (type(e) is ir.Call and (e.call_type == ir.IMAGE or
+                                           e.call_type == ir.INTRINSIC and e.name in _EFFECTFUL))
+        hit = memo[id(e)] = (e, own and all(_liftable(c, computed, memo) for c in children(e)))
+    return hit[1]
+
+
+def relax(condition: ir.Expr, names) -> ir.Expr:
+    """A condition implied by `condition` for some value of each variable in `names` (an upper
+    bound of its truth), free of them: conjunctions and disjunctions keep what does not
+    depend on them."""
+    free = expr_free_variables(condition)
+    if not any(n in free for n in names):
+        return condition
+    cls = type(condition)
+    if cls is ir.And:
+        return _and(relax(condition.a, names), relax(condition.b, names))
+    if cls is ir.Or:
+        return _or(relax(condition.a, names), relax(condition.b, names))
+    return _TRUE
+
+
+class _Reads:
+    """The condition under which a statement reads Func `name`'s values, in terms of what is in
+    scope before the statement (its own production and other realizations of it do not count).
+    Conditions may read the Funcs `computed` before the statement."""
+
+    def __init__(self, name: str, computed: frozenset):
+        self.name, self.computed = name, computed
+        self.memo: dict[int, tuple] = {}
+        self.lift_memo: dict[int, tuple] = {}
+
+    def _let(self, name: str, value: ir.Expr, body: ir.Expr) -> ir.Expr:
+        if name not in expr_free_variables(body):
+            return body
+        if _liftable(value, self.computed, self.lift_memo):
+            return substitute({name: value}, body)  # (a condition is small; its parts then simplify together)
+        return relax(body, {name})
+
+    def _branches(self, condition, then_reads, else_reads) -> ir.Expr:
+        reads = self.expr(condition)
+        if not _liftable(condition, self.computed, self.lift_memo):
+            return _any((reads, then_reads, else_reads))
+        return _any((reads, _and(condition, then_reads), _and(ir.Not(condition), else_reads)))
+
+    def expr(self, e: ir.Expr) -> ir.Expr:
+        if self.name not in called_names(e):
+            return _FALSE
+        hit = self.memo.get(id(e))
+        if hit is not None:
+            return hit[1]
+        cls = type(e)
+        if cls is ir.Call and e.call_type == ir.HALIDE and e.name == self.name:
+            reads = _TRUE
+        elif cls is ir.Call and e.call_type == ir.INTRINSIC and e.name == "prefetch":
+            reads = _FALSE  # a prefetch fetches into the cache; it reads nothing
+        elif cls is ir.Select:
+            reads = self._branches(e.condition, self.expr(e.true_value), self.expr(e.false_value))
+        elif cls is ir.Let:
+            reads = _or(self.expr(e.value), self._let(e.name, e.value, self.expr(e.body)))
+        else:
+            reads = _any(self.expr(c) for c in children(e))
+        self.memo[id(e)] = (e, reads)  # (keeps e alive, so its id stays unique)
+        return reads
+
+    def stmt(self, s: ir.Stmt) -> ir.Expr:
+        cls = type(s)
+        if cls is ir.LetStmt:
+            return _or(self.expr(s.value), self._let(s.name, s.value, self.stmt(s.body)))
+        if cls is ir.For:
+            return _any((self.expr(s.min), self.expr(s.extent), relax(self.stmt(s.body), {s.name})))
+        if cls is ir.IfThenElse:
+            else_reads = _FALSE if s.else_case is None else self.stmt(s.else_case)
+            return self._branches(s.condition, self.stmt(s.then_case), else_reads)
+        if cls in (ir.ProducerConsumer, ir.Realize) and s.name == self.name and (cls is ir.Realize or s.is_producer):
+            return _FALSE
+        return _any(self.stmt(c) if isinstance(c, ir.Stmt) else self.expr(c) for c in children(s))
+
+
+class _Survey(IRVisitor):
+    """What the pass needs to know of the whole Stmt first: the Funcs read in a select's arm or
+    an if's branch, the Funcs each production reads, and the Funcs whose values index a read."""
+
+    def __init__(self):
+        super().__init__()
+        self.in_branch = 0
+        self.producing: list[str] = []
+        self.conditional: set[str] = set()
+        self.read_by: dict[str, set[str]] = {}  # Func -> the Funcs read inside its productions
+        self.indexing: set[str] = set()  # Funcs whose values index a read or a write
+        self._expr_seen: set[int] = set()
+        self._keep: list = []
+
+    def _expr(self, e: ir.Expr):
+        names = called_names(e)
+        if not names:
+            return
+        if self.in_branch:
+            self.conditional |= names
+        for g in self.producing:
+            self.read_by.setdefault(g, set()).update(names)
+        self._walk(e)
+
+    def _walk(self, e: ir.Expr):
+        if not called_names(e) or id(e) in self._expr_seen:
+            return
+        self._expr_seen.add(id(e))
+        self._keep.append(e)
+        cls = type(e)
+        if cls is ir.Select:
+            self.conditional |= called_names(e.true_value) | called_names(e.false_value)
+        elif cls is ir.Call and e.call_type in (ir.HALIDE, ir.IMAGE):
+            for a in e.args:
+                self.indexing |= called_names(a)
+        for c in children(e):
+            self._walk(c)
+
+    def visit_children(self, node):
+        if isinstance(node, ir.Expr):
+            self._expr(node)
+            return
+        if type(node) is ir.Provide:
+            for a in node.args:
+                self.indexing |= called_names(a)
+        super().visit_children(node)
+
+    def visit_IfThenElse(self, s):
+        self._expr(s.condition)
+        self.in_branch += 1
+        self.visit(s.then_case)
+        self.visit(s.else_case)
+        self.in_branch -= 1
+
+    def visit_ProducerConsumer(self, s):
+        if not s.is_producer:
+            self.visit(s.body)
+            return
+        self.producing.append(s.name)
+        self.visit(s.body)
+        self.producing.pop()
+
+    def candidates(self) -> set[str]:
+        """The Funcs whose reads may all be conditional: read in a branch, or by a production
+        of such a Func (skipped with it). A Func whose values index a read is left out."""
+        found = set(self.conditional)
+        pending = list(found)
+        while pending:
+            g = pending.pop()
+            for h in self.read_by.get(g, ()):
+                if h not in found:
+                    found.add(h)
+                    pending.append(h)
+        return found - self.indexing
+
+
+class _Productions(IRVisitor):
+    """The names of the Funcs produced inside a Stmt, and whether it holds a GPU loop."""
+
+    statements_only = True
+
+    def __init__(self):
+        super().__init__()
+        self.produced: set[str] = set()
+        self.gpu = False
+
+    def visit_ProducerConsumer(self, s):
+        if s.is_producer:
+            self.produced.add(s.name)
+        self.visit(s.body)
+
+    def visit_For(self, s):
+        self.gpu |= s.for_type in _GPU_LOOPS
+        self.visit(s.body)
+
+
+class _Guard(IRMutator):
+    """Each production of Func `name` runs under `if (used)`."""
+
+    statements_only = True
+
+    def __init__(self, name: str, used: ir.Expr):
+        super().__init__()
+        self.name, self.used = name, used
+
+    def visit_ProducerConsumer(self, s):
+        if s.is_producer and s.name == self.name:
+            return ir.ProducerConsumer(s.name, True, ir.IfThenElse(self.used, s.body))
+        return self.default(s)
+
+    def visit_Realize(self, s):
+        return s if s.name == self.name else self.default(s)  # another realization, its own guard
+
+
+class _ClampedReads(IRMutator):
+    """A lifted condition's reads of Funcs clamped into their storage (`realizes`): it may read
+    where its guards would have kept it from reading, and then its value does not matter."""
+
+    def __init__(self, realizes: dict[str, ir.Realize]):
+        super().__init__()
+        self.realizes = realizes
+
+    def visit_Call(self, c):
+        c = self.default(c)
+        r = self.realizes.get(c.name) if c.call_type == ir.HALIDE else None
+        if r is None:
+            return c
+        one = ir.make_const(c.args[0].type, 1)
+        args = tuple(ir.Max(ir.Min(a, ir.Sub(ir.Add(lo, ext), one)), lo) for a, (lo, ext) in zip(c.args, r.bounds))
+        return ir.Call(c.type, c.name, args, c.call_type, c.value_index, c.func, c.image)
+
+
+class _SkipStages(IRMutator):
+    statements_only = True
+
+    def __init__(self, env, name: str):
+        super().__init__()
+        self.env, self.name = env, name
+        self.enclosing: list[ir.Stmt] = []  # the Fors, Realizes and consumes around the node visited
+
+    def _inside(self, s, rebuild):
+        self.enclosing.append(s)
+        body = self.mutate(s.body)
+        self.enclosing.pop()
+        return s if body is s.body else rebuild(body)
+
+    def visit_For(self, s):
+        return self._inside(s, lambda body: ir.For(s.name, s.min, s.extent, s.for_type, body))
+
+    def visit_ProducerConsumer(self, s):
+        return self._inside(s, lambda body: ir.ProducerConsumer(s.name, s.is_producer, body))
+
+    def visit_Realize(self, s):
+        self.enclosing.append(s)
+        body = self.mutate(s.body)
+        self.enclosing.pop()
+        if s.name == self.name:
+            body = self._skippable(s, body)
+        return s if body is s.body else ir.Realize(s.name, s.types, s.bounds, body, s.func, s.folds)
+
+    def _computed(self) -> dict[str, ir.Realize]:
+        """The Funcs computed around the node visited (it is inside their consume), with their
+        Realize: their values are there to read."""
+        realized: dict[str, ir.Realize] = {}
+        computed = {}
+        for n in self.enclosing:
+            if type(n) is ir.Realize:
+                realized[n.name] = n
+            elif type(n) is ir.ProducerConsumer and not n.is_producer and n.name in realized:
+                computed[n.name] = realized[n.name]
+        return computed
+
+    def _outlived_loops(self, body: ir.Stmt, name: str) -> set[str] | None:
+        """The enclosing loops whose variables the condition may not depend on (None: do not
+        skip at all)."""
+        inside = _Productions()
+        _FindProductions(name, inside).visit(body)
+        if inside.gpu or any(type(n) is ir.For and n.for_type in _GPU_LOOPS for n in self.enclosing):
+            return None
+        loops = {n.name for n in self.enclosing if type(n) is ir.For and n.for_type == ir.VECTORIZED}
+        for i, n in enumerate(self.enclosing):
+            if type(n) is ir.Realize and n.name in inside.produced:
+                loops |= {m.name for m in self.enclosing[i + 1:] if type(m) is ir.For}
+        return loops
+
+    def _skippable(self, s: ir.Realize, body: ir.Stmt) -> ir.Stmt:
+        if s.func is not None and self.env.fused_group(s.func) is not None:
+            return body  # a compute_with group runs its members' loops together
+        computed = self._computed()
+        used = _Reads(s.name, frozenset(computed)).stmt(body)
+        if ir.is_const(used, 1):
+            return body
+        outlived = self._outlived_loops(body, s.name)
+        if outlived is None:
+            return body
+        used = simplify(relax(used, outlived))
+        if ir.is_const(used, 1):
+            return body
+        used = _ClampedReads(computed).mutate(used)
+        name = f"{s.name}.used"
+        return ir.LetStmt(name, used, _Guard(s.name, ir.Variable(name, Bool())).mutate(body))
+
+
+class _FindProductions(IRVisitor):
+    """Runs `into` over each production of Func `name` in a Stmt."""
+
+    statements_only = True
+
+    def __init__(self, name: str, into: _Productions):
+        super().__init__()
+        self.name, self.into = name, into
+
+    def visit_ProducerConsumer(self, s):
+        if s.is_producer and s.name == self.name:
+            self.into.visit(s.body)
+        else:
+            self.visit(s.body)
+
+
+def skip_stages(stmt: ir.Stmt, env) -> ir.Stmt:
+    survey = _Survey()
+    survey.visit(stmt)
+    candidates = survey.candidates()
+    for f in reversed(env.order):  # consumers first: what their guards skip is then known
+        if f.name() in candidates:
+            stmt = _SkipStages(env, f.name()).mutate(stmt)
+    return stmt
