@@ -102,8 +102,7 @@ class _Slide(IRMutator):
     def _conjuncts_on_loop(self, cond: ir.Expr) -> list[ir.Expr]:
         """The conjuncts of cond (lets inside f's Realize expanded) that test the sliding loop."""
         loop = self.loops[0].name
-        expansions = {n: e for n in free_variables(cond) if (e := self._expansion(n)) is not None}
-        cond = substitute(expansions, strip_promises(cond)) if expansions else cond
+        cond = self._expanded(strip_promises(cond))
         return [c for c in _conjuncts(cond) if loop in free_variables(c)]
 
     def visit_ProducerConsumer(self, pc):
@@ -138,6 +137,21 @@ class _Slide(IRMutator):
             return s
         return ir.LetStmt(s.name, value, body)
 
+    def _single_iterations(self) -> dict[str, ir.Expr]:
+        """The loops inside L that run once (a consumer computed per point, whose own loops
+        then have extent 1), each variable with its value: the region moves with L through them."""
+        once = {}
+        for inner in self.loops[1:]:
+            extent = self._expanded(inner.extent)
+            if ir.const_int(simplify(extent)) == 1:
+                once[inner.name] = self._expanded(inner.min)
+        return once
+
+    def _expanded(self, e: ir.Expr) -> ir.Expr:
+        """e with the lets inside f's Realize expanded."""
+        expansions = {n: x for n in free_variables(e) if (x := self._expansion(n)) is not None}
+        return substitute(expansions, e) if expansions else e
+
     def _expansion(self, name: str) -> ir.Expr | None:
         let = self.lets.get(name)
         return None if let is None else let.expand()
@@ -163,16 +177,22 @@ class _Slide(IRMutator):
         # which the slid region (what the last iteration did not compute) does not have.
         if any(d.name == var and d.for_type in (ir.VECTORIZED, ir.UNROLLED) for d in f._schedule.stages[0].dims):
             return None
+        once = self._single_iterations()
         lo_e = self._expansion(f"{f.name()}.{var}.min")
         hi_e = self._expansion(f"{f.name()}.{var}.max")
-        if lo_e is None or hi_e is None or loop.name not in free_variables(hi_e):
+        if lo_e is None or hi_e is None:
+            return None
+        lo_e, hi_e = substitute(once, lo_e), substitute(once, hi_e)
+        # A region the loop does not move (`g(x) = f(0) + f(5)`) is computed in the first
+        # iteration alone, where no loop inside L could move it either.
+        if loop.name not in free_variables(hi_e) and (len(self.loops) > 1 or loop.name in free_variables(lo_e)):
             return None
         for other in f._pure_args:  # the rest of the region must not move with the loop
             if other == var:
                 continue
             for which in ("min", "max"):
                 e = self._expansion(f"{f.name()}.{other}.{which}")
-                if e is None or loop.name in free_variables(e):
+                if e is None or loop.name in free_variables(substitute(once, e)):
                     return None
         prev = {loop.name: ir.Sub(ir.Variable(loop.name, _I32), ir.make_const(_I32, 1))}
         # The region must only move forward: its min and max never decrease from one iteration
