@@ -249,8 +249,8 @@ def _conjuncts(cond: ir.Expr) -> list[ir.Expr]:
 def _non_decreasing(e: ir.Expr, var: str, memo: dict | None = None) -> bool:
     """Whether e never decreases as var grows, from its form alone: sums, positive scalings,
     divisions by positive constants, mins and maxes of such, and the select a sliding consumer's
-    own min is, `select(var > c, max(m, p), m)` (once var passes c it stays past, and the true
-    value is never below the false one). For regions whose steps the arithmetic of
+    own min is, `select(var > c, max(m, p), m)` or `select(var > c, var + 1, var - 1)` (once var
+    passes c it stays past, and the true value is never below the false one). For regions whose steps the arithmetic of
     _least_over_iterations cannot bound (a division of a max of divisions). Each shared subtree
     is answered once (nested upsamplings share their bounds: a walk of the tree was 4^levels)."""
     memo = {} if memo is None else memo
@@ -276,7 +276,9 @@ def _non_decreasing(e: ir.Expr, var: str, memo: dict | None = None) -> bool:
         cond = e.condition
         turns_true = ((isinstance(cond, (ir.GT, ir.GE)) and var not in free_variables(cond.b) and nd(cond.a))
                       or (isinstance(cond, (ir.LT, ir.LE)) and var not in free_variables(cond.a) and nd(cond.b)))
-        above = isinstance(e.true_value, ir.Max) and e.false_value in (e.true_value.a, e.true_value.b)
+        gap = ir.const_int(simplify(ir.Sub(e.true_value, e.false_value)))
+        above = (isinstance(e.true_value, ir.Max) and e.false_value in (e.true_value.a, e.true_value.b)
+                 or gap is not None and gap >= 0)
         answer = turns_true and above and nd(e.true_value) and nd(e.false_value)
     else:
         answer = False
