@@ -3,11 +3,15 @@ in each iteration only what the previous iterations have not.
 
 Assumes: bounds inference has defined, at each compute site of f, `f.<v>.min/max` (the region its
 consumers need) and `f.s0.<v>.min/max` (the region its pure stage computes). Guarantees: for a
-pure Func whose storage is outside the outermost serial loop L between its store and compute
+Func whose storage is outside the outermost serial loop L between its store and compute
 levels, and whose needed region in one dimension moves monotonically with L (and in no other
 dimension depends on L), the pure stage computes from one past what the previous iteration
-computed: `f.s0.v.min = L > L.min ? max(f.v.min, previous max + 1) : f.v.min`. Storage sits
-outside L, so earlier results are still there; the Realize bounds are unchanged. The window
+computed: `f.s0.v.min = L > L.min ? max(f.v.min, previous max + 1) : f.v.min`. A Func with
+updates slides where each update has v as its pure Var at v's place (each coordinate of v is
+then computed from itself alone): every stage's region starts past the previous iteration's
+max. Storage sits outside L, so earlier results are still there; the Realize bounds are
+unchanged. A region L does not move is computed in L's first iteration; loops between L and
+the production that run once (a consumer computed per point) stand for their min. The window
 found is recorded for storage folding.
 """
 
@@ -48,7 +52,9 @@ class _Slide(IRMutator):
         self.name = f.name()
         self.windows = windows
         self.inside = False
-        self.slid_here = False  # whether the Realize we are in has its window already
+        # the window of the Realize we are in, once found: (dimension, loop > loop.min, the previous
+        # iteration's max), which each further stage of f slides along
+        self.slid: tuple | None = None
         self.guarded = False  # below a test of the outermost loop's variable (see visit_IfThenElse)
         self.loops: list[ir.For] = []
         self.lets: dict[str, LazyLet] = {}  # expanded (simplified) only where _slide asks
@@ -61,7 +67,7 @@ class _Slide(IRMutator):
     def visit_Realize(self, r):
         if r.name != self.f.name() or self.inside:
             return self.default(r)
-        self.inside, self.slid_here = True, False
+        self.inside, self.slid = True, None
         body = self.mutate(r.body)
         self.inside = False
         return r if body is r.body else ir.Realize(r.name, r.types, r.bounds, body, r.func, r.folds)
@@ -127,7 +133,7 @@ class _Slide(IRMutator):
         # values in self.lets are stripped already, so only this let's own value needs it)
         expanded = LazyLet(s.value, self.lets, simplified=True, prepare=strip_promises)
         value = s.value
-        slid = self._slide(s.name)
+        slid = self._slide(s.name, s.value)
         if slid is not None:
             value = slid
         self.lets[s.name] = expanded
@@ -156,27 +162,35 @@ class _Slide(IRMutator):
         let = self.lets.get(name)
         return None if let is None else let.expand()
 
-    def _slide(self, let_name: str):
+    def _slide(self, let_name: str, value: ir.Expr):
+        """The new value of the let `f.s<k>.<var>.min` (the min of stage k's region) where f slides
+        along <var>, else None."""
         f = self.f
-        prefix = f"{f.name()}.s0."
-        if not (let_name.startswith(prefix) and let_name.endswith(".min")) or not self.loops:
+        stage_and_var = _stage_region_min(let_name, f.name())
+        if stage_and_var is None or not self.loops or self.guarded:
             return None
-        if self.slid_here or self.guarded:
-            return None  # one sliding dimension per Realize of f
-        var = let_name[len(prefix) : -len(".min")]
-        if var not in f._pure_args:
+        stage, var = stage_and_var
+        if var not in f._pure_args or stage > len(f._updates):
+            return None
+        if self.slid is not None:  # one sliding dimension per Realize of f, for all its stages
+            if self.slid[0] != var or not f._updates:
+                return None
+            _, later, prev_max = self.slid
+            return ir.Select(later, ir.Max(value, ir.Add(prev_max, ir.make_const(_I32, 1))), value)
+        if f._updates and not _updates_keep_to_their_own(f, var):
             return None
         loop = self.loops[0]
         if loop.for_type != ir.SERIAL:
             return None
-        # RoundUp and ShiftInwards splits compute outside the (slid, smaller) region they are asked
-        # for, below or past the storage bounds inference sized: only guarded splits may slide.
-        if var in _computed_past_region(f._schedule.stages[0].splits, f._pure_args):
-            return None
-        # A loop over the whole dimension that is vectorized or unrolled needs a constant extent,
-        # which the slid region (what the last iteration did not compute) does not have.
-        if any(d.name == var and d.for_type in (ir.VECTORIZED, ir.UNROLLED) for d in f._schedule.stages[0].dims):
-            return None
+        for sched in f._schedule.stages:
+            # RoundUp and ShiftInwards splits compute outside the (slid, smaller) region they are
+            # asked for, below or past the storage bounds inference sized: only guarded splits slide.
+            if var in _computed_past_region(sched.splits, f._pure_args):
+                return None
+            # A loop over the whole dimension that is vectorized or unrolled needs a constant
+            # extent, which the slid region (what the last iteration did not compute) does not have.
+            if any(d.name == var and d.for_type in (ir.VECTORIZED, ir.UNROLLED) for d in sched.dims):
+                return None
         once = self._single_iterations()
         lo_e = self._expansion(f"{f.name()}.{var}.min")
         hi_e = self._expansion(f"{f.name()}.{var}.max")
@@ -217,13 +231,40 @@ class _Slide(IRMutator):
         # only a window of known width.
         foldable = width is not None and not moves_inside
         self.windows.append(Window(f.name(), f._pure_args.index(var), loop.name, width or 0, foldable))
-        self.slid_here = True
-        needed_min = ir.Variable(f"{f.name()}.{var}.min", _I32)
         prev_max = substitute(prev, hi_e)
         later = ir.GT(ir.Variable(loop.name, _I32), loop.min)
-        return ir.Select(later, ir.Max(needed_min, ir.Add(prev_max, ir.make_const(_I32, 1))), needed_min)
+        self.slid = (var, later, prev_max)
+        # (a pure Func's region is the one its consumers need; each stage of one with updates
+        # keeps its own, which the updates' reads may widen)
+        own = value if f._updates else ir.Variable(f"{f.name()}.{var}.min", _I32)
+        return ir.Select(later, ir.Max(own, ir.Add(prev_max, ir.make_const(_I32, 1))), own)
 
 
+def _stage_region_min(let_name: str, func: str) -> tuple[int, str] | None:
+    """(k, var) of a let named `<func>.s<k>.<var>.min`."""
+    prefix = f"{func}.s"
+    if not (let_name.startswith(prefix) and let_name.endswith(".min")):
+        return None
+    stage, _, var = let_name[len(prefix):-len(".min")].partition(".")
+    return (int(stage), var) if stage.isdigit() and var else None
+
+
+def _updates_keep_to_their_own(f, var: str) -> bool:
+    """Whether every update of f computes each coordinate of `var` from that coordinate alone:
+    `var` is the update's pure Var at its own place and nowhere else (where an update reads f, it
+    reads it there too, which the language requires), so a coordinate the previous iterations
+    finished stays finished. Stages computing a definition of their own (rfactor) or fused with
+    another (compute_with) are not looked into."""
+    d = f._pure_args.index(var)
+    at = ir.Variable(var, _I32)
+    pending = list(f._schedule.stages)
+    while pending:
+        sched = pending.pop()
+        if sched.definition is not None or sched.fuse_level is not None:
+            return False
+        pending.extend(special for _, special in sched.specializations)
+    return all(update.args[d] == at and not any(var in free_variables(a) for i, a in enumerate(update.args) if i != d)
+               for update in f._updates)
 def _holds_for_a_prefix(conjuncts: list[ir.Expr], loop: str) -> bool:
     """Whether each conjunct, once false as the loop's variable grows, stays false: `a < b` with
     a non-decreasing in it and b free of it."""
@@ -374,7 +415,7 @@ def sliding_window(stmt: ir.Stmt, env) -> tuple[ir.Stmt, list[Window]]:
     really compute in each iteration."""
     windows: list[Window] = []
     for f in reversed(env.order):
-        if f.has_update_definition() or env.is_output(f):
+        if env.is_output(f):
             continue
         stmt = _Slide(f, windows).mutate(stmt)
     return stmt, windows
