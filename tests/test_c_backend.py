@@ -102,7 +102,7 @@ def test_random_pipelines_under_random_schedules_compute_what_the_jit_computes(p
     remember(pipeline, sched)
     want = realize_scheduled(case, None, sched)
     outputs = [np.zeros_like(w) for w in want]
-    if run_case(case.pipeline(), [], outputs, case.mins):
+    if run_case(case.pipeline(), case.pipeline().infer_arguments(), outputs, case.mins):  # (their Params)
         note(sched.lines)
         assert_same(outputs, want, case.reassociates, "C backend vs JIT")
 
@@ -125,11 +125,13 @@ int main() {
 
 
 def sanitized_run(directory: Path, pipeline, outputs: list[np.ndarray], mins=None) -> bool:
-    """The pipeline (no arguments but its outputs) as C++ built with AddressSanitizer and
-    UndefinedBehaviorSanitizer into a program that fills `outputs` (at `mins`): True where it ran,
-    False where the schedule writes past the outputs. Any access outside an allocation or a buffer,
-    the stack's included, fails the test with the sanitizer's report."""
-    pipeline.compile_to_c(str(directory / "pipeline.cpp"), [], "pipeline")
+    """The pipeline (no arguments but its scalar Params, passed their values, and its outputs) as
+    C++ built with AddressSanitizer and UndefinedBehaviorSanitizer into a program that fills
+    `outputs` (at `mins`): True where it ran, False where the schedule writes past the outputs. Any
+    access outside an allocation or a buffer, the stack's included, fails the test with the
+    sanitizer's report."""
+    scalars = pipeline.infer_arguments()
+    pipeline.compile_to_c(str(directory / "pipeline.cpp"), scalars, "pipeline")
     (directory / "halide_buffer.h").write_text(c_interface.BUFFER_T)
     buffers, writes = [], []
     for k, o in enumerate(outputs):
@@ -143,8 +145,8 @@ def sanitized_run(directory: Path, pipeline, outputs: list[np.ndarray], mins=Non
                     f"    static halide_buffer_t buffer{k} = "
                     f"{{0, 0, data{k}, 0, {{{code}, {bits}, 1}}, {n}, dims{k}, 0}};"]
         writes.append(f"    fwrite(data{k}, 1, {o.nbytes}, out);")
-    args = ", ".join(f"&buffer{k}" for k in range(len(outputs)))
-    params = ", ".join("struct halide_buffer_t *" for _ in outputs)
+    args = ", ".join([*(repr(a.get()) for a in scalars), *(f"&buffer{k}" for k in range(len(outputs)))])
+    params = ", ".join([*(_c_scalar(a.type()) for a in scalars), *("struct halide_buffer_t *" for _ in outputs)])
     (directory / "main.cpp").write_text(_DRIVER % {"params": params, "buffers": "\n".join(buffers), "args": args,
                                                    "writes": "\n".join(writes)})
     sanitizers = ["-fsanitize=address,undefined", "-fno-sanitize=signed-integer-overflow,float-cast-overflow",
@@ -166,6 +168,15 @@ def sanitized_run(directory: Path, pipeline, outputs: list[np.ndarray], mins=Non
         o[...] = np.frombuffer(data[offset:offset + o.nbytes], o.dtype).reshape(o.shape)
         offset += o.nbytes
     return True
+
+
+def _c_scalar(t) -> str:
+    """The C type of a scalar Param's value."""
+    if t.is_bool():
+        return "bool"
+    if t.is_float():
+        return "float" if t.bits == 32 else "double"
+    return f"{'' if t.is_int() else 'u'}int{t.bits}_t"
 
 
 @pytest.mark.fuzz

@@ -559,7 +559,9 @@ def c_source(lowered, stmt: ir.Stmt, arguments: list[EntryArgument], fn_name: st
     printer.emit("return 0;")
     body = printer.lines
     locks = [f"static std::atomic<int> {c}(0);" for c in printer.locks.values()]
-    unused = [f"(void){a.c_name};" for a in arguments if not a.is_buffer and not a.is_user_context and a.index is None]
+    # (a Param the simplified code no longer reads, as `select(p, a, a)`, is still an argument)
+    unused = [f"(void){a.c_name};" for a in arguments if not a.is_buffer and not a.is_user_context
+              and (a.index is None or lowered.scalars[a.index].name not in used)]
     text = "\n".join(body)
     head = "\n".join([f"// {fn_name}: written by pyhalide's C backend (compile_to_c) for {target}.",
                       "// Build it as C++11 or later (g++ or clang++, -pthread where the C library needs it).",

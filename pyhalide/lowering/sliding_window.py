@@ -341,7 +341,7 @@ def _computed_past_region(splits, pure_vars) -> set[str]:
             roots[sp.inner] = roots[sp.outer] = roots.get(sp.old, set())
             guarded = sp.tail in TailStrategy.GUARDED and sp.tail != TailStrategy.ShiftInwardsAndBlend
             if sp.factor > 1 and not guarded:
-                out |= roots[sp.old]
+                out |= roots.get(sp.old, set())  # (an RVar iterates no pure Var)
         else:
             roots[sp.outer] = roots.get(sp.old, set())
     return out
