@@ -805,7 +805,9 @@ class Model:
         if there[k][1] != window or not 0 < step < window:
             return None
         # the compiler slides only along a dimension that no split shifting inwards computes past
-        # the region (lowering/sliding_window): not along the vectorized dimension, nor a tiled one
+        # the region (lowering/sliding_window): not along a tiled one, and along the vectorized one
+        # only where every window holds a vector (each step then computes a whole vector, which
+        # this model does not count: such options are not proposed)
         tile = dict(zip(info.dims, d.tile)) if d.tile else {}
         if (k == 0 and d.vector > 1 and window >= d.vector) or 0 < tile.get(info.dims[k], 0) < window:
             return None

@@ -182,11 +182,17 @@ class _Slide(IRMutator):
         loop = self.loops[0]
         if loop.for_type != ir.SERIAL:
             return None
-        for sched in f._schedule.stages:
+        block = 0  # the least extent the region must keep (see below)
+        for k, sched in _all_schedules(f):
             # RoundUp and ShiftInwards splits compute outside the (slid, smaller) region they are
-            # asked for, below or past the storage bounds inference sized: only guarded splits slide.
-            if var in _computed_past_region(sched.splits, f._pure_args):
+            # asked for, below or past the storage bounds inference sized: only guarded splits
+            # slide, and one ShiftInwards split of a pure Func's own dimension, where every
+            # region it is asked for holds a block: the block shifted inwards then recomputes
+            # values of the window, which are still where they were (the same values).
+            shifted = _shifted_block(var, _past_region_splits(sched.splits, f._pure_args).get(var))
+            if shifted is None or shifted and (k > 0 or f._updates):
                 return None
+            block = max(block, shifted)
             # A loop over the whole dimension that is vectorized or unrolled needs a constant
             # extent, which the slid region (what the last iteration did not compute) does not have.
             if any(d.name == var and d.for_type in (ir.VECTORIZED, ir.UNROLLED) for d in sched.dims):
@@ -226,6 +232,10 @@ class _Slide(IRMutator):
         least = _least_over_iterations(ir.Sub(lo_e, hi_e), loop, first=0)
         if least is None and moves_inside:
             return None
+        if block > 1:
+            narrowest = _least_over_iterations(ir.Sub(hi_e, lo_e), loop, first=0)
+            if narrowest is None or narrowest + 1 < block:
+                return None
         width = None if least is None else 1 - least
         # Folding keeps one window only if no loop inside L moves it (else several are live), and
         # only a window of known width.
@@ -327,24 +337,46 @@ def _non_decreasing(e: ir.Expr, var: str, memo: dict | None = None) -> bool:
     return answer
 
 
-def _computed_past_region(splits, pure_vars) -> set[str]:
-    """The pure Vars whose loops may run past the region: those a fuse takes part in, and those
-    split (directly, or through the loops made from them) with a tail that is not guarded
-    (ShiftInwardsAndBlend of a pure definition shifts inwards)."""
+def _past_region_splits(splits, pure_vars) -> dict[str, list]:
+    """For each pure Var whose loops may run past the region, what runs them there: the splits
+    (directly, or of the loops made from it) with a tail that is not guarded (ShiftInwardsAndBlend
+    of a pure definition shifts inwards), and None for each fuse it takes part in."""
     roots = {v: {v} for v in pure_vars}  # loop -> the pure Vars it iterates
-    out: set[str] = set()
+    out: dict[str, list] = {}
     for sp in splits:
         if sp.kind == "fuse":
             roots[sp.inner] = roots.get(sp.old, set()) | roots.get(sp.outer, set())
-            out |= roots[sp.inner]
+            for v in roots[sp.inner]:
+                out.setdefault(v, []).append(None)
         elif sp.kind == "split":
             roots[sp.inner] = roots[sp.outer] = roots.get(sp.old, set())
             guarded = sp.tail in TailStrategy.GUARDED and sp.tail != TailStrategy.ShiftInwardsAndBlend
             if sp.factor > 1 and not guarded:
-                out |= roots.get(sp.old, set())  # (an RVar iterates no pure Var)
+                for v in roots.get(sp.old, ()):  # (an RVar iterates no pure Var)
+                    out.setdefault(v, []).append(sp)
         else:
             roots[sp.outer] = roots.get(sp.old, set())
     return out
+
+
+def _shifted_block(var: str, past: list | None) -> int | None:
+    """The block of `var` a pure stage's split computes whole, shifted inwards at the region's end
+    (its factor), where that one split of var itself is all that runs var's loop past the
+    region (0: nothing does; None: something else, or more, does)."""
+    if past is None:
+        return 0
+    sp = past[0]
+    shifts = (TailStrategy.ShiftInwards, TailStrategy.ShiftInwardsAndBlend, TailStrategy.Auto)
+    return sp.factor if len(past) == 1 and sp is not None and sp.old == var and sp.tail in shifts else None
+
+
+def _all_schedules(f):
+    """(stage index, schedule) of every stage of f and of each of its specializations."""
+    pending = list(enumerate(f._schedule.stages))
+    while pending:
+        k, sched = pending.pop()
+        yield k, sched
+        pending.extend((k, special) for _, special in sched.specializations)
 
 
 def _least_over_iterations(e: ir.Expr, loop: ir.For, first: int) -> int | None:
