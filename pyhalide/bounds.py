@@ -564,6 +564,12 @@ def constant_bound(e: ir.Expr, upper: bool, memo: dict | None = None) -> int | N
             d = bound(simplify(ir.Sub(e.a.a, e.b.a)))
             if d is not None:
                 answer = max(d, 0) if upper else min(d, 0)
+        if answer is None and isinstance(e.b, ir.Max if upper else ir.Min):
+            # a - max(p, q) is at most a - p and at most a - q (a - min(p, q) at least either): a
+            # slid region's extent, `max - max(min, previous max + 1) + 1`
+            known = [v for v in (bound(simplify(ir.Sub(e.a, e.b.a))), bound(simplify(ir.Sub(e.a, e.b.b))))
+                     if v is not None]
+            answer = (min if upper else max)(known) if known else None
         if answer is None:
             a, b = bound(e.a), bound(e.b, not upper)
             answer = None if a is None or b is None else a - b

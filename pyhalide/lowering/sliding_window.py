@@ -193,10 +193,8 @@ class _Slide(IRMutator):
             if shifted is None or shifted and (k > 0 or f._updates):
                 return None
             block = max(block, shifted)
-            # A loop over the whole dimension that is vectorized or unrolled needs a constant
-            # extent, which the slid region (what the last iteration did not compute) does not have.
-            if any(d.name == var and d.for_type in (ir.VECTORIZED, ir.UNROLLED) for d in sched.dims):
-                return None
+            # (A loop over the whole dimension that is vectorized or unrolled runs to the slid
+            # region's constant upper bound, its first iteration's, each lane or copy guarded.)
         once = self._single_iterations()
         lo_e = self._expansion(f"{f.name()}.{var}.min")
         hi_e = self._expansion(f"{f.name()}.{var}.max")
