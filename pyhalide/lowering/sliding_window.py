@@ -11,8 +11,10 @@ updates slides where each update has v as its pure Var at v's place (each coordi
 then computed from itself alone): every stage's region starts past the previous iteration's
 max. Storage sits outside L, so earlier results are still there; the Realize bounds are
 unchanged. A region L does not move is computed in L's first iteration; loops between L and
-the production that run once (a consumer computed per point) stand for their min. The window
-found is recorded for storage folding.
+the production that run once (a consumer computed per point) stand for their min. A dimension
+L does not move slides along the outermost loop inside L that moves it, outside any test
+(each iteration of L starts it afresh: rows along L, then columns along the loop inside). The
+window found along L is recorded for storage folding.
 """
 
 from __future__ import annotations
@@ -52,9 +54,10 @@ class _Slide(IRMutator):
         self.name = f.name()
         self.windows = windows
         self.inside = False
-        # the window of the Realize we are in, once found: (dimension, loop > loop.min, the previous
-        # iteration's max), which each further stage of f slides along
-        self.slid: tuple | None = None
+        # the windows of the Realize we are in: dimension -> (the loop, loop > loop.min, the
+        # previous iteration's max), which each further stage of f slides along
+        self.slid: dict[str, tuple] = {}
+        self.tests = 0  # IfThenElses inside f's Realize around the node visited
         self.guarded = False  # below a test of the outermost loop's variable (see visit_IfThenElse)
         self.loops: list[ir.For] = []
         self.lets: dict[str, LazyLet] = {}  # expanded (simplified) only where _slide asks
@@ -67,7 +70,7 @@ class _Slide(IRMutator):
     def visit_Realize(self, r):
         if r.name != self.f.name() or self.inside:
             return self.default(r)
-        self.inside, self.slid = True, None
+        self.inside, self.slid = True, {}
         body = self.mutate(r.body)
         self.inside = False
         return r if body is r.body else ir.Realize(r.name, r.types, r.bounds, body, r.func, r.folds)
@@ -81,13 +84,22 @@ class _Slide(IRMutator):
         return s if body is s.body else ir.For(s.name, s.min, s.extent, s.for_type, body)
 
     def visit_IfThenElse(self, s):
+        if not self.inside:
+            return self.default(s)
+        self.tests += 1
+        try:
+            return self._test(s)
+        finally:
+            self.tests -= 1
+
+    def _test(self, s):
         """A test of the sliding loop's variable around f's production that may fail before it
         holds (the guard of a loop fused by compute_with, whose iterations before the stage's
         own range compute nothing) means an iteration may not have computed what the next one
         leaves out: no window below it, nor below the else of any such test. A test that holds
         for a first run of iterations and then fails (a GuardWithIf tail's) keeps every earlier
         iteration computed."""
-        if not self.inside or not self.loops or self.guarded:
+        if not self.loops or self.guarded:
             return self.default(s)
         conjuncts = self._conjuncts_on_loop(s.condition)
         if not conjuncts:
@@ -172,15 +184,27 @@ class _Slide(IRMutator):
         stage, var = stage_and_var
         if var not in f._pure_args or stage > len(f._updates):
             return None
-        if self.slid is not None:  # one sliding dimension per Realize of f, for all its stages
-            if self.slid[0] != var or not f._updates:
+        if var in self.slid:  # (each stage of a Func with updates slides as the first did)
+            if not f._updates:
                 return None
-            _, later, prev_max = self.slid
+            _, later, prev_max = self.slid[var]
             return ir.Select(later, ir.Max(value, ir.Add(prev_max, ir.make_const(_I32, 1))), value)
         if f._updates and not _updates_keep_to_their_own(f, var):
             return None
-        loop = self.loops[0]
-        if loop.for_type != ir.SERIAL:
+        once = self._single_iterations()
+        lo_e = self._expansion(f"{f.name()}.{var}.min")
+        hi_e = self._expansion(f"{f.name()}.{var}.max")
+        if lo_e is None or hi_e is None:
+            return None
+        lo_e, hi_e = substitute(once, lo_e), substitute(once, hi_e)
+        # The loop it slides along: the outermost one (L); or, where the region does not move
+        # with L, the outermost loop inside it that moves the region, outside every test (a
+        # tile's columns, along its inner loop, after its rows slid along L: each iteration of
+        # L starts that loop afresh from its first iteration, which computes it all).
+        moving = [k for k, lp in enumerate(self.loops) if lp.name in free_variables(lo_e) | free_variables(hi_e)]
+        depth = moving[0] if moving and moving[0] > 0 and not self.tests else 0
+        loop = self.loops[depth]
+        if loop.for_type != ir.SERIAL or any(lp[1] is loop for lp in self.slid.values()):
             return None
         block = 0  # the least extent the region must keep (see below)
         for k, sched in _all_schedules(f):
@@ -195,12 +219,6 @@ class _Slide(IRMutator):
             block = max(block, shifted)
             # (A loop over the whole dimension that is vectorized or unrolled runs to the slid
             # region's constant upper bound, its first iteration's, each lane or copy guarded.)
-        once = self._single_iterations()
-        lo_e = self._expansion(f"{f.name()}.{var}.min")
-        hi_e = self._expansion(f"{f.name()}.{var}.max")
-        if lo_e is None or hi_e is None:
-            return None
-        lo_e, hi_e = substitute(once, lo_e), substitute(once, hi_e)
         # A region the loop does not move (`g(x) = f(0) + f(5)`) is computed in the first
         # iteration alone, where no loop inside L could move it either.
         if loop.name not in free_variables(hi_e) and (len(self.loops) > 1 or loop.name in free_variables(lo_e)):
@@ -219,7 +237,7 @@ class _Slide(IRMutator):
         # iteration, by what the arithmetic proves. Otherwise a region that stays put (as an
         # upsampling consumer's does every other iteration) is computed in none of it, and a form
         # that never decreases (_non_decreasing) is enough.
-        inner_loops = {inner.name for inner in self.loops[1:]}
+        inner_loops = {inner.name for inner in self.loops[depth + 1:]}
         moves_inside = bool(inner_loops & (free_variables(lo_e) | free_variables(hi_e)))
         for bound, least_step in ((lo_e, 0), (hi_e, 1 if moves_inside else 0)):
             step = _least_over_iterations(ir.Sub(bound, substitute(prev, bound)), loop, first=1)
@@ -236,12 +254,14 @@ class _Slide(IRMutator):
                 return None
         width = None if least is None else 1 - least
         # Folding keeps one window only if no loop inside L moves it (else several are live), and
-        # only a window of known width.
+        # only a window of known width; a window along an inner loop is not folded (what an
+        # earlier iteration of L computed there is read again).
         foldable = width is not None and not moves_inside
-        self.windows.append(Window(f.name(), f._pure_args.index(var), loop.name, width or 0, foldable))
+        if depth == 0:
+            self.windows.append(Window(f.name(), f._pure_args.index(var), loop.name, width or 0, foldable))
         prev_max = substitute(prev, hi_e)
         later = ir.GT(ir.Variable(loop.name, _I32), loop.min)
-        self.slid = (var, later, prev_max)
+        self.slid[var] = (loop, later, prev_max)
         # (a pure Func's region is the one its consumers need; each stage of one with updates
         # keeps its own, which the updates' reads may widen)
         own = value if f._updates else ir.Variable(f"{f.name()}.{var}.min", _I32)
