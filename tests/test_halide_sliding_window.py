@@ -292,6 +292,36 @@ def test_a_producer_computed_per_point_of_a_tiled_consumer_computes_what_the_alg
     np.testing.assert_array_equal(np.asarray(g.realize([13, 11])), want)
 
 
+@pytest.mark.parametrize("case, halide", [("corner", 24), ("diagonal", 60), ("unrolled", 48)])
+def test_halides_sliding_reductions(capsys, case, halide):
+    # Halide's test/correctness/sliding_reduction.cpp: the last update's evaluations (here, its
+    # stores of 99) of a Func with updates sliding along y, with one update writing a corner
+    # (slides), one writing the diagonal (does not slide), and the pure stage unrolled by two
+    # rows (slides, each iteration recomputing the block of rows before the new one; Halide
+    # computes more there, 48).
+    f, g = hl.Func("f"), hl.Func("g")
+    f[x, y] = x
+    if case == "corner":
+        f[0, y] += f[1, y] + f[0, y]
+    elif case == "diagonal":
+        f[x, x] += f[x, 0] + f[x, 1]
+    else:
+        f[0, y] += f[1, y] + f[2, y]
+    f[x, y] = f[x, y] * 0 + 99
+    if case == "unrolled":
+        f.unroll(y, 2)
+        f.update(0).unscheduled()
+        f.update(1).unscheduled()
+    g[x, y] = f[x, y] + f[x, y - 1] + f[x, y - 2]
+    f.store_root().compute_at(g, y).trace_stores()
+    capsys.readouterr()
+    out = np.asarray(g.realize([2, 10]))
+    last = sum(1 for line in capsys.readouterr().out.splitlines()
+               if line.startswith("Store f") and line.endswith("= 99"))
+    np.testing.assert_array_equal(out, np.full((10, 2), 99 * 3))
+    assert last == (42 if case == "unrolled" else halide)
+
+
 # ---- where pyhalide's sliding window computes more than Halide's, or refuses what it runs
 
 

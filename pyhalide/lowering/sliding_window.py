@@ -187,8 +187,8 @@ class _Slide(IRMutator):
         if var in self.slid:  # (each stage of a Func with updates slides as the first did)
             if not f._updates:
                 return None
-            _, later, prev_max = self.slid[var]
-            return ir.Select(later, ir.Max(value, ir.Add(prev_max, ir.make_const(_I32, 1))), value)
+            _, later, start = self.slid[var]
+            return ir.Select(later, ir.Max(value, start), value)
         if f._updates and not _updates_keep_to_their_own(f, var):
             return None
         once = self._single_iterations()
@@ -212,9 +212,11 @@ class _Slide(IRMutator):
             # asked for, below or past the storage bounds inference sized: only guarded splits
             # slide, and one ShiftInwards split of a pure Func's own dimension, where every
             # region it is asked for holds a block: the block shifted inwards then recomputes
-            # values of the window, which are still where they were (the same values).
+            # values of the window, which are still where they were (the same values). With
+            # updates, every stage starts a block before the region's end instead (below),
+            # so that the pure stage's block never shifts past where the updates start.
             shifted = _shifted_block(var, _past_region_splits(sched.splits, f._pure_args).get(var))
-            if shifted is None or shifted and (k > 0 or f._updates):
+            if shifted is None or shifted and k > 0:
                 return None
             block = max(block, shifted)
             # (A loop over the whole dimension that is vectorized or unrolled runs to the slid
@@ -259,13 +261,17 @@ class _Slide(IRMutator):
         foldable = width is not None and not moves_inside
         if depth == 0:
             self.windows.append(Window(f.name(), f._pure_args.index(var), loop.name, width or 0, foldable))
-        prev_max = substitute(prev, hi_e)
+        start = ir.Add(substitute(prev, hi_e), ir.make_const(_I32, 1))  # past the previous iteration's max
+        if f._updates and block > 1:
+            # no later than a block before the region's end: the stages recompute what they must
+            needed_max = ir.Variable(f"{f.name()}.{var}.max", _I32)
+            start = ir.Min(start, ir.Sub(needed_max, ir.make_const(_I32, block - 1)))
         later = ir.GT(ir.Variable(loop.name, _I32), loop.min)
-        self.slid[var] = (loop, later, prev_max)
+        self.slid[var] = (loop, later, start)
         # (a pure Func's region is the one its consumers need; each stage of one with updates
         # keeps its own, which the updates' reads may widen)
         own = value if f._updates else ir.Variable(f"{f.name()}.{var}.min", _I32)
-        return ir.Select(later, ir.Max(own, ir.Add(prev_max, ir.make_const(_I32, 1))), own)
+        return ir.Select(later, ir.Max(own, start), own)
 
 
 def _stage_region_min(let_name: str, func: str) -> tuple[int, str] | None:
