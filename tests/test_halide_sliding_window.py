@@ -322,6 +322,42 @@ def test_halides_sliding_reductions(capsys, case, halide):
     assert last == (42 if case == "unrolled" else halide)
 
 
+def test_a_window_moving_backward_slides(capsys):
+    # Halide's test/correctness/sliding_backwards.cpp
+    f, g = hl.Func("f"), hl.Func("g")
+    g[x] = x * 5
+    f[x] = g[100 - x] + g[100 - x + 1]
+    g.compute_at(f, x).store_root().trace_stores()
+    out, count = computed(capsys, lambda: f.realize([10]), ("g",))
+    np.testing.assert_array_equal(out, 5 * (2 * (100 - np.arange(10)) + 1))
+    assert count == 11
+
+
+def test_a_reduction_whose_rows_move_backward_computes_what_the_algorithm_does():
+    r = hl.RDom([(0, 6)])
+    f, g = hl.Func("f"), hl.Func("g")
+    f[x, y] = x - y
+    f[r.x, y] = f[r.x, y] * 3 + r.x
+    g[x, y] = f[x, 20 - y] + f[x, 21 - y] * 2
+    f.store_root().compute_at(g, y)
+    np.testing.assert_array_equal(np.asarray(g.realize([6, 12])), reference.realize([g], [6, 12])[0])
+
+
+def test_a_window_slides_over_a_guarded_split_with_a_fold(capsys):
+    # Halide's test/correctness/sliding_over_guard_with_if.cpp: every strip of 64 rows computes
+    # its rows and the two above and below, each once
+    expensive, dst = hl.Func("expensive"), hl.Func("dst")
+    expensive[x, y] = x + 3 * y
+    dst[x, y] = expensive[x, y - 1] + expensive[x, y] + expensive[x, y + 1]
+    yo = hl.Var("yo")
+    dst.compute_root().split(y, yo, y, 64, hl.TailStrategy.GuardWithIf)
+    expensive.compute_at(dst, y).store_at(dst, yo).fold_storage(y, 4).trace_stores()
+    out, count = computed(capsys, lambda: dst.realize([100, 100]), ("expensive",))
+    xs, ys = np.meshgrid(np.arange(100), np.arange(100))
+    np.testing.assert_array_equal(out, 3 * (xs + 3 * ys))
+    assert count == (100 + 2 + 2) * 100
+
+
 # ---- where pyhalide's sliding window computes more than Halide's, or refuses what it runs
 
 

@@ -54,9 +54,10 @@ class _Slide(IRMutator):
         self.name = f.name()
         self.windows = windows
         self.inside = False
-        # the windows of the Realize we are in: dimension -> (the loop, loop > loop.min, the
-        # previous iteration's max), which each further stage of f slides along
+        # the windows of the Realize we are in: dimension -> _window's answer, which each stage of
+        # f slides along
         self.slid: dict[str, tuple] = {}
+        self.tried: set[str] = set()  # the dimensions looked at in this Realize
         self.tests = 0  # IfThenElses inside f's Realize around the node visited
         self.guarded = False  # below a test of the outermost loop's variable (see visit_IfThenElse)
         self.loops: list[ir.For] = []
@@ -70,7 +71,7 @@ class _Slide(IRMutator):
     def visit_Realize(self, r):
         if r.name != self.f.name() or self.inside:
             return self.default(r)
-        self.inside, self.slid = True, {}
+        self.inside, self.slid, self.tried = True, {}, set()
         body = self.mutate(r.body)
         self.inside = False
         return r if body is r.body else ir.Realize(r.name, r.types, r.bounds, body, r.func, r.folds)
@@ -175,20 +176,34 @@ class _Slide(IRMutator):
         return None if let is None else let.expand()
 
     def _slide(self, let_name: str, value: ir.Expr):
-        """The new value of the let `f.s<k>.<var>.min` (the min of stage k's region) where f slides
-        along <var>, else None."""
+        """The new value of the let `f.s<k>.<var>.min` (or `.max`: the bounds of stage k's region)
+        where f slides along <var> (forward, or backward), else None."""
         f = self.f
-        stage_and_var = _stage_region_min(let_name, f.name())
-        if stage_and_var is None or not self.loops or self.guarded:
+        parsed = _stage_region_bound(let_name, f.name())
+        if parsed is None or not self.loops or self.guarded:
             return None
-        stage, var = stage_and_var
+        stage, var, side = parsed
         if var not in f._pure_args or stage > len(f._updates):
             return None
-        if var in self.slid:  # (each stage of a Func with updates slides as the first did)
-            if not f._updates:
-                return None
-            _, later, start = self.slid[var]
-            return ir.Select(later, ir.Max(value, start), value)
+        if var not in self.tried:  # (found at the first stage's let, used by each stage's)
+            self.tried.add(var)
+            window = self._window(var)
+            if window is not None:
+                self.slid[var] = window
+        if var not in self.slid:
+            return None
+        _, later, edge, forward = self.slid[var]
+        if side != ("min" if forward else "max") or not f._updates and stage > 0:
+            return None
+        # (a pure Func's region is the one its consumers need; each stage of one with updates
+        # keeps its own, which the updates' reads may widen)
+        own = value if f._updates else ir.Variable(f"{f.name()}.{var}.{side}", _I32)
+        return ir.Select(later, ir.Max(own, edge) if forward else ir.Min(own, edge), own)
+
+    def _window(self, var: str):
+        """(the loop f slides along in dimension var, `loop > loop.min`, where each later
+        iteration's region starts, whether it moves forward), or None."""
+        f = self.f
         if f._updates and not _updates_keep_to_their_own(f, var):
             return None
         once = self._single_iterations()
@@ -204,7 +219,7 @@ class _Slide(IRMutator):
         moving = [k for k, lp in enumerate(self.loops) if lp.name in free_variables(lo_e) | free_variables(hi_e)]
         depth = moving[0] if moving and moving[0] > 0 and not self.tests else 0
         loop = self.loops[depth]
-        if loop.for_type != ir.SERIAL or any(lp[1] is loop for lp in self.slid.values()):
+        if loop.for_type != ir.SERIAL or any(w[0] is loop for w in self.slid.values()):
             return None
         block = 0  # the least extent the region must keep (see below)
         for k, sched in _all_schedules(f):
@@ -233,20 +248,19 @@ class _Slide(IRMutator):
                 if e is None or loop.name in free_variables(substitute(once, e)):
                     return None
         prev = {loop.name: ir.Sub(ir.Variable(loop.name, _I32), ir.make_const(_I32, 1))}
-        # The region must only move forward: its min and max never decrease from one iteration
-        # to the next. Where a loop inside L moves it too, the previous iteration's max is taken
-        # at the same inner iteration, which must have run then: the max must grow every
-        # iteration, by what the arithmetic proves. Otherwise a region that stays put (as an
-        # upsampling consumer's does every other iteration) is computed in none of it, and a form
-        # that never decreases (_non_decreasing) is enough.
         inner_loops = {inner.name for inner in self.loops[depth + 1:]}
         moves_inside = bool(inner_loops & (free_variables(lo_e) | free_variables(hi_e)))
-        for bound, least_step in ((lo_e, 0), (hi_e, 1 if moves_inside else 0)):
-            step = _least_over_iterations(ir.Sub(bound, substitute(prev, bound)), loop, first=1)
-            if step is None and (moves_inside or not _non_decreasing(bound, loop.name)):
+        later = ir.GT(ir.Variable(loop.name, _I32), loop.min)
+        if not self._moves_forward(loop, prev, lo_e, hi_e, moves_inside):
+            # A region that only moves backward (`g(100 - x)`) slides the other way: each
+            # iteration ends one before where the previous one started. (Not folded, and not
+            # with a block to keep, nor a loop inside L moving it.)
+            if moves_inside or block or not all(
+                    (step := _least_over_iterations(ir.Sub(substitute(prev, bound), bound), loop, first=1))
+                    is not None and step >= 0 for bound in (lo_e, hi_e)):
                 return None
-            if step is not None and step < least_step:
-                return None
+            end = ir.Sub(substitute(prev, lo_e), ir.make_const(_I32, 1))
+            return loop, later, end, False
         least = _least_over_iterations(ir.Sub(lo_e, hi_e), loop, first=0)
         if least is None and moves_inside:
             return None
@@ -266,21 +280,33 @@ class _Slide(IRMutator):
             # no later than a block before the region's end: the stages recompute what they must
             needed_max = ir.Variable(f"{f.name()}.{var}.max", _I32)
             start = ir.Min(start, ir.Sub(needed_max, ir.make_const(_I32, block - 1)))
-        later = ir.GT(ir.Variable(loop.name, _I32), loop.min)
-        self.slid[var] = (loop, later, start)
-        # (a pure Func's region is the one its consumers need; each stage of one with updates
-        # keeps its own, which the updates' reads may widen)
-        own = value if f._updates else ir.Variable(f"{f.name()}.{var}.min", _I32)
-        return ir.Select(later, ir.Max(own, start), own)
+        return loop, later, start, True
+
+    @staticmethod
+    def _moves_forward(loop, prev, lo_e, hi_e, moves_inside: bool) -> bool:
+        """Whether the region only moves forward: its min and max never decrease from one
+        iteration to the next. Where a loop inside L moves it too, the previous iteration's max
+        is taken at the same inner iteration, which must have run then: the max must grow every
+        iteration, by what the arithmetic proves. Otherwise a region that stays put (as an
+        upsampling consumer's does every other iteration) is computed in none of it, and a form
+        that never decreases (_non_decreasing) is enough."""
+        for bound, least_step in ((lo_e, 0), (hi_e, 1 if moves_inside else 0)):
+            step = _least_over_iterations(ir.Sub(bound, substitute(prev, bound)), loop, first=1)
+            if step is None and (moves_inside or not _non_decreasing(bound, loop.name)):
+                return False
+            if step is not None and step < least_step:
+                return False
+        return True
 
 
-def _stage_region_min(let_name: str, func: str) -> tuple[int, str] | None:
-    """(k, var) of a let named `<func>.s<k>.<var>.min`."""
+def _stage_region_bound(let_name: str, func: str) -> tuple[int, str, str] | None:
+    """(k, var, "min" or "max") of a let named `<func>.s<k>.<var>.min` (or `.max`)."""
     prefix = f"{func}.s"
-    if not (let_name.startswith(prefix) and let_name.endswith(".min")):
+    side = let_name.rpartition(".")[2]
+    if not let_name.startswith(prefix) or side not in ("min", "max"):
         return None
-    stage, _, var = let_name[len(prefix):-len(".min")].partition(".")
-    return (int(stage), var) if stage.isdigit() and var else None
+    stage, _, var = let_name[len(prefix):-len(side) - 1].partition(".")
+    return (int(stage), var, side) if stage.isdigit() and var else None
 
 
 def _updates_keep_to_their_own(f, var: str) -> bool:
