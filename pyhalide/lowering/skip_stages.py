@@ -46,20 +46,23 @@ _EFFECTFUL = frozenset(("print", "require", "trace", "profiler_set_current", "pr
 _GPU_LOOPS = (ir.GPU_BLOCK, ir.GPU_THREAD, ir.GPU_LANE)
 
 
+def _combine(op, a: ir.Expr, b: ir.Expr) -> ir.Expr:
+    """a op b (op: ir.And or ir.Or), a constant side folded: it decides, or drops out."""
+    decides = 0 if op is ir.And else 1
+    for side, other in ((a, b), (b, a)):
+        if ir.is_const(side, decides):
+            return side
+        if ir.is_const(side, 1 - decides):
+            return other
+    return op(a, b)
+
+
 def _or(a: ir.Expr, b: ir.Expr) -> ir.Expr:
-    if ir.is_const(a, 1) or ir.is_const(b, 0):
-        return a
-    if ir.is_const(b, 1) or ir.is_const(a, 0):
-        return b
-    return ir.Or(a, b)
+    return _combine(ir.Or, a, b)
 
 
 def _and(a: ir.Expr, b: ir.Expr) -> ir.Expr:
-    if ir.is_const(a, 0) or ir.is_const(b, 1):
-        return a
-    if ir.is_const(b, 0) or ir.is_const(a, 1):
-        return b
-    return ir.And(a, b)
+    return _combine(ir.And, a, b)
 
 
 def _any(conditions) -> ir.Expr:
