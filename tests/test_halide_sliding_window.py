@@ -358,6 +358,23 @@ def test_a_window_slides_over_a_guarded_split_with_a_fold(capsys):
     assert count == (100 + 2 + 2) * 100
 
 
+@pytest.mark.parametrize("tail", [hl.TailStrategy.GuardWithIf, hl.TailStrategy.PredicateLoads,
+                                  hl.TailStrategy.RoundUpAndBlend])
+def test_a_reduction_whose_update_loads_past_its_rows_keeps_its_window(tail):
+    # (the fuzz found it) an update split with a tail that loads the whole last block of the Func
+    # itself makes its pure stage compute a row past the window, which a fold of two rows would
+    # store over the row the consumer still reads: such a Func does not slide
+    r = hl.RDom([(0, 5)])
+    c, out = hl.Func("c"), hl.Func("out")
+    c[x, y] = hl.f32(x - y)
+    c[x, y] += hl.f32(r.x * y) * 0.5
+    out[x, y] = c[x, y] * 0.5 + c[x, y - 1]
+    yo, yi = hl.Var("yo"), hl.Var("yi")
+    c.compute_at(out, y).store_root()
+    c.update(0).split(y, yo, yi, 2, tail)
+    np.testing.assert_array_equal(np.asarray(out.realize([7, 9])), reference.realize([out], [7, 9])[0])
+
+
 # ---- where pyhalide's sliding window computes more than Halide's, or refuses what it runs
 
 

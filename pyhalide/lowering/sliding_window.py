@@ -230,7 +230,7 @@ class _Slide(IRMutator):
             # values of the window, which are still where they were (the same values). With
             # updates, every stage starts a block before the region's end instead (below),
             # so that the pure stage's block never shifts past where the updates start.
-            shifted = _shifted_block(var, _past_region_splits(sched.splits, f._pure_args).get(var))
+            shifted = _shifted_block(var, _past_region_splits(sched.splits, f._pure_args, k > 0).get(var))
             if shifted is None or shifted and k > 0:
                 return None
             block = max(block, shifted)
@@ -387,10 +387,13 @@ def _non_decreasing(e: ir.Expr, var: str, memo: dict | None = None) -> bool:
     return answer
 
 
-def _past_region_splits(splits, pure_vars) -> dict[str, list]:
+def _past_region_splits(splits, pure_vars, update: bool) -> dict[str, list]:
     """For each pure Var whose loops may run past the region, what runs them there: the splits
     (directly, or of the loops made from it) with a tail that is not guarded (ShiftInwardsAndBlend
-    of a pure definition shifts inwards), and None for each fuse it takes part in."""
+    of a pure definition shifts inwards; in an update, PredicateLoads and RoundUpAndBlend load the
+    whole last block of the Func itself, so its pure stage computes past the region), and None
+    for each fuse it takes part in."""
+    loads_past = (TailStrategy.PredicateLoads, TailStrategy.RoundUpAndBlend) if update else ()
     roots = {v: {v} for v in pure_vars}  # loop -> the pure Vars it iterates
     out: dict[str, list] = {}
     for sp in splits:
@@ -400,7 +403,8 @@ def _past_region_splits(splits, pure_vars) -> dict[str, list]:
                 out.setdefault(v, []).append(None)
         elif sp.kind == "split":
             roots[sp.inner] = roots[sp.outer] = roots.get(sp.old, set())
-            guarded = sp.tail in TailStrategy.GUARDED and sp.tail != TailStrategy.ShiftInwardsAndBlend
+            guarded = sp.tail in TailStrategy.GUARDED and sp.tail != TailStrategy.ShiftInwardsAndBlend \
+                and sp.tail not in loads_past
             if sp.factor > 1 and not guarded:
                 for v in roots.get(sp.old, ()):  # (an RVar iterates no pure Var)
                     out.setdefault(v, []).append(sp)
