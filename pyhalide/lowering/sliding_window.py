@@ -192,7 +192,9 @@ class _Slide(IRMutator):
                 self.slid[var] = window
         if var not in self.slid:
             return None
-        _, later, edge, forward = self.slid[var]
+        loop, later, edge, forward = self.slid[var]
+        if not any(lp is loop for lp in self.loops):
+            return None  # another site computing f in this Realize (a stage of another consumer)
         if side != ("min" if forward else "max") or not f._updates and stage > 0:
             return None
         # (a pure Func's region is the one its consumers need; each stage of one with updates
@@ -264,6 +266,10 @@ class _Slide(IRMutator):
         least = _least_over_iterations(ir.Sub(lo_e, hi_e), loop, first=0)
         if least is None and moves_inside:
             return None
+        if depth > 0:  # along a loop inside L, only where each step reuses some of the last's region
+            reused = _least_over_iterations(ir.Sub(substitute(prev, hi_e), lo_e), loop, first=1)
+            if reused is None or reused < 0:
+                return None
         if block > 1:
             narrowest = _least_over_iterations(ir.Sub(hi_e, lo_e), loop, first=0)
             if narrowest is None or narrowest + 1 < block:
