@@ -375,6 +375,19 @@ def test_a_reduction_whose_update_loads_past_its_rows_keeps_its_window(tail):
     np.testing.assert_array_equal(np.asarray(out.realize([7, 9])), reference.realize([out], [7, 9])[0])
 
 
+def test_a_reduction_whose_pure_stage_shifts_a_block_in_another_dimension_does_not_slide():
+    # (the fuzz found it) the initial value's split of x by 2, over one column, writes the column
+    # before it too; rows kept from earlier iterations would lose their finished values there
+    r = hl.RDom([(0, 5)])
+    c, out = hl.Func("c"), hl.Func("out")
+    c[x, y] = hl.f32(x - y)
+    c[x, y] += hl.f32(r.x * y) * 0.5
+    out[x, y] = c[x, y] * 0.5 + c[x, y - 1]
+    c.compute_at(out, x).store_root()
+    c.split(x, hl.Var("xo"), hl.Var("xi"), 2)
+    np.testing.assert_array_equal(np.asarray(out.realize([7, 9])), reference.realize([out], [7, 9])[0])
+
+
 # ---- where pyhalide's sliding window computes more than Halide's, or refuses what it runs
 
 

@@ -232,8 +232,14 @@ class _Slide(IRMutator):
             # values of the window, which are still where they were (the same values). With
             # updates, every stage starts a block before the region's end instead (below),
             # so that the pure stage's block never shifts past where the updates start.
-            shifted = _shifted_block(var, _past_region_splits(sched.splits, f._pure_args, k > 0).get(var))
+            past = _past_region_splits(sched.splits, f._pure_args, k > 0)
+            shifted = _shifted_block(var, past.get(var))
             if shifted is None or shifted and k > 0:
+                return None
+            # A Func with updates computed past its region in another dimension (a block of
+            # columns shifted inwards) writes its initial values over coordinates an earlier
+            # iteration finished, and its updates do not run there again.
+            if f._updates and any(v != var for v in past):
                 return None
             block = max(block, shifted)
             # (A loop over the whole dimension that is vectorized or unrolled runs to the slid
