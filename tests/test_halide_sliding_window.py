@@ -388,6 +388,25 @@ def test_a_reduction_whose_pure_stage_shifts_a_block_in_another_dimension_does_n
     np.testing.assert_array_equal(np.asarray(out.realize([7, 9])), reference.realize([out], [7, 9])[0])
 
 
+@pytest.mark.parametrize("taken", [0, 1])
+def test_each_specialization_folds_its_own_window(taken):
+    # (the differential fuzz found it, against Halide) the branch not taken slides with a
+    # narrower window along a loop of the same name; its fold was applied to the other branch's
+    # storage too, which then held one column of the two it computes
+    inp = hl.Buffer(((np.arange(12 * 9) * 37) % 101).astype(np.int32).reshape(9, 12), name="fold_in")
+    bx, by = hl.Func("fold_bx"), hl.Func("fold_by")
+    bx[x, y] = inp[x, y + 1] + inp[x + 1, y + 1] + inp[x + 2, y + 1]
+    by[x, y] = (bx[x + 1, y] + bx[x + 1, y + 1] + bx[x + 1, y + 2]) / 3
+    selector = hl.Param(hl.Int(32), "selector")
+    selector.set(taken)
+    xo, xi = hl.Var("xo"), hl.Var("xi")
+    by.split(x, xo, xi, 2, hl.TailStrategy.PredicateLoads)
+    by.specialize(selector >= 1).reorder(xo, y, xi)
+    bx.compute_at(by, xo).store_at(by, y)
+    for width in (1, 4, 7):
+        np.testing.assert_array_equal(np.asarray(by.realize([width, 3])), reference.realize([by], [width, 3])[0])
+
+
 # ---- where pyhalide's sliding window computes more than Halide's, or refuses what it runs
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from .. import ir
 from ..bounds import Interval, LazyLet, bounds_of_expr, settle_choices
-from ..ir_mutator import IRMutator, free_variables, substitute, touched_names
+from ..ir_mutator import IRMutator, children, free_variables, substitute, touched_names
 from ..schedule import TailStrategy
 from ..simplify import simplify
 from ..types import Int
@@ -35,14 +35,16 @@ _I32 = Int(32)
 @dataclass
 class Window:
     """f slides along loop `loop` in dimension `dim`, needing at most `width` coordinates at once
-    (0: not known, and then not foldable). The window is that of the one Realize of f that holds
-    the loop (f is realized once per stage of a consumer that computes it)."""
+    (0: not known, and then not foldable). The window is that of f's Realize number `realize`, in
+    the order a walk of the Stmt meets them (f is realized once per stage of a consumer that
+    computes it, or per branch of its specializations, where the loops have the same names)."""
 
     func: str
     dim: int
     loop: str
     width: int
     foldable: bool = True
+    realize: int = 0
 
 
 class _Slide(IRMutator):
@@ -59,6 +61,10 @@ class _Slide(IRMutator):
         self.slid: dict[str, tuple] = {}
         self.tried: set[str] = set()  # the dimensions looked at in this Realize
         self.tests = 0  # IfThenElses inside f's Realize around the node visited
+        self.realizes = -1  # the number of f's Realize visited (see Window)
+        # per site producing f (the loops around it): its window along the outermost loop, as
+        # (dimension, loop, width, foldable)
+        self.site_windows: dict[tuple, tuple] = {}
         self.guarded = False  # below a test of the outermost loop's variable (see visit_IfThenElse)
         self.loops: list[ir.For] = []
         self.lets: dict[str, LazyLet] = {}  # expanded (simplified) only where _slide asks
@@ -69,11 +75,19 @@ class _Slide(IRMutator):
         return super().mutate(node)
 
     def visit_Realize(self, r):
-        if r.name != self.f.name() or self.inside:
+        if r.name != self.f.name():
             return self.default(r)
-        self.inside, self.slid, self.tried = True, {}, set()
+        self.realizes += 1
+        if self.inside:
+            return self.default(r)
+        self.inside, self.slid, self.tried, self.site_windows = True, {}, set(), {}
         body = self.mutate(r.body)
         self.inside = False
+        # Storage is folded where every site producing f in the Realize (each branch of a
+        # specialization, where the loops have the same names) slides along the same window.
+        found = list(self.site_windows.values())
+        if found and len(found) == _productions(r.body, r.name) and all(w == found[0] for w in found):
+            self.windows.append(Window(r.name, *found[0], self.realizes))
         return r if body is r.body else ir.Realize(r.name, r.types, r.bounds, body, r.func, r.folds)
 
     def visit_For(self, s):
@@ -156,6 +170,10 @@ class _Slide(IRMutator):
             return s
         return ir.LetStmt(s.name, value, body)
 
+    def _site(self) -> tuple:
+        """The site producing f that the node visited is at: the loops around it."""
+        return tuple(id(lp) for lp in self.loops)
+
     def _single_iterations(self) -> dict[str, ir.Expr]:
         """The loops inside L that run once (a consumer computed per point, whose own loops
         then have extent 1), each variable with its value: the region moves with L through them."""
@@ -185,16 +203,15 @@ class _Slide(IRMutator):
         stage, var, side = parsed
         if var not in f._pure_args or stage > len(f._updates):
             return None
-        if var not in self.tried:  # (found at the first stage's let, used by each stage's)
-            self.tried.add(var)
+        key = (self._site(), var)  # (a site's stages share its window: found at the first's let)
+        if key not in self.tried:
+            self.tried.add(key)
             window = self._window(var)
             if window is not None:
-                self.slid[var] = window
-        if var not in self.slid:
+                self.slid[key] = window
+        if key not in self.slid:
             return None
-        loop, later, edge, forward = self.slid[var]
-        if not any(lp is loop for lp in self.loops):
-            return None  # another site computing f in this Realize (a stage of another consumer)
+        _, later, edge, forward = self.slid[key]
         if side != ("min" if forward else "max") or not f._updates and stage > 0:
             return None
         # (a pure Func's region is the one its consumers need; each stage of one with updates
@@ -221,7 +238,8 @@ class _Slide(IRMutator):
         moving = [k for k, lp in enumerate(self.loops) if lp.name in free_variables(lo_e) | free_variables(hi_e)]
         depth = moving[0] if moving and moving[0] > 0 and not self.tests else 0
         loop = self.loops[depth]
-        if loop.for_type != ir.SERIAL or any(w[0] is loop for w in self.slid.values()):
+        site = self._site()
+        if loop.for_type != ir.SERIAL or any(w[0] is loop for (at, _), w in self.slid.items() if at == site):
             return None
         block = 0  # the least extent the region must keep (see below)
         for k, sched in _all_schedules(f):
@@ -286,7 +304,7 @@ class _Slide(IRMutator):
         # earlier iteration of L computed there is read again).
         foldable = width is not None and not moves_inside
         if depth == 0:
-            self.windows.append(Window(f.name(), f._pure_args.index(var), loop.name, width or 0, foldable))
+            self.site_windows.setdefault(site, (f._pure_args.index(var), loop.name, width or 0, foldable))
         start = ir.Add(substitute(prev, hi_e), ir.make_const(_I32, 1))  # past the previous iteration's max
         if f._updates and block > 1:
             # no later than a block before the region's end: the stages recompute what they must
@@ -309,6 +327,22 @@ class _Slide(IRMutator):
             if step is not None and step < least_step:
                 return False
         return True
+
+
+def _productions(stmt: ir.Stmt, name: str) -> int:
+    """How many productions of Func `name` stmt holds."""
+    count = 0
+
+    def visit(s):
+        nonlocal count
+        if type(s) is ir.ProducerConsumer and s.is_producer and s.name == name:
+            count += 1
+        for c in children(s):
+            if isinstance(c, ir.Stmt):
+                visit(c)
+
+    visit(stmt)
+    return count
 
 
 def _stage_region_bound(let_name: str, func: str) -> tuple[int, str, str] | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..errors import CompileError
-from ..ir_mutator import IRMutator, IRVisitor, called_names, has_loop
+from ..ir_mutator import IRMutator, IRVisitor, called_names
 
 
 class _CallsOutsideConsume(IRVisitor):
@@ -42,9 +42,12 @@ class _Fold(IRMutator):
     def __init__(self, window):
         super().__init__()
         self.window = window
+        self.realizes = -1  # f's Realizes met so far, in the order sliding window met them
 
     def visit_Realize(self, r):
-        if r.name != self.window.func or not has_loop(r.body, self.window.loop):
+        if r.name == self.window.func:
+            self.realizes += 1
+        if r.name != self.window.func or self.realizes != self.window.realize:
             return self.default(r)  # (f has a Realize per stage of a consumer computing it)
         d = self.window.dim
         factor = 1
