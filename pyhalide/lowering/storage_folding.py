@@ -1,8 +1,9 @@
 """Storage folding: a Func that slides along a loop keeps only a window of it, reused circularly.
 
-Assumes: the windows sliding_window found, and the Realize bounds from bounds inference.
+Assumes: the windows sliding_window found (each for one Realize of f, where every site producing
+f slides along it), and the Realize bounds from bounds inference.
 Guarantees: where f slides in dimension d along loop L needing at most w coordinates per
-iteration, and every use of f inside its Realize is in the consume body of its production, the
+iteration, and every use of f inside its Realize is in the consume body of its production, that
 Realize keeps only F coordinates of d (F the power of two >= w, or the extent fold_storage
 asked for, which must be >= w), at `coordinate mod F`. The window only moves forward, so a
 coordinate is overwritten only once no iteration needs it.
