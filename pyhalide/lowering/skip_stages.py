@@ -167,8 +167,6 @@ class _Survey(IRVisitor):
         self.conditional: set[str] = set()
         self.read_by: dict[str, set[str]] = {}  # Func -> the Funcs read inside its productions
         self.indexing: set[str] = set()  # Funcs whose values index a read or a write
-        self._expr_seen: set[int] = set()
-        self._keep: list = []
 
     def _expr(self, e: ir.Expr):
         names = called_names(e)
@@ -181,9 +179,9 @@ class _Survey(IRVisitor):
         self._walk(e)
 
     def _walk(self, e: ir.Expr):
-        if not called_names(e) or id(e) in self._expr_seen:
+        if not called_names(e) or id(e) in self._seen:
             return
-        self._expr_seen.add(id(e))
+        self._seen.add(id(e))  # (IRVisitor's own memo, which visit_once would use)
         self._keep.append(e)
         cls = type(e)
         if cls is ir.Select:
