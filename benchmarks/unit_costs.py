@@ -2,9 +2,10 @@
 
 At one thread (HL_NUM_THREADS=1), nanoseconds per element of:
 - a 256-entry table read per pixel, scalar and vectorized (the model's `gathers`: a lane's load
-  at a data-dependent index costs about what a scalar load does), and a uint16 table's, the
-  pipeline's own (gathered in 32-bit words) and an input's (words clamped to its end, and a
-  shift: NARROW_INPUT_GATHER);
+  at a data-dependent index costs about what a scalar load does), and a uint8 and uint16 table's,
+  the pipeline's own (gathered in 32-bit words) and an input's (words clamped to its end, and a
+  shift: NARROW_INPUT_GATHER), each vectorized one gathered and lane by lane (which this CPU
+  compiles is x86.SLOW_GATHERS's choice);
 - a histogram's read-modify-write of a bin per pixel, scalar and vectorized over columns (what a
   `scatters` lane costs when the bins stay in cache);
 - a 3-row line buffer (a producer computed per row of its consumer, stored outside, sliding),
@@ -23,6 +24,7 @@ import numpy as np  # noqa: E402
 
 import pyhalide as hl  # noqa: E402
 from autoscheduler.peaks import best_seconds  # noqa: E402
+from pyhalide.codegen import x86  # noqa: E402
 
 W, H = 2560, 1536
 
@@ -38,16 +40,19 @@ def table_reads() -> dict:
     input_table = hl.Buffer((np.arange(256) * 3 + 1).astype(np.uint16), "input_table")
     out = {}
     for t, vector, own in ((hl.Float(32), 0, True), (hl.Float(32), 16, True), (hl.Float(32), 64, True),
-                           (hl.UInt(16), 32, True), (hl.UInt(16), 32, False)):
-        x, y = hl.Var("x"), hl.Var("y")
-        table, f = hl.Func("table"), hl.Func("lookup")
-        table[x] = hl.cast(t, x * 3 + 1)
-        f[x, y] = (table if own else input_table)[hl.cast(hl.Int(32), indices[x, y])]
-        table.compute_root()
-        if vector:
-            f.vectorize(x, vector)
+                           (hl.UInt(8), 32, True), (hl.UInt(16), 32, True), (hl.UInt(16), 32, False)):
         where = "the pipeline's" if own else "an input"
-        out[f"{t} table read ({where}), vector {vector}"] = _ns_per_element(f, hl.Buffer(t, [W, H]), W * H)
+        for form in (("gathered", "lane by lane") if vector else ("scalar",)):
+            x, y = hl.Var("x"), hl.Var("y")
+            table, f = hl.Func("table"), hl.Func("lookup")
+            table[x] = hl.cast(t, x * 3 + 1)
+            f[x, y] = (table if own else input_table)[hl.cast(hl.Int(32), indices[x, y])]
+            table.compute_root()
+            if vector:
+                f.vectorize(x, vector)
+            with x86.host_gathers_slow(form == "lane by lane"):
+                ns = _ns_per_element(f, hl.Buffer(t, [W, H]), W * H)
+            out[f"{t} table read ({where}), vector {vector}, {form}"] = ns
     return out
 
 

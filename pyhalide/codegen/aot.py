@@ -214,6 +214,7 @@ def compile_object(lowered, stmt, arguments: list[EntryArgument], fn_name: str, 
     impl = f"{fn_name}.pipeline"
     cg = CodeGen(lowered, stmt, impl, [list(range(b.dimensions)) for b in lowered.buffers],
                  fp_contract=target.has_feature("fp_contract"), cpu_features=machine.features,
+                 cpu=machine.cpu,
                  pointer_bits=machine.pointer_bits)
     cg.generate(python_entry=False)
     _Entry(cg, lowered, arguments, fn_name, checks, machine).define()

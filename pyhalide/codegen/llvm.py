@@ -96,12 +96,14 @@ class Function:
 
 class CodeGen:
     def __init__(self, lowered, stmt, fn_name: str, axis_maps: list[list[int]], fp_contract: bool = False,
-                 gpu_loops_serial: bool = False, cpu_features: str | None = None, pointer_bits: int = 64):
+                 gpu_loops_serial: bool = False, cpu_features: str | None = None, pointer_bits: int = 64,
+                 cpu: str | None = None):
         self.lowered = lowered
         self.padded: set[str] = set()  # storage allocated here with x86.WORD_PADDING after it
         # The LLVM features of the CPU compiled for: this host's (the JIT), or an object file's
         # target, which may not be an x86 one (the x86 intrinsics are then not used).
         self.cpu_features = set((host_target().features if cpu_features is None else cpu_features).split(","))
+        self.cpu = host_target().cpu if cpu is None else cpu  # LLVM's name of the CPU, e.g. znver4
         self.x86 = cpu_features is None or "+sse2" in self.cpu_features
         self.size_type = ll.IntType(pointer_bits)  # C's size_t, for the C library's functions
         self.body = stmt

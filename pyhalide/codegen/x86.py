@@ -14,6 +14,7 @@ keep one base pointer and 32-bit indices, as Halide's x86 code generator does:
   past the buffer's `last_word` reads the word ending at its last element, shifted (a buffer
   smaller than a word: lane by lane);
 - other loads: a gather through a vector of 32-bit indices (vgatherdps: 16 lanes in one);
+- but on CPUs whose gathers are slow (`SLOW_GATHERS`), both lane by lane;
 - a constant-stride store: lane by lane at constant offsets from one address;
 - other stores: a scatter through a vector of 32-bit indices.
 
@@ -23,6 +24,7 @@ And the pairwise 16-bit multiply-add (`dot_product_i16`, from lowering/dot_produ
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING
 
 from llvmlite import ir as ll
@@ -30,6 +32,7 @@ from llvmlite import ir as ll
 from .. import ir
 from ..lowering.lower_arithmetic import QUOTIENT_RAMP
 from ..types import Type
+from .jit import host_target
 from .llvm_types import I1, I32, I64, PTR, VOID, llvm_type, type_suffix
 
 if TYPE_CHECKING:
@@ -37,6 +40,26 @@ if TYPE_CHECKING:
 
 
 WORD_PADDING = 4  # bytes past the last element of the pipeline's own storage of narrow types
+
+# CPUs (LLVM's names) whose vector gathers lose to loading lane by lane. On AMD Zen 4, measured
+# (`python -m benchmarks.unit_costs`, one thread): a table of uint8 or uint16 read per pixel
+# takes 0.64-0.88x the gather's time lane by lane, one of 32-bit values 0.92x; camera_pipe 0.75x
+# (two threads). Zen 1 to 3 gather no faster than Zen 4 (Agner Fog's tables). On Zen 5 the
+# gather wins (0.21 ns a lane against 0.50 lane by lane, measured the same way).
+SLOW_GATHERS = frozenset({"znver1", "znver2", "znver3", "znver4"})
+
+
+@contextlib.contextmanager
+def host_gathers_slow(slow: bool):
+    """Compile, meanwhile, as if this CPU's gathers were slow (lane by lane) or not: to measure
+    and test both forms on any CPU."""
+    global SLOW_GATHERS
+    saved, cpu = SLOW_GATHERS, host_target().cpu
+    SLOW_GATHERS = saved | {cpu} if slow else saved - {cpu}
+    try:
+        yield
+    finally:
+        SLOW_GATHERS = saved
 
 
 def load(cg: CodeGen, host, index: ir.Expr, t: Type, padded: bool = False, last_word=None):
@@ -48,6 +71,8 @@ def load(cg: CodeGen, host, index: ir.Expr, t: Type, padded: bool = False, last_
         return _load_small_stride(cg, host, index, t)
     if isinstance(index, ir.Call) and index.name == QUOTIENT_RAMP:
         return _load_quotient_ramp(cg, host, t, *index.args)
+    if cg.cpu in SLOW_GATHERS:
+        return _load_lane_by_lane(b, host, cg.expr(index), t)
     if t.element_of().bits < 32:
         lanes = cg.expr(index)
         if "+avx2" not in cg.cpu_features or (not padded and last_word is None):
