@@ -193,19 +193,22 @@ def improve(problem: Problem, best: State) -> tuple[State, list[str], int]:
     are decided: a pyramid level at root rather than inlined can save more below it than it
     costs, which shows only once the levels below are decided. Here each inlined Func is tried
     computed at root and inside a consumer (for each, the option cheapest for the Func itself),
-    the other decisions kept where they stay legal. (Other moves are the beam's own
-    choices; tried here, the model's errors picked worse ones: max_filter's vertical pass moved
-    into another consumer, predicted 22% cheaper, ran 2.8x slower; camera_pipe's demosaic
-    inlined, 0.6% cheaper, 1.3x slower.) Returns the state, the Funcs changed and the states
-    tried."""
+    and each computed Func inlined, the other decisions kept where they stay legal: once a
+    change computes a level that was inlined, the Func below it that the beam computed because
+    the level recomputed it may be cheaper inlined again (interpolate's premultiplied picture,
+    stored at full size: 17.7 ms, inlined 13.6). (Other moves are the beam's own choices; tried
+    here, the model's errors picked worse ones: max_filter's vertical pass moved into another
+    consumer, predicted 22% cheaper, ran 2.8x slower; inlining, it would make camera_pipe's
+    demosaic inlined, predicted 0.6% cheaper, below IMPROVEMENT, 1.3x slower.) Returns the state, the Funcs changed and
+    the states tried."""
     changed: list[str] = []
     tried = 0
     for _ in range(MAX_IMPROVEMENTS):
         winner, won = None, None
         before: dict = {}
         for name in problem.order:
-            if name not in problem.space.fixed and best.models[name].decision.placement == "inline":
-                for d in _computed_placements(problem, name, before):
+            if name not in problem.space.fixed:
+                for d in _other_placements(problem, name, before, best.models[name].decision):
                     tried += 1
                     st = _replayed(problem, before, name, d, best)
                     if st is not None and st.cost < (winner or best).cost * (1 - IMPROVEMENT):
@@ -218,10 +221,14 @@ def improve(problem: Problem, best: State) -> tuple[State, list[str], int]:
     return best, changed, tried
 
 
-def _computed_placements(problem: Problem, name: str, consumers: dict) -> list[Decision]:
-    """name at root, and in a loop of a consumer: for each, the option cheapest for name alone."""
+def _other_placements(problem: Problem, name: str, consumers: dict, current: Decision) -> list[Decision]:
+    """For an inlined Func: at root, and in a loop of a consumer (for each, the option cheapest
+    for name alone). For a computed one: inlined, where that is allowed."""
+    options = problem.space.options(name, consumers)
+    if current.placement != "inline":
+        return [d for d in options if d.placement == "inline"]
     cheapest: dict = {}
-    for d in problem.space.options(name, consumers):
+    for d in options:
         if d.placement == "inline":
             continue
         k = d.placement
