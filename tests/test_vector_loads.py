@@ -201,3 +201,20 @@ def test_narrow_tables_are_gathered_in_words(tmp_path, slow_gathers):
                 assert "vpgatherdd" in asm and "vpinsrw" not in asm, asm
         np.testing.assert_array_equal(np.asarray(f.realize([64])), np.arange(64, dtype=np.uint16) * 3)
         np.testing.assert_array_equal(np.asarray(g.realize([64])), np.arange(64, dtype=np.uint16))
+
+
+@pytest.mark.parametrize("slow_gathers", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "uint8", "int16"])
+def test_a_vector_across_rows_of_a_stride_known_at_run_time_is_exact(slow_gathers, dtype):
+    """A transpose vectorized along the input's columns: lane i reads at base + i * stride, the
+    stride a buffer's row pitch (a gather, or on a CPU whose gathers are slow a load per lane,
+    each address a step from the last); the vector tail guarded."""
+    rng = np.random.default_rng(5)
+    img = rng.integers(0, 120, (37, 45)).astype(dtype)
+    x, y = hl.Var("x"), hl.Var("y")
+    t = hl.Func("transposed")
+    t[x, y] = hl.Buffer(img, "img")[y, x] + 1
+    t.vectorize(x, 16, hl.TailStrategy.GuardWithIf)
+    with x86.host_gathers_slow(slow_gathers):
+        got = np.asarray(t.realize([37, 45]))
+    np.testing.assert_array_equal(got, img.T + 1)

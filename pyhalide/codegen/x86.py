@@ -72,6 +72,8 @@ def load(cg: CodeGen, host, index: ir.Expr, t: Type, padded: bool = False, last_
     if isinstance(index, ir.Call) and index.name == QUOTIENT_RAMP:
         return _load_quotient_ramp(cg, host, t, *index.args)
     if cg.cpu in SLOW_GATHERS:
+        if isinstance(index, ir.Ramp):  # (a stride known only at run time: a column's rows)
+            return _load_strided_lane_by_lane(cg, host, index, t)
         return _load_lane_by_lane(b, host, cg.expr(index), t)
     if t.element_of().bits < 32:
         lanes = cg.expr(index)
@@ -111,6 +113,21 @@ def _gather_words(cg: CodeGen, host, lanes, t: Type):
                         [ll.VectorType(PTR, t.lanes), I32, ll.VectorType(I1, t.lanes), words])
     ptrs = _lane_pointers(b, host, lanes, t)
     return b.call(gather, [ptrs, ll.Constant(I32, 1), _all_lanes(t.lanes), ll.Constant(words, ll.Undefined)])
+
+
+def _load_strided_lane_by_lane(cg: CodeGen, host, index: ir.Ramp, t: Type):
+    """Lane i at base + i * stride, each address stepped from the last in scalar registers (no
+    vector of indices to take apart lane by lane)."""
+    b = cg.b
+    mem_t = llvm_type(t.element_of(), memory=True)
+    stride = cg.index64(index.stride)
+    ptr = b.gep(host, [cg.index64(index.base)], source_etype=mem_t)
+    v = ll.Constant(llvm_type(t, memory=True), ll.Undefined)
+    for lane in range(t.lanes):
+        if lane:
+            ptr = b.gep(ptr, [stride], source_etype=mem_t)
+        v = b.insert_element(v, b.load(ptr, typ=mem_t, align=t.element_of().bytes()), ll.Constant(I32, lane))
+    return v
 
 
 def _load_lane_by_lane(b: ll.IRBuilder, host, lanes, t: Type):
