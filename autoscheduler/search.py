@@ -196,11 +196,11 @@ def improve(problem: Problem, best: State) -> tuple[State, list[str], int]:
     and each computed Func inlined, the other decisions kept where they stay legal: once a
     change computes a level that was inlined, the Func below it that the beam computed because
     the level recomputed it may be cheaper inlined again (interpolate's premultiplied picture,
-    stored at full size: 17.7 ms, inlined 13.6). (Other moves are the beam's own choices; tried
-    here, the model's errors picked worse ones: max_filter's vertical pass moved into another
-    consumer, predicted 22% cheaper, ran 2.8x slower; inlining, it would make camera_pipe's
-    demosaic inlined, predicted 0.6% cheaper, below IMPROVEMENT, 1.3x slower.) Returns the state, the Funcs changed and
-    the states tried."""
+    stored at full size: 17.7 ms, inlined 13.6). Inlining can mislead too: camera_pipe's demosaic
+    inlined was predicted 0.6% cheaper and ran 1.3x slower (below IMPROVEMENT, not taken).
+    (Other moves are the beam's own choices; tried here, the model's errors picked worse ones:
+    max_filter's vertical pass moved into another consumer, predicted 22% cheaper, ran 2.8x
+    slower.) Returns the state, the Funcs changed and the states tried."""
     changed: list[str] = []
     tried = 0
     for _ in range(MAX_IMPROVEMENTS):
