@@ -111,7 +111,7 @@ def row_walks() -> dict:
 
 def main() -> None:
     for label, ns in {**table_reads(), **histogram_updates(), **line_buffers(), **row_walks()}.items():
-        print(f"{label:28s} {ns:6.3f} ns/element")
+        print(f"{label:62s} {ns:6.3f} ns/element")
 
 
 if __name__ == "__main__":
