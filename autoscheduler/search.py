@@ -18,7 +18,7 @@ import random
 import time
 from dataclasses import dataclass, field
 
-from .loop_nest import Decision, FuncModel
+from .loop_nest import INLINE, Decision, FuncModel
 
 
 @dataclass
@@ -224,11 +224,10 @@ def improve(problem: Problem, best: State) -> tuple[State, list[str], int]:
 def _other_placements(problem: Problem, name: str, consumers: dict, current: Decision) -> list[Decision]:
     """For an inlined Func: at root, and in a loop of a consumer (for each, the option cheapest
     for name alone). For a computed one: inlined, where that is allowed."""
-    options = problem.space.options(name, consumers)
     if current.placement != "inline":
-        return [d for d in options if d.placement == "inline"]
+        return [INLINE] if _still_legal(problem, name, INLINE, consumers) else []
     cheapest: dict = {}
-    for d in options:
+    for d in problem.space.options(name, consumers):
         if d.placement == "inline":
             continue
         k = d.placement

@@ -72,7 +72,7 @@ def load(cg: CodeGen, host, index: ir.Expr, t: Type, padded: bool = False, last_
     if isinstance(index, ir.Call) and index.name == QUOTIENT_RAMP:
         return _load_quotient_ramp(cg, host, t, *index.args)
     if cg.cpu in SLOW_GATHERS:
-        if isinstance(index, ir.Ramp):  # (a stride known only at run time: a column's rows)
+        if isinstance(index, ir.Ramp):  # (a stride _small_stride leaves: a column's rows, say)
             return _load_strided_lane_by_lane(cg, host, index, t)
         return _load_lane_by_lane(b, host, cg.expr(index), t)
     if t.element_of().bits < 32:
@@ -118,27 +118,33 @@ def _gather_words(cg: CodeGen, host, lanes, t: Type):
 def _load_strided_lane_by_lane(cg: CodeGen, host, index: ir.Ramp, t: Type):
     """Lane i at base + i * stride, each address stepped from the last in scalar registers (no
     vector of indices to take apart lane by lane)."""
-    b = cg.b
-    mem_t = llvm_type(t.element_of(), memory=True)
+    b, mem_t = cg.b, llvm_type(t.element_of(), memory=True)
     stride = cg.index64(index.stride)
-    ptr = b.gep(host, [cg.index64(index.base)], source_etype=mem_t)
-    v = ll.Constant(llvm_type(t, memory=True), ll.Undefined)
-    for lane in range(t.lanes):
-        if lane:
+
+    def addresses():
+        ptr = b.gep(host, [cg.index64(index.base)], source_etype=mem_t)
+        yield ptr
+        for _ in range(1, t.lanes):
             ptr = b.gep(ptr, [stride], source_etype=mem_t)
-        v = b.insert_element(v, b.load(ptr, typ=mem_t, align=t.element_of().bytes()), ll.Constant(I32, lane))
-    return v
+            yield ptr
+
+    return _load_lanes(b, addresses(), t)
 
 
 def _load_lane_by_lane(b: ll.IRBuilder, host, lanes, t: Type):
     mem_t = llvm_type(t.element_of(), memory=True)
+    return _load_lanes(b, (b.gep(host, [b.sext(b.extract_element(lanes, ll.Constant(I32, lane)), I64)],
+                                 source_etype=mem_t) for lane in range(t.lanes)), t)
+
+
+def _load_lanes(b: ll.IRBuilder, ptrs, t: Type):
+    """The vector of type t whose lane i is the element at the i-th of `ptrs` (made one at a
+    time, each just before its load)."""
+    mem_t = llvm_type(t.element_of(), memory=True)
     v = ll.Constant(llvm_type(t, memory=True), ll.Undefined)
-    for lane in range(t.lanes):
-        i = b.extract_element(lanes, ll.Constant(I32, lane))
-        ptr = b.gep(host, [b.sext(i, I64)], source_etype=mem_t)
+    for lane, ptr in enumerate(ptrs):
         v = b.insert_element(v, b.load(ptr, typ=mem_t, align=t.element_of().bytes()), ll.Constant(I32, lane))
     return v
-
 
 
 def store(cg: CodeGen, host, index: ir.Expr, v, t: Type) -> None:
