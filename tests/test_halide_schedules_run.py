@@ -368,3 +368,25 @@ def test_a_fused_loop_of_an_update_rounds_up():
     f.compute_root().update().fuse(x, y, xy).split(xy, o, i, 4, hl.TailStrategy.RoundUp)
     xs, ys = np.meshgrid(np.arange(5), np.arange(3))
     np.testing.assert_array_equal(np.asarray(g.realize([5, 3])), (xs + ys) * 2 + img[:3] + 1)
+
+
+def test_an_update_split_past_the_region_does_not_grow_its_pure_stage():
+    """As in Halide: a running sum along x whose update is vectorized along y by 8 (RoundUp)
+    over the one row each consumer iteration needs. The pure stage computes that row alone (its
+    input has exactly 2 rows); the update's extra lanes read and write the Func's storage,
+    uncomputed, in rows nobody reads. Found by the differential fuzz, with a specialization."""
+    img = (np.arange(2 * 8, dtype=np.int32).reshape(2, 8) * 5) % 17
+    inp = hl.Buffer(img, "run_in")
+    scan, out = hl.Func("run"), hl.Func("run_out")
+    r = hl.RDom([hl.Range(1, 7)], "r")
+    selector = hl.Param(hl.Int(32), "selector")
+    scan[x, y] = inp[x, y]
+    scan[r.x, y] = scan[r.x - 1, y] + scan[r.x, y]
+    out[x, y] = scan[x + 1, y] - scan[x, y]
+    scan.update(0).vectorize(y, 8)
+    scan.update(0).specialize(selector >= 2).vectorize(y, 4)
+    scan.compute_at(out, x)
+    sums = np.cumsum(img, axis=1, dtype=np.int32)
+    for value in (0, 3):
+        selector.set(value)
+        np.testing.assert_array_equal(np.asarray(out.realize([7, 2])), sums[:, 1:] - sums[:, :-1])

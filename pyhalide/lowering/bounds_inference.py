@@ -3,7 +3,8 @@
 Assumes: the nest from schedule_functions, with inlining done. Funcs are processed consumers
 first. At f's compute site the region f must compute is the box of its calls in its consume body,
 written in terms of variables in scope there: loops and lets inside the body become intervals.
-For a Func with updates the pure stage also covers what the updates read and write of it. The
+For a Func with updates the pure stage also covers what the updates read and write of it within
+their own regions; what a split runs past them uses f's storage, uncomputed (as in Halide). The
 lets of Funcs computed at root go at the top of the pipeline (so their producers' boxes refer to
 them by name); those of Funcs computed inside loops go just before their production. Realize
 sizes and buffer checks come later (allocation_bounds, buffer_checks): sliding window still moves
@@ -13,7 +14,7 @@ what each iteration computes.
 from __future__ import annotations
 
 from .. import ir
-from ..bounds import Interval, RequiredRegion, box_touched
+from ..bounds import Interval, RequiredRegion, box_touched, interval_union
 from ..errors import CompileError, InternalError
 from ..ir_mutator import IRMutator, IRVisitor, called_names
 from ..simplify import simplify
@@ -150,9 +151,13 @@ def _func_lets(f, env, produce, consume, outer_loops):
     for s in range(n_stages - 1, -1, -1):
         footprint = None
         if s + 1 < n_stages:
-            # (all of it: an update that runs past the region reads and writes f there, so the
-            # pure stage computes it, unlike Halide, which leaves it uninitialised)
-            footprint = box_touched(ir.make_block(stages[s + 1:]), name, include_provides=True)
+            # Within the later stages' regions only: as in Halide, what an update's split runs
+            # past its region (RoundUp) reads and writes f's storage there, uncomputed.
+            later = ir.make_block(stages[s + 1:])
+            required = RequiredRegion()
+            footprint = box_touched(later, name, include_provides=True, required=required)
+            if required.clamped:
+                read = _union_boxes(read, box_touched(later, name))
         # (a specialization rfactored on its own may loop over more of f's pure Vars)
         pure_dims = list(dict.fromkeys(v for t, d in f.all_scheduled_definitions() if t == s
                                        for v, pure in stage_dims(f, s, d) if pure))
@@ -171,6 +176,12 @@ def _func_lets(f, env, produce, consume, outer_loops):
             lets.append((read_bound(name, var, "min").name, simplify(iv.min)))
             lets.append((read_bound(name, var, "max").name, simplify(iv.max)))
     return lets, checks
+
+
+def _union_boxes(a, b):
+    if a is None or b is None:
+        return a if b is None else b
+    return [interval_union(x, y) for x, y in zip(a, b)]
 
 
 def read_bound(func: str, var: str, which: str) -> ir.Variable:
