@@ -1089,9 +1089,10 @@ def _schedule_warnings(env) -> None:
                 if b[0] == "bound" and b[1] is not None:
                     print(f"Warning: It is meaningless to bound dimension {var} of function {name} to be within "
                           f"[{expr_to_string(b[1])}, {expr_to_string(b[2])}] because the function is scheduled inline.")
-                elif b[0] == "align":
+                elif b[0] in ("align", "align_extent"):  # (Halide keeps the remainder as `r % m`)
+                    remainder = "(undefined)" if b[2] is None else f"({b[2]} % {b[1]})"
                     print(f"Warning: It is meaningless to align the bounds of dimension {var} of function {name} to "
-                          f"have modulus/remainder [{b[1]}, {b[2]}] because the function is scheduled inline.")
+                          f"have modulus/remainder [{b[1]}, {remainder}] because the function is scheduled inline.")
         touched = [stage_touched(sched, k) for k in range(1 + len(f._updates))]
         if any(touched):
             for k in range(len(f._updates)):

@@ -373,6 +373,7 @@ DIRECTIVES = {
     "bound": ("func", ("var", "int", "int"), 3),
     "bound_extent": ("func", ("var", "int"), 2),
     "align_bounds": ("func", ("var", "factor", "int"), 3),
+    "align_extent": ("func", ("var", "factor"), 2),
     "in_": ("func", ("funcs",), 0),
     "clone_in": ("func", ("funcs",), 1),
     "reorder_storage": ("func", ("var*",), 1),

@@ -747,6 +747,14 @@ class FuncScheduling(Schedulable):
         self._log("align_bounds", _json_var(v), modulus, int(remainder))
         return self
 
+    def align_extent(self, v, modulus):
+        """Compute a region whose extent in v is a multiple of modulus, from the same min."""
+        name = self._pure_var("align_extent", v)
+        modulus = _positive_int(f"Func {self.name()}.align_extent of {name}", "the modulus", modulus)
+        self._schedule.bounds[name] = ("align_extent", modulus, None)
+        self._log("align_extent", _json_var(v), modulus)
+        return self
+
     def in_(self, consumers=None):
         """A wrapper Func that stands between this Func and its consumers (all of them, or those
         given), so the wrapper can be scheduled on its own: `f.in_(g).compute_at(g, x)`. Recorded

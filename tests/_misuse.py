@@ -20,7 +20,7 @@ import pyhalide as hl
 
 DIRECTIVES = ["split", "fuse", "rename", "reorder", "tile", "vectorize", "unroll", "parallel", "gpu_tile",
               "gpu_blocks", "gpu_threads", "serial", "atomic", "compute_at", "store_at", "compute_root",
-              "store_root", "compute_inline", "bound", "bound_extent", "align_bounds", "store_in",
+              "store_root", "compute_inline", "bound", "bound_extent", "align_bounds", "align_extent", "store_in",
               "reorder_storage", "fold_storage", "vectorise", "no_such_directive"]
 INTS = [-(2**40), -(2**31), -7, -1, 0, 1, 2, 3, 8, 16, 2**31, 2**40]
 JUNK = [None, "x", "", 2.5, float("nan"), [], [1, 2], object()]

@@ -149,6 +149,31 @@ def test_bound_and_align_bounds():
         g.realize([12])
 
 
+def test_align_extent_keeps_the_min_and_rounds_the_extent_up(capsys):
+    """g over [0, 10) needs f over [1, 12]: align_extent(x, 8) computes [1, 16], where
+    align_bounds(x, 8) would compute [0, 15]; a schedule record keeps it."""
+    def pipeline():
+        f, g = hl.Func("extent_src"), hl.Func("extent_out")
+        f[x] = x * 2
+        g[x] = f[x + 1] + f[x + 3]
+        return f, g
+
+    f, g = pipeline()
+    f.compute_root().align_extent(x, 8).trace_realizations()
+    assert list(np.asarray(g.realize([10]))) == [4 * v + 8 for v in range(10)]
+    assert "Begin realization extent_src.0(1, 16)" in capsys.readouterr().out
+    f2, g2 = pipeline()
+    hl.Pipeline(g2).apply_schedule_json(hl.Pipeline(g).schedule_to_json())
+    assert f2._schedule.bounds == {"x": ("align_extent", 8, None)}
+    f3, g3 = pipeline()
+    f3.align_extent(x, 4)
+    assert list(np.asarray(g3.realize([3]))) == [8, 12, 16]
+    assert re.search(r"align the bounds of dimension x of function extent_src\S* to have modulus/remainder "
+                     r"\[4, \(undefined\)\]", capsys.readouterr().out)
+    with pytest.raises(hl.HalideError, match=r"align_extent of x: the modulus must be positive, got 0"):
+        f3.align_extent(x, 0)
+
+
 def test_reorder_storage_changes_layout_not_results(tmp_path):
     f = hl.Func("col_major")
     f[x, y] = x * 10 + y

@@ -202,7 +202,7 @@ def _required_box(stmt, name: str, outer_loops):
 
 
 def _apply_bound_directive(f, var: str, needed: Interval):
-    """bound / bound_extent / align_bounds: the region to compute instead, and the checks that the
+    """bound / bound_extent / align_bounds / align_extent: the region to compute instead, and the checks that the
     consumers' needs fit inside it."""
     directive = f._schedule.bounds.get(var)
     if directive is None:
@@ -214,6 +214,10 @@ def _apply_bound_directive(f, var: str, needed: Interval):
         hi = ir.Sub(ir.Add(ir.Mul(ir.Div(ir.Add(ir.Sub(needed.max, remainder), modulus), modulus), modulus),
                            remainder), _ONE)
         return Interval(lo, hi), []
+    if kind == "align_extent":
+        modulus = ir.make_const(_I32, a)
+        chunks = ir.Div(ir.Add(ir.Sub(needed.max, needed.min), modulus), modulus)
+        return Interval(needed.min, ir.Sub(ir.Add(needed.min, ir.Mul(chunks, modulus)), _ONE)), []
     if kind == "bound":
         lo = a
         hi = ir.Sub(ir.Add(a, b), _ONE)

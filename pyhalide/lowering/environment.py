@@ -30,7 +30,7 @@ def schedule_exprs(func):
     its specializations, at every depth. The Params they name are pipeline inputs too."""
     sched = func._schedule
     for kind, lo, extent in sched.bounds.values():
-        if kind != "align":
+        if kind not in ("align", "align_extent"):
             yield from (e for e in (lo, extent) if isinstance(e, ir.Expr))
     stages = list(sched.stages)
     while stages:

@@ -200,7 +200,7 @@ PIPELINES: dict[str, Callable] = {
 @dataclass(frozen=True)
 class Step:
     """One scheduling call: func.<method>(*args) on stage `stage` (0 the pure definition, i the
-    update i - 1). Args are ("loop", name, is_rvar), ("func", name), ("tail", name) or plain
+    update i - 1). Args are ("loop", name, is_rvar), ("func", name), ("tail", name), ("memory", name) or plain
     values."""
 
     func: str
@@ -211,7 +211,7 @@ class Step:
 
     def text(self) -> str:
         def show(a):
-            if isinstance(a, tuple) and a and a[0] in ("loop", "func", "tail"):
+            if isinstance(a, tuple) and a and a[0] in ("loop", "func", "tail", "memory"):
                 return a[1]
             return repr(a)
         on = self.func if self.stage == 0 else f"{self.func}.update({self.stage - 1})"
@@ -254,6 +254,8 @@ def apply(hl, built: Built, steps: list[Step], selector: int = 0) -> None:
                 args.append(built.funcs[a[1]])
             elif isinstance(a, tuple) and a and a[0] == "tail":
                 args.append(getattr(hl.TailStrategy, a[1]))
+            elif isinstance(a, tuple) and a and a[0] == "memory":
+                args.append(getattr(hl.MemoryType, a[1]))
             else:
                 args.append(a)
         result = getattr(target, s.method)(*args)
@@ -301,6 +303,9 @@ def schedules(draw, name: str) -> Schedule:
             reducing = [d for d in loops[(fn, stage)] if d in rv[(fn, stage)]]
             if stage > 0 and reducing and draw(st.integers(0, 3)) == 0:
                 steps += draw(_rfactor_steps(fn, stage, reducing))
+    for fn in names:
+        if draw(st.integers(0, 3)) == 0:
+            steps.append(draw(_region_step(fn, built.dims[(fn, 0)])))
     # placements after the loops exist (a compute_at names a loop of the consumer's schedule)
     for fn in reversed(names):
         if fn in outputs:
@@ -367,6 +372,21 @@ def _rfactor_steps(draw, fn: str, stage: int, reducing: list, when: int = 0) -> 
             args += (2, ("tail", "GuardWithIf")) if on else (2,)
         steps.append(Step(intm, on, method, args))
     return steps
+
+
+@st.composite
+def _region_step(draw, fn: str, pure: list) -> Step:
+    """A directive on the region a Func computes or the layout of its storage."""
+    kind = draw(st.sampled_from(["align_bounds", "align_extent", "reorder_storage", "store_in"]))
+    v = ("loop", draw(st.sampled_from(pure)), False)
+    if kind == "align_bounds":
+        modulus = draw(st.integers(1, 4))
+        return Step(fn, 0, kind, (v, modulus, draw(st.integers(0, modulus - 1))))
+    if kind == "align_extent":
+        return Step(fn, 0, kind, (v, draw(st.integers(1, 4))))
+    if kind == "reorder_storage":
+        return Step(fn, 0, kind, tuple(("loop", d, False) for d in draw(st.permutations(pure))))
+    return Step(fn, 0, kind, (("memory", draw(st.sampled_from(["Auto", "Heap", "Stack"]))),))
 
 
 def _all_rvars(rv: dict, func: str) -> set:
