@@ -180,8 +180,6 @@ def _math_partials(n: ir.Call, a: ir.Expr, one: ir.Expr) -> list:
         y, xx = n.args
         norm = ir.Add(sq(xx), sq(y))
         return [(y, ir.Div(ir.Mul(a, xx), norm)), (xx, neg(ir.Div(ir.Mul(a, y), norm)))]
-    if name == "hypot":
-        return [(n.args[0], ir.Div(ir.Mul(a, n.args[0]), n)), (n.args[1], ir.Div(ir.Mul(a, n.args[1]), n))]
     raise HalideError(f"propagate_adjoints: can't differentiate the function {name} in {wrap(n)}")
 
 

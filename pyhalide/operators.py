@@ -618,19 +618,57 @@ erf = _math1("erf")
 
 
 def _math2(name: str):
+    """A two-argument math function whose first argument picks the type, as in Halide: Float(64)
+    or Float(16) stays, anything else is Float(32); the second argument is cast to it."""
     def f(a, b) -> Expr:
-        x, y = match_types(_float_arg(a) if not _is_python_number(a) else a, b)
-        if not x.type.is_float():
-            x, y = cast_ir(Float(32), x), cast_ir(Float(32), y)
+        x, y = to_ir(a), to_ir(b)
+        t = x.type.element_of() if x.type.element_of() in (Float(64), Float(16)) else Float(32)
+        lanes = builtins_max(x.type.lanes, y.type.lanes)
+        x, y = cast_ir(t.with_lanes(lanes), x), cast_ir(t.with_lanes(lanes), y)
         return wrap(ir.Call(x.type, name, (x, y), ir.EXTERN))
 
     f.__name__ = name
     return f
 
 
-pow = _math2("pow")
 atan2 = _math2("atan2")
-hypot = _math2("hypot")
+_float_pow = _math2("pow")
+
+
+def _integer_power(e: ir.Expr, p: int) -> ir.Expr:
+    """e ** p by repeated squaring in e's own type (1 / e ** -p for p < 0), as Halide's pow
+    computes a constant integer power."""
+    if p == 0:
+        return ir.make_const(e.type, 1)
+    if p == 1:
+        return e
+    if p < 0:
+        return ir.Div(ir.make_const(e.type, 1), _integer_power(e, -p))
+    half = _integer_power(e, p >> 1)
+    square = ir.Mul(half, half)
+    return ir.Mul(square, e) if p & 1 else square
+
+
+def _constant_integer(e: ir.Expr) -> int | None:
+    """A signed integer constant's value (Halide's as_const_int); else None."""
+    if isinstance(e, ir.Broadcast):
+        e = e.value
+    return e.value if isinstance(e, ir.IntImm) and e.type.is_int() else None
+
+
+def pow(a, b) -> Expr:
+    """a ** b: a constant integer power is repeated multiplication in a's type (so integers stay
+    integers); otherwise pow in floating point, of a's type if Float(64) or Float(16), else Float(32)."""
+    power = _constant_integer(to_ir(b))
+    if power is not None:
+        return wrap(_integer_power(to_ir(a), power))
+    return _float_pow(a, b)
+
+
+def hypot(a, b) -> Expr:
+    """sqrt(a * a + b * b), in the arithmetic of a and b (Halide's definition)."""
+    x, y = wrap(to_ir(a)), wrap(to_ir(b))
+    return sqrt(x * x + y * y)
 
 
 def fast_inverse(e) -> Expr:
@@ -664,8 +702,11 @@ def fast_cos(e) -> Expr:
 
 
 def fast_pow(a, b) -> Expr:
-    """pow in Float(32): Halide's fast_pow casts both arguments to float (pyhalide's is exact)."""
+    """pow in Float(32) (Halide's fast_pow casts both arguments to float; pyhalide's is exact), or
+    a constant integer power, as pow computes it."""
     x, y = (to_ir(v) for v in (a, b))
+    if _constant_integer(y) is not None:
+        return pow(a, b)
     return pow(wrap(cast_ir(Float(32, x.type.lanes), x)), wrap(cast_ir(Float(32, y.type.lanes), y)))
 
 

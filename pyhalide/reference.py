@@ -211,7 +211,7 @@ _MATH1 = {
     "floor": np.floor, "ceil": np.ceil, "round": np.rint, "trunc": np.trunc,
     "abs": np.abs, "fabs": np.abs,
 }
-_MATH2 = {"pow": np.power, "atan2": np.arctan2, "hypot": np.hypot}
+_MATH2 = {"pow": np.power, "atan2": np.arctan2}
 
 _IDENTITY_INTRINSICS = {"likely", "likely_if_innermost", "promise_clamped", "unsafe_promise_clamped",
                         "strict_float", "return_second"}

@@ -295,8 +295,8 @@ def _forward(op):
 
 for _op in (
     "__add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __truediv__ __rtruediv__ __floordiv__ "
-    "__rfloordiv__ __mod__ __rmod__ __neg__ __lt__ __le__ __gt__ __ge__ __eq__ __ne__ __and__ __or__ "
-    "__lshift__ __rshift__"
+    "__rfloordiv__ __mod__ __rmod__ __pow__ __rpow__ __neg__ __invert__ __lt__ __le__ __gt__ __ge__ __eq__ "
+    "__ne__ __and__ __rand__ __or__ __ror__ __xor__ __rxor__ __lshift__ __rlshift__ __rshift__ __rrshift__"
 ).split():
     setattr(RDom, _op, _forward(_op))
 RDom.__hash__ = object.__hash__

@@ -80,7 +80,7 @@ def test_a_guarded_tail_gets_its_largest_size(tmp_path, width):
 
 
 def test_stack_storage_with_a_bounded_size_is_accepted(tmp_path):
-    """store_in(Stack) needs a size known when compiling; a constant bound is enough (as in Halide)."""
+    """store_in(Stack) of a size with a constant bound is on the stack (as in Halide), not the heap."""
     xo, xi = hl.Var("xo"), hl.Var("xi")
     image = np.arange(4 * 21, dtype=np.int32).reshape(4, 21)
     f, g = hl.Func("stack_f"), hl.Func("stack_g")
@@ -89,6 +89,15 @@ def test_stack_storage_with_a_bounded_size_is_accepted(tmp_path):
     g.split(x, xo, xi, 8, hl.TailStrategy.GuardWithIf)
     f.compute_at(g, xo).store_in(hl.MemoryType.Stack)
     assert np.array_equal(np.asarray(g.realize([21, 4])), (image - 5) ** 2)
+    assert "stack_f" not in _mallocs(g, tmp_path)
+    # a size known only when running (f over the whole output) goes to the heap, as Halide's
+    # pseudostack does; in Registers it is refused
+    f.compute_root()
+    assert np.array_equal(np.asarray(g.realize([21, 4])), (image - 5) ** 2)
+    assert "stack_f" in _mallocs(g, tmp_path)
+    f.store_in(hl.MemoryType.Register)
+    with pytest.raises(hl.HalideError, match="Allocation stack_f has a dynamic size. Only fixed-size"):
+        g.realize([21, 4])
 
 
 def test_camera_pipes_per_row_funcs_are_on_the_stack(tmp_path):

@@ -272,6 +272,34 @@ def test_division_types_and_values_follow_halides_rules():
         hl.evaluate(())
 
 
+@pytest.mark.parametrize("lib", LIBS)
+def test_pow_of_a_constant_integer_multiplies_and_the_first_argument_picks_the_float_type(lib):
+    """Halide's pow: x ** 2 of an int32 is x * x, an int32 (1 / (x * x) for x ** -2), of a uint8
+    a uint8 that wraps; a non-constant or float power is pow in Float(64) or Float(16) where the
+    first argument has that type, else in Float(32). atan2 follows the same rule; hypot is
+    sqrt(x * x + y * y) in the arguments' own arithmetic."""
+    h = _lib(lib)
+    i, u = h.Param(h.Int(32), "pw_i", -3), h.Param(h.UInt(8), "pw_u", 20)
+    f, d = h.Param(h.Float(32), "pw_f", 1.5), h.Param(h.Float(64), "pw_d", 2.0)
+    cases = [
+        (i ** 2, h.Int(32), 9), (i ** 3, h.Int(32), -27), (i ** 0, h.Int(32), 1), (i ** -2, h.Int(32), 0),
+        (u ** 2, h.UInt(8), 400 % 256), (h.pow(i, h.i64(5)), h.Int(32), -243), (h.fast_pow(i, 2), h.Int(32), 9),
+        (2 ** i, h.Float(32), np.float32(0.125)), (i ** 0.5, h.Float(32), None),
+        (h.pow(f, d), h.Float(32), np.float32(2.25)), (h.pow(d, f), h.Float(64), 2.0 ** 1.5),
+        (h.pow(i, h.u8(2)), h.Float(32), np.float32(9)), (d ** -2, h.Float(64), 0.25),
+        (h.atan2(i, d), h.Float(32), None), (h.atan2(d, i), h.Float(64), None),
+        (h.hypot(i, 4), h.Float(32), np.float32(5)), (h.hypot(f, d), h.Float(64), np.sqrt(2.25 + 4.0)),
+    ]
+    for e, t, _ in cases:
+        assert e.type() == t, (e, t)
+    got = h.evaluate(tuple(e for e, _, _ in cases))
+    for (e, _, want), value in zip(cases, got):
+        if want is not None:
+            assert value == want, (e, value, want)
+    assert np.isnan(got[8])  # (-3) ** 0.5
+    assert got[13] == pytest.approx(np.arctan2(-3.0, 2.0), rel=1e-6) and got[14] == np.arctan2(2.0, -3.0)
+
+
 def test_evaluate_may_gpu_runs_on_the_cpu_without_a_gpu_target(monkeypatch):
     monkeypatch.delenv("HL_JIT_TARGET", raising=False)
     p = hl.Param(hl.Int(32), "mg_p", -9)

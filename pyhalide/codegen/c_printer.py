@@ -22,7 +22,7 @@ from ..types import Type
 MATH32 = {"sqrt": "sqrtf", "exp": "expf", "log": "logf", "sin": "sinf", "cos": "cosf", "tan": "tanf",
           "floor": "floorf", "ceil": "ceilf", "trunc": "truncf", "round": "rintf", "pow": "powf", "asin": "asinf",
           "acos": "acosf", "atan": "atanf", "sinh": "sinhf", "cosh": "coshf", "tanh": "tanhf", "asinh": "asinhf",
-          "acosh": "acoshf", "atanh": "atanhf", "erf": "erff", "atan2": "atan2f", "hypot": "hypotf", "abs": "fabsf"}
+          "acosh": "acoshf", "atanh": "atanhf", "erf": "erff", "atan2": "atan2f", "abs": "fabsf"}
 MATH64 = {k: ("fabs" if k == "abs" else "rint" if k == "round" else k) for k in MATH32}
 
 # The helpers every printed function may call (C++, on any device).

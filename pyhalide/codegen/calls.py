@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 _UNARY_LLVM = {"sqrt": "llvm.sqrt", "exp": "llvm.exp", "log": "llvm.log", "sin": "llvm.sin", "cos": "llvm.cos",
                "floor": "llvm.floor", "ceil": "llvm.ceil", "trunc": "llvm.trunc", "round": "llvm.roundeven",
                "pow": "llvm.pow"}
-_LIBM = ("tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "atan2", "hypot")
+_LIBM = ("tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "atan2")
 
 
 def emit_call(cg: CodeGen, e: ir.Call):

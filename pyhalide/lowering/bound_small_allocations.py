@@ -41,24 +41,26 @@ def constant_elements(s: ir.Allocate) -> int | None:
 
 
 def check_explicit_stack(s: ir.Allocate) -> None:
-    """Refuse storage the schedule puts on the Stack or in Registers that cannot be there."""
-    if s.memory_type not in ("Stack", "Register"):
+    """Refuse storage the schedule puts in Registers that cannot be there. (Stack storage of a
+    size known only when running, or too large, goes to the heap, as Halide's pseudostack does.)"""
+    if s.memory_type != "Register":
         return
     n = constant_elements(s)
     if n is None:
-        raise CompileError(f"Func {s.name} is stored in {s.memory_type} memory, which needs a size known when "
-                           "compiling; its extents depend on the inputs (bound() or a constant split helps)")
+        raise CompileError(f"Allocation {s.name} has a dynamic size. Only fixed-size allocations can be stored in "
+                           "registers. Try storing on the heap or stack instead.")
     if n * s.type.bytes() > EXPLICIT_STACK_LIMIT:
-        raise CompileError(f"Func {s.name} is stored in {s.memory_type} memory but needs {n * s.type.bytes()} "
+        raise CompileError(f"Func {s.name} is stored in Register memory but needs {n * s.type.bytes()} "
                            f"bytes; at most {EXPLICIT_STACK_LIMIT} fit on a thread's stack")
 
 
 def placed_on_stack(s: ir.Allocate) -> bool:
     """Where the code generator puts storage: on the stack when its size is a constant and it is
-    stored on the Stack or in Registers, or with memory type Auto in at most STACK_LIMIT bytes."""
+    stored in Registers, or on the Stack in at most EXPLICIT_STACK_LIMIT bytes, or with memory
+    type Auto in at most STACK_LIMIT bytes."""
     n = constant_elements(s)
-    return n is not None and (s.memory_type in ("Stack", "Register")
-                              or (s.memory_type == "Auto" and n * s.type.bytes() <= STACK_LIMIT))
+    limit = {"Register": None, "Stack": EXPLICIT_STACK_LIMIT, "Auto": STACK_LIMIT}.get(s.memory_type, 0)
+    return n is not None and (limit is None or n * s.type.bytes() <= limit)
 
 
 def bound_small_allocations(stmt: ir.Stmt) -> ir.Stmt:

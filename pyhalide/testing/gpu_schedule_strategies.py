@@ -31,7 +31,7 @@ from pyhalide.schedule import PARALLEL
 from pyhalide.testing.schedule_strategies import INVALID_SCHEDULE_MESSAGES, Schedule, _is_associative, _Scheduler
 
 GPU_REJECTIONS = ("no upper bound known before the launch", "whose size must be known before the kernel runs",
-                  "needs a size known when compiling", "GPU threads per block", "GPU threads in dimension",
+                  "GPU threads per block", "GPU threads in dimension",
                   "bytes of shared memory", "bytes per GPU thread",
                   "has bounds that depend on", "a kernel's block loops must be",
                   "block loops must be outside thread loops",
