@@ -312,6 +312,12 @@ def fold_cast(t: Type, e: ir.Expr) -> ir.Expr:
     return cast_ir(t, e)
 
 
+def as_expr(value):
+    """A Python number as the Expr Halide's bindings make of it when a function takes an Expr
+    (Int(32), Int(64) past it, Float(32)); anything else as it is."""
+    return wrap(const_from_python(value)) if is_python_number(value) else value
+
+
 def match_types(a, b) -> tuple[ir.Expr, ir.Expr]:
     """Both operands as IR of one common type, by Halide's promotion rules."""
     a_py, b_py = is_python_number(a), is_python_number(b)

@@ -7,15 +7,19 @@ vars and funcs. The widening ones compute exactly in the type of twice the bits 
 
 from __future__ import annotations
 
+import builtins
+
 from . import ir
 from .bounds import UNSAFE_PROMISE_CLAMPED
 from .errors import HalideError
-from .expr import Expr, cast_ir, coerce_python, is_python_number, match_types, to_ir, wrap
+from .expr import Expr, as_expr, cast_ir, coerce_python, is_python_number, match_types, to_ir, wrap
 from .types import Type
 
 
 def _same_integers(name: str, a, b) -> tuple[ir.Expr, ir.Expr]:
-    x, y = match_types(a, b)
+    """Both operands in one integer type (Halide's match_types; a Python number is an Expr of its
+    own type first, as Halide's bindings pass it)."""
+    x, y = match_types(as_expr(a), as_expr(b))
     return _integer(name, x), y
 
 
@@ -116,16 +120,24 @@ def widen_right_mul(a, b) -> Expr:
     return _widen_right("widen_right_mul", a, b, ir.Mul)
 
 
+def _widened_for_shift(name: str, a, b) -> ir.Expr:
+    """a in twice its bits, after taking the bits of a wider Expr shift (Halide's match_bits)."""
+    x = _integer(name, a)
+    if not is_python_number(b):
+        bits = _integer(name, b).type.bits
+        if bits > x.type.bits:
+            x = cast_ir(x.type.with_bits(bits), x)
+    return cast_ir(_wide(name, x.type), x)
+
+
 def widening_shift_left(a, b) -> Expr:
     """a << b in the type of twice a's bits (a negative b shifts right, as `<<` does)."""
-    x = _integer("widening_shift_left", a)
-    return wrap(cast_ir(_wide("widening_shift_left", x.type), x)) << b
+    return wrap(_widened_for_shift("widening_shift_left", a, b)) << b
 
 
 def widening_shift_right(a, b) -> Expr:
     """a >> b in the type of twice a's bits (a negative b shifts left, as `>>` does)."""
-    x = _integer("widening_shift_right", a)
-    return wrap(cast_ir(_wide("widening_shift_right", x.type), x)) >> b
+    return wrap(_widened_for_shift("widening_shift_right", a, b)) >> b
 
 
 def _rounded_right_shift(x: Expr, b: Expr) -> Expr:
@@ -134,8 +146,21 @@ def _rounded_right_shift(x: Expr, b: Expr) -> Expr:
     return (x >> b) + ((x >> (b - 1)) & 1)
 
 
+def _constant_shift(name: str, a, b: int) -> tuple[Expr, Expr]:
+    """a, and a Python int shift as Halide's bindings take it: an unsigned constant of a's bits,
+    positive (the caller's direction) or negated (the other direction)."""
+    x = wrap(_integer(name, a))
+    t = to_ir(x).type.with_code("uint").element_of()
+    if not t.can_represent(builtins.abs(b)):
+        raise HalideError(f"{name}: the shift {b} does not fit in {t}")
+    return x, wrap(ir.make_const(t, builtins.abs(b)))
+
+
 def rounding_shift_right(a, b) -> Expr:
     """a >> b rounded to the nearest integer (ties up); a negative b shifts left, wrapping."""
+    if isinstance(b, int) and not isinstance(b, bool):
+        x, shift = _constant_shift("rounding_shift_right", a, b)
+        return rounding_shift_right(x, shift) if b >= 0 else rounding_shift_left(x, shift)
     x, shift = wrap(_integer("rounding_shift_right", a)), wrap(_integer("rounding_shift_right", b))
     left = x if to_ir(shift).type.is_uint() else x << (0 - shift)
     return wrap(ir.Select(to_ir(shift > 0), to_ir(_rounded_right_shift(x, shift)), to_ir(left)))
@@ -143,6 +168,9 @@ def rounding_shift_right(a, b) -> Expr:
 
 def rounding_shift_left(a, b) -> Expr:
     """a << b, wrapping; a negative b shifts right rounding to the nearest integer (ties up)."""
+    if isinstance(b, int) and not isinstance(b, bool):
+        x, shift = _constant_shift("rounding_shift_left", a, b)
+        return rounding_shift_left(x, shift) if b >= 0 else rounding_shift_right(x, shift)
     x, shift = wrap(_integer("rounding_shift_left", a)), wrap(_integer("rounding_shift_left", b))
     if to_ir(shift).type.is_uint():
         return x << shift

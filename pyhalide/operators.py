@@ -10,6 +10,7 @@ from . import ir
 from .errors import HalideError
 from .expr import (
     Expr,
+    as_expr,
     cast_ir,
     coerce_python,
     const_from_python,
@@ -136,13 +137,14 @@ def select(*args):
         raise ValueError("select() must have at least 3 arguments")
     if len(args) % 2 != 1:
         raise ValueError("select() must have an odd number of arguments")
-    if _expr_like(args[0]):
-        if _expr_like(args[1]):
-            cond_of, value_of, combine = _select_expr_arg, _select_expr_arg, _select_ir
-        else:
-            cond_of, value_of, combine = _select_expr_arg, _select_tuple_arg, _select_tuples
+    if _expr_like(args[0]) and _expr_like(args[1]):
+        cond_of, value_of, combine = _select_expr_arg, _select_expr_arg, _select_ir
     else:
-        cond_of, value_of, combine = _select_tuple_arg, _select_tuple_arg, _select_tuples
+        conditions = args[0:-1:2]
+        if any(_expr_like(c) for c in conditions) and not all(_expr_like(c) for c in conditions):
+            raise HalideError("Error: select() on Tuples may not mix Expr and Tuple for the condition elements.\n")
+        cond_of = _select_expr_arg if _expr_like(args[0]) else _select_tuple_arg
+        value_of, combine = _select_tuple_arg, _select_tuples
     false_case = value_of(args[-1])
     for pos in range(len(args) - 1, 1, -2):
         true_case = value_of(args[pos - 1])
@@ -187,14 +189,15 @@ def mux(index, values):
 
 
 def _fold(op, args) -> Expr:
+    """min / max of two or more: the last two first, as Halide's bindings fold them; a Python
+    number is an Expr of its own type (Int(32), Float(32)) there, not one of the other's."""
     if len(args) == 1 and isinstance(args[0], list | tuple):
         args = args[0]
     if len(args) < 2:
         raise HalideError(f"{op.__name__.lower()} needs at least two arguments")
-    result = args[0]
-    for a in args[1:]:
-        x, y = match_types(result, a)
-        result = wrap(op(x, y))
+    result = as_expr(args[-1])
+    for a in reversed(args[:-1]):
+        result = wrap(op(*match_types(as_expr(a), result)))
     return result
 
 
@@ -292,7 +295,7 @@ def abs(a) -> Expr:
 
 def absd(a, b) -> Expr:
     """|a - b| computed without overflow; unsigned for integer inputs."""
-    x, y = match_types(a, b)
+    x, y = match_types(as_expr(a), as_expr(b))
     t = x.type if x.type.is_float() else x.type.with_code("uint")
     return wrap(ir.Call(t, "absd", (x, y), ir.INTRINSIC))
 

@@ -963,11 +963,14 @@ class Callable:
         self._other_layouts = {}  # layouts -> code compiled for buffers of that layout
 
     def __call__(self, *args, **kwargs):
+        n = self._n_args + self._n_out
+        if len(args) > n:
+            raise HalideError(f"Expected at most {n} positional arguments, but saw {len(args)}.")
         if kwargs:
             args = self._by_name(args, kwargs)
-        if len(args) != self._n_args + self._n_out:
-            raise HalideError(f"Callable takes {self._n_args} arguments and {self._n_out} output buffers, got "
-                              f"{len(args)} values")
+        if len(args) != n:
+            raise HalideError(f"Expected exactly {n} positional arguments, but saw {len(args)}.")
+        self._check_kinds(args)
         buffers = list(args[self._n_args:])
         for i, const in self._inputs:
             buffers.append(const if i is None else args[i])
@@ -997,10 +1000,24 @@ class Callable:
     def _constants(self) -> dict:
         return {**_shape_constants(self._lowered), **self._constraint_values}
 
+    def _check_kinds(self, args) -> None:
+        """A buffer where the pipeline takes one (an hl.Buffer or anything with the buffer
+        protocol), a number where it takes a Param: Halide's bindings' errors, before anything runs."""
+        scalars = {i for _, i in self._param_args}
+        for i, value in enumerate(args):
+            if i in scalars:
+                if not isinstance(value, int | float | np.number | np.bool_):
+                    raise HalideError(f"Unable to cast Python instance of type {type(value)} to the scalar "
+                                      f"argument {self._names[i]}")
+            elif not isinstance(value, Buffer):
+                try:
+                    memoryview(value)
+                except TypeError:
+                    raise HalideError(f"Object of type '{type(value).__name__}' is not an instance of "
+                                      "'buffer'") from None
+
     def _by_name(self, args: tuple, kwargs: dict) -> tuple:
         """The arguments in order, the ones after `args` given by name (Halide's keywords)."""
-        if len(args) > len(self._names):
-            raise HalideError(f"Expected at most {len(self._names)} positional arguments, but saw {len(args)}.")
         slots = list(args) + [_MISSING] * (len(self._names) - len(args))
         for name, value in kwargs.items():
             if name not in self._names:

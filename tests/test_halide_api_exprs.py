@@ -143,10 +143,18 @@ def test_select_of_tuples_by_one_condition_or_a_tuple_of_them():
     assert isinstance(t, hl.Tuple) and len(t) == 2 and all(isinstance(e, hl.Expr) for e in t)
 
 
+@pytest.mark.parametrize("lib", LIBS)
+def test_select_of_tuples_refuses_conditions_of_mixed_kinds(lib):
+    h = _lib(lib)
+    x, y = h.Var("x"), h.Var("y")
+    for args in [((x < 1, y < 1), (x, y), x + y < 9, (y, x), (x, x)), (x < 1, (x, y), (x < 2, y < 2), (y, x), (x, x))]:
+        with pytest.raises(h.HalideError, match=r"select\(\) on Tuples may not mix Expr and Tuple for the "
+                                                r"condition elements\."):
+            h.select(*args)
+
+
 def test_select_of_tuples_refuses_mixed_kinds_and_sizes():
     x, y = hl.Var("x"), hl.Var("y")
-    with pytest.raises(hl.HalideError, match=r"select\(\): Expected Tuple but got Expr: \(\(x \+ y\) < 9\)"):
-        hl.select((x < 1, y < 1), (x, y), x + y < 9, (y, x), (x, x))
     with pytest.raises(hl.HalideError, match=r"select\(\): Expected Expr but got tuple: \(1, 2\)"):
         hl.select(x > 0, x, (1, 2))
     with pytest.raises(hl.HalideError, match=r"select\(\) on Tuples requires all Tuples to have identical sizes\."):
@@ -298,6 +306,36 @@ def test_pow_of_a_constant_integer_multiplies_and_the_first_argument_picks_the_f
             assert value == want, (e, value, want)
     assert np.isnan(got[8])  # (-3) ** 0.5
     assert got[13] == pytest.approx(np.arctan2(-3.0, 2.0), rel=1e-6) and got[14] == np.arctan2(2.0, -3.0)
+
+
+_WITH_NUMBERS = [
+    ("min", lambda h, a: h.min(a, 3)), ("max", lambda h, a: h.max(a, 300, 2)), ("absd", lambda h, a: h.absd(a, 7)),
+    ("saturating_add", lambda h, a: h.saturating_add(a, 120)), ("halving_sub", lambda h, a: h.halving_sub(a, 9)),
+    ("rounding_halving_add", lambda h, a: h.rounding_halving_add(a, 4)),
+    ("widening_add", lambda h, a: h.widening_add(a, 5)), ("widening_mul", lambda h, a: h.widening_mul(a, 100)),
+    ("rounding_shift_right", lambda h, a: h.rounding_shift_right(a, 2)),
+    ("rounding_shift_right by -2", lambda h, a: h.rounding_shift_right(a, -2)),
+    ("rounding_shift_left", lambda h, a: h.rounding_shift_left(a, 1)),
+    ("widening_shift_left", lambda h, a: h.widening_shift_left(a, 3)),
+    ("widening_shift_left by an int32", lambda h, a: h.widening_shift_left(a, h.cast(h.Int(32), a) % 4)),
+    ("min of a float", lambda h, a: h.min(a, 2.5)),
+]
+
+
+@pytest.mark.parametrize("code,bits", [("UInt", 8), ("Int", 8), ("Int", 16), ("UInt", 32)])
+def test_functions_take_a_python_number_as_halides_bindings_do(code, bits):
+    """min, max, absd and the integer intrinsics take a Python int as an Int(32) Expr (so
+    min(uint8, 3) is an int32, widening_add(int8, 5) an int64), the rounding shifts as a shift
+    of the first argument's bits: the same types and values as the real Halide."""
+    halide = _lib("halide")
+    results = {}
+    for lib in (hl, halide):
+        a = lib.Param(getattr(lib, code)(bits), "num_a", 200 if code == "UInt" else -77)
+        exprs = [build(lib, a) for _, build in _WITH_NUMBERS]
+        results[lib] = ([str(e.type()) for e in exprs], list(lib.evaluate(tuple(exprs))))
+    for k, (name, _) in enumerate(_WITH_NUMBERS):
+        assert results[hl][0][k] == results[halide][0][k], name
+        assert results[hl][1][k] == results[halide][1][k], name
 
 
 def test_evaluate_may_gpu_runs_on_the_cpu_without_a_gpu_target(monkeypatch):

@@ -288,8 +288,19 @@ def test_compile_to_callable_takes_arrays_and_params():
     buf_out = hl.Buffer(hl.Float(32), [4, 3])
     c(hl.Buffer(a), 0.5, -1, buf_out)
     assert np.array_equal(np.asarray(buf_out), a * 0.5 - 1)
-    with pytest.raises(hl.HalideError, match="Callable takes 3 arguments and 1 output buffers, got 2"):
-        c(a, 2.0)
+    # Halide's bindings' errors, raised before anything runs
+    for args, kwargs, message in [
+        ((a, 2.0), {}, r"Expected exactly 4 positional arguments, but saw 2\."),
+        ((a, 2.0, 5, out, out), {}, r"Expected at most 4 positional arguments, but saw 5\."),
+        ((a, 2.0), {"callable_offset": 5, "bogus": out}, r"Unknown argument 'bogus' specified via keyword\."),
+        ((a, 2.0, 5), {"callable_scale": 1.0, "callable_f": out}, r"Argument callable_scale specified multiple times"),
+        ((a,), {"callable_offset": 5, "callable_f": out}, r"Argument callable_scale was not specified by either"),
+        ((hl.f32(1), 2.0, 5, out), {}, r"Object of type 'Expr' is not an instance of 'buffer'"),
+        ((a, "two", 5, out), {}, r"Unable to cast Python instance of type <class 'str'>"),
+        ((a, 2.0, 5, "out"), {}, r"Object of type 'str' is not an instance of 'buffer'"),
+    ]:
+        with pytest.raises(hl.HalideError, match=message):
+            c(*args, **kwargs)
     with pytest.raises(hl.HalideError, match="Buffer callable_f is float64 with 2 dimensions"):
         c(a, 2.0, 5, np.zeros((3, 4)))
     with pytest.raises(hl.HalideError, match="Param callable_offset, which is not among the arguments"):

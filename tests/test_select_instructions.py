@@ -186,7 +186,8 @@ def test_saturating_add_is_one_instruction(tmp_path):
     a = hl.Buffer(np.arange(64, dtype=np.uint8), "a")
     b = hl.Buffer(np.arange(64, dtype=np.uint8) * 4, "b")
     f = hl.Func("f")
-    f[x] = hl.saturating_add(a[x], b[x]) + hl.cast(hl.UInt(8), hl.min(hl.cast(hl.UInt(16), a[x]) + b[x], 255))
+    # (hl.u16(255): a Python 255 would be an Int(32), as in Halide's bindings, and the min an int32 one)
+    f[x] = hl.saturating_add(a[x], b[x]) + hl.cast(hl.UInt(8), hl.min(hl.cast(hl.UInt(16), a[x]) + b[x], hl.u16(255)))
     f.vectorize(x, 64)
     np.testing.assert_array_equal(np.asarray(f.realize([64])),
                                   (2 * np.minimum(np.arange(64) * 5, 255)).astype(np.uint8))
