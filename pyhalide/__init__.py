@@ -23,6 +23,7 @@ from .generator import (
     OutputScalar,
     active_generator_context,
     alias,
+    create_callable_from_generator,
     create_generator,
     generator,
     main,

@@ -473,6 +473,17 @@ def create_generator(name: str, context: GeneratorContext | None = None) -> Gene
         return cls()
 
 
+def create_callable_from_generator(context, name: str, generator_params: dict | None = None):
+    """The Callable of the Generator registered as `name`, built for `context` (a GeneratorContext
+    or a Target) with the GeneratorParams given (their values as strings or typed)."""
+    if not isinstance(context, GeneratorContext):
+        context = GeneratorContext(context)
+    cls = _registry.get(name)
+    _check(cls is not None, f"There is no Generator named {name!r}; registered: {sorted(_registry)}")
+    with context:
+        return cls(generator_params=dict(generator_params or {})).compile_to_callable()
+
+
 # -e's names (OutputFileType's, and Halide's short ones) -> (the output, its file's suffix); None:
 # the target's object or library suffix
 _EMITS = {"assembly": ("assembly", ".s"), "bitcode": ("bitcode", ".bc"), "c_header": ("c_header", ".h"),

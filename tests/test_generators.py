@@ -362,3 +362,19 @@ def test_funcs_made_in_a_loop_under_one_name_compute_the_pyramid(gens):
 
     want = np.array([[up(3, x, y) - image[y, x] for x in range(52)] for y in range(41)], dtype=np.float32)
     np.testing.assert_array_equal(got, want)
+
+
+def test_create_callable_from_generator_finds_a_generator_by_its_registered_name():
+    """Halide's finds the C++ Generators linked in (its Python ones it does not find by name);
+    pyhalide's, which has Python Generators only, finds those."""
+    tag = f"named{next(_loads)}"
+    load(hl, tag)
+    data = np.arange(3 * 16, dtype=np.uint8).reshape(3, 16)
+    target = hl.get_jit_target_from_environment()
+    for context in (target, hl.GeneratorContext(target)):
+        run = hl.create_callable_from_generator(context, f"{tag}_brighten", {"offset": "5", "parallel": "false"})
+        out = hl.Buffer(hl.Float(32), [16, 3])
+        run(hl.Buffer(data), 2.0, out)
+        np.testing.assert_array_equal(np.asarray(out), (data + 5.0) * 2.0)
+    with pytest.raises(hl.HalideError, match="There is no Generator named 'no_such_generator'"):
+        hl.create_callable_from_generator(target, "no_such_generator")
