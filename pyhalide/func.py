@@ -899,6 +899,9 @@ class Func(FuncScheduling):
     def compile_to_lowered_stmt(self, filename: str, arguments=None, fmt=None, target=None):
         self._pipeline().compile_to_lowered_stmt(filename, arguments, fmt, target)
 
+    def compile_to_conceptual_stmt(self, filename: str, arguments=None, fmt=None, target=None):
+        self._pipeline().compile_to_conceptual_stmt(filename, arguments, fmt, target)
+
     def compile_to_llvm_assembly(self, filename: str, arguments=None, fn_name=None, target=None):
         self._pipeline().compile_to_llvm_assembly(filename, arguments, fn_name, target)
 

@@ -706,6 +706,11 @@ class Pipeline:
         with open(filename, "w") as f:
             f.write(lowered_stmt_text(self._lower(), fmt == StmtOutputFormat.HTML))
 
+    def compile_to_conceptual_stmt(self, filename: str, arguments=None, fmt=None, target=None) -> None:
+        """Halide's conceptual Stmt: the loop nest before parallel loops become tasks and GPU loops
+        kernels. pyhalide's lowered Stmt is that already (those happen in code generation)."""
+        self.compile_to_lowered_stmt(filename, arguments, fmt, target)
+
     def compile_to_llvm_assembly(self, filename: str, arguments=None, fn_name=None, target=None) -> None:
         """The optimised LLVM IR: of the function ahead-of-time code enters (Halide's), or
         without `arguments`, of the code realize runs."""
