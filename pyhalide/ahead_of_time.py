@@ -230,5 +230,6 @@ def _buffer_checks(pipeline, lowered) -> tuple[dict, dict, list]:
                 var = ir.Variable(f"{b.name}.{fld}.{d}")
                 asserts.append(ir.AssertStmt(ir.EQ(var, value), f"Constraint violated: {owner}.{fld}.{d} ({{}}) == "
                                              f"{expr_to_string(c)} ({{}})", (var, value)))
-        checks[b.name] = BufferChecks(not (source is not None and source._stride0_free), tuple(fixed))
+        checks[b.name] = BufferChecks(not (source is not None and source._stride0_free), tuple(fixed),
+                                      (source._host_alignment or 0) if source is not None else 0)
     return checks, constants, asserts

@@ -260,6 +260,23 @@ class OutputImageParam:
             self._constraints[i][field] = cast_ir(ir.Int(32), e)
         self._constraints_changed()
 
+    _host_alignment: int | None = None  # set_host_alignment's bytes (None: the type's size)
+
+    def host_alignment(self) -> int:
+        """The alignment in bytes the buffer's host pointer must have (the element size unless set)."""
+        self._require_defined()
+        return self._host_alignment or self._type.bytes()
+
+    def set_host_alignment(self, bytes: int):
+        """Require the host pointer of the buffer to be aligned to `bytes` (checked before running)."""
+        self._require_defined()
+        if isinstance(bytes, bool) or not isinstance(bytes, int) or bytes <= 0:
+            raise HalideError(f"set_host_alignment of {self._name}: the alignment must be a positive number of "
+                              f"bytes, got {bytes!r}")
+        self._host_alignment = bytes
+        self._constraints_changed()
+        return self
+
     def _constraints_changed(self) -> None:
         global constraint_epoch
         constraint_epoch += 1  # pipelines work out again which of their buffers are constrained

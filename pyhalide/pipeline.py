@@ -563,13 +563,13 @@ class Pipeline:
         for f in self._outputs:
             params = f.__dict__.get("_output_params") or [None] * len(f.types())
             for p in params:
-                if p is not None and p._constraint_list():
+                if p is not None and (p._constraint_list() or p._host_alignment):
                     found.append((k, p))
                 k += 1
         for i, b in enumerate(lowered.buffers[k:], k):
             src = b.source
-            if getattr(src, "_constraints", None) and src._constraint_list():  # (constants are compiled in)
-                found.append((i, src))
+            if getattr(src, "_constraints", None) is not None and (src._constraint_list() or src._host_alignment):
+                found.append((i, src))  # (constants are compiled in)
         return found
 
     def _buffer_owners(self, lowered) -> list[str]:
@@ -1200,12 +1200,21 @@ def _check_constraints(constrained: list, owners: list[str], buffers: list, para
     known = {**(params or {}), **_field_values(owners, [_shape_of(b) for b in buffers])}
     for i, param in constrained:
         name = owners[i]
+        alignment = param._host_alignment
+        if alignment and _host_address(buffers[i]) % alignment:
+            raise RuntimeCheckError(f"The host pointer of {name} is not aligned to a {alignment} bytes boundary.")
         for d, field, c in param._constraint_list():
             var = f"{name}.{field}.{d}"
             value = c if isinstance(c, int) else _value_of(c, known, f"The constraint on {var}")
             if known[var] != value:
                 text = str(c) if isinstance(c, int) else expr_to_string(c)
                 raise RuntimeCheckError(f"Constraint violated: {var} ({known[var]}) == {text} ({value})")
+
+
+def _host_address(buf) -> int:
+    """The address of the element at a buffer's min coordinates (Halide's host pointer)."""
+    arr = buf._array if isinstance(buf, Buffer) else np.asarray(buf)
+    return 0 if arr is None else arr.__array_interface__["data"][0]
 
 
 def _constraints_of(source) -> list:

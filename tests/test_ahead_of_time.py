@@ -143,6 +143,21 @@ def test_entry_checks_refuse_bad_buffers_and_params_with_halide_error(tmp_path, 
         "Input buffer input is accessed at 31, which is beyond the max (30) in dimension 0")
     assert run(halide_buffer(np.zeros((4, 96), np.uint8)[:, ::2]), 3, halide_buffer(out))[1] == (
         "Constraint violated: input.stride.0 (2) == 1 (1)")
+    inp.set_host_alignment(16)
+    aligned_dll = compiled(tmp_path, backend, f, [inp, off], "aligned", c_files=[catcher])
+    aligned_dll.aligned.argtypes = dll.checked.argtypes
+    aligned_message = ctypes.c_char.in_dll(aligned_dll, "last_error")
+    storage = np.zeros(4 * 48 + 16, np.uint8)
+    start = -storage.ctypes.data % 16  # where a view's first element is 16-byte aligned
+
+    def rows_from(k):
+        return storage[k:k + 4 * 48].reshape(4, 48)[:, :40]
+
+    for view, want in ((rows_from(start), ""),
+                       (rows_from(start + 1), "The host pointer of input is not aligned to a 16 bytes boundary.")):
+        aligned_message.value = b"\0"
+        rc = aligned_dll.aligned(ctypes.byref(halide_buffer(view)), 3, ctypes.byref(halide_buffer(out)))
+        assert (rc != 0, ctypes.string_at(ctypes.addressof(aligned_message)).decode()) == (want != "", want)
     no_host = halide_buffer(padded)
     no_host.host = None
     assert "does not answer bounds queries" in run(no_host, 3, halide_buffer(out))[1]

@@ -531,3 +531,23 @@ def test_a_constant_constraint_is_compiled_in_and_compiled_again_when_it_changes
         out.set_min([lo + 1])
         f.realize(out)
         np.testing.assert_array_equal(np.asarray(out), (np.arange(1, 7) + 100) * 3)
+
+
+@pytest.mark.parametrize("lib", ["pyhalide", "halide"])
+def test_host_alignment_is_checked_before_running(lib):
+    """ImageParam.set_host_alignment: the buffer's host pointer (its first element) must be a
+    multiple of it, checked as Halide checks it; host_alignment() is the element size unless set."""
+    h = hl if lib == "pyhalide" else pytest.importorskip("halide", reason="the real Halide is the oracle")
+    p = h.ImageParam(h.Float(32), 1, "aligned_in")
+    assert p.host_alignment() == 4
+    p.set_host_alignment(64)
+    assert p.host_alignment() == 64
+    f, v = h.Func("aligned_f"), h.Var("v")
+    f[v] = p[v] * 2
+    storage = np.arange(64, dtype=np.float32)
+    start = (-storage.ctypes.data % 64) // 4  # the first element 64-byte aligned
+    p.set(h.Buffer(storage[start:start + 16]))
+    np.testing.assert_array_equal(np.asarray(f.realize([16])), storage[start:start + 16] * 2)
+    p.set(h.Buffer(storage[start + 1:start + 17]))
+    with pytest.raises(h.HalideError, match="The host pointer of aligned_in is not aligned to a 64 bytes boundary"):
+        f.realize([16])

@@ -79,6 +79,7 @@ class BufferChecks:
 
     dense: bool
     constants: tuple = ()
+    host_alignment: int = 0  # set_host_alignment's bytes, checked at entry (0: none)
 
 
 @dataclass(frozen=True)
@@ -394,6 +395,11 @@ class _Entry:
         self._fail_unless(b.icmp_unsigned("!=", host, ll.Constant(PTR, None)),
                           f"{kind} buffer {name} has no host memory: pyhalide's ahead-of-time code does not "
                           "answer bounds queries; pass an allocated buffer")
+        alignment = self.checks[spec.name].host_alignment
+        if alignment > 1:
+            offset = b.urem(b.ptrtoint(host, I64), ll.Constant(I64, alignment))
+            self._fail_unless(b.icmp_unsigned("==", offset, ll.Constant(I64, 0)),
+                              f"The host pointer of {name} is not aligned to a {alignment} bytes boundary.", [])
         code = b.load(self._field(buffer, 4, 0), typ=I8)
         bits = b.load(self._field(buffer, 4, 1), typ=I8)
         t = spec.type

@@ -467,6 +467,10 @@ class _Entry:
         self.check(f"{arg} != NULL", f"{kind} buffer {name} is NULL")
         self.check(f"{arg}->host != NULL", f"{kind} buffer {name} has no host memory: pyhalide's ahead-of-time "
                    "code does not answer bounds queries; pass an allocated buffer")
+        alignment = self.checks[spec.name].host_alignment
+        if alignment > 1:
+            self.check(f"(uintptr_t){arg}->host % {alignment} == 0",
+                       f"The host pointer of {name} is not aligned to a {alignment} bytes boundary.")
         self.check(f"{arg}->type.code == {halide_type_code(t)} && {arg}->type.bits == {t.bits}",
                    f"{kind} buffer {name} has type {t}, but the buffer passed in has type code %d and %d bits",
                    [f"(int){arg}->type.code", f"(int){arg}->type.bits"])
