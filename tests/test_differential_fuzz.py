@@ -42,7 +42,8 @@ def halide_unscheduled(name: str, sizes: tuple, alone: str | None) -> list[np.nd
 
 
 def _same(a: list, b: list) -> bool:
-    return len(a) == len(b) and all(x.shape == y.shape and np.array_equal(x, y) for x, y in zip(a, b))
+    return len(a) == len(b) and all(x.shape == y.shape and x.dtype == y.dtype and np.array_equal(x, y)
+                                    for x, y in zip(a, b))
 
 
 @pytest.mark.parametrize("name", sorted(PIPELINES))

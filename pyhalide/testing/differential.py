@@ -190,10 +190,25 @@ def _argmin(hl) -> Built:
                  {"a$x": r.x, "a$y": r.y}, 2, {"am": ["am_out"]})
 
 
+def _narrow_types(hl) -> Built:
+    """uint8 and int16 arithmetic mixed with Python numbers, as Halide's bindings type it (min of a
+    uint8 and 3 is an int32, u8 ** 2 wraps in uint8), over a repeat_edge boundary condition."""
+    x, y = hl.Var("x"), hl.Var("y")
+    inp = hl.Buffer(_image("nt", (MAX_SIZE + 4, MAX_SIZE + 4), np.uint8, 256), "nt_in")
+    edge = hl.BoundaryConditions.repeat_edge(inp)
+    f, g, out = hl.Func("nt_f"), hl.Func("nt_g"), hl.Func("nt_out")
+    f[x, y] = hl.absd(edge[x, y], edge[x + 1, y - 1]) + hl.u8(7)
+    g[x, y] = hl.max(f[x, y], 3) * 2 - f[x, y - 1] ** 2 + hl.saturating_add(f[x, y], f[x - 1, y])
+    out[x, y] = hl.cast(hl.Int(16), g[x, y] // 3) + hl.rounding_shift_right(f[x + 1, y], 1) - hl.min(y, 5)
+    return Built([out], {"nt_f": f, "nt_g": g, "nt_out": out},
+                 {(n, 0): ["x", "y"] for n in ("nt_f", "nt_g", "nt_out")}, {}, 2,
+                 {"nt_f": ["nt_g", "nt_out"], "nt_g": ["nt_out"]})
+
+
 PIPELINES: dict[str, Callable] = {
     "pointwise": _pointwise, "blur": _blur, "histogram": _histogram, "prefix_sum": _prefix_sum,
     "matmul": _matmul, "resample": _resample, "two_outputs": _two_outputs, "update_reads": _update_reads,
-    "scatter": _scatter, "argmin": _argmin,
+    "scatter": _scatter, "argmin": _argmin, "narrow_types": _narrow_types,
 }
 
 
