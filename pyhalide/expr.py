@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import struct
 import sys
 import warnings
@@ -306,10 +307,18 @@ def coerce_python(value, t: Type) -> ir.Expr:
 
 
 def fold_cast(t: Type, e: ir.Expr) -> ir.Expr:
-    """cast_ir, folding a constant as Halide's cast() does."""
-    if e.type != t and type(e) in (ir.IntImm, ir.FloatImm) and (t.is_float() or not e.type.is_float()):
-        return ir.make_const(t, e.value)
-    return cast_ir(t, e)
+    """cast_ir, folding a constant as Halide's cast() does (make_const): a float truncated toward
+    zero, then the integer's low bits (a bool takes the lowest: cast(Bool, 2) is false)."""
+    if e.type == t or type(e) not in (ir.IntImm, ir.FloatImm):
+        return cast_ir(t, e)
+    value = e.value
+    if not t.is_float():
+        if not math.isfinite(value):
+            return cast_ir(t, e)
+        value = int(value)
+        if t.element_of().is_bool():
+            value &= 1
+    return ir.make_const(t, value)
 
 
 def as_expr(value):

@@ -223,9 +223,13 @@ def cast(t: Type, e) -> Expr:
     round it to float32: pyhalide's own tests cast doubles to Float(64) this way.)"""
     if not isinstance(t, Type):
         raise HalideError(f"cast: first argument must be an hl.Type, got {t!r}")
-    if _is_python_number(e):
-        return wrap(ir.make_const(t, e) if not t.is_float() else ir.make_const(t, float(e)))
-    return wrap(cast_ir(t, to_ir(e)))
+    if isinstance(e, float):
+        e = ir.FloatImm(Float(64), e)
+    elif isinstance(e, int) and not Int(64).can_represent(e):
+        return wrap(ir.make_const(t, e))  # (an unsigned 64-bit value; Halide's bindings take none past int64)
+    elif _is_python_number(e):
+        e = const_from_python(e)
+    return wrap(fold_cast(t, to_ir(e)))  # (a constant folds, as in Halide)
 
 
 def reinterpret(t: Type, e) -> Expr:

@@ -1,0 +1,61 @@
+"""pyhalide types and computes expressions as the real Halide does: random expressions of
+pyhalide/testing/expr_differential.py (operators and functions over uint8 ... float32 inputs,
+with Python numbers anywhere a program may write them) are built with both libraries from the
+same recipe; where Halide builds and computes one, pyhalide must give the same type and the same
+values, bit for bit. What Halide refuses is not in the test; what pyhalide refuses that Halide
+ran fails it."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, event, given, note, settings
+from hypothesis import strategies as st
+
+import pyhalide
+from pyhalide.testing.expr_differential import INPUTS, N, build, input_arrays, recipes
+
+halide = pytest.importorskip("halide", reason="the real Halide (pip install halide==21.*) is the oracle")
+
+pytestmark = pytest.mark.fuzz
+
+_PROFILE_EXAMPLES = settings.default.max_examples
+EXAMPLES = 150 if _PROFILE_EXAMPLES <= 30 else 10 * _PROFILE_EXAMPLES
+
+
+def _evaluate(hl, recipe, arrays):
+    """(type name, values) of the recipe's expression over x in [0, N). Halide's with strict_float:
+    its JIT otherwise fuses a * b + c into one rounding, where pyhalide's default rounds each
+    operation (pyhalide fuses them with the target feature fp_contract)."""
+    x = hl.Var("x")
+    inputs = {}
+    for name, *_ in INPUTS:
+        inputs[name] = hl.Buffer(arrays[name], name)
+    f = hl.Func("expr")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (float literals that round to float32)
+        f[x] = build(hl, recipe, inputs, x)
+    target = hl.get_jit_target_from_environment()
+    if hl is halide:
+        target = target.with_feature(halide.TargetFeature.StrictFloat)
+    return str(f.type()), np.array(np.asarray(f.realize([N], target)))
+
+
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(recipe=recipes(), seed=st.integers(0, 3))
+def test_pyhalide_types_and_computes_expressions_as_halide(recipe, seed):
+    note(repr(recipe))
+    arrays = input_arrays(seed)
+    try:
+        want_type, want = _evaluate(halide, recipe, arrays)
+    except Exception as e:  # noqa: BLE001 - what Halide refuses is not in the test
+        event(f"halide refused: {type(e).__name__}")
+        return
+    got_type, got = _evaluate(pyhalide, recipe, arrays)
+    assert got_type == want_type, f"pyhalide types it {got_type}, Halide {want_type}"
+    assert got.dtype == want.dtype
+    same = (got == want) | (np.isnan(got) & np.isnan(want)) if got.dtype.kind == "f" else got == want
+    assert same.all(), f"pyhalide computes {got[~same]} where Halide computes {want[~same]} at {np.flatnonzero(~same)}"
