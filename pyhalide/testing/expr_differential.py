@@ -28,6 +28,8 @@ _INTEGER_ONLY = {"&", "|", "^"}
 _FUNCTIONS2 = ("min", "max", "absd", "saturating_add", "saturating_sub", "halving_add", "halving_sub",
                "rounding_halving_add")
 _INTEGER_FUNCTIONS2 = _FUNCTIONS2[3:]
+_INTEGER_UNARY = ("abs", "popcount", "count_leading_zeros", "count_trailing_zeros")
+_FLOAT_UNARY = ("abs", "sqrt", "floor", "ceil", "round", "trunc", "is_nan", "is_finite")
 
 
 def input_arrays(seed: int) -> dict[str, np.ndarray]:
@@ -72,6 +74,11 @@ def build(hl, recipe, inputs: dict, x):
         return hl.select(*args)
     if kind == "pow":
         return args[0] ** recipe[-1][1]
+    if kind == "shift":
+        return args[0] << args[1] if name == "<<" else args[0] >> args[1]
+    if kind in ("saturating_cast", "reinterpret"):
+        code, bits = name
+        return getattr(hl, kind)(getattr(hl, code)(bits), args[0])
     return getattr(hl, name)(*args)
 
 
@@ -85,8 +92,15 @@ def _is_integer(recipe) -> bool:
         return isinstance(recipe[1], int)
     if kind == "typed":
         return recipe[1] != "Float"
-    if kind == "cast":
+    if kind in ("cast", "saturating_cast"):
         return recipe[1][0] != "Float"
+    if kind == "function" and recipe[1] in ("is_nan", "is_finite", "popcount", "count_leading_zeros",
+                                            "count_trailing_zeros"):
+        return True
+    if kind == "function" and recipe[1] in _FLOAT_UNARY:
+        return _is_integer(recipe[2]) and recipe[1] == "abs"
+    if kind == "shift":
+        return True
     if kind == "op" and recipe[1] in ("<", "<=", "==", "!=", ">", ">="):
         return True
     if kind == "select":
@@ -127,7 +141,28 @@ _LEAVES = st.one_of(
 def _node(draw, children):
     """One operation over recipes drawn from `children`."""
     a, b = draw(children), draw(children)
-    kind = draw(st.sampled_from(["op", "op", "op", "function", "cast", "select", "neg", "pow"]))
+    kind = draw(st.sampled_from(["op", "op", "op", "function", "cast", "select", "neg", "pow", "unary", "shift",
+                                 "clamp", "widening", "saturating_cast"]))
+    if kind == "unary":
+        a = a if _has_expr(a) else ("input", "d_f32")
+        names = _INTEGER_UNARY if _is_integer(a) and not _is_bool(a) else _FLOAT_UNARY
+        return ("function", draw(st.sampled_from(names)), a)
+    if kind == "shift" and _is_integer(a) and not _is_bool(a) and _has_expr(a):
+        # by a literal 0..3, or by a narrow input (wrapping in 8 or 16 bits, as Halide defines it)
+        by = draw(st.one_of(st.tuples(st.just("number"), st.integers(0, 3)),
+                            st.just(("cast", ("UInt", 8), ("op", "%", ("input", "a_u8"), ("number", 5))))))
+        return ("shift", draw(st.sampled_from(["<<", ">>"])), ("cast", ("UInt", 8), a), by)
+    if kind == "clamp":
+        return ("function", "clamp", a if _has_expr(a) else ("input", "b_i16"), ("number", draw(st.integers(-5, 5))),
+                ("number", draw(st.integers(6, 200))))
+    if kind == "widening" and _is_integer(a) and _is_integer(b) and not (_is_bool(a) or _is_bool(b)):
+        narrow = ("cast", draw(st.sampled_from(CAST_TYPES[:4])), a if _has_expr(a) else ("input", "a_u8"))
+        other = ("cast", narrow[1], b if _has_expr(b) else ("input", "e_u16"))
+        return ("function", draw(st.sampled_from(["widening_add", "widening_sub", "widening_mul"])), narrow, other)
+    if kind == "saturating_cast":
+        return ("saturating_cast", draw(st.sampled_from(CAST_TYPES[:5])), a if _has_expr(a) else ("input", "c_i32"))
+    if kind in ("unary", "shift", "widening"):
+        kind = "op"
     if kind == "op":
         name = draw(st.sampled_from(sorted(_PYTHON_OPERATORS)))
         if name in _INTEGER_ONLY and not (_is_integer(a) and _is_integer(b)):
