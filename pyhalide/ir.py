@@ -124,9 +124,10 @@ class StringImm(Expr):
 
 
 def wrap_int(t: Type, value: int) -> int:
-    """Wrap a Python int to the range of integer type t (two's complement)."""
+    """Wrap a Python int to the range of integer type t (two's complement; a bool keeps the lowest
+    bit, as Halide's 1-bit arithmetic: true + true is false)."""
     if t.is_bool():
-        return int(bool(value))
+        return int(value) & 1
     mask = (1 << t.bits) - 1
     value &= mask
     if t.is_int() and value >> (t.bits - 1):

@@ -692,8 +692,12 @@ def _e_variable(c: _Eval, n):
 def _e_cast(c: _Eval, n):
     v = c.e(n.value)
     dt = _dtype(n.type)
-    if n.type.is_bool():
-        return np.asarray(v != 0)
+    if n.type.is_bool():  # the lowest bit, as Halide casts (a float truncated toward zero first)
+        if v.dtype.kind == "f":
+            with np.errstate(invalid="ignore"):
+                whole = np.where(np.abs(v) < 2.0 ** 53, v, 0).astype(np.int64)  # (NaN, inf: false)
+            return np.asarray((whole & 1) != 0)
+        return np.asarray((v.astype(np.int64) & 1) != 0 if v.dtype != np.bool_ else v)
     return np.asarray(v.astype(dt))
 
 
@@ -735,8 +739,8 @@ def _e_mod(c: _Eval, n):
 
 def _e_min(c: _Eval, n):
     a, b = c.e(n.a), c.e(n.b)
-    if a.dtype.kind == "f":  # NaN handling is unspecified in Halide (it varies with the code around)
-        return np.asarray(np.where(b < a, b, a))
+    if a.dtype.kind == "f":  # Halide's at run time: a NaN (or a tie) gives b
+        return np.asarray(np.where(a < b, a, b))
     return np.asarray(np.minimum(a, b))
 
 
@@ -978,9 +982,9 @@ _DISPATCH = {
     ir.EQ: _compare(np.equal),
     ir.NE: _compare(np.not_equal),
     ir.LT: _compare(np.less),
-    ir.LE: _compare(np.less_equal),
+    ir.LE: _compare(lambda a, b: ~np.less(b, a)),  # (Halide's: !(b < a), true with a NaN)
     ir.GT: _compare(np.greater),
-    ir.GE: _compare(np.greater_equal),
+    ir.GE: _compare(lambda a, b: ~np.less(a, b)),
     ir.And: _compare(np.logical_and),
     ir.Or: _compare(np.logical_or),
     ir.Not: _e_not,

@@ -59,8 +59,10 @@ def placed_on_stack(s: ir.Allocate) -> bool:
     stored in Registers, or on the Stack in at most EXPLICIT_STACK_LIMIT bytes, or with memory
     type Auto in at most STACK_LIMIT bytes."""
     n = constant_elements(s)
-    limit = {"Register": None, "Stack": EXPLICIT_STACK_LIMIT, "Auto": STACK_LIMIT}.get(s.memory_type, 0)
-    return n is not None and (limit is None or n * s.type.bytes() <= limit)
+    if n is None or s.memory_type not in ("Register", "Stack", "Auto"):
+        return False
+    limit = {"Register": None, "Stack": EXPLICIT_STACK_LIMIT, "Auto": STACK_LIMIT}[s.memory_type]
+    return limit is None or n * s.type.bytes() <= limit
 
 
 def bound_small_allocations(stmt: ir.Stmt) -> ir.Stmt:

@@ -17,13 +17,15 @@ Guarantees: the result contains none of
   alone; signed positive or negative is the C operation and one adjustment.
 - float Mod: a - b * floor(a / b).
 - float Min/Max: selects of ordered compares, Halide's run-time semantics: max(a, b) = a > b ? a : b
-  and min(a, b) = b < a ? b : a (a NaN or a tie gives b for max, a for min).
+  and min(a, b) = a < b ? a : b (a NaN or a tie gives b, as x86's minps and maxps do).
 - `shift_left` / `shift_right`: they become `shift_left_in_range(a, n)` / `shift_right_in_range(a, n)`
   (C's `<<` and `>>`, arithmetic for signed a), whose amount n (unsigned, a's width) the pass
   guarantees is in [0, bits), with selects for negative and too-large amounts.
 - integer `abs` / `absd`: selects of compares and subtractions in the unsigned type (float `abs`
   stays: every backend has fabs).
-- Cast to bool: x != 0 (true for NaN, as in C).
+- float LE / GE: !(b < a) / !(a < b), as Halide's IR has them (true where a NaN is compared).
+- Cast to bool: the lowest bit, as Halide's (LLVM's trunc to i1; a float truncated toward zero
+  first): cast<bool>(2) is false.
 - the vector index of a load `ramp(b, 1, n) / k + offset` (k of 2 to 4 dividing n: `x / 2` of a
   vectorized x, in upsamplings and Bayer mosaics) becomes `quotient_ramp(q, r, k)`, lane i being
   q + (r + i) / k, with b = q*k + r, 0 <= r < k (offset folded into q): a code generator reads
@@ -40,7 +42,9 @@ from typing import NoReturn
 from .. import ir
 from ..errors import InternalError
 from ..ir_mutator import IRMutator
-from ..types import Type
+from ..types import Int, Type
+
+_MANTISSA_BITS = {16: 11, 32: 24, 64: 53}  # (with the implicit bit) by float width
 
 DIV = "div_round_to_zero"
 MOD = "mod_round_to_zero"
@@ -237,7 +241,7 @@ class _LowerArithmetic(IRMutator):
 
     # ---------------------------------------------------------------- min and max
     def visit_Min(self, e):
-        return self._min_max(e, ir.Min, lambda a, b: ir.Select(ir.LT(b, a), b, a))
+        return self._min_max(e, ir.Min, lambda a, b: ir.Select(ir.LT(a, b), a, b))
 
     def visit_Max(self, e):
         return self._min_max(e, ir.Max, lambda a, b: ir.Select(ir.GT(a, b), a, b))
@@ -249,6 +253,21 @@ class _LowerArithmetic(IRMutator):
         lets = _Lets(self)
         return lets.around(select(lets(a, "a"), lets(b, "b")))
 
+    # ---------------------------------------------------------------- comparisons
+    def visit_LE(self, e):
+        return self._not_less(e, lambda a, b: (b, a))
+
+    def visit_GE(self, e):
+        return self._not_less(e, lambda a, b: (a, b))
+
+    def _not_less(self, e, operands):
+        """A float a <= b as !(b < a), a >= b as !(a < b): Halide's (its IR has only <), so a NaN
+        makes them true."""
+        a, b = self.mutate(e.a), self.mutate(e.b)
+        if not a.type.is_float():
+            return e if a is e.a and b is e.b else type(e)(a, b)
+        return ir.Not(ir.LT(*operands(a, b)))
+
     # ---------------------------------------------------------------- casts
     def visit_Cast(self, e):
         v = self.mutate(e.value)
@@ -256,7 +275,17 @@ class _LowerArithmetic(IRMutator):
             return e if v is e.value else ir.Cast(e.type, v)
         if v.type.is_bool():
             return v
-        return ir.NE(v, _c(v.type, 0))
+        if not v.type.is_float():
+            return ir.NE(ir.Call(v.type, "bitwise_and", (v, _c(v.type, 1)), ir.INTRINSIC), _c(v.type, 0))
+        # a float truncated toward zero first (x86's conversion, as Halide's fptoui to i1 runs); from
+        # 2^mantissa bits up every float is even, and NaN and the infinities give false there too
+        lets = _Lets(self)
+        x = lets(v, "x")
+        whole = ir.Cast(Int(64, v.type.lanes), x)
+        low_bit = ir.Call(whole.type, "bitwise_and", (whole, _c(whole.type, 1)), ir.INTRINSIC)
+        magnitude = self.mutate(ir.Call(v.type, "abs", (x,), ir.INTRINSIC))
+        small = ir.LT(magnitude, _c(v.type, float(2 ** _MANTISSA_BITS[v.type.bits])))
+        return lets.around(ir.And(small, ir.NE(low_bit, _c(whole.type, 0))))
 
     # ---------------------------------------------------------------- intrinsics
     def visit_Call(self, e):

@@ -256,12 +256,12 @@ def mod_rules(n):
 def _minmax_rules(n, op, pick):
     a, b, t = n.a, n.b, n.type
     cb = _c(b)
-    if cb is None and _c(a) is not None:
-        return op(b, a)
     if a == b:
         return a
     if not _is_int(t):
-        return None
+        return None  # (not even constants to the right: which operand a NaN gives is in the order)
+    if cb is None and _c(a) is not None:
+        return op(b, a)
     if cb is not None and isinstance(a, op) and _c(a.b) is not None:
         return op(a.a, _const(t, pick(_c(a.b), cb)))  # min(min(x, c1), c2)
     if isinstance(a, op) and (a.a == b or a.b == b):

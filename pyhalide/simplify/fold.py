@@ -39,9 +39,9 @@ def fold_binary(node: ir.BinaryOp, a, b) -> ir.Expr | None:
             ir.EQ: a == b,
             ir.NE: a != b,
             ir.LT: a < b,
-            ir.LE: a <= b,
+            ir.LE: not b < a,  # (as Halide: a <= b is !(b < a), a >= b !(a < b); true with a NaN)
             ir.GT: a > b,
-            ir.GE: a >= b,
+            ir.GE: not a < b,
         }[type(node)]
         return ir.make_const(node.type, int(result))
     if isinstance(node, ir.And):
@@ -63,8 +63,8 @@ def fold_binary(node: ir.BinaryOp, a, b) -> ir.Expr | None:
             if b == 0:
                 return None
             v = a - b * math.floor(a / b)
-        elif isinstance(node, ir.Min):  # as codegen (Halide at run time): b < a ? b : a
-            v = b if b < a else a
+        elif isinstance(node, ir.Min):  # as at run time (Halide's Funcs): a < b ? a : b, a NaN gives b
+            v = a if a < b else b
         elif isinstance(node, ir.Max):  # a > b ? a : b
             v = a if a > b else b
         else:
@@ -97,8 +97,8 @@ def fold_cast(t: Type, e: ir.Expr) -> ir.Expr | None:
     src = e.type
     if t.is_float():
         return ir.make_const(t, _float(t, float(v)))
-    if t.is_bool():
-        return ir.make_const(t, int(v != 0))
+    if t.is_bool():  # the lowest bit (of a float truncated toward zero; NaN and inf: false), as Halide casts
+        return ir.make_const(t, int(v) & 1 if math.isfinite(v) else 0)
     if src.is_float():
         if math.isnan(v) or math.isinf(v):
             return None

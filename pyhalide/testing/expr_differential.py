@@ -18,7 +18,8 @@ N = 24  # elements per input
 # (name, type constructor, bits, numpy dtype, value range): the inputs an expression reads at x
 INPUTS = (("a_u8", "UInt", 8, np.uint8, (0, 255)), ("b_i16", "Int", 16, np.int16, (-300, 300)),
           ("c_i32", "Int", 32, np.int32, (-50, 50)), ("d_f32", "Float", 32, np.float32, (-8.0, 8.0)),
-          ("e_u16", "UInt", 16, np.uint16, (0, 1000)))
+          ("e_u16", "UInt", 16, np.uint16, (0, 1000)), ("g_f64", "Float", 64, np.float64, (-100.0, 100.0)),
+          ("h_i8", "Int", 8, np.int8, (-128, 127)))
 CAST_TYPES = (("UInt", 8), ("Int", 8), ("UInt", 16), ("Int", 16), ("Int", 32), ("Float", 32), ("Float", 64))
 
 _PYTHON_OPERATORS = {"+": "__add__", "-": "__sub__", "*": "__mul__", "/": "__truediv__", "//": "__floordiv__",
@@ -87,7 +88,7 @@ def _is_integer(recipe) -> bool:
     over it keep to those defined exactly on its type."""
     kind = recipe[0]
     if kind == "input":
-        return recipe[1][0] != "d"
+        return recipe[1][0] not in "dg"
     if kind == "number":
         return isinstance(recipe[1], int)
     if kind == "typed":
@@ -170,9 +171,9 @@ def _node(draw, children):
         if name == "*" and not (_small(a) or _small(b)):  # (Halide assumes int32 products do not overflow)
             name = "-"
         if name in ("/", "//", "%") and not (_is_integer(a) and _is_integer(b)) and \
-                not (b == ("input", "d_f32") or (b[0] == "number" and b[1] != 0)):
+                not (b in (("input", "d_f32"), ("input", "g_f64")) or (b[0] == "number" and b[1] != 0)):
             # a float divisor that may be 0: Halide's simplifier folds x % x, x / x and 0 % y to 0, 1
-            # and 0 for every x and y, where IEEE arithmetic gives NaN at 0 (d_f32 is never 0)
+            # and 0 for every x and y, where IEEE arithmetic gives NaN at 0 (the float inputs are never 0)
             name = "+"
         return ("op", name, a, b) if _has_expr(a) or _has_expr(b) else ("op", name, ("input", "c_i32"), b)
     if kind == "function":
@@ -185,7 +186,7 @@ def _node(draw, children):
     if kind == "cast":
         a = a if _has_expr(a) else ("input", "a_u8")
         # (a float out of an integer type's range casts to anything in Halide: floats cast to floats)
-        return ("cast", draw(st.sampled_from(CAST_TYPES if _is_integer(a) else CAST_TYPES[-2:])), a)
+        return ("cast", draw(st.sampled_from(CAST_TYPES + (("UInt", 1),) if _is_integer(a) else CAST_TYPES[-2:])), a)
     if kind == "select":
         condition = ("op", draw(st.sampled_from(["<", ">=", "=="])), ("input", "b_i16"), b)
         return ("select", "", condition, a, draw(children))
