@@ -466,3 +466,23 @@ int main() {
     ran = subprocess.run([str(tmp_path / "main")], env={"HL_NUM_THREADS": "500"}, preexec_fn=limited,
                          capture_output=True, text=True, timeout=120)
     assert (ran.returncode, ran.stdout.split()) == (0, ["0", "0"]), ran.stderr
+
+
+def test_a_predicated_tail_reading_a_stack_array_builds_without_warnings():
+    """A schedule the fuzz drew: g++ -O2 -Werror said "array subscript 7 is above array bounds of
+    int32_t[6]" of bc_a's stack storage, read under bc_b's PredicateStores tail on a path the loop
+    bounds exclude. The source quiets that warning; the output matches the JIT."""
+    case = CASES["boundaries"]()
+    funcs = {f.name().split("$")[0]: f for f in case.funcs}
+    out, b, a, repeat = funcs["bc_out"], funcs["bc_b"], funcs["bc_a"], funcs["repeat_image_bc_in3"]
+    x, y, xy, yo, yi = (hl.Var(n) for n in ("x", "y", "xy", "yo", "yi"))
+    out.bound(y, -3, 23).fuse(x, y, xy)
+    b.compute_at(out, xy).store_root().split(y, yo, yi, 4, hl.TailStrategy.PredicateStores).vectorize(x, 2)
+    repeat.compute_at(b, yo).align_bounds(repeat.args()[0], 2, 0).reorder_storage(*repeat.args())
+    a.compute_at(b, yo).reorder_storage(x, y)
+    want = hl.Buffer(hl.Int(32), [27, 23])
+    want.set_min([-4, -3])
+    out.realize(want)
+    outputs = [np.zeros((23, 27), np.int32)]
+    assert run_case(case.pipeline(), case.pipeline().infer_arguments(), outputs, case.mins)
+    np.testing.assert_array_equal(outputs[0], np.asarray(want))
