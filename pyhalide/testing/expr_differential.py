@@ -11,6 +11,8 @@ the outputs must be equal bit for bit.
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 from hypothesis import strategies as st
 
@@ -22,9 +24,10 @@ INPUTS = (("a_u8", "UInt", 8, np.uint8, (0, 255)), ("b_i16", "Int", 16, np.int16
           ("h_i8", "Int", 8, np.int8, (-128, 127)))
 CAST_TYPES = (("UInt", 8), ("Int", 8), ("UInt", 16), ("Int", 16), ("Int", 32), ("Float", 32), ("Float", 64))
 
-_PYTHON_OPERATORS = {"+": "__add__", "-": "__sub__", "*": "__mul__", "/": "__truediv__", "//": "__floordiv__",
-                     "%": "__mod__", "&": "__and__", "|": "__or__", "^": "__xor__", "<": "__lt__",
-                     "<=": "__le__", "==": "__eq__", "!=": "__ne__", ">": "__gt__", ">=": "__ge__"}
+_PYTHON_OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+                     "//": operator.floordiv, "%": operator.mod, "&": operator.and_, "|": operator.or_,
+                     "^": operator.xor, "<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
+                     ">": operator.gt, ">=": operator.ge}
 _INTEGER_ONLY = {"&", "|", "^"}
 _FUNCTIONS2 = ("min", "max", "absd", "saturating_add", "saturating_sub", "halving_add", "halving_sub",
                "rounding_halving_add")
@@ -61,11 +64,8 @@ def build(hl, recipe, inputs: dict, x):
         return hl.cast(getattr(hl, code)(bits), value)
     args = [build(hl, r, inputs, x) for r in recipe[2:]]
     name = recipe[1]
-    if kind == "op":
-        a, b = args
-        if not hasattr(a, _PYTHON_OPERATORS[name]):  # a Python number on the left
-            return eval(f"a {name} b")  # (Python dispatches to b's reflected operator, as a program would)
-        return getattr(a, _PYTHON_OPERATORS[name])(b)
+    if kind == "op":  # (with a Python number on the left, Python calls the Expr's reflected operator)
+        return _PYTHON_OPERATORS[name](*args)
     if kind == "neg":
         return -args[0]
     if kind == "cast":
@@ -161,7 +161,10 @@ def _node(draw, children):
         other = ("cast", narrow[1], b if _has_expr(b) else ("input", "e_u16"))
         return ("function", draw(st.sampled_from(["widening_add", "widening_sub", "widening_mul"])), narrow, other)
     if kind == "saturating_cast":
-        return ("saturating_cast", draw(st.sampled_from(CAST_TYPES[:5])), a if _has_expr(a) else ("input", "c_i32"))
+        # (of integers, or of a float input: a NaN converted to an integer is whatever the CPU makes
+        # of it, x86's 0x80000000 in Halide)
+        a = a if _has_expr(a) and _is_integer(a) else ("input", draw(st.sampled_from(["c_i32", "d_f32", "g_f64"])))
+        return ("saturating_cast", draw(st.sampled_from(CAST_TYPES[:5])), a)
     if kind in ("unary", "shift", "widening"):
         kind = "op"
     if kind == "op":
