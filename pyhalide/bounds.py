@@ -72,6 +72,13 @@ def interval_union(a: Interval | None, b: Interval | None) -> Interval | None:
     return Interval(_min(a.min, b.min), _max(a.max, b.max))
 
 
+def box_union(a: list | None, b: list | None) -> list | None:
+    """Per dimension, the union of two boxes (None: no box)."""
+    if a is None or b is None:
+        return a if b is None else b
+    return [interval_union(x, y) for x, y in zip(a, b)]
+
+
 def _type_range(t) -> Interval:
     if t.is_float() or t.is_handle() or (t.is_int() and t.bits >= 32) or (t.is_uint() and t.bits >= 32):
         return Interval(None, None)
@@ -778,10 +785,7 @@ class _BoxCollector(IRVisitor):
     def _add(self, args):
         b = self._bounds()
         ivs = [b.of(self._expand(a)) for a in args]
-        if self.box is None:
-            self.box = ivs
-        else:
-            self.box = [interval_union(x, y) for x, y in zip(self.box, ivs)]
+        self.box = box_union(self.box, ivs)
 
     def visit_Call(self, c):
         if self.include_calls and c.name == self.name and c.call_type in (ir.HALIDE, ir.IMAGE):
@@ -854,7 +858,7 @@ class _BoxCollector(IRVisitor):
             merged = [Interval(_select(when, iv.min, big), _select(when, iv.max, small)) for iv in taken]
         else:
             merged = then_box if then_box is not None else else_box
-        self.box = merged if self.box is None else [interval_union(a, b) for a, b in zip(self.box, merged)]
+        self.box = box_union(self.box, merged)
 
     def _restore(self, name, saved_let, saved_iv):
         self.lets.pop(name, None)

@@ -963,6 +963,7 @@ class Callable:
         self._constrained = pipeline._constrained(lowered)
         self._owners = pipeline._buffer_owners(lowered)
         self._param_args = [(a.name(), i) for i, a in enumerate(arguments) if isinstance(a, Param)]
+        self._scalar_slots = frozenset(i for _, i in self._param_args)
         self._names = [a.name() for a in arguments] + [b.name for b in lowered.buffers[:self._n_out]]
         self._names_in_text = lowered.user_names
         self._other_layouts = {}  # layouts -> code compiled for buffers of that layout
@@ -1008,13 +1009,13 @@ class Callable:
     def _check_kinds(self, args) -> None:
         """A buffer where the pipeline takes one (an hl.Buffer or anything with the buffer
         protocol), a number where it takes a Param: Halide's bindings' errors, before anything runs."""
-        scalars = {i for _, i in self._param_args}
+        scalars = self._scalar_slots
         for i, value in enumerate(args):
             if i in scalars:
                 if not isinstance(value, int | float | np.number | np.bool_):
                     raise HalideError(f"Unable to cast Python instance of type {type(value)} to the scalar "
                                       f"argument {self._names[i]}")
-            elif not isinstance(value, Buffer):
+            elif not isinstance(value, np.ndarray | Buffer):  # (those two, the common ones, at once)
                 try:
                     memoryview(value)
                 except TypeError:

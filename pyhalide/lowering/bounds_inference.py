@@ -14,7 +14,7 @@ what each iteration computes.
 from __future__ import annotations
 
 from .. import ir
-from ..bounds import Interval, RequiredRegion, box_touched, interval_union
+from ..bounds import Interval, RequiredRegion, box_touched, box_union
 from ..errors import CompileError, InternalError
 from ..ir_mutator import IRMutator, IRVisitor, called_names
 from ..simplify import simplify
@@ -157,7 +157,7 @@ def _func_lets(f, env, produce, consume, outer_loops):
             required = RequiredRegion()
             footprint = box_touched(later, name, include_provides=True, required=required)
             if required.clamped:
-                read = _union_boxes(read, box_touched(later, name))
+                read = box_union(read, box_touched(later, name))
         # (a specialization rfactored on its own may loop over more of f's pure Vars)
         pure_dims = list(dict.fromkeys(v for t, d in f.all_scheduled_definitions() if t == s
                                        for v, pure in stage_dims(f, s, d) if pure))
@@ -176,12 +176,6 @@ def _func_lets(f, env, produce, consume, outer_loops):
             lets.append((read_bound(name, var, "min").name, simplify(iv.min)))
             lets.append((read_bound(name, var, "max").name, simplify(iv.max)))
     return lets, checks
-
-
-def _union_boxes(a, b):
-    if a is None or b is None:
-        return a if b is None else b
-    return [interval_union(x, y) for x, y in zip(a, b)]
 
 
 def read_bound(func: str, var: str, which: str) -> ir.Variable:
