@@ -688,35 +688,6 @@ def fast_inverse_sqrt(e) -> Expr:
     return wrap(ir.Div(ir.make_const(x.type, 1.0), to_ir(sqrt(wrap(x)))))
 
 
-def fast_exp(e) -> Expr:
-    """exp (Halide's fast_exp is a cruder polynomial; pyhalide's is its exp, within 1 ulp in float32)."""
-    return exp(e)
-
-
-def fast_log(e) -> Expr:
-    """log (Halide's fast_log is a cruder polynomial; pyhalide's is its log, within 2 ulp in float32)."""
-    return log(e)
-
-
-def fast_sin(e) -> Expr:
-    """sin (Halide's is a polynomial accurate to about 1e-5; pyhalide's is the C library's sin)."""
-    return sin(e)
-
-
-def fast_cos(e) -> Expr:
-    """cos (Halide's is a polynomial accurate to about 1e-5; pyhalide's is the C library's cos)."""
-    return cos(e)
-
-
-def fast_pow(a, b) -> Expr:
-    """pow in Float(32) (Halide's fast_pow casts both arguments to float; pyhalide's is exact), or
-    a constant integer power, as pow computes it."""
-    x, y = (to_ir(v) for v in (a, b))
-    if _constant_integer(y) is not None:
-        return pow(a, b)
-    return pow(wrap(cast_ir(Float(32, x.type.lanes), x)), wrap(cast_ir(Float(32, y.type.lanes), y)))
-
-
 def _float_test(name: str):
     def f(e) -> Expr:
         x = to_ir(e)
