@@ -89,6 +89,7 @@ class Problem:
 class BeamSearch:
     LOOKAHEAD_FACTOR = 2
     MIN_BEAM = 4
+    STRUCTURE_SHARE = 4  # the most of the beam one structure may hold: 1 / this
 
     def __init__(self, beam_size: int = 32, passes: int = 2, dropout: float = 1.0, seed: int = 0,
                  max_states: int = 16_000):
@@ -133,7 +134,8 @@ class BeamSearch:
                     for d in problem.space.options(name, st.models):
                         candidates.append(problem.extend(st, name, d, ahead=False))
                 evaluated += len(candidates)
-                states = self._keep(self._ranked(problem, name, candidates, width), rng, width)
+                diverse = problem.space.around is None and len(problem.model.a.funcs[name].stages) > 1
+                states = self._keep(self._ranked(problem, name, candidates, width), rng, width, diverse)
             finals += states
             winner = states[0]
             if best is None or winner.cost < best.cost:
@@ -158,18 +160,44 @@ class BeamSearch:
         head.sort(key=lambda s: (s.rank, s.key))
         return head + candidates[n:]
 
-    def _keep(self, candidates: list, rng: random.Random, width: int) -> list:
+    def _keep(self, candidates: list, rng: random.Random, width: int, diverse: bool = False) -> list:
         """The beam's next states: the `width` cheapest distinct ones (Halide's random_dropout
-        drops each with a chance)."""
-        kept, seen = [], set()
-        for c in candidates:
+        drops each with a chance); where `diverse`, at most width / STRUCTURE_SHARE of them of
+        one structure (where each Func is computed and stored), the rest of the beam filled by
+        the cheapest after those.
+
+        The coarse pass asks for diversity where it has just placed a Func with an update: what a
+        reduction's producers cost grows with its whole domain (nl_means's weights, for every
+        offset of the search window), which the look-ahead, at root untiled, does not see. There
+        the tile-size variants of one placement filled the beam: nl_means's sum computed per
+        tile ranked a little cheaper than per row of a tile, and every state kept (a beam of 128
+        too) computed it per tile, predicted 6% dearer once the producers were decided and
+        measured 1.4x slower (158 against 115 ms). Everywhere else the cap is off: on the
+        gallery it changed camera_pipe's and interpolate's picks to ones the cost model predicts
+        1-6% cheaper and that ran 1.2-1.3x slower."""
+        kept, seen, later = [], set(), []
+        per_structure: dict = {}
+        cap = max(1, width // self.STRUCTURE_SHARE) if diverse else width
+        for k, c in enumerate(candidates):
             if len(kept) >= width:
                 break
             if c.key in seen or (self.dropout < 1.0 and kept and rng.random() > self.dropout):
                 continue
             seen.add(c.key)
-            kept.append(c)
-        return kept
+            shape = _structure(c)
+            if per_structure.get(shape, 0) >= cap:
+                later.append((k, c))
+                continue
+            per_structure[shape] = per_structure.get(shape, 0) + 1
+            kept.append((k, c))
+        kept += later[: width - len(kept)]
+        return [c for _, c in sorted(kept, key=lambda kc: kc[0])]  # in the candidates' order
+
+
+def _structure(state: State) -> tuple:
+    """Where each decided Func is computed and stored, without its tiles, vectors or order."""
+    return tuple((name, m.decision.placement, m.decision.consumer, m.decision.stage, m.decision.level, m.decision.store)
+                 for name, m in state.models.items())
 
 
 class Greedy(BeamSearch):

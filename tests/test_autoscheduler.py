@@ -1056,3 +1056,45 @@ def test_the_step_after_the_beam_inlines_again_what_a_change_made_cheaper_inline
                      and result.models[n].decision.placement == "inline"]
     assert inlined_again == ["downsampled_0"], result.stats
     assert result.cost < 0.98 * beam_best.cost
+
+
+def test_one_structure_holds_at_most_a_share_of_the_beam():
+    """nl_means at its benchmark size: computing the sum per tile of the output ranks a little
+    cheaper, before the sum's producers are decided, than per row of a tile, and its tile-size
+    variants alone would fill the beam (a beam of 128 too). With each structure (where every
+    Func is computed and stored) held to 1 / STRUCTURE_SHARE of the beam once a reduction is
+    placed, the per-row structure survives, and once the producers are decided it is the
+    cheaper: the sum, the weights and the distances are computed per row (measured 158 -> 115
+    ms; Halide's Adams2019, 107)."""
+    from apps import load
+    from autoscheduler.api import make_problem
+    from autoscheduler.search import BeamSearch, State, _structure
+
+    app = load("nl_means")
+    built = app.build(hl, app.inputs("default"))
+    machine = {"parallelism": 2, "vector_bits": 512, "l1_bytes": 32 << 10, "l2_bytes": 1 << 20, "l3_bytes": 32 << 20}
+    problem = make_problem([built.output], estimates={built.output.name(): [(0, n) for n in built.output_sizes]},
+                           params=machine)
+    result = BeamSearch().run(problem)
+    # the output's loops, outermost first: rows of tiles, tiles, then the rows of a tile
+    rows = next(k for k, lp in enumerate(result.models["non_local_means"].stages[0].loops) if lp.kind == "inner")
+    for name in ("non_local_means_sum", "w", "d"):
+        d = result.models[name].decision
+        assert (d.placement, d.consumer, d.level) == ("at", "non_local_means", rows), (name, d.describe())
+
+    # the cap itself, on states of one Func: twelve computed at root (tiles of every size), then
+    # two inlined; a beam of eight keeps two of the first structure (8 / 4) and both of the
+    # second, then fills up with the next cheapest of the first, in the candidates' order
+    import random
+    from types import SimpleNamespace
+
+    from autoscheduler.loop_nest import Decision
+
+    def state(d):
+        return State({"f": SimpleNamespace(decision=d)}, 0.0, (d.describe(),))
+
+    roots = [state(Decision("root", tile=(16 * k, 4))) for k in range(1, 13)]
+    inlined = [state(Decision("inline")), state(Decision("inline", vector=8))]
+    assert BeamSearch.STRUCTURE_SHARE == 4 and len({_structure(s) for s in roots + inlined}) == 2
+    assert BeamSearch()._keep(roots + inlined, random.Random(0), 8, diverse=True) == roots[:6] + inlined
+    assert BeamSearch()._keep(roots + inlined, random.Random(0), 8) == roots[:8]  # (no cap: the cheapest)
