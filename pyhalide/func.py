@@ -902,6 +902,10 @@ class Func(FuncScheduling):
     def compile_to_conceptual_stmt(self, filename: str, arguments=None, fmt=None, target=None):
         self._pipeline().compile_to_conceptual_stmt(filename, arguments, fmt, target)
 
+    def compile_to_module(self, arguments, fn_name: str = "", target=None):
+        """This Func's pipeline lowered to a Module (see Pipeline.compile_to_module)."""
+        return self._pipeline().compile_to_module(arguments, fn_name, target)
+
     def compile_to_llvm_assembly(self, filename: str, arguments=None, fn_name=None, target=None):
         self._pipeline().compile_to_llvm_assembly(filename, arguments, fn_name, target)
 
@@ -953,8 +957,8 @@ def lambda_func(*args) -> Func:
 class Stage(Schedulable):
     """One definition of a Func, for scheduling its loops (`f.update(0).vectorize(x)`)."""
 
-    def __init__(self, func: Func, index: int):
-        self._func, self._stage_index = func, index
+    def __init__(self, func: Func, index: int = 0):
+        self._func, self._stage_index = func, index  # (Stage(f): f's pure definition, as in Halide)
 
     def _target_func(self):
         return self._func
@@ -975,6 +979,18 @@ class Stage(Schedulable):
             raise HalideError("Error: Stage::unscheduled called on an update definition with a schedule "
                               f"({self.name()} has already been scheduled)")
         self._log("unscheduled")
+
+    def dump_argument_list(self) -> str:
+        """The stage's loop variables, innermost first, as Halide lists them in its errors (a loop
+        a split, fuse or rename made is named after the loop it came from: `x.xi`)."""
+        sched = self._stage()
+        halide_names: dict[str, str] = {}  # (a rename's loop is `old.new.renamed` here, `old.new` in Halide)
+        for sp in sched.splits:
+            old = halide_names.get(sp.old, sp.old)
+            made = (sp.outer,) if sp.kind == "rename" else (sp.inner,) if sp.kind == "fuse" else (sp.outer, sp.inner)
+            for name in made:
+                halide_names[name] = old + name[len(sp.old):].removesuffix(".renamed" if sp.kind == "rename" else "")
+        return "Vars:" + "".join(f" {halide_names.get(d.internal, d.internal)}" for d in sched.dims) + " __outermost\n"
 
     def __repr__(self):
         return f"Stage({self.name()})"

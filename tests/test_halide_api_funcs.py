@@ -658,3 +658,21 @@ def test_update_may_use_a_pure_var_elsewhere_on_the_left():
     g[x, y] = 0
     with pytest.raises(hl.HalideError, match="pure Var y appears in position 0 but is argument 1"):
         g[y, x] = 1
+
+
+def test_stage_dump_argument_list_and_func_compile_to_module_as_halide():
+    """Stage.dump_argument_list lists a stage's loops innermost first, as Halide's does, after
+    splits, fusions, renames and reorders (a loop they made named after the loop it came from);
+    Func.compile_to_module is its pipeline's Module, named."""
+    seen = []
+    for lib in (hl, _real()):
+        x, y, xo, xi, r = lib.Var("x"), lib.Var("y"), lib.Var("xo"), lib.Var("xi"), lib.RDom([lib.Range(0, 4)], "r")
+        f = lib.Func("dal_f")
+        f[x, y] = x + y
+        f[x, y] += r.x
+        f.split(x, xo, xi, 4).fuse(xo, y, lib.Var("t"))
+        f.update(0).reorder(x, r.x, y).rename(x, lib.Var("u"))
+        seen.append((lib.Stage(f).dump_argument_list(), f.update(0).dump_argument_list(),
+                     f.compile_to_module([], "dal_fn").name()))
+    assert seen[0] == seen[1]
+    assert seen[0][:2] == ("Vars: x.xi x.xo.t __outermost\n", "Vars: x.u r$x y __outermost\n")

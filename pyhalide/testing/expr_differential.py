@@ -77,9 +77,15 @@ def build(hl, recipe, inputs: dict, x):
         return args[0] ** recipe[-1][1]
     if kind == "shift":
         return args[0] << args[1] if name == "<<" else args[0] >> args[1]
-    if kind in ("saturating_cast", "reinterpret"):
+    if kind in ("saturating_cast", "reinterpret", "extract_bits"):
         code, bits = name
-        return getattr(hl, kind)(getattr(hl, code)(bits), args[0])
+        return getattr(hl, kind)(getattr(hl, code)(bits), *args)
+    if kind == "mux":
+        return hl.mux(args[0], args[1:])
+    if kind == "concat_bits":
+        return hl.concat_bits(args)
+    if kind == "bitnot":
+        return ~args[0]
     return getattr(hl, name)(*args)
 
 
@@ -95,9 +101,13 @@ def _is_integer(recipe) -> bool:
         return recipe[1] != "Float"
     if kind in ("cast", "saturating_cast"):
         return recipe[1][0] != "Float"
-    if kind == "function" and recipe[1] in ("is_nan", "is_finite", "popcount", "count_leading_zeros",
+    if kind == "function" and recipe[1] in ("is_nan", "is_finite", "is_inf", "popcount", "count_leading_zeros",
                                             "count_trailing_zeros"):
         return True
+    if kind in ("extract_bits", "concat_bits", "bitnot"):
+        return True
+    if kind == "mux":
+        return _is_integer(recipe[3])
     if kind == "function" and recipe[1] in _FLOAT_UNARY:
         return _is_integer(recipe[2]) and recipe[1] == "abs"
     if kind == "shift":
@@ -115,13 +125,19 @@ def _is_bool(recipe) -> bool:
     if recipe[0] == "op":
         return recipe[1] in ("<", "<=", "==", "!=", ">", ">=") or (
             recipe[1] in ("&", "|", "^") and _is_bool(recipe[2]) and _is_bool(recipe[3]))
-    return recipe[0] == "select" and _is_bool(recipe[3]) and _is_bool(recipe[4])
+    if recipe[0] == "function":
+        return recipe[1] in ("is_nan", "is_finite", "is_inf")
+    return recipe[0] == "select" and all(_is_bool(v) for v in recipe[3::2]) and _is_bool(recipe[-1])
 
 
 def _small(recipe) -> bool:
     """A constant of magnitude at most 9: a product with it keeps 32-bit values far from overflow."""
     return (recipe[0] == "number" and isinstance(recipe[1], int) and abs(recipe[1]) <= 9) or \
         (recipe[0] == "typed" and abs(recipe[3]) <= 9)
+
+
+def _reads_input(recipe) -> bool:
+    return recipe[0] == "input" or any(isinstance(r, tuple) and _reads_input(r) for r in recipe[2:])
 
 
 def _has_expr(recipe) -> bool:
@@ -143,7 +159,9 @@ def _node(draw, children):
     """One operation over recipes drawn from `children`."""
     a, b = draw(children), draw(children)
     kind = draw(st.sampled_from(["op", "op", "op", "function", "cast", "select", "neg", "pow", "unary", "shift",
-                                 "clamp", "widening", "saturating_cast"]))
+                                 "clamp", "widening", "saturating_cast", "intrinsic", "intrinsic"]))
+    if kind == "intrinsic":
+        return draw(_intrinsic(a, b, children))
     if kind == "unary":
         a = a if _has_expr(a) else ("input", "d_f32")
         names = _INTEGER_UNARY if _is_integer(a) and not _is_bool(a) else _FLOAT_UNARY
@@ -197,6 +215,64 @@ def _node(draw, children):
         return ("neg", "", a if _has_expr(a) else ("input", "b_i16"))
     base = ("input", draw(st.sampled_from([i[0] for i in INPUTS])))  # (a leaf: powers of sums overflow)
     return ("pow", "", base, ("number", draw(st.integers(-1, 3))))
+
+
+_NARROW = CAST_TYPES[:4]  # (u8, i8, u16, i16)
+_WIDER = {("UInt", 8): ("UInt", 16), ("Int", 8): ("Int", 16), ("UInt", 16): ("UInt", 32), ("Int", 16): ("Int", 32)}
+
+
+@st.composite
+def _intrinsic(draw, a, b, children):
+    """One of Halide's integer intrinsics, lerp, mux, bit manipulation or a float test, over
+    recipes made to fit it (integers of the types it takes, nonzero divisors, shifts in range)."""
+    ia = a if _is_integer(a) and not _is_bool(a) and _has_expr(a) else ("input", "a_u8")
+    ib = b if _is_integer(b) and not _is_bool(b) else ("input", "e_u16")
+    t = draw(st.sampled_from(_NARROW))
+    form = draw(st.sampled_from(["mul_shift_right", "rounding_mul_shift_right", "lerp", "float_lerp", "mux",
+                                 "extract_bits", "concat_bits", "div_round_to_zero", "mod_round_to_zero",
+                                 "widen_right", "rounding_shift", "widening_shift", "bitnot", "fract", "is_inf",
+                                 "select3"]))
+    if form in ("mul_shift_right", "rounding_mul_shift_right"):
+        t = draw(st.sampled_from(_NARROW + (("Int", 32),)))
+        return ("function", form, ("cast", t, ia), ("cast", t, ib), ("number", draw(st.integers(0, 2 * t[1] - 1))))
+    if form == "lerp":  # integer ends, an unsigned weight of their width: 0 ... all ones is 0 ... 1
+        weight = ("cast", ("UInt", t[1]), draw(children) if _is_integer(b) else ib)
+        return ("function", "lerp", ("cast", t, ia), ("cast", t, ib), weight)
+    if form == "float_lerp":
+        # (ends that read inputs and differ as expressions: Halide lowers lerp as it compiles,
+        # outside strict_float, where LLVM may reassociate lerp(e, e, w) = e (1 - w) + e w into e,
+        # or fuse 1 (1 - w) + e w into one multiply-add)
+        f32 = ("Float", 32)
+        zero = a if _reads_input(a) else ("input", "d_f32")
+        one = ("op", "+", b if _reads_input(b) else ("input", "a_u8"), ("number", 0.5))
+        return ("function", "lerp", ("cast", f32, zero), ("cast", f32, one),
+                ("op", "*", ("input", "d_f32"), ("number", 0.125)))
+    if form == "mux":
+        values = [("cast", t, draw(children) if k else ia) for k in range(draw(st.integers(1, 3)))]
+        values = [v if _is_integer(v[2]) else ("cast", t, ("input", "h_i8")) for v in values]
+        return ("mux", "", ("op", "%", ("input", "c_i32"), ("number", 5)), *values)
+    if form == "extract_bits":
+        wide = _WIDER[t]
+        return ("extract_bits", t, ("cast", wide, ia), ("number", draw(st.integers(0, wide[1] - 1))))
+    if form == "concat_bits":
+        return ("concat_bits", "", *[("cast", t, x) for x in (ia, ib)])
+    if form in ("div_round_to_zero", "mod_round_to_zero"):
+        divisor = draw(st.sampled_from([1, 2, 3, 7] + ([-1, -3] if t[0] == "Int" else [])))
+        return ("function", form, ("cast", t, ia), ("cast", t, ("number", divisor)))
+    if form == "widen_right":
+        name = draw(st.sampled_from(["widen_right_add", "widen_right_sub", "widen_right_mul"]))
+        return ("function", name, ("cast", _WIDER[t], ia), ("cast", t, ib))
+    if form in ("rounding_shift", "widening_shift"):
+        name = f"{form}_{draw(st.sampled_from(['left', 'right']))}"
+        return ("function", name, ("cast", t, ia), ("number", draw(st.integers(0, t[1] - 1))))
+    if form == "bitnot":
+        return ("bitnot", "", ("cast", t, ia))
+    if form in ("fract", "is_inf"):
+        return ("function", form, a if _has_expr(a) and not _is_integer(a) else ("input", "g_f64"))
+    # select of two conditions and a default
+    conditions = [("op", draw(st.sampled_from(["<", ">=", "=="])), ("input", "b_i16"), draw(children))
+                  for _ in range(2)]
+    return ("select", "", conditions[0], a, conditions[1], b, draw(children))
 
 
 def recipes(max_leaves: int = 10):
