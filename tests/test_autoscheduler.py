@@ -1032,22 +1032,28 @@ def test_a_choice_ranked_before_the_producers_it_makes_cheaper_is_found_after_th
     assert rebuilt is not None and rebuilt.cost == pytest.approx(result.cost, rel=1e-12)
 
 
+def _pinned_problem(app_name: str):
+    """The search problem of a gallery app at its benchmark size, on a pinned machine (this
+    project's Zen 4 VM), so that the beam's pick does not move with the host."""
+    from apps import load
+    from autoscheduler.api import make_problem
+
+    app = load(app_name)
+    built = app.build(hl, app.inputs("default"))
+    machine = {"parallelism": 2, "vector_bits": 512, "l1_bytes": 32 << 10, "l2_bytes": 1 << 20, "l3_bytes": 32 << 20}
+    return make_problem([built.output], estimates={built.output.name(): [(0, n) for n in built.output_sizes]},
+                        params=machine)
+
+
 def test_the_step_after_the_beam_inlines_again_what_a_change_made_cheaper_inlined():
     """interpolate at its benchmark size: the beam stores the premultiplied picture at full
     size, since the level above it is inlined and would recompute it per tap; once the local
     step computes that level, the picture is cheaper inlined again (measured 16.3 -> 13.8 ms),
     and the step inlines it: a Func the beam's best computed ends inlined, and the result is
     predicted cheaper than the beam's best."""
-    from apps import load
-    from autoscheduler.api import make_problem
     from autoscheduler.search import BeamSearch
 
-    app = load("interpolate")
-    built = app.build(hl, app.inputs("default"))
-    # (the machine pinned: this session's Zen 4, so that the beam's pick does not move with the host)
-    machine = {"parallelism": 2, "vector_bits": 512, "l1_bytes": 32 << 10, "l2_bytes": 1 << 20, "l3_bytes": 32 << 20}
-    problem = make_problem([built.output], estimates={built.output.name(): [(0, n) for n in built.output_sizes]},
-                           params=machine)
+    problem = _pinned_problem("interpolate")
     result = BeamSearch().run(problem)
     key = tuple(result.models[n].decision.describe() for n in problem.order)
     beam_best = min((s for s in result.alternatives if s.key != key), key=lambda s: s.cost)
@@ -1066,16 +1072,9 @@ def test_one_structure_holds_at_most_a_share_of_the_beam():
     placed, the per-row structure survives, and once the producers are decided it is the
     cheaper: the sum, the weights and the distances are computed per row (measured 158 -> 115
     ms; Halide's Adams2019, 107)."""
-    from apps import load
-    from autoscheduler.api import make_problem
     from autoscheduler.search import BeamSearch, State, _structure
 
-    app = load("nl_means")
-    built = app.build(hl, app.inputs("default"))
-    machine = {"parallelism": 2, "vector_bits": 512, "l1_bytes": 32 << 10, "l2_bytes": 1 << 20, "l3_bytes": 32 << 20}
-    problem = make_problem([built.output], estimates={built.output.name(): [(0, n) for n in built.output_sizes]},
-                           params=machine)
-    result = BeamSearch().run(problem)
+    result = BeamSearch().run(_pinned_problem("nl_means"))
     # the output's loops, outermost first: rows of tiles, tiles, then the rows of a tile
     rows = next(k for k, lp in enumerate(result.models["non_local_means"].stages[0].loops) if lp.kind == "inner")
     for name in ("non_local_means_sum", "w", "d"):
