@@ -5,11 +5,13 @@ and a reconstruction, written out in the caller's Func, where they vectorize lik
 A program that asks for them asks for those numbers (nl_means's weights, a tone curve), so
 pyhalide builds the same expressions from the same operations and constants: the same values
 as Halide computes with strict_float (tests/test_fast_math.py runs both), and the cost of a few
-multiply-adds rather than of an accurate exp or log. Like Halide's, they are approximations:
-fast_exp and fast_log within a few float32 ulp over their useful range, fast_sin and fast_cos
-within about 1e-7 absolute near zero (the reduction loses more for large arguments); they give
-meaningless results where an exact result would overflow or underflow, and fast_log of a
-non-positive number is meaningless.
+multiply-adds rather than of an accurate exp or log. Like Halide's, they are approximations
+(measured in tests/test_fast_math.py): fast_exp, fast_log and fast_pow within 1e-5 relative
+error, fast_sin and fast_cos within 1e-5 absolute over [-100, 100]; they give meaningless
+results where an exact result would overflow or underflow, and fast_log of a non-positive
+number is meaningless. Derivatives (propagate_adjoints) go through their arithmetic as Halide's
+do: fast_exp's is close to exp's, fast_sin's and fast_cos's to cos and -sin; fast_log reads its
+argument's bits, which have no derivative, so nothing flows back through fast_log or fast_pow.
 
 The constants are Halide's (the polynomials' coefficients are what fix the results); each is
 a float32, as in Halide's source.
