@@ -495,7 +495,9 @@ class Model:
             all_evals = 0.0
             for gm, s, _, loads, stride in contexts:
                 sm = gm.stages[s]
-                lanes = self.lanes(gm.name, sm.vector)
+                # (in the inlined Func's own types: a u16 Func inlined into a u8 consumer's 64
+                # lanes is two instructions an operation, not one)
+                lanes = self.lanes(name, sm.vector)
                 sp = gm.speedup(s)
                 evals = loads * sm.points * gm.realizations * gm.warm / sm.shared
                 all_evals += evals
