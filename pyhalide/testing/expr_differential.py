@@ -114,8 +114,8 @@ def _is_integer(recipe) -> bool:
         return True
     if kind == "op" and recipe[1] in ("<", "<=", "==", "!=", ">", ">="):
         return True
-    if kind == "select":
-        return _is_integer(recipe[3]) and _is_integer(recipe[4])
+    if kind == "select":  # (its values: after each condition, and the default last)
+        return all(_is_integer(v) for v in recipe[3::2]) and _is_integer(recipe[-1])
     if kind == "pow":
         return _is_integer(recipe[2])
     return all(_is_integer(r) for r in recipe[2:])
@@ -236,7 +236,8 @@ def _intrinsic(draw, a, b, children):
         t = draw(st.sampled_from(_NARROW + (("Int", 32),)))
         return ("function", form, ("cast", t, ia), ("cast", t, ib), ("number", draw(st.integers(0, 2 * t[1] - 1))))
     if form == "lerp":  # integer ends, an unsigned weight of their width: 0 ... all ones is 0 ... 1
-        weight = ("cast", ("UInt", t[1]), draw(children) if _is_integer(b) else ib)
+        w = draw(children)
+        weight = ("cast", ("UInt", t[1]), w if _is_integer(w) else ib)  # (not a float out of range)
         return ("function", "lerp", ("cast", t, ia), ("cast", t, ib), weight)
     if form == "float_lerp":
         # (ends that read inputs and differ as expressions: Halide lowers lerp as it compiles,
