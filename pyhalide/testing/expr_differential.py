@@ -136,10 +136,6 @@ def _small(recipe) -> bool:
         (recipe[0] == "typed" and abs(recipe[3]) <= 9)
 
 
-def _reads_input(recipe) -> bool:
-    return recipe[0] == "input" or any(isinstance(r, tuple) and _reads_input(r) for r in recipe[2:])
-
-
 def _has_expr(recipe) -> bool:
     return recipe[0] in ("input", "typed") or any(isinstance(r, tuple) and _has_expr(r) for r in recipe[2:])
 
@@ -240,14 +236,13 @@ def _intrinsic(draw, a, b, children):
         weight = ("cast", ("UInt", t[1]), w if _is_integer(w) else ib)  # (not a float out of range)
         return ("function", "lerp", ("cast", t, ia), ("cast", t, ib), weight)
     if form == "float_lerp":
-        # (ends that read inputs and differ as expressions: Halide lowers lerp as it compiles,
-        # outside strict_float, where LLVM may reassociate lerp(e, e, w) = e (1 - w) + e w into e,
-        # or fuse 1 (1 - w) + e w into one multiply-add)
+        # (ends that are inputs plus something, never constants nor the same expression: Halide
+        # lowers lerp as it compiles, outside strict_float, where LLVM may reassociate
+        # lerp(e, e, w) = e (1 - w) + e w into e, or fuse 1 (1 - w) + e w into one multiply-add)
         f32 = ("Float", 32)
-        zero = a if _reads_input(a) else ("input", "d_f32")
-        one = ("op", "+", b if _reads_input(b) else ("input", "a_u8"), ("number", 0.5))
-        return ("function", "lerp", ("cast", f32, zero), ("cast", f32, one),
-                ("op", "*", ("input", "d_f32"), ("number", 0.125)))
+        zero = ("op", "+", ("cast", f32, ("input", "d_f32")), ("cast", f32, a))
+        one = ("op", "+", ("cast", f32, ("input", "a_u8")), ("cast", f32, b))
+        return ("function", "lerp", zero, one, ("op", "*", ("input", "d_f32"), ("number", 0.125)))
     if form == "mux":
         values = [("cast", t, draw(children) if k else ia) for k in range(draw(st.integers(1, 3)))]
         values = [v if _is_integer(v[2]) else ("cast", t, ("input", "h_i8")) for v in values]
