@@ -454,3 +454,68 @@ def _loop_step(draw, fn: str, stage: int, dims: list, rvars: set):
             return Step(fn, stage, "unroll", (loop(v),))
         return Step(fn, stage, "unroll", (loop(v), draw(st.integers(2, 4))))
     return Step(fn, stage, "parallel", (loop(v),))
+
+
+def same_outputs(a: list, b: list) -> bool:
+    """Equal outputs: the same shapes, types and values."""
+    return len(a) == len(b) and all(x.shape == y.shape and x.dtype == y.dtype and np.array_equal(x, y)
+                                    for x, y in zip(a, b))
+
+
+@functools.cache
+def _halide_unscheduled(name: str, sizes: tuple, alone: str | None) -> list[np.ndarray]:
+    import halide
+
+    return realize(halide, PIPELINES[name](halide), list(sizes), alone)
+
+
+def halide_outcome(name: str, steps: list, selector: int, sizes: list, alone: str | None) -> tuple:
+    """Halide's side of one example, run in the oracle's process: ("ran", outputs, whether they
+    are the unscheduled outputs) or ("refused", the first line of Halide's message, None)."""
+    import halide
+
+    theirs = PIPELINES[name](halide)
+    try:
+        apply(halide, theirs, steps, selector)
+        want = realize(halide, theirs, sizes, alone)
+    except Exception as e:  # noqa: BLE001 - whatever Halide refuses is not in the test
+        return "refused", (str(e).splitlines()[0][:60] if str(e) else type(e).__name__), None
+    return "ran", want, same_outputs(want, _halide_unscheduled(name, tuple(sizes), alone))
+
+
+def _one_halide_thread() -> None:
+    import os
+
+    os.environ["HL_NUM_THREADS"] = "1"
+
+
+class HalideOracle:
+    """Runs Halide's side of each example in a worker process of its own, so that a schedule on
+    which Halide's compiled code crashes is an outcome ("crashed"), not the end of the test run:
+    seed 790 drew one (a Tuple-valued update's loop split GuardWithIf, its inner loop vectorized
+    and split again: a segfault in Halide 21, where pyhalide computes the unscheduled result).
+    The worker is started on first use and again after a crash, with one thread for Halide's
+    runtime (its idle workers spin, and would take the cores pyhalide's side runs on)."""
+
+    def __init__(self):
+        self._pool = None
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
+    def run(self, name: str, sched) -> tuple:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
+
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=_one_halide_thread)
+        try:
+            return self._pool.submit(halide_outcome, name, sched.steps, sched.selector, sched.sizes,
+                                     sched.alone).result()
+        except BrokenProcessPool:
+            self._pool = None
+            return "crashed", None, None
