@@ -13,7 +13,11 @@ Step to either library resolves the names to that library's Vars, RVars and Func
 from __future__ import annotations
 
 import functools
+import multiprocessing
+import os
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -484,8 +488,6 @@ def halide_outcome(name: str, steps: list, selector: int, sizes: list, alone: st
 
 
 def _one_halide_thread() -> None:
-    import os
-
     os.environ["HL_NUM_THREADS"] = "1"
 
 
@@ -506,10 +508,6 @@ class HalideOracle:
             self._pool = None
 
     def run(self, name: str, sched) -> tuple:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-        from concurrent.futures.process import BrokenProcessPool
-
         if self._pool is None:
             self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
                                              initializer=_one_halide_thread)
