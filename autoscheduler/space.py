@@ -15,6 +15,7 @@ import math
 from dataclasses import replace
 
 from pyhalide import ir
+from pyhalide.extern import extern_call, is_extern
 from pyhalide.lowering.legality import prove_associativity, update_is_associative
 
 from .loop_nest import INLINE, SMALL_DIM, Decision, Hardware, Model, inner_loop_index, natural_vector, register_budget
@@ -35,18 +36,24 @@ class Space:
         # many evaluations per point the search does not consider it (the cost model would see the
         # cost only once the producers are decided, after the beam has committed).
         self.max_inline_recompute = MAX_INLINE_RECOMPUTE
+        # extern stages (pyhalide/extern.py) and the Funcs they read are computed, never inlined
+        self.extern_stages = {name for name, info in self.a.funcs.items() if is_extern(info.func)}
+        self.extern_inputs = {self.a.name_of(a.name) for name in self.extern_stages
+                              for _, a in extern_call(self.a.funcs[name].func).func_inputs()}
         self.panel_reuse = {name: self._panel_reuse(name) for name in self.a.funcs}
         self.rfactor_bands = {name: self._rfactor_bands(name) for name in self.a.funcs}
 
     def can_inline(self, name: str) -> bool:
         info = self.a.funcs[name]
-        if info.is_output or len(info.stages) > 1:
+        if info.is_output or len(info.stages) > 1 or name in self.extern_stages or name in self.extern_inputs:
             return False
         return all(None not in stages for stages in info.consumers.values())
 
     def options(self, name: str, models: dict) -> list[Decision]:
         if name in self.fixed:
             return [self.fixed[name]]
+        if name in self.extern_stages:  # (its C function computes it whole: no loops to schedule)
+            return [Decision("root")]
         info = self.a.funcs[name]
         out: list[Decision] = []
         if self.can_inline(name) and \
@@ -73,6 +80,8 @@ class Space:
         and inline where allowed: a quick bound on what a Func will cost."""
         if name in self.fixed:
             return [self.fixed[name]]
+        if name in self.extern_stages:
+            return [Decision("root")]
         out = [Decision("root", vector=natural_vector(self.a.funcs[name], self.hw), parallel=1)]
         if self.can_inline(name):
             out.append(INLINE)

@@ -12,6 +12,7 @@ from .autoschedulers import AutoschedulerParams, AutoSchedulerResults, load_plug
 from .buffer import Buffer
 from .errors import BufferIndexError, CompileError, HalideError, InternalError, RuntimeCheckError
 from .expr import Expr
+from .extern import ExternFuncArgument, NameMangling
 from .fast_math import fast_cos, fast_exp, fast_log, fast_pow, fast_sin
 from .func import Func, FuncRef, FuncTupleElementRef, Stage, Tuple, lambda_func
 from .generator import (

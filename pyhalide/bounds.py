@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import ir
+from .extern import CALL_EXTERN, EXTERN_OUTPUT
 from .ir_mutator import (
     DagMutator,
     IRMutator,
@@ -769,7 +770,8 @@ class _BoxCollector(IRVisitor):
         # one has nothing to add, whatever its lets and loops.
         if node is None or self.name not in touched_names(node):
             return
-        if isinstance(node, ir.Expr) and not self.include_calls:
+        if isinstance(node, ir.Expr) and not self.include_calls and not (
+                isinstance(node, ir.Call) and node.name in (CALL_EXTERN, EXTERN_OUTPUT)):
             return
         super().visit(node)
 
@@ -788,6 +790,11 @@ class _BoxCollector(IRVisitor):
         self.box = box_union(self.box, ivs)
 
     def visit_Call(self, c):
+        if c.call_type == ir.INTRINSIC and c.name == EXTERN_OUTPUT:  # an extern stage writes its region
+            if self.include_provides and c.args[0].name == self.name:
+                for corner in c.args:
+                    self._add(corner.args)
+            return
         if self.include_calls and c.name == self.name and c.call_type in (ir.HALIDE, ir.IMAGE):
             self._add(c.args)
         self.visit_children(c)

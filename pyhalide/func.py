@@ -410,10 +410,14 @@ class Func(FuncScheduling):
 
     def value(self) -> Expr:
         self._require_defined()
+        if self.is_extern():
+            raise HalideError(f'Can\'t call Func::value() on an extern Func "{self._name}".')
         return wrap(self._init.values[0])
 
     def values(self) -> list[Expr]:
         self._require_defined()
+        if self.is_extern():
+            raise HalideError(f'Can\'t call Func::values() on an extern Func "{self._name}".')
         return [wrap(v) for v in self._init.values]
 
     def num_update_definitions(self) -> int:
@@ -611,6 +615,9 @@ class Func(FuncScheduling):
                 raise HalideError(f"Func {self._name}: empty Tuple")
         else:
             values = (value,)
+        if self.is_extern():
+            raise HalideError(f'In definition of Func "{self._name}":\nFunc with extern definition cannot be given '
+                              "a pure or update definition.")
         if self._init is None:
             self._define_pure(args, values)
         else:
@@ -708,6 +715,66 @@ class Func(FuncScheduling):
                      for e in ir_values]
         self._init = Definition(tuple(ir.Variable(n) for n in names), tuple(ir_values), predicate=predicate)
         self._schedule.reset_stages(1)
+
+    # --- extern stages (pyhalide/extern.py) ---
+    def define_extern(self, function_name: str, params, types, arguments, mangling=None, device_api=None) -> None:
+        """Define this Func as computed by the C function `function_name` of this process (see
+        pyhalide/extern.py): `params` are Funcs, Buffers, ImageParams or expressions, `types` the
+        value type(s), `arguments` the dimension count or the Vars naming the dimensions."""
+        from .extern import EXTERN_STAGE, NameMangling, encode_arguments
+        from .target import DeviceAPI
+
+        if self._init is not None:
+            what = "already has an extern definition" if self.is_extern() else "with a pure definition cannot have " \
+                "an extern definition"
+            raise HalideError(f'In extern definition for Func "{self._name}":\nFunc {what}.')
+        if not isinstance(function_name, str) or not function_name:
+            raise HalideError(f"Func {self._name}: define_extern needs the function's name, got {function_name!r}")
+        if device_api not in (None, DeviceAPI.Host):
+            raise HalideError(f"Func {self._name}: pyhalide runs extern stages on the host only "
+                              f"(device_api={device_api})")
+        mangling = NameMangling.Default if mangling is None else mangling
+        if mangling is NameMangling.CPlusPlus:
+            raise HalideError(f"Func {self._name}: pyhalide calls extern stages by their C names "
+                              "(NameMangling.CPlusPlus is not supported)")
+        types = list(types) if isinstance(types, list | tuple) else [types]
+        if not types or not all(isinstance(t, Type) for t in types):
+            raise HalideError(f"Func {self._name}: define_extern needs one or more hl.Types, got {types!r}")
+        if isinstance(arguments, int) and not isinstance(arguments, bool):
+            if arguments < 0:
+                raise HalideError(f"Func {self._name}: define_extern with {arguments} dimensions")
+            names = [Var.implicit(k).name() for k in range(arguments)]
+        else:
+            names = [a.name() for a in arguments]
+            if not all(isinstance(a, Var) and not isinstance(a, RVar) for a in arguments) or \
+                    len(set(names)) != len(names):
+                raise HalideError(f"Func {self._name}: define_extern's arguments must be distinct Vars, "
+                                  f"got {arguments!r}")
+        self._check_declared(len(names), types)
+        for t in types:
+            if t.lanes != 1 or t.is_handle():
+                raise HalideError(f"Func {self._name}: an extern stage cannot produce values of type {t}")
+        args = (ir.StringImm(function_name), ir.make_const(Int(32), mangling.value),
+                *encode_arguments(self._name, params))
+        self._pure_args = tuple(names)
+        self._init = Definition(tuple(ir.Variable(n) for n in names),
+                                tuple(ir.Call(t, EXTERN_STAGE, args, ir.INTRINSIC, value_index=k)
+                                      for k, t in enumerate(types)))
+        self._schedule.reset_stages(1)
+        self._version += 1
+
+    def is_extern(self) -> bool:
+        from .extern import is_extern
+
+        return is_extern(self)
+
+    def extern_function_name(self) -> str:
+        from .extern import extern_call
+
+        call = extern_call(self)
+        if call is None:
+            raise HalideError(f"Func {self._name} is not an extern stage: it has no extern function")
+        return call.name
 
     def _check_declared(self, dims: int, types: list[Type]) -> None:
         """A Func declared with types and dimensions (Func(types, dims, name)) must be defined with

@@ -12,6 +12,7 @@ from . import param as _param
 from .buffer import MAX_ELEMENTS, Buffer, aligned_zeros
 from .deep_recursion import deep
 from .errors import HalideError, InternalError, LayoutMismatch
+from .extern import is_extern
 from .func import Func
 from .ir_printer import stmt_to_string
 from .lowering.copy_graph import to_user_names
@@ -1258,8 +1259,10 @@ def _propose_shapes(lowered, owners, sources, shapes, queried, lets, boxes) -> d
                 lo_e, hi_e = (simplify(substitute(env, e)) for e in box[d])
                 lo, hi = ir.const_int(lo_e), ir.const_int(hi_e)
                 if lo is None or hi is None:
+                    externs = [f.name() for f in lowered.env.funcs.values() if is_extern(f)]
+                    why = f" (what extern stages {', '.join(externs)} answer their bounds queries)" if externs else ""
                     raise HalideError(f"infer_input_bounds: the region of {owners[i]} in dimension {d} depends on "
-                                      "values not known before the pipeline runs")
+                                      f"values not known before the pipeline runs{why}")
                 extent = hi - lo + 1
             stride = 1 if d == 0 else dims[d - 1][2] * dims[d - 1][1]
             dims.append((lo, extent, stride))

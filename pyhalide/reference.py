@@ -32,6 +32,7 @@ iteration) are evaluated at exactly those points instead of growing the box poin
 
 from __future__ import annotations
 
+import ctypes
 import math
 from dataclasses import replace
 
@@ -40,6 +41,7 @@ import numpy as np
 from . import ir, scatter_gather
 from .errors import HalideError, InternalError
 from .expr import to_ir
+from .extern import EXTERN_EXPR, TYPE_CODES, Dimension, HalideBuffer, HalideType, extern_call, find_symbol
 from .param import ImageParam, Param
 from .target import TARGET_QUERY, answer_target_query, get_jit_target_from_environment
 from .var import ReductionDomain
@@ -247,6 +249,34 @@ class _Grow(Exception):
         self.state, self.upto, self.lo, self.hi = state, upto, lo, hi
 
 
+# ---------------------------------------------------------------- extern stages
+_C_SCALARS = {("int", 8): ctypes.c_int8, ("int", 16): ctypes.c_int16, ("int", 32): ctypes.c_int32,
+              ("int", 64): ctypes.c_int64, ("uint", 1): ctypes.c_bool, ("uint", 8): ctypes.c_uint8,
+              ("uint", 16): ctypes.c_uint16, ("uint", 32): ctypes.c_uint32, ("uint", 64): ctypes.c_uint64,
+              ("float", 32): ctypes.c_float, ("float", 64): ctypes.c_double}
+
+
+def _type_args(t) -> tuple[int, int]:
+    return TYPE_CODES[t.code], t.bits
+
+
+def _dims_of(values: np.ndarray, mins) -> list[tuple[int, int, int]]:
+    """(min, extent, stride) per dimension of an array in Halide's dimension order."""
+    return [(int(m), n, s // values.itemsize) for m, n, s in zip(mins, values.shape, values.strides)]
+
+
+def _halide_buffer(array, type_args, dims) -> HalideBuffer:
+    """A halide_buffer_t over `array` (from its first element; None: no host memory, a query)."""
+    shape = (Dimension * max(len(dims), 1))(*(Dimension(*d, 0) for d in dims))
+    b = HalideBuffer()
+    b.host = None if array is None else array.ctypes.data
+    b.type = HalideType(*type_args, 1)
+    b.dimensions = len(dims)
+    b.dim = shape
+    b._keep = (array, shape)
+    return b
+
+
 # ---------------------------------------------------------------- Funcs
 class _FuncState:
     def __init__(self, func):
@@ -268,7 +298,8 @@ class _FuncState:
                 i for i, a in enumerate(d.args)
                 if isinstance(a, ir.Variable) and a.ref is None and a.name == self.pure_names[i]
             ))
-        self.pure_only = len(self.defs) == 1
+        self.extern = extern_call(func)
+        self.pure_only = len(self.defs) == 1 and self.extern is None
         self.boxes = None  # per stage: (lo list, hi list)
         self.values = None  # final values over boxes[0] (Halide dimension order)
         self.work = None  # the arrays being computed
@@ -392,6 +423,8 @@ class _Evaluator:
             self.stack.pop()
 
     def _execute(self, st):
+        if st.extern is not None:
+            return self._run_extern(st)
         lo, hi = st.boxes[0]
         shape = [h - l + 1 for l, h in zip(lo, hi)]
         env = {}
@@ -411,6 +444,72 @@ class _Evaluator:
             st.stage = k
             self._run_update(st, k)
         return work
+
+    def _run_extern(self, st):
+        """An extern stage (pyhalide/extern.py), as Halide runs it: a bounds query that may widen
+        the region (st.boxes[0] becomes it), a second for the regions of its Func inputs, which are
+        then computed, and the call over them."""
+        call = st.extern
+        lo, hi = st.boxes[0]
+        _, outputs = self._call_extern(st, call, lo, hi, None, "query")
+        b = outputs[0]
+        lo, hi = [b.dim[d].min for d in range(st.nd)], [b.dim[d].min + b.dim[d].extent - 1 for d in range(st.nd)]
+        inputs = {}
+        if call.func_inputs():
+            queried, _ = self._call_extern(st, call, lo, hi, None, "query")
+            for slot, a in call.func_inputs():
+                q = queried[slot]
+                region = ([q.dim[d].min for d in range(len(a.args))],
+                          [q.dim[d].min + q.dim[d].extent - 1 for d in range(len(a.args))])
+                producer = self.state(a.func)
+                self.ensure(producer, *region)
+                # (dimension 0 dense, as Halide's buffers are)
+                inputs[slot] = (np.asfortranarray(producer.values[a.value_index]), producer.boxes[0][0])
+        st.boxes[0] = (list(lo), list(hi))
+        work = [np.zeros([h - l + 1 for l, h in zip(lo, hi)], dt, order="F") for dt in st.dtypes]
+        self._call_extern(st, call, lo, hi, (inputs, work), "compute")
+        return work
+
+    def _call_extern(self, st, call, lo, hi, arrays, mode: str):
+        """One call of an extern stage's function, a bounds query (arrays None: no host memory for
+        its Func inputs and outputs) or the computation (arrays: (slot -> (values, mins)) of its
+        inputs, its output arrays); returns its argument buffers and its output buffers."""
+        args, buffers = [], {}
+        for slot, a in enumerate(call.args):
+            if a.call_type == ir.HALIDE:
+                if arrays is None:
+                    buffers[slot] = _halide_buffer(None, _type_args(a.type), [(0, 0, 0)] * len(a.args))
+                else:
+                    values, mins = arrays[0][slot]
+                    buffers[slot] = _halide_buffer(values, _type_args(a.type), _dims_of(values, mins))
+                args.append(ctypes.pointer(buffers[slot]))
+            elif a.name == EXTERN_EXPR:
+                value = _Eval(self, {}).run(a.args[0]).reshape(-1)[0]
+                args.append(_C_SCALARS[(a.type.code, a.type.bits)](value.item()))
+            else:  # EXTERN_IMAGE
+                image = next(v.ref for v in a.args[3:] if isinstance(v, ir.Variable))
+                buf = image.get() if isinstance(image, ImageParam) else image
+                dims = [tuple(int(buf._dim_field(field, d)) for field in ("min", "extent", "stride"))
+                        for d in range(buf.dimensions())]
+                buffers[slot] = _halide_buffer(buf._array, (ir.const_int(a.args[1]), ir.const_int(a.args[2])), dims)
+                args.append(ctypes.pointer(buffers[slot]))
+        outputs = []
+        for k, t in enumerate(st.types):
+            if arrays is None:
+                dims = [(l, h - l + 1, 0) for l, h in zip(lo, hi)]
+                outputs.append(_halide_buffer(None, _type_args(t), dims))
+            else:
+                outputs.append(_halide_buffer(arrays[1][k], _type_args(t), _dims_of(arrays[1][k], lo)))
+            args.append(ctypes.pointer(outputs[-1]))
+        address = find_symbol(call.name)
+        if address is None:
+            raise HalideError(f"Extern stage function {call.name} is not loaded in this process")
+        fn = ctypes.CFUNCTYPE(ctypes.c_int, *(type(a) for a in args))(address)
+        result = fn(*args)
+        if result != 0:
+            what = "Bounds inference call to external stage" if mode == "query" else "Call to external stage"
+            raise HalideError(f"{what} {call.name} returned non-zero value: {result}")
+        return buffers, outputs
 
     def _scalar(self, node, what: str) -> int:
         v = _Eval(self, {}).run(node)

@@ -561,9 +561,12 @@ class Schedulable:
         LoopAlignStrategy or a list of (var, strategy). This stage runs after the other in each
         iteration of the shared loops; the two must not depend on each other (checked when
         lowering, with the loops' names, kinds and the compute levels)."""
+        from .extern import is_extern
         from .func import Stage
 
         where = f"{self._target_func().name()}.compute_with"
+        if is_extern(self._target_func()):
+            raise CompileError(f"compute_with() on extern Func {self._target_func().name()} is not allowed")
         align = kwargs.pop("align", LoopAlignStrategy.Auto)
         if kwargs:
             raise CompileError(f"{where}: unexpected keyword arguments {sorted(kwargs)}")
@@ -581,6 +584,8 @@ class Schedulable:
             align = rest[0]
         if level.kind != "at":
             raise CompileError(f"{where}: Undefined loop level to compute with ({level})")
+        if len(args) >= 2 and not isinstance(args[0], LoopLevel) and is_extern(func):
+            raise CompileError(f"{where}: {func.name()} is an extern stage; it has no loops to compute with")
         f = self._target_func()
         if level.func_name == f.name():
             raise CompileError(f"Cannot schedule {f.name()}.s{self._stage_index} to be computed with "

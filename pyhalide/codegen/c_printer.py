@@ -16,7 +16,8 @@ import struct
 import numpy as np
 
 from .. import ir
-from ..errors import InternalError
+from ..errors import HalideError, InternalError
+from ..extern import BUFFER_FIELD, CALL_EXTERN, MAKE_BUFFER
 from ..types import Type
 
 MATH32 = {"sqrt": "sqrtf", "exp": "expf", "log": "logf", "sin": "sinf", "cos": "cosf", "tan": "tanf",
@@ -339,6 +340,9 @@ class CPrinter:
 
     def intrinsic(self, e: ir.Call) -> str:
         """An intrinsic's value; subclasses print those of their runtime (print, prefetch...)."""
+        if e.name in (CALL_EXTERN, MAKE_BUFFER, BUFFER_FIELD):
+            raise HalideError(f"{self.where()}: extern stages (define_extern) run in pyhalide's LLVM backends (the "
+                              "JIT and ahead-of-time objects), not in C or CUDA source")
         args = [self.expr(a) for a in e.args]
         t = e.type
         ct = c_type(t)

@@ -12,7 +12,7 @@ from .. import ir
 from ..errors import InternalError
 from ..lowering.lower_arithmetic import not_lowered
 from ..types import Type
-from . import calling_convention, float_math, gpu_runtime, profiler, x86
+from . import calling_convention, extern_calls, float_math, gpu_runtime, profiler, x86
 from .gpu_runtime import GPU_FAILED
 from .llvm_types import F64, I1, I8, I32, I64, PTR, VOID, llvm_type, type_suffix
 
@@ -282,6 +282,7 @@ def _refused(what: str):
 
 _INTRINSICS = {
     **{name: _gpu_runtime(op) for name, op in gpu_runtime.OPS.items()},
+    **extern_calls.EMITTERS,
     "all_true": _all_true,
     "dot_product_i16": x86.dot_product_i16,
     "saturating_add": _saturating("add"),

@@ -17,6 +17,7 @@ from llvmlite import ir as ll
 
 from .. import ir
 from ..errors import InternalError
+from ..extern import MAKE_BUFFER
 from ..ir_mutator import IRVisitor
 from ..types import Type
 from . import profiler, thread_pool
@@ -210,6 +211,8 @@ def _names_used(stmt) -> tuple[set[str], set[str]]:
             if e.call_type == ir.INTRINSIC and e.name == "prefetch":  # prefetch(buffer, index)
                 name = e.args[0].value if isinstance(e.args[0], ir.Broadcast) else e.args[0]
                 buffers.add(name.value)
+            elif e.call_type == ir.INTRINSIC and e.name == MAKE_BUFFER and e.args[1].value:  # (id, buffer, ...)
+                buffers.add(e.args[1].value)
             self.visit_children(e)
 
     Collect().visit(stmt)

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..buffer import MAX_ELEMENTS
 from ..errors import HalideError, LayoutMismatch, RuntimeCheckError
+from ..extern import find_symbol
 from ..ir_mutator import cycle_collector_paused
 from ..lower import finish_lowering
 from ..lowering.copy_graph import to_user_names
@@ -125,6 +126,10 @@ class CompiledPipeline:
         self.cuda_source = cuda_source(self.kernels) if self.kernels else None
         self.layout = cg.layout
         self.asserts = cg.asserts
+        for name in sorted(cg.extern_functions):
+            if find_symbol(name) is None:
+                raise HalideError(f"Extern stage function {name} is not loaded in this process: load the library "
+                                  "that defines it with ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL) first")
         self._jit = JITFunction(self.llvm_ir, SYMBOL, also=(DIRECT_SYMBOL,))
         self._fn, self._fn_definition = _builtin(self._jit.address_of(DIRECT_SYMBOL), SYMBOL)
         self._specs = []

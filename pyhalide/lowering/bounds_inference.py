@@ -16,11 +16,12 @@ from __future__ import annotations
 from .. import ir
 from ..bounds import Interval, RequiredRegion, box_touched, box_union
 from ..errors import CompileError, InternalError
+from ..extern import BUFFER_FIELD, CALL_EXTERN, extern_call, make_buffer
 from ..ir_mutator import IRMutator, IRVisitor, called_names
 from ..simplify import simplify
-from ..types import Int
+from ..types import Handle, Int
 from .environment import compute_level
-from .schedule_functions import dim_bound, stage_dims
+from .schedule_functions import dim_bound, query_bound, stage_dims
 
 _I32 = Int(32)
 _ONE = ir.make_const(_I32, 1)
@@ -80,7 +81,8 @@ class _ComputeSites(IRVisitor):
             self.visit_children(s)
             return
         produce, consume = s.stmts
-        lets, checks = _func_lets(self.f, self.env, produce, consume, {loop.name for loop in self.loops})
+        lets, checks = _func_lets(self.f, self.env, produce, consume, {loop.name for loop in self.loops},
+                                  self.loops[-1] if self.loops else None)
         self.sites.append((self.loops[-1] if self.loops else None, lets, checks))
 
 
@@ -115,11 +117,11 @@ def _append_lets(body, lets, checks):
     return body
 
 
-def _func_lets(f, env, produce, consume, outer_loops):
+def _func_lets(f, env, produce, consume, outer_loops, site):
     """The lets defining f's required region and its stages' loop bounds, and checks of bound()."""
     name = f.name()
+    lets: list[tuple[str, ir.Expr]] = _outer_extern_queries(f, env, consume.body, outer_loops)
     box, read = _required_box(consume.body, name, outer_loops)
-    lets: list[tuple[str, ir.Expr]] = []
     checks: list[ir.Stmt] = []
     for d, var in enumerate(f._pure_args):
         iv = box[d] if box is not None else None
@@ -144,6 +146,9 @@ def _func_lets(f, env, produce, consume, outer_loops):
         lets.append((f"{name}.{var}.min", lo))
         lets.append((f"{name}.{var}.max", hi))
     req = {v: (ir.Variable(f"{name}.{v}.min", _I32), ir.Variable(f"{name}.{v}.max", _I32)) for v in f._pure_args}
+    call = extern_call(f)
+    if call is not None:
+        return lets + _extern_stage_lets(f, call, [req[v] for v in f._pure_args], site, checks), checks
     # Each stage covers what its consumers need and what the later stages of f read or write;
     # the later stages' loops use their own bounds, so they are defined first (last stage first).
     n_stages = len(f.definitions())
@@ -176,6 +181,139 @@ def _func_lets(f, env, produce, consume, outer_loops):
             lets.append((read_bound(name, var, "min").name, simplify(iv.min)))
             lets.append((read_bound(name, var, "max").name, simplify(iv.max)))
     return lets, checks
+
+
+def _where_produced(stmt, name: str) -> str | None:
+    """"top" where stmt produces `name` outside its loops, "loop" inside one, None where it does not."""
+
+    class Find(IRVisitor):
+        statements_only = True
+        found, loops = None, 0
+
+        def visit_For(self, s):
+            self.loops += 1
+            self.visit_children(s)
+            self.loops -= 1
+
+        def visit_ProducerConsumer(self, pc):
+            if pc.is_producer and pc.name == name and self.found is None:
+                self.found = "loop" if self.loops else "top"
+            self.visit_children(pc)
+
+    finder = Find()
+    finder.visit(stmt)
+    return finder.found
+
+
+def _query_lets(g, call, tag: str, required) -> tuple[list, list, dict]:
+    """Halide's two bounds queries of extern stage g for the region `required` (per dimension, a
+    (min, max) pair): the first may widen g's output (the region g computes, returned); the second,
+    with that region, says what it needs of each Func input (the (min, max) per dimension of each
+    slot, returned). Lets named after `tag`, so that two sites do not share them."""
+    zero = ir.make_const(_I32, 0)
+    lets: list[tuple[str, ir.Expr]] = []
+
+    def query(step: str, region):
+        args = []
+        for slot, a in enumerate(call.args):
+            if isinstance(a, ir.Call) and a.call_type == ir.HALIDE:
+                buffer = f"{tag}.{step}.input{slot}"
+                lets.append((buffer, make_buffer(buffer, "", a.type, zero, [(zero, zero, zero)] * len(a.args))))
+                args.append(ir.Variable(buffer, Handle()))
+            else:
+                args.append(a)
+        for k, t in enumerate(g.types()):
+            buffer = f"{tag}.{step}.output{k}"
+            lets.append((buffer, make_buffer(buffer, "", t, zero, [(lo, ir.Add(ir.Sub(hi, lo), _ONE), zero)
+                                                                   for lo, hi in region])))
+            args.append(ir.Variable(buffer, Handle()))
+        result = ir.Variable(f"{tag}.{step}.result", _I32)
+        lets.append((result.name, ir.Call(_I32, CALL_EXTERN, (ir.StringImm(call.name), ir.StringImm("query"), *args),
+                                          ir.INTRINSIC)))
+
+        def bounds(buffer: str, dims: int, name: str):
+            out = []
+            for d in range(dims):
+                lo, extent = (ir.Call(_I32, BUFFER_FIELD, (ir.Variable(buffer, Handle()), ir.make_const(_I32, d),
+                                                           ir.StringImm(field), result), ir.INTRINSIC)
+                              for field in ("min", "extent"))
+                lo_var = ir.Variable(f"{name}.min.{d}", _I32)
+                lets.append((lo_var.name, lo))
+                lets.append((f"{name}.max.{d}", ir.Sub(ir.Add(lo_var, extent), _ONE)))
+                out.append((lo_var, ir.Variable(f"{name}.max.{d}", _I32)))
+            return out
+
+        return bounds
+
+    widened = query("widen", required)(f"{tag}.widen.output0", len(required), f"{tag}.computed")
+    inputs = {}
+    if call.func_inputs():
+        bounds = query("inputs", widened)
+        inputs = {slot: bounds(f"{tag}.inputs.input{slot}", len(a.args), f"{tag}.input{slot}")
+                  for slot, a in call.func_inputs()}
+    return lets, widened, inputs
+
+
+def _extern_stage_lets(g, call, required, site, checks: list) -> list:
+    """The lets of extern stage g at its compute site (the loop `site`, None at root): its bounds
+    queries for the region its consumers need, the region it computes (`g.s0.<var>`: what the
+    first query widened that to, checked to still cover it) and the region of each Func input it
+    reads (query_bound), checked to lie inside what the input's site asked for it (an input
+    computed outside `site` is computed for all iterations at once: _outer_extern_queries)."""
+    lets, computed, inputs = _query_lets(g, call, f"{g.name()}.query", required)
+    for d, (var, (lo, hi), (c_lo, c_hi)) in enumerate(zip(g._pure_args, required, computed)):
+        lets.append((dim_bound(g, 0, var, "min").name, c_lo))
+        lets.append((dim_bound(g, 0, var, "max").name, c_hi))
+        checks.append(ir.AssertStmt(ir.And(ir.LE(c_lo, lo), ir.GE(c_hi, hi)),
+                                    f"The bounds query of extern stage {g.name()} ({call.name}) gave it the region "
+                                    f"[{{}}, {{}}] to compute in dimension {d}, which does not cover the [{{}}, {{}}] "
+                                    "its consumers need", (c_lo, c_hi, lo, hi)))
+    for slot, bounds in inputs.items():
+        a = call.args[slot]
+        outer = site is not None and _where_produced(site.body, a.name) is None
+        for d, (lo, hi) in enumerate(bounds):
+            if outer:
+                o_lo, o_hi = (outer_query_bound(g, slot, d, which) for which in ("min", "max"))
+                checks.append(ir.AssertStmt(ir.And(ir.LE(o_lo, lo), ir.GE(o_hi, hi)),
+                                            f"The bounds query of extern stage {g.name()} ({call.name}) asked for "
+                                            f"[{{}}, {{}}] of {a.name} in dimension {d}, outside the [{{}}, {{}}] "
+                                            "it asked for over all the iterations of the loops around it",
+                                            (lo, hi, o_lo, o_hi)))
+                # (the same numbers, once checked; clamped, they are bounded where lets are substituted)
+                lo, hi = ir.Max(ir.Min(lo, o_hi), o_lo), ir.Max(ir.Min(hi, o_hi), o_lo)
+            lets.append((query_bound(g, slot, d, "min").name, lo))
+            lets.append((query_bound(g, slot, d, "max").name, hi))
+    return lets
+
+
+def outer_query_bound(g, slot: int, d: int, which: str) -> ir.Variable:
+    return ir.Variable(f"{g.name()}.outer_query.input{slot}.{which}.{d}", _I32)
+
+
+def _outer_extern_queries(f, env, consume_body, outer_loops) -> list[tuple[str, ir.Expr]]:
+    """For each extern stage that reads f and is computed inside a loop in consume_body: its bounds
+    queries at f's site, for the box its consumers need over those loops, which say the region
+    of f to compute (outer_query_bound) for all its iterations."""
+    lets = []
+    for g in env.order:
+        call = extern_call(g)
+        if call is None or not any(a.name == f.name() for _, a in call.func_inputs()):
+            continue
+        if _where_produced(consume_body, g.name()) != "loop":
+            continue
+        box, _ = _required_box(consume_body, g.name(), outer_loops)
+        if box is None:
+            raise CompileError(f"Func {g.name()} is computed but never used where it is computed")
+        required = [(iv.min, iv.max) for iv in
+                    (require_bounded(g, v, box[d], "its consumers") for d, v in enumerate(g._pure_args))]
+        query_lets, _, inputs = _query_lets(g, call, f"{g.name()}.outer_query.{f.name()}", required)
+        lets += query_lets
+        for slot, bounds in inputs.items():
+            if call.args[slot].name == f.name():
+                for d, (lo, hi) in enumerate(bounds):
+                    lets.append((outer_query_bound(g, slot, d, "min").name, lo))
+                    lets.append((outer_query_bound(g, slot, d, "max").name, hi))
+    return lets
 
 
 def read_bound(func: str, var: str, which: str) -> ir.Variable:

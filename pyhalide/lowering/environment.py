@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from .. import ir
 from ..errors import CompileError, InternalError
+from ..extern import extern_call, is_extern
 from ..ir_mutator import IRVisitor
 from ..schedule import LoopLevel
 from .copy_graph import copy_graph, errors_in_user_names
@@ -159,7 +160,10 @@ def _environment(outputs, funcs, sources, user_names, target) -> Environment:
             if sched.compute_level.kind == "at" or sched.explicit_inline or sched.store_level is not None:
                 sched.compute_level, sched.store_level, sched.explicit_inline = LoopLevel.root(), None, False
             env.order.append(f)
-        elif sched.explicit_inline or (sched.is_default and not f.has_update_definition() and not sched.buffer_copy):
+        elif sched.explicit_inline or (sched.is_default and not f.has_update_definition() and not sched.buffer_copy
+                                       and not is_extern(f)):
+            if is_extern(f):
+                raise CompileError(f"Func {name} is an extern stage and cannot be computed inline")
             if f.has_update_definition():
                 raise CompileError(f"Func {name} has update definitions and cannot be inlined")
             if sched.store_level is not None and not sched.store_level.is_inlined():
@@ -170,10 +174,19 @@ def _environment(outputs, funcs, sources, user_names, target) -> Environment:
         else:
             env.order.append(f)
     for f in env.order:
-        # A Func with update definitions that is not placed cannot be inlined: Halide computes it
-        # in the innermost loop of the stage that uses it (the same for inline reductions).
+        call = extern_call(f)
+        if call is not None and target is not None and target.has_gpu_feature():
+            raise CompileError(f"Func {f.name()} is an extern stage: pyhalide runs extern stages in pipelines for "
+                               f"CPU targets only, not for {target}")
+        for _, input_call in call.func_inputs() if call else ():
+            if input_call.name in env.inlined:
+                raise CompileError(f"Func {input_call.name} cannot be scheduled to be computed inline, because it is "
+                                   f"used in the externally-computed function {f.name()}")
+        # A Func with update definitions (or an extern stage) that is not placed cannot be inlined:
+        # Halide computes it in the innermost loop of the stage that uses it (the same for inline
+        # reductions).
         if f._schedule.is_default and not env.is_output(f) and \
-                (f._schedule.innermost_default or f.has_update_definition()):
+                (f._schedule.innermost_default or f.has_update_definition() or call is not None):
             level = _innermost_consumer_loop(env, f.name())
             if level is not None:
                 env.levels[f.name()] = level

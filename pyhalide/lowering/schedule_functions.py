@@ -15,6 +15,7 @@ from .. import ir, scatter_gather
 from ..bounds import PREDICATE_LOADS, WITHIN_REGION
 from ..cse import common_subexpression_elimination
 from ..errors import CompileError
+from ..extern import CALL_EXTERN, EXTERN_INPUT, EXTERN_OUTPUT, extern_call
 from ..ir_mutator import IRMutator, IRVisitor, called_names, free_variables, substitute
 from ..schedule import (
     GPU_BLOCK,
@@ -333,10 +334,46 @@ OUTERMOST = "__outermost"  # Var.outermost(): a loop of one iteration around a s
 def build_produce(f, outermost: bool = False) -> ir.Stmt:
     """f's production; with `outermost`, each stage inside a one-iteration loop `__outermost`
     (only when some Func is computed or stored at f's Var.outermost())."""
+    call = extern_call(f)
+    if call is not None:
+        return ir.ProducerConsumer(f.name(), True, _extern_produce(f, call))
     stages = [build_stage(f, s) for s in range(len(f.definitions()))]
     if outermost:
         stages = [ir.For(stage_prefix(f, s) + OUTERMOST, _c(0), _c(1), ir.SERIAL, st) for s, st in enumerate(stages)]
     return ir.ProducerConsumer(f.name(), True, ir.make_block(stages))
+
+
+def query_bound(f, slot: int, d: int, which: str) -> ir.Variable:
+    """The region of dimension d of the Func input in argument `slot` of extern stage f, as f's
+    bounds query answered (bounds_inference defines it)."""
+    return ir.Variable(f"{f.name()}.query{slot}.{which}.{d}", _I32)
+
+
+def _extern_produce(f, call) -> ir.Stmt:
+    """An extern stage's production: one call of its function, each Func input over the region
+    its bounds query asked for, images whole, the output over the region f computes."""
+    store = f._schedule.store_level
+    if store is not None and not store.is_inlined() and store != f._schedule.compute_level:
+        raise CompileError(f"Func {f.name()} is an extern stage: pyhalide stores it where it is computed "
+                           f"(store_at {store} apart from compute_at is not supported)")
+    sched = f._schedule.stages[0]
+    if sched.splits or any(d.for_type != SERIAL for d in sched.dims) or f._schedule.stages[0].specializations:
+        raise CompileError(f"Func {f.name()} is an extern stage: pyhalide calls it once per realization, "
+                           "so its dimensions cannot be split, reordered, vectorized or parallelized")
+    args = []
+    for slot, a in enumerate(call.args):
+        if isinstance(a, ir.Call) and a.call_type == ir.HALIDE:
+            corners = [ir.Call(a.type, a.name, tuple(query_bound(f, slot, d, which) for d in range(len(a.args))),
+                               ir.HALIDE, value_index=a.value_index, func=a.func) for which in ("min", "max")]
+            args.append(ir.Call(a.type, EXTERN_INPUT, tuple(corners), ir.INTRINSIC))
+        else:
+            args.append(a)
+    for k, t in enumerate(f.types()):
+        corners = [ir.Call(t, f.name(), tuple(dim_bound(f, 0, v, which) for v in f._pure_args), ir.HALIDE,
+                           value_index=k, func=f) for which in ("min", "max")]
+        args.append(ir.Call(t, EXTERN_OUTPUT, tuple(corners), ir.INTRINSIC))
+    return ir.Evaluate(ir.Call(_I32, CALL_EXTERN, (ir.StringImm(call.name), ir.StringImm("compute"), *args),
+                               ir.INTRINSIC))
 
 
 def check_target(f, target) -> None:

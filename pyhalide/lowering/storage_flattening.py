@@ -11,6 +11,8 @@ from __future__ import annotations
 import itertools
 
 from .. import ir
+from ..errors import CompileError
+from ..extern import CALL_EXTERN, EXTERN_EXPR, EXTERN_IMAGE, EXTERN_INPUT, EXTERN_OUTPUT, MAKE_BUFFER, make_buffer
 from ..ir_mutator import IRMutator, called_names
 from ..types import Int
 from .bounds_inference import buffer_field, buffer_names
@@ -28,6 +30,9 @@ def flat_index(buffer: str, args, folds=()) -> ir.Expr:
     return index if index is not None else ir.make_const(Int(32), 0)
 
 
+_EXTERN_ARGUMENTS = (EXTERN_INPUT, EXTERN_OUTPUT, EXTERN_IMAGE, EXTERN_EXPR)
+
+
 class _Flatten(IRMutator):
     def __init__(self):
         super().__init__()
@@ -38,6 +43,8 @@ class _Flatten(IRMutator):
     def mutate(self, node):
         if not isinstance(node, ir.Expr):
             return super().mutate(node)
+        if isinstance(node, ir.Call) and node.call_type == ir.INTRINSIC and node.name == CALL_EXTERN:
+            return ir.Call(node.type, node.name, tuple(self._extern_argument(a) for a in node.args), ir.INTRINSIC)
         if not called_names(node):
             return node  # reads no Func or image: nothing to flatten
         hit = self.memo.get(id(node))
@@ -125,6 +132,31 @@ class _Flatten(IRMutator):
         args = [self.mutate(a) for a in c.args]
         folds = self.folds.get(c.name) if c.call_type == ir.HALIDE else None
         return ir.Load(c.type, name, flat_index(name, args, folds))
+
+
+    def _extern_argument(self, c: ir.Expr) -> ir.Expr:
+        """An extern stage's argument as the C function takes it: an expression as its value; a
+        Func input or the output as a halide_buffer_t over its region (from its first corner, with
+        its buffer's strides); an image whole."""
+        if not (isinstance(c, ir.Call) and c.call_type == ir.INTRINSIC and c.name in _EXTERN_ARGUMENTS):
+            return self.mutate(c)
+        if c.name == EXTERN_EXPR:
+            return self.mutate(c.args[0])
+        ident = f"extern_buffer{next(self.tmp)}"
+        if c.name == EXTERN_IMAGE:
+            name, code, bits, *fields = c.args
+            dims = len(fields) // 3
+            return ir.Call(c.type, MAKE_BUFFER, (ir.StringImm(ident), name, code, bits, ir.make_const(Int(32), dims),
+                                                 ir.make_const(Int(32), 0), *fields), ir.INTRINSIC)
+        first, last = c.args
+        name = buffer_names(first.func)[first.value_index]
+        if self.folds.get(first.name) and any(self.folds[first.name]):
+            raise CompileError(f"Func {first.name} is read or written by an extern stage, so its storage cannot be "
+                               "folded")
+        mins, maxs = [self.mutate(a) for a in first.args], [self.mutate(a) for a in last.args]
+        dims = [(lo, ir.Add(ir.Sub(hi, lo), ir.make_const(Int(32), 1)), buffer_field(name, "stride", d))
+                for d, (lo, hi) in enumerate(zip(mins, maxs))]
+        return make_buffer(ident, name, c.type, flat_index(name, mins), dims)
 
 
 def storage_flattening(stmt: ir.Stmt) -> ir.Stmt:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..errors import CompileError
+from ..extern import CALL_EXTERN
 from ..ir_mutator import IRMutator, IRVisitor, called_names
 
 
@@ -36,6 +37,26 @@ class _CallsOutsideConsume(IRVisitor):
         if c.call_type == ir.HALIDE and c.name == self.name:
             self.found = True
         self.visit_children(c)
+
+
+def _passed_to_extern_stage(stmt: ir.Stmt, name: str) -> bool:
+    """Whether an extern stage in stmt reads or writes Func `name` (see pyhalide/extern.py)."""
+
+    class Find(IRVisitor):
+        found = False
+
+        def visit(self, node):
+            if not self.found and not (isinstance(node, ir.Expr) and name not in called_names(node)):
+                super().visit(node)
+
+        def visit_Call(self, c):
+            if c.call_type == ir.INTRINSIC and c.name == CALL_EXTERN:
+                self.found = True
+            self.visit_children(c)
+
+    finder = Find()
+    finder.visit(stmt)
+    return finder.found
 
 
 class _Fold(IRMutator):
@@ -70,8 +91,8 @@ class _Fold(IRMutator):
             return r
         outside = _CallsOutsideConsume(r.name)
         outside.visit(r.body)
-        if outside.found:
-            return r
+        if outside.found or _passed_to_extern_stage(r.body, r.name):
+            return r  # (an extern stage takes a buffer as dense as halide_buffer_t describes)
         folds = list(r.folds) if r.folds else [0] * len(r.bounds)
         folds[d] = factor
         return ir.Realize(r.name, r.types, r.bounds, r.body, r.func, tuple(folds))

@@ -11,23 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-
-class Dimension(ctypes.Structure):
-    _fields_ = [("min", ctypes.c_int32), ("extent", ctypes.c_int32), ("stride", ctypes.c_int32),
-                ("flags", ctypes.c_uint32)]
-
-
-class HalideType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class HalideBuffer(ctypes.Structure):
-    """halide_buffer_t, as HalideRuntime.h lays it out."""
-
-    _fields_ = [("device", ctypes.c_uint64), ("device_interface", ctypes.c_void_p), ("host", ctypes.c_void_p),
-                ("flags", ctypes.c_uint64), ("type", HalideType), ("dimensions", ctypes.c_int32),
-                ("dim", ctypes.POINTER(Dimension)), ("padding", ctypes.c_void_p)]
-
+from ..extern import Dimension, HalideBuffer, HalideType
 
 _CODES = {"i": 0, "u": 1, "f": 2, "b": 1}
 

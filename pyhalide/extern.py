@@ -1,0 +1,188 @@
+"""Extern stages (Halide's Func.define_extern): a Func computed by a C function of this process.
+
+The function is `int NAME(halide_buffer_t *in..., T expr..., halide_buffer_t *out...)`, the
+arguments in the order given and one output buffer per value of the Func. It is called twice per
+realization: first as a bounds query, where each Func input's buffer has no host pointer and the
+function writes into its `dim[d].min` and `.extent` the region it needs (left untouched, the region
+is empty); then with the inputs computed over those regions and the output over the region the
+Func's consumers need. A nonzero return fails the pipeline. The JIT finds NAME among the symbols
+this process has loaded (a library loaded with `ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)`), as
+Halide's JIT does.
+
+The definition is kept as IR so that lowering's graph passes see the inputs as calls: each value
+of the Func is `extern_stage(name, mangling, args...)`, where a Func input is a call of it (the
+graph edge; its coordinates mean nothing), an image is `extern_image(name, code, bits, its
+descriptor variables)` and an expression is `extern_expr(e)`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from enum import Enum
+
+from . import ir
+from .errors import HalideError
+from .expr import Expr, to_ir
+from .ir_mutator import called_names
+from .types import Handle, Int, Type
+
+EXTERN_STAGE = "extern_stage"  # the value of an extern Func (see the module docstring)
+EXTERN_EXPR = "extern_expr"
+EXTERN_IMAGE = "extern_image"
+# Lowering's forms, made by schedule_functions and bounds_inference, turned into buffers by
+# storage_flattening:
+EXTERN_INPUT = "extern_input"  # (Call of the input at the region's first corner, at its last)
+EXTERN_OUTPUT = "extern_output"  # (Call of the stage itself at its region's first corner, at its last)
+# What codegen sees:
+MAKE_BUFFER = "make_buffer"  # (id, buffer name or "", code, bits, dims, offset, min/extent/stride per dim)
+BUFFER_FIELD = "buffer_field"  # (buffer, dimension, "min" or "extent", the call it follows)
+CALL_EXTERN = "call_extern"  # (name, "query" or "compute", args...): the call, its result checked
+
+_I32 = Int(32)
+TYPE_CODES = {"int": 0, "uint": 1, "float": 2, "handle": 3}
+
+
+class NameMangling(Enum):
+    """hl.NameMangling: how the function's name is spelled in the object (pyhalide calls C names)."""
+
+    Default = 0
+    C = 1
+    CPlusPlus = 2
+
+
+class ExternFuncArgument:
+    """hl.ExternFuncArgument: a Func, Buffer, ImageParam or expression passed to an extern stage."""
+
+    def __init__(self, value=None):
+        from .buffer import Buffer
+        from .func import Func
+        from .param import OutputImageParam, Param
+
+        self.kind, self.value = "undefined", value
+        if value is None:
+            return
+        if isinstance(value, ExternFuncArgument):
+            self.kind, self.value = value.kind, value.value
+        elif isinstance(value, Func):
+            self.kind = "func"
+        elif isinstance(value, Buffer | OutputImageParam):
+            self.kind = "buffer" if isinstance(value, Buffer) else "image_param"
+        elif isinstance(value, Expr | Param | int | float) and not isinstance(value, bool):
+            self.kind, self.value = "expr", to_ir(value)
+        else:
+            raise HalideError(f"An extern stage's argument must be a Func, Buffer, ImageParam or expression; "
+                              f"got {type(value).__name__}")
+
+    def defined(self) -> bool:
+        return self.kind != "undefined"
+
+    def is_func(self) -> bool:
+        return self.kind == "func"
+
+    def is_expr(self) -> bool:
+        return self.kind == "expr"
+
+    def is_buffer(self) -> bool:
+        return self.kind == "buffer"
+
+    def is_image_param(self) -> bool:
+        return self.kind == "image_param"
+
+
+def encode_arguments(owner: str, params) -> tuple:
+    """The IR of an extern stage's arguments (see the module docstring)."""
+    encoded = []
+    for i, p in enumerate(params):
+        a = ExternFuncArgument(p)
+        if a.kind == "func":
+            f = a.value
+            if not f.defined():
+                raise HalideError(f"Extern stage {owner}: its argument {i}, Func {f.name()}, has not been defined")
+            for j, t in enumerate(f.types()):
+                zeros = tuple(ir.make_const(_I32, 0) for _ in range(f.dimensions()))
+                encoded.append(ir.Call(t, f.name(), zeros, ir.HALIDE, value_index=j, func=f))
+        elif a.kind == "expr":
+            if called_names(a.value):
+                raise HalideError(f"Extern stage {owner}: its argument {i} reads a Func or an image; pass the Func "
+                                  "itself instead")
+            encoded.append(ir.Call(a.value.type, EXTERN_EXPR, (a.value,), ir.INTRINSIC))
+        elif a.kind in ("buffer", "image_param"):
+            image = a.value
+            if image.dimensions() == 0:
+                raise HalideError(f"Extern stage {owner}: its argument {i}, {image.name()}, has no dimensions; pass "
+                                  "its value as an expression")
+            t = image.type()
+            fields = tuple(ir.Variable(f"{image.name()}.{field}.{d}", _I32, ref=image)
+                           for d in range(image.dimensions()) for field in ("min", "extent", "stride"))
+            encoded.append(ir.Call(Handle(), EXTERN_IMAGE, (ir.StringImm(image.name()), *_type_args(t), *fields),
+                                   ir.INTRINSIC))
+        else:
+            raise HalideError(f"Extern stage {owner}: its argument {i} is undefined")
+    return tuple(encoded)
+
+
+def _type_args(t: Type) -> tuple:
+    return ir.make_const(_I32, TYPE_CODES[t.code]), ir.make_const(_I32, t.bits)
+
+
+@dataclass(frozen=True)
+class ExternCall:
+    """An extern Func's definition, read back from its IR."""
+
+    name: str
+    mangling: int
+    args: tuple  # the encoded arguments, in order
+
+    def func_inputs(self):
+        """(slot, the Call of the input) of each Func input: one slot per value of a Tuple Func."""
+        return [(k, a) for k, a in enumerate(self.args) if isinstance(a, ir.Call) and a.call_type == ir.HALIDE]
+
+
+def extern_call(f) -> ExternCall | None:
+    """f's extern definition, or None when f is defined by expressions (or not at all)."""
+    init = f._init
+    if init is None:
+        return None
+    v = init.values[0]
+    if not (isinstance(v, ir.Call) and v.call_type == ir.INTRINSIC and v.name == EXTERN_STAGE):
+        return None
+    return ExternCall(v.args[0].value, ir.const_int(v.args[1]), tuple(v.args[2:]))
+
+
+def is_extern(f) -> bool:
+    return extern_call(f) is not None
+
+
+def make_buffer(ident: str, buffer: str, t: Type, offset, dims) -> ir.Call:
+    """A halide_buffer_t on the stack: over `buffer` from element `offset` (no host: "") with
+    (min, extent, stride) per dimension."""
+    fields = tuple(e for d in dims for e in d)
+    return ir.Call(Handle(), MAKE_BUFFER, (ir.StringImm(ident), ir.StringImm(buffer), *_type_args(t),
+                                           ir.make_const(_I32, len(dims)), offset, *fields), ir.INTRINSIC)
+
+
+def find_symbol(name: str) -> int | None:
+    """The address of a C function this process has loaded (globally), or None."""
+    try:
+        return ctypes.cast(getattr(ctypes.CDLL(None), name), ctypes.c_void_p).value
+    except AttributeError:
+        return None
+
+
+# ---------------------------------------------------------------- halide_buffer_t, for ctypes
+class Dimension(ctypes.Structure):
+    _fields_ = [("min", ctypes.c_int32), ("extent", ctypes.c_int32), ("stride", ctypes.c_int32),
+                ("flags", ctypes.c_uint32)]
+
+
+class HalideType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class HalideBuffer(ctypes.Structure):
+    """halide_buffer_t, as HalideRuntime.h lays it out."""
+
+    _fields_ = [("device", ctypes.c_uint64), ("device_interface", ctypes.c_void_p), ("host", ctypes.c_void_p),
+                ("flags", ctypes.c_uint64), ("type", HalideType), ("dimensions", ctypes.c_int32),
+                ("dim", ctypes.POINTER(Dimension)), ("padding", ctypes.c_void_p)]

@@ -1,0 +1,306 @@
+"""Extern stages (Func.define_extern): a Func computed by a C function of this process, with
+Halide's two bounds queries (the first may widen what the stage computes, the second says what it
+needs of its Func inputs). The cases follow Halide's test/correctness/extern_*.cpp; the functions
+are in extern_stages.c, built here into a library loaded globally, where the JIT finds them (as
+Halide's JIT does). Each result is checked against numpy, pyhalide's reference evaluator (which
+calls the same functions through ctypes) and, where it is installed, the real Halide."""
+
+from __future__ import annotations
+
+import ctypes
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pyhalide as hl
+from pyhalide import reference
+from pyhalide.testing.halide_buffer import c_compiler
+
+CC = c_compiler()
+pytestmark = pytest.mark.skipif(CC is None, reason="no C compiler to build the extern stage functions")
+
+x, y, xi, yi = hl.Var("x"), hl.Var("y"), hl.Var("xi"), hl.Var("yi")
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    library = tmp_path_factory.mktemp("extern") / "libextern_stages.so"
+    source = Path(__file__).with_name("extern_stages.c")
+    subprocess.run([CC, "-O2", "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
+    return ctypes.CDLL(str(library), mode=ctypes.RTLD_GLOBAL)
+
+
+def counter(lib, name: str) -> int:
+    return ctypes.c_int.in_dll(lib, name).value
+
+
+def reset(lib, *names: str) -> None:
+    for name in names:
+        ctypes.c_int.in_dll(lib, name).value = 0
+
+
+def squares_from(lo: int, n: int) -> np.ndarray:
+    return np.array([(i * i) % 256 for i in range(lo, lo + n)], np.uint8)
+
+
+def flip_pipeline(halide, input_array, schedule):
+    """extern_stage.cpp: g(x) = input(-x) + f(-x) computed by flip_x, h(x) = g(x) * 2."""
+    inp = halide.Buffer(input_array, "flip_input")
+    inp.set_min([-99])
+    f, g, h = halide.Func("f"), halide.Func("g"), halide.Func("h")
+    vx, vxi = halide.Var("x"), halide.Var("xi")
+    f[vx] = vx * vx
+    g.define_extern("flip_x", [inp, f], halide.UInt(8), 1)
+    h[vx] = g[vx] * 2
+    schedule(f, g, h, vx, vxi)
+    return h
+
+
+SCHEDULES = {
+    # Halide's own: both inside h's parallel, vectorized, unrolled loop
+    "inside_a_parallel_loop": lambda f, g, h, vx, vxi: (
+        f.compute_at(h, vx), g.compute_at(h, vx), h.vectorize(vx, 8).unroll(vx, 2).split(vx, vx, vxi, 4).parallel(vx)),
+    "root": lambda f, g, h, vx, vxi: (f.compute_root(), g.compute_root()),
+    # f computed once for every iteration of the loop g is called in: the queries made there for
+    # all of them say how much
+    "input_outside_the_loop": lambda f, g, h, vx, vxi: (
+        f.compute_root(), g.compute_at(h, vx), h.split(vx, vx, vxi, 8)),
+    # unscheduled, an extern stage is computed in the innermost loop of its consumer (as Halide)
+    "default": lambda f, g, h, vx, vxi: f.compute_root(),
+}
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_extern_stage_reads_a_buffer_and_a_func(lib, schedule):
+    want = (4 * np.arange(100) ** 2).astype(np.uint8)
+    input_array = squares_from(-99, 100)
+    h = flip_pipeline(hl, input_array, SCHEDULES[schedule])
+    reset(lib, "calls_flip", "queries_flip")
+    got = np.asarray(h.realize([100]))
+    np.testing.assert_array_equal(got, want)
+    assert counter(lib, "calls_flip") >= 1 and counter(lib, "queries_flip") >= 2 * counter(lib, "calls_flip")
+    np.testing.assert_array_equal(reference.realize(h, [100])[0], want)
+    halide = pytest.importorskip("halide")
+    np.testing.assert_array_equal(np.asarray(flip_pipeline(halide, input_array, SCHEDULES[schedule]).realize([100])),
+                                  want)
+
+
+def test_computed_once_per_realization_at_root(lib):
+    h = flip_pipeline(hl, squares_from(-99, 100), SCHEDULES["root"])
+    reset(lib, "calls_flip", "queries_flip")
+    h.realize([100])
+    # two bounds queries (the second with the region the first settled), then the call
+    assert (counter(lib, "queries_flip"), counter(lib, "calls_flip")) == (2, 1)
+
+
+def test_loop_nest_matches_halides(lib, capsys):
+    h = flip_pipeline(hl, squares_from(-99, 100), SCHEDULES["default"])
+    h.print_loop_nest()
+    want = "produce f: for x: f(...) = ... consume f: produce h: for x: produce g: consume g: h(...) = ..."
+    assert capsys.readouterr().out.split() == want.split()
+
+
+def make_data_pipeline(halide):
+    """extern_producer.cpp: a source whose bounds query rounds its region out to multiples of 10
+    columns and at least 40 rows (it checks it is then asked to compute exactly that)."""
+    vx, vy, vxi, vyi = (halide.Var(n) for n in ("x", "y", "xi", "yi"))
+    source, sink = halide.Func("source"), halide.Func("sink")
+    source.define_extern("make_data", [], halide.Int(32), [vx, vy])
+    source.align_storage(vx, 32)
+    sink[vx, vy] = source[vx, vy] - (vx + vy) % 61
+    sink.tile(vx, vy, vxi, vyi, 32, 32)
+    source.compute_at(sink, vx)
+    return sink
+
+
+def test_a_bounds_query_may_widen_what_the_stage_computes(lib):
+    sink = make_data_pipeline(hl)
+    np.testing.assert_array_equal(np.asarray(sink.realize([100, 100])), 0)
+    np.testing.assert_array_equal(reference.realize(sink, [100, 100])[0], 0)
+    halide = pytest.importorskip("halide")
+    np.testing.assert_array_equal(np.asarray(make_data_pipeline(halide).realize([100, 100])), 0)
+
+
+def test_tuple_valued_extern_stage(lib):
+    multi, sink = hl.Func("multi"), hl.Func("sink_multi")
+    multi.define_extern("make_data_multi", [], [hl.Int(32), hl.Int(32)], [x, y])
+    sink[x, y] = multi[x, y][0] - (x + y) % 61 + multi[x, y][1] - (x + y + 15) % 61
+    sink.tile(x, y, xi, yi, 32, 32)
+    multi.compute_at(sink, x)
+    np.testing.assert_array_equal(np.asarray(sink.realize([100, 100])), 0)
+    np.testing.assert_array_equal(reference.realize(sink, [100, 100])[0], 0)
+
+
+def test_extern_stage_as_an_output_of_the_pipeline(lib):
+    """multiple_outputs_extern.cpp: the extern stage is an output beside its consumer."""
+    inp = hl.Buffer(squares_from(-99, 100), "flip_input")
+    inp.set_min([-99])
+    f, g, h = hl.Func("f"), hl.Func("g"), hl.Func("h")
+    f[x] = x * x
+    g.define_extern("flip_x", [inp, f], hl.UInt(8), 1)
+    h[x] = g[x] * 2
+    f.compute_root()
+    h.vectorize(x, 8).unroll(x, 2).split(x, x, xi, 4).parallel(x)
+    h_buf, g_buf = hl.Buffer(hl.UInt(8), [100]), hl.Buffer(hl.UInt(8), [100])
+    hl.Pipeline([h, g]).realize([h_buf, g_buf])
+    np.testing.assert_array_equal(np.asarray(h_buf), (4 * np.arange(100) ** 2).astype(np.uint8))
+    np.testing.assert_array_equal(np.asarray(g_buf), (2 * np.arange(100) ** 2).astype(np.uint8))
+
+
+def test_image_param_and_expression_arguments(lib):
+    """extern_bounds_inference.cpp's pipeline: two translations of one image, one at root and one
+    per row of tiles."""
+    im = hl.ImageParam(hl.UInt(8), 2, "im")
+    t1, t2, g = hl.Func("t1"), hl.Func("t2"), hl.Func("g")
+    t1.define_extern("translate", [im, 3, 7], hl.UInt(8), 2)
+    t2.define_extern("translate", [im, hl.Expr(8), hl.Expr(17)], hl.UInt(8), 2)
+    g[x, y] = t1[x, y] + t2[x, y]
+    t1.compute_root()
+    t2.compute_at(g, y)
+    g.tile(x, y, xi, yi, 2, 4)
+    data = np.random.default_rng(1).integers(0, 100, (60, 50)).astype(np.uint8)
+    im.set(hl.Buffer(data))
+    want = data[7:27, 3:33] + data[17:37, 8:38]
+    np.testing.assert_array_equal(np.asarray(g.realize([30, 20])), want)
+    np.testing.assert_array_equal(reference.realize(g, [30, 20])[0], want)
+
+
+def test_func_input_with_two_dimensions_and_a_scalar(lib):
+    """row_sums(in, w, out): out(y) = the sum of in(x, y) over x in [0, w), float to double; the
+    input's region (all w columns of the rows asked) comes from the query alone."""
+    w = hl.Param(hl.Int(32), "w", 13)
+    pic, sums, out = hl.Func("pic"), hl.Func("sums"), hl.Func("out")
+    pic[x, y] = hl.f32(x) * 0.5 + hl.f32(y)
+    sums.define_extern("row_sums", [pic, w], hl.Float(64), 1)
+    out[y] = sums[y] + 1
+    pic.compute_root().parallel(y).vectorize(x, 8)
+    sums.compute_at(out, y)
+    out.split(y, y, yi, 5)
+    rows = np.arange(20, dtype=np.float64)
+    want = (0.5 * np.arange(13)).sum() + 13 * rows + 1
+    np.testing.assert_array_equal(np.asarray(out.realize([20])), want)
+    np.testing.assert_array_equal(reference.realize(out, [20])[0], want)
+
+
+def test_failures_are_halide_errors(lib):
+    fails = hl.Func("fails")
+    fails.define_extern("always_fails", [], hl.Float(32), 1)
+    with pytest.raises(hl.HalideError, match="Call to external stage always_fails returned non-zero value: -7"):
+        fails.realize([100])
+    query_fails = hl.Func("query_fails")
+    query_fails.define_extern("query_fails", [], hl.Float(32), 1)
+    with pytest.raises(hl.HalideError, match="Bounds inference call to external stage query_fails returned "
+                                             "non-zero value: 3"):
+        query_fails.realize([100])
+
+
+def test_a_query_that_shrinks_the_region_is_refused(lib):
+    """A stage that says it will compute less than its consumers read would leave them reading
+    past its buffer: refused before it runs."""
+    shrinks, out = hl.Func("shrinks"), hl.Func("reads_shrinks")
+    shrinks.define_extern("shrinks", [], hl.Float(32), 1)
+    out[x] = shrinks[x]
+    shrinks.compute_root()
+    with pytest.raises(hl.HalideError, match=r"extern stage shrinks \(shrinks\) gave it the region \[0, 8\] to "
+                                             r"compute in dimension 0, which does not cover the \[0, 9\]"):
+        out.realize([10])
+
+
+def test_an_iteration_needing_more_than_its_loop_asked_for_is_refused(lib):
+    """The input is computed once, for the region the queries made over the whole loop asked; a
+    query inside the loop asking for more would read past it."""
+    src, g, out = hl.Func("src"), hl.Func("greedy"), hl.Func("out")
+    src[x] = hl.f32(x)
+    g.define_extern("greedy", [src], hl.Float(32), 1)
+    out[x] = g[x]
+    src.compute_root()
+    g.compute_at(out, x)
+    out.split(x, x, xi, 4)
+    with pytest.raises(hl.HalideError, match="asked for .* of src in dimension 0, outside the"):
+        out.realize([8])
+
+
+def test_refusals(lib):
+    f, g = hl.Func("inlined_input"), hl.Func("reads_inlined_input")
+    f[x] = x
+    g.define_extern("flip_x", [hl.Buffer(np.zeros(4, np.uint8)), f], hl.UInt(8), 1)
+    with pytest.raises(hl.HalideError, match="Func inlined_input cannot be scheduled to be computed inline, because "
+                                             "it is used in the externally-computed function reads_inlined_input"):
+        g.realize([4])
+    with pytest.raises(hl.HalideError, match="already has an extern definition"):
+        g.define_extern("flip_x", [], hl.UInt(8), 1)
+    with pytest.raises(hl.HalideError, match="with a pure definition cannot have an extern definition"):
+        f.define_extern("flip_x", [], hl.UInt(8), 1)
+    with pytest.raises(hl.HalideError, match="cannot be given a pure or update definition"):
+        g[x] = hl.u8(x)
+    with pytest.raises(hl.HalideError, match="extern Func"):
+        g.value()
+    assert g.is_extern() and not f.is_extern() and g.extern_function_name() == "flip_x"
+    f.compute_root()
+    g.split(g.args()[0], x, xi, 2)
+    with pytest.raises(hl.HalideError, match="extern stage: pyhalide calls it once per realization"):
+        g.realize([4])
+    with pytest.raises(hl.HalideError, match="compute_with\\(\\) on extern Func reads_inlined_input is not allowed"):
+        g.compute_with(f, x)
+    with pytest.raises(hl.HalideError, match="reads_inlined_input is an extern stage; it has no loops"):
+        f.compute_with(g, g.args()[0])
+    missing = hl.Func("calls_a_missing_function")
+    missing.define_extern("no_such_function_anywhere", [], hl.Int(32), 1)
+    with pytest.raises(hl.HalideError, match="no_such_function_anywhere is not loaded in this process"):
+        missing.realize([4])
+    with pytest.raises(hl.HalideError, match="not in C or CUDA source"):
+        missing.compile_to_c("/dev/null", [], "missing")
+    with pytest.raises(hl.HalideError, match="CPU targets only"):
+        missing.compile_jit(hl.Target("host-cuda"))
+
+
+def test_unsupported_schedules_and_queries_say_so(lib):
+    source, sink = hl.Func("stored_apart"), hl.Func("reads_stored_apart")
+    source.define_extern("make_data", [], hl.Int(32), [x, y])
+    sink[x, y] = source[x, y]
+    sink.tile(x, y, xi, yi, 32, 32)
+    source.compute_at(sink, x).store_root()
+    with pytest.raises(hl.HalideError, match="stored_apart is an extern stage: pyhalide stores it where it is "
+                                             "computed"):
+        sink.realize([64, 64])
+    im = hl.ImageParam(hl.UInt(8), 2, "unbound_im")
+    t = hl.Func("translates_unbound")
+    t.define_extern("translate", [im, 3, 7], hl.UInt(8), 2)
+    with pytest.raises(hl.HalideError, match="what extern stages translates_unbound answer their bounds queries"):
+        t.infer_input_bounds([30, 20])
+
+
+def test_autoscheduler_computes_extern_stages_and_their_inputs(lib):
+    """The autoscheduler computes an extern stage at root, untiled, and never inlines the Funcs it
+    reads; the rest it schedules as usual."""
+    inp = hl.Buffer(squares_from(-99, 100), "flip_input")
+    inp.set_min([-99])
+    f, g, h = hl.Func("f"), hl.Func("g"), hl.Func("h")
+    f[x] = x * x
+    g.define_extern("flip_x", [inp, f], hl.UInt(8), 1)
+    h[x] = g[x] * 2 + f[x]
+    h.set_estimate(x, 0, 96)
+    results = hl.Pipeline(h).apply_autoscheduler(hl.Target("host"), hl.AutoschedulerParams("Adams2019"))
+    assert "f['g'].compute_root()" in results.schedule_source
+    i = np.arange(96)
+    np.testing.assert_array_equal(np.asarray(h.realize([96])), (2 * ((2 * i * i) % 256)) % 256 + i * i)
+
+
+def test_ahead_of_time_object_calls_the_function(lib, tmp_path):
+    """An object from compile_to_object leaves the function for the linker to find."""
+    from pyhalide.testing.halide_buffer import halide_buffer
+
+    im = hl.ImageParam(hl.UInt(8), 2, "im")
+    t = hl.Func("t")
+    t.define_extern("translate", [im, 3, 7], hl.UInt(8), 2)
+    obj = tmp_path / "translate_pipeline.o"
+    t.compile_to_object(str(obj), [im], "translate_pipeline")
+    library = tmp_path / "libtranslate_pipeline.so"
+    subprocess.run([CC, "-shared", "-o", str(library), str(obj), "-lpthread"], check=True)
+    pipeline = ctypes.CDLL(str(library))
+    data = np.random.default_rng(2).integers(0, 255, (40, 50)).astype(np.uint8)
+    out = np.zeros((20, 30), np.uint8)
+    assert pipeline.translate_pipeline(ctypes.byref(halide_buffer(data)), ctypes.byref(halide_buffer(out))) == 0
+    np.testing.assert_array_equal(out, data[7:27, 3:33])
