@@ -21,6 +21,8 @@ import ctypes
 from dataclasses import dataclass
 from enum import Enum
 
+import numpy as np
+
 from . import ir
 from .errors import HalideError
 from .expr import Expr, to_ir
@@ -170,6 +172,69 @@ def find_symbol(name: str) -> int | None:
         return None
 
 
+_C_SCALARS = {("int", 8): ctypes.c_int8, ("int", 16): ctypes.c_int16, ("int", 32): ctypes.c_int32,
+              ("int", 64): ctypes.c_int64, ("uint", 1): ctypes.c_bool, ("uint", 8): ctypes.c_uint8,
+              ("uint", 16): ctypes.c_uint16, ("uint", 32): ctypes.c_uint32, ("uint", 64): ctypes.c_uint64,
+              ("float", 32): ctypes.c_float, ("float", 64): ctypes.c_double}
+
+
+def c_type(t: Type):
+    """The ctypes type an extern stage's function takes for an argument of type t."""
+    return ctypes.POINTER(HalideBuffer) if t.is_handle() else _C_SCALARS[(t.code, t.bits)]
+
+
+class JITExterns:
+    """The functions a pipeline's extern stages call that are not symbols of the process
+    (Pipeline.set_jit_externs): ctypes function pointers, addresses, or Python callables, which
+    are given a C signature from the extern stages that call them. A Python callable gets each
+    buffer as a HalideBuffer (its `as_array()` a numpy view) and each expression as a number; it
+    returns None or 0 for success. Should it raise, the stage fails with a nonzero result and the
+    exception is kept (`raised`) to chain to the pipeline's error."""
+
+    def __init__(self, externs: dict):
+        for name, fn in externs.items():
+            if not isinstance(name, str) or not (isinstance(fn, ctypes._CFuncPtr | int) or callable(fn)):
+                raise HalideError(f"set_jit_externs: {name!r} must name a ctypes function, an address or a "
+                                  f"Python callable, got {fn!r}")
+        self.externs = dict(externs)
+        self.raised: list[BaseException] = []
+        self._kept: list = []  # the ctypes wrappers made here: alive while the code may call them
+
+    def address(self, name: str, arg_types: list[Type]) -> int | None:
+        """The address to call for `name` (taking arguments of these types), or None if it is not
+        one of these."""
+        fn = self.externs.get(name)
+        if fn is None:
+            return None
+        if isinstance(fn, int):
+            return fn
+        if not isinstance(fn, ctypes._CFuncPtr):
+            fn = ctypes.CFUNCTYPE(ctypes.c_int, *map(c_type, arg_types))(self._wrapped(fn))
+            self._kept.append(fn)
+        return ctypes.cast(fn, ctypes.c_void_p).value
+
+    @staticmethod
+    def raise_error(externs: JITExterns | None, error: Exception):
+        """Raise `error`, from the exception a Python extern stage raised, where one did."""
+        raised = externs.raised if externs is not None else []
+        if raised:
+            cause = raised[0]
+            raised.clear()
+            raise error from cause
+        raise error
+
+    def _wrapped(self, fn):
+        def call(*args):
+            try:
+                result = fn(*(a.contents if isinstance(a, ctypes._Pointer) else a for a in args))
+                return 0 if result is None else int(result)
+            except BaseException as e:  # noqa: BLE001 - it cannot cross the C call: kept, reported after it
+                self.raised.append(e)
+                return -1
+
+        return call
+
+
 # ---------------------------------------------------------------- halide_buffer_t, for ctypes
 class Dimension(ctypes.Structure):
     _fields_ = [("min", ctypes.c_int32), ("extent", ctypes.c_int32), ("stride", ctypes.c_int32),
@@ -186,3 +251,23 @@ class HalideBuffer(ctypes.Structure):
     _fields_ = [("device", ctypes.c_uint64), ("device_interface", ctypes.c_void_p), ("host", ctypes.c_void_p),
                 ("flags", ctypes.c_uint64), ("type", HalideType), ("dimensions", ctypes.c_int32),
                 ("dim", ctypes.POINTER(Dimension)), ("padding", ctypes.c_void_p)]
+
+    def is_bounds_query(self) -> bool:
+        """No memory: the buffer asks what region is needed (Halide's is_bounds_query)."""
+        return not self.host and not self.device
+
+    def as_array(self) -> np.ndarray:
+        """A numpy view of the host memory, axes reversed as hl.Buffer's (dimension 0 is numpy's
+        last): writing it writes the buffer."""
+        if not self.host:
+            raise HalideError("A bounds query's buffer has no memory to view")
+        codes = {v: k for k, v in TYPE_CODES.items()}
+        dtype = np.dtype(bool) if self.type.bits == 1 else Type(codes[self.type.code], self.type.bits).to_numpy()
+        dims = [self.dim[d] for d in reversed(range(self.dimensions))]
+        strides = [d.stride * dtype.itemsize for d in dims]
+        lo = sum(min(0, (d.extent - 1) * s) for d, s in zip(dims, strides))
+        hi = sum(max(0, (d.extent - 1) * s) for d, s in zip(dims, strides)) + dtype.itemsize
+        if any(d.extent <= 0 for d in dims):
+            return np.zeros([max(d.extent, 0) for d in dims], dtype)
+        memory = (ctypes.c_char * (hi - lo)).from_address(self.host + lo)
+        return np.ndarray([d.extent for d in dims], dtype, memory, -lo, strides)

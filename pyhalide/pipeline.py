@@ -12,7 +12,7 @@ from . import param as _param
 from .buffer import MAX_ELEMENTS, Buffer, aligned_zeros
 from .deep_recursion import deep
 from .errors import HalideError, InternalError, LayoutMismatch
-from .extern import is_extern
+from .extern import JITExterns, is_extern
 from .func import Func
 from .ir_printer import stmt_to_string
 from .lowering.copy_graph import to_user_names
@@ -51,6 +51,7 @@ class Pipeline:
         self._target = None
         self._call_plan: _CallPlan | None = None  # the last realize(buffer) call, to repeat it cheaply
         self._requirements: list[tuple] = []  # add_requirement's (condition IR, error args), in order
+        self._jit_externs = None  # set_jit_externs' JITExterns
 
     def defined(self) -> bool:
         return self._outputs is not None
@@ -267,7 +268,7 @@ class Pipeline:
         shapes are compiled in: a Buffer reshaped since, with set_min, compiles again)."""
         from .codegen.runtime import CompiledPipeline
 
-        compiled = CompiledPipeline(lowered, layouts, self._target, self._buffer_constants(lowered))
+        compiled = CompiledPipeline(lowered, layouts, self._target, self._buffer_constants(lowered), self._jit_externs)
         self._compiled[layouts, shapes] = compiled
         return compiled
 
@@ -326,6 +327,16 @@ class Pipeline:
     def invalidate_cache(self) -> None:
         """Forget the compiled code: the next realize lowers and compiles again."""
         self._lowered, self._compiled = None, {}
+
+    def set_jit_externs(self, externs: dict) -> None:
+        """The functions this pipeline's extern stages call by name (Halide's C++
+        Pipeline::set_jit_externs), besides the process's own symbols: ctypes function pointers,
+        addresses, or Python callables (see pyhalide.extern.JITExterns)."""
+        self._jit_externs = JITExterns(externs) if externs else None
+        self._compiled = {}
+
+    def get_jit_externs(self) -> dict:
+        return dict(self._jit_externs.externs) if self._jit_externs is not None else {}
 
     # ------------------------------------------------------------------ running
     def realize(self, sizes=None, target=None):
@@ -958,6 +969,7 @@ class Callable:
         self._compiled = pipeline._compile(tuple(layouts))
         # the shapes of the Buffers the algorithm names are compiled in: moved since, compiled again
         self._lowered, self._layouts, self._target = lowered, tuple(layouts), pipeline._target
+        self._jit_externs = pipeline._jit_externs
         self._shapes = _bound_shapes(lowered)
         self._constraint_values = dict(pipeline._constant_constraints(lowered))
         # buffers with constrained dimensions, checked on every call (none: nothing to do per call)
@@ -990,7 +1002,8 @@ class Callable:
 
             self._shapes = _bound_shapes(self._lowered)
             self._other_layouts = {}
-            self._compiled = CompiledPipeline(self._lowered, self._layouts, self._target, self._constants())
+            self._compiled = CompiledPipeline(self._lowered, self._layouts, self._target, self._constants(),
+                                              self._jit_externs)
         values = [args[i] for i in self._params]
         try:
             self._compiled.run(buffers, values, self._names_in_text)
@@ -1001,7 +1014,7 @@ class Callable:
             compiled = self._other_layouts.get(layouts)
             if compiled is None:
                 compiled = self._other_layouts[layouts] = CompiledPipeline(self._lowered, layouts, self._target,
-                                                                           self._constants())
+                                                                           self._constants(), self._jit_externs)
             compiled.run(buffers, values, self._names_in_text)
 
     def _constants(self) -> dict:

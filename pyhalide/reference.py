@@ -41,9 +41,20 @@ import numpy as np
 from . import ir, scatter_gather
 from .errors import HalideError, InternalError
 from .expr import to_ir
-from .extern import EXTERN_EXPR, TYPE_CODES, Dimension, HalideBuffer, HalideType, extern_call, find_symbol
+from .extern import (
+    EXTERN_EXPR,
+    TYPE_CODES,
+    Dimension,
+    HalideBuffer,
+    HalideType,
+    JITExterns,
+    c_type,
+    extern_call,
+    find_symbol,
+)
 from .param import ImageParam, Param
 from .target import TARGET_QUERY, answer_target_query, get_jit_target_from_environment
+from .types import Handle
 from .var import ReductionDomain
 
 __all__ = ["realize", "evaluate_expr"]
@@ -55,7 +66,7 @@ _SMALL_REQUEST = 256
 
 
 # ---------------------------------------------------------------- public API
-def realize(outputs, sizes, mins=None) -> list[np.ndarray]:
+def realize(outputs, sizes, mins=None, jit_externs: dict | None = None) -> list[np.ndarray]:
     """Evaluate the output Func(s) over [mins, mins + sizes) from their definitions alone.
 
     Returns one numpy array per output (one per Tuple element, flattened in order), in numpy
@@ -74,7 +85,7 @@ def realize(outputs, sizes, mins=None) -> list[np.ndarray]:
         raise HalideError(f"reference.realize: {len(mins)} mins for {len(sizes)} sizes")
     if any(s < 0 for s in sizes):
         raise HalideError(f"reference.realize: negative size in {sizes}")
-    ev = _Evaluator()
+    ev = _Evaluator(JITExterns(jit_externs) if jit_externs else None)
     results = []
     for f in funcs:
         if not isinstance(f, Func):
@@ -250,12 +261,6 @@ class _Grow(Exception):
 
 
 # ---------------------------------------------------------------- extern stages
-_C_SCALARS = {("int", 8): ctypes.c_int8, ("int", 16): ctypes.c_int16, ("int", 32): ctypes.c_int32,
-              ("int", 64): ctypes.c_int64, ("uint", 1): ctypes.c_bool, ("uint", 8): ctypes.c_uint8,
-              ("uint", 16): ctypes.c_uint16, ("uint", 32): ctypes.c_uint32, ("uint", 64): ctypes.c_uint64,
-              ("float", 32): ctypes.c_float, ("float", 64): ctypes.c_double}
-
-
 def _type_args(t) -> tuple[int, int]:
     return TYPE_CODES[t.code], t.bits
 
@@ -334,7 +339,8 @@ class _FuncState:
 
 
 class _Evaluator:
-    def __init__(self):
+    def __init__(self, jit_externs: JITExterns | None = None):
+        self.jit_externs = jit_externs  # functions extern stages call besides the process's (Pipeline.set_jit_externs)
         self.states: dict[int, _FuncState] = {}
         self.stack: list[_FuncState] = []
 
@@ -485,7 +491,7 @@ class _Evaluator:
                 args.append(ctypes.pointer(buffers[slot]))
             elif a.name == EXTERN_EXPR:
                 value = _Eval(self, {}).run(a.args[0]).reshape(-1)[0]
-                args.append(_C_SCALARS[(a.type.code, a.type.bits)](value.item()))
+                args.append(c_type(a.type)(value.item()))
             else:  # EXTERN_IMAGE
                 image = next(v.ref for v in a.args[3:] if isinstance(v, ir.Variable))
                 buf = image.get() if isinstance(image, ImageParam) else image
@@ -501,14 +507,16 @@ class _Evaluator:
             else:
                 outputs.append(_halide_buffer(arrays[1][k], _type_args(t), _dims_of(arrays[1][k], lo)))
             args.append(ctypes.pointer(outputs[-1]))
-        address = find_symbol(call.name)
+        arg_types = [a.type if a.name == EXTERN_EXPR else Handle() for a in call.args] + [Handle()] * len(outputs)
+        address = self.jit_externs.address(call.name, arg_types) if self.jit_externs is not None else None
+        address = address or find_symbol(call.name)
         if address is None:
             raise HalideError(f"Extern stage function {call.name} is not loaded in this process")
-        fn = ctypes.CFUNCTYPE(ctypes.c_int, *(type(a) for a in args))(address)
-        result = fn(*args)
+        result = ctypes.CFUNCTYPE(ctypes.c_int, *map(c_type, arg_types))(address)(*args)
         if result != 0:
             what = "Bounds inference call to external stage" if mode == "query" else "Call to external stage"
-            raise HalideError(f"{what} {call.name} returned non-zero value: {result}")
+            JITExterns.raise_error(self.jit_externs, HalideError(f"{what} {call.name} returned non-zero value: "
+                                                                 f"{result}"))
         return buffers, outputs
 
     def _scalar(self, node, what: str) -> int:

@@ -3,7 +3,8 @@ Halide's two bounds queries (the first may widen what the stage computes, the se
 needs of its Func inputs). The cases follow Halide's test/correctness/extern_*.cpp; the functions
 are in extern_stages.c, built here into a library loaded globally, where the JIT finds them (as
 Halide's JIT does). Each result is checked against numpy, pyhalide's reference evaluator (which
-calls the same functions through ctypes) and, where it is installed, the real Halide."""
+calls the same functions through ctypes) and, where it is installed, the real Halide. The last
+tests give a pipeline Python functions as its extern stages (Pipeline.set_jit_externs)."""
 
 from __future__ import annotations
 
@@ -19,13 +20,14 @@ from pyhalide import reference
 from pyhalide.testing.halide_buffer import c_compiler
 
 CC = c_compiler()
-pytestmark = pytest.mark.skipif(CC is None, reason="no C compiler to build the extern stage functions")
 
 x, y, xi, yi = hl.Var("x"), hl.Var("y"), hl.Var("xi"), hl.Var("yi")
 
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
+    if CC is None:
+        pytest.skip("no C compiler to build the extern stage functions")
     library = tmp_path_factory.mktemp("extern") / "libextern_stages.so"
     source = Path(__file__).with_name("extern_stages.c")
     subprocess.run([CC, "-O2", "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
@@ -304,3 +306,66 @@ def test_ahead_of_time_object_calls_the_function(lib, tmp_path):
     out = np.zeros((20, 30), np.uint8)
     assert pipeline.translate_pipeline(ctypes.byref(halide_buffer(data)), ctypes.byref(halide_buffer(out))) == 0
     np.testing.assert_array_equal(out, data[7:27, 3:33])
+
+
+# ---------------------------------------------------------------- extern stages written in Python
+def cumulative_sum(inp, out):
+    """out(x, y) = the sum of inp(0..x, y): each row's prefix sums, which no pointwise Func computes.
+    A bounds query asks for columns 0 up to the last output column of the output's rows."""
+    if inp.is_bounds_query():
+        inp.dim[0].min, inp.dim[0].extent = 0, out.dim[0].min + out.dim[0].extent
+        inp.dim[1].min, inp.dim[1].extent = out.dim[1].min, out.dim[1].extent
+        return 0
+    a, o = inp.as_array(), out.as_array()  # numpy views: [y, x]
+    x0, y0 = out.dim[0].min - inp.dim[0].min, out.dim[1].min - inp.dim[1].min
+    o[...] = np.cumsum(a, axis=1, dtype=np.int64)[y0:y0 + o.shape[0], x0:x0 + o.shape[1]]
+    return 0
+
+
+def prefix_pipeline():
+    pic, sums, out = hl.Func("pic"), hl.Func("prefix_sums"), hl.Func("prefix_out")
+    pic[x, y] = x + 3 * y
+    sums.define_extern("cumulative_sum", [pic], hl.Int(64), [x, y])
+    out[x, y] = sums[x, y] * 2
+    pic.compute_root()
+    sums.compute_at(out, y)
+    out.split(y, y, yi, 4).parallel(y)
+    return out
+
+
+def test_python_extern_stage(capsys):
+    out = prefix_pipeline()
+    p = hl.Pipeline(out)
+    p.set_jit_externs({"cumulative_sum": cumulative_sum})
+    assert list(p.get_jit_externs()) == ["cumulative_sum"]
+    got = np.asarray(p.realize([20, 12]))
+    pic = np.arange(20)[None, :] + 3 * np.arange(12)[:, None]
+    want = 2 * np.cumsum(pic, axis=1)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(reference.realize(out, [20, 12], jit_externs={"cumulative_sum": cumulative_sum})[0],
+                                  want)
+    # a Callable keeps the pipeline's functions
+    callable_ = p.compile_to_callable([])
+    result = hl.Buffer(hl.Int(64), [20, 12])
+    callable_(result)
+    np.testing.assert_array_equal(np.asarray(result), want)
+
+
+def test_python_extern_stage_that_raises():
+    def broken(inp, out):
+        if not inp.is_bounds_query():
+            raise ValueError("broken on purpose")
+        return cumulative_sum(inp, out)
+
+    p = hl.Pipeline(prefix_pipeline())
+    p.set_jit_externs({"cumulative_sum": broken})
+    with pytest.raises(hl.HalideError, match="Call to external stage cumulative_sum returned non-zero value: -1") as e:
+        p.realize([20, 12])
+    assert isinstance(e.value.__cause__, ValueError)
+    with pytest.raises(hl.HalideError, match="must name a ctypes function"):
+        p.set_jit_externs({"cumulative_sum": 3.5})
+
+
+def test_python_extern_stage_without_its_function():
+    with pytest.raises(hl.HalideError, match="cumulative_sum is not loaded in this process.*set_jit_externs"):
+        prefix_pipeline().realize([20, 12])

@@ -79,7 +79,7 @@ def call_extern(cg: CodeGen, e: ir.Call):
     name, mode, *args = e.args
     values = [cg.expr(a) for a in args]
     fn = cg.declare(name.value, I32, [llvm_type(a.type) for a in args])
-    cg.extern_functions.add(name.value)
+    cg.extern_functions[name.value] = [a.type for a in args]
     b = cg.b
     result = b.call(fn, values)
     assert_id = len(cg.asserts)

@@ -244,11 +244,12 @@ def _python_api() -> dict[str, int]:
             for name in calling_convention.PYTHON_API}
 
 
-def _link(obj: bytes, symbols: tuple[str, ...], imports: bool):
+def _link(obj: bytes, symbols: tuple[str, ...], imports: bool, externs: dict):
     """Link an object into the JIT. With imports, it may call the runtime: the thread pool's
-    entry point and the heap's malloc and free."""
+    entry point and the heap's malloc and free; `externs`: more functions by name -> address."""
     # before taking the lock: they link too
     runtime = {thread_pool.SYMBOL: thread_pool.address(), **heap.addresses(), **_python_api()} if imports else {}
+    runtime.update(externs)
     with _lock:
         st = _init()
         _library_counter[0] += 1
@@ -264,17 +265,18 @@ class JITFunction:
     """A loaded function: its address, kept valid while this object lives."""
 
     def __init__(self, ir_text: str, symbol: str, disk_cache: bool = True, imports: bool = True,
-                 also: tuple[str, ...] = ()):
+                 also: tuple[str, ...] = (), externs: dict | None = None):
         """disk_cache=False for code that holds this process's addresses: no other process can use it.
-        imports=False for the runtime itself (thread pool, heap); `also`: more functions to find (`address_of`)."""
+        imports=False for the runtime itself (thread pool, heap); `also`: more functions to find (`address_of`);
+        `externs`: functions it calls that the process does not define, by name -> address."""
         obj, path = _object_for(ir_text, disk=disk_cache)
-        symbols = (symbol, *also)
+        symbols, externs = (symbol, *also), externs or {}
         try:
-            self._tracker = _link(obj, symbols, imports)
+            self._tracker = _link(obj, symbols, imports, externs)
         except Exception:  # noqa: BLE001 - an object that passed its checksum but won't link: compile afresh
             _discard(path)
             obj, _ = _object_for(ir_text, fresh=True, disk=disk_cache)
-            self._tracker = _link(obj, symbols, imports)
+            self._tracker = _link(obj, symbols, imports, externs)
         self.address = self._tracker[symbol]
 
     def address_of(self, name: str) -> int:

@@ -100,7 +100,7 @@ class CodeGen:
                  cpu: str | None = None):
         self.lowered = lowered
         self.padded: set[str] = set()  # storage allocated here with x86.WORD_PADDING after it
-        self.extern_functions: set[str] = set()  # the C functions extern stages call (extern_calls.py)
+        self.extern_functions: dict[str, list] = {}  # the C functions extern stages call -> argument types
         # The LLVM features of the CPU compiled for: this host's (the JIT), or an object file's
         # target, which may not be an x86 one (the x86 intrinsics are then not used).
         self.cpu_features = set((host_target().features if cpu_features is None else cpu_features).split(","))

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..buffer import MAX_ELEMENTS
 from ..errors import HalideError, LayoutMismatch, RuntimeCheckError
-from ..extern import find_symbol
+from ..extern import JITExterns, find_symbol
 from ..ir_mutator import cycle_collector_paused
 from ..lower import finish_lowering
 from ..lowering.copy_graph import to_user_names
@@ -107,7 +107,8 @@ def dense_buffers(lowered, layouts: tuple) -> list[str]:
 class CompiledPipeline:
     """Native code for one lowered pipeline and one choice of buffer axis orders."""
 
-    def __init__(self, lowered, layouts: tuple, target=None, buffer_constants: dict | None = None):
+    def __init__(self, lowered, layouts: tuple, target=None, buffer_constants: dict | None = None,
+                 jit_externs: JITExterns | None = None):
         self.lowered = lowered
         self.axis_maps = [list(axes) for axes, _ in layouts]
         self.layouts = layouts
@@ -126,11 +127,17 @@ class CompiledPipeline:
         self.cuda_source = cuda_source(self.kernels) if self.kernels else None
         self.layout = cg.layout
         self.asserts = cg.asserts
-        for name in sorted(cg.extern_functions):
-            if find_symbol(name) is None:
+        self.jit_externs = jit_externs
+        externs = {}
+        for name, arg_types in sorted(cg.extern_functions.items()):
+            address = jit_externs.address(name, arg_types) if jit_externs is not None else None
+            if address is not None:
+                externs[name] = address
+            elif find_symbol(name) is None:
                 raise HalideError(f"Extern stage function {name} is not loaded in this process: load the library "
-                                  "that defines it with ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL) first")
-        self._jit = JITFunction(self.llvm_ir, SYMBOL, also=(DIRECT_SYMBOL,))
+                                  "that defines it with ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL), or give it to "
+                                  "Pipeline.set_jit_externs")
+        self._jit = JITFunction(self.llvm_ir, SYMBOL, also=(DIRECT_SYMBOL,), externs=externs)
         self._fn, self._fn_definition = _builtin(self._jit.address_of(DIRECT_SYMBOL), SYMBOL)
         self._specs = []
         for spec, (axes, dense) in zip(lowered.buffers, layouts):
@@ -268,4 +275,4 @@ class CompiledPipeline:
         raw = sc[base : base + len(floats)].astype(np.int64)
         values = [f"{float(r.view(np.float64)):f}" if is_float else int(r) for r, is_float in zip(raw, floats)]
         message = message.format(*values)
-        raise RuntimeCheckError(message if names is None else names.text(message))
+        JITExterns.raise_error(self.jit_externs, RuntimeCheckError(message if names is None else names.text(message)))
