@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
 
 import pyhalide as hl
 from pyhalide import reference
@@ -369,3 +371,68 @@ def test_python_extern_stage_that_raises():
 def test_python_extern_stage_without_its_function():
     with pytest.raises(hl.HalideError, match="cumulative_sum is not loaded in this process.*set_jit_externs"):
         prefix_pipeline().realize([20, 12])
+
+
+# ---------------------------------------------------------------- random pipelines around an extern stage
+def shift_and_widen(dx: int, dy: int, round_to: int):
+    """A Python extern stage: out(x, y) = inp(x + dx, y + dy) + x; its first bounds query rounds
+    its region out to multiples of `round_to` columns (what it computes is wider than asked)."""
+
+    def stage(inp, out):
+        if out.is_bounds_query():
+            lo, hi = out.dim[0].min, out.dim[0].min + out.dim[0].extent
+            lo, hi = lo - lo % round_to, hi + (-hi) % round_to
+            out.dim[0].min, out.dim[0].extent = lo, hi - lo
+        if inp.is_bounds_query():
+            inp.dim[0].min, inp.dim[0].extent = out.dim[0].min + dx, out.dim[0].extent
+            inp.dim[1].min, inp.dim[1].extent = out.dim[1].min + dy, out.dim[1].extent
+            return 0
+        if out.is_bounds_query():
+            return 0
+        a, o = inp.as_array(), out.as_array()
+        ox, oy = out.dim[0].min + dx - inp.dim[0].min, out.dim[1].min + dy - inp.dim[1].min
+        cols = np.arange(out.dim[0].min, out.dim[0].min + out.dim[0].extent, dtype=np.int32)
+        o[...] = a[oy:oy + o.shape[0], ox:ox + o.shape[1]] + cols[None, :]
+        return 0
+
+    return stage
+
+
+@given(data=st.data())
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_random_schedules_around_an_extern_stage(data):
+    """p -> extern g (shifted, widened) -> h, a 3-point stencil of g: every placement of p and g
+    (root, per row or per tile of h, g left unscheduled), h's loops split, vectorized or parallel;
+    against numpy."""
+    dx, dy = data.draw(st.integers(-3, 3)), data.draw(st.integers(-3, 3))
+    round_to = data.draw(st.sampled_from([1, 3, 8]))
+    w, ht = data.draw(st.integers(1, 40)), data.draw(st.integers(1, 20))
+    p, g, h = hl.Func("fuzz_p"), hl.Func("fuzz_g"), hl.Func("fuzz_h")
+    p[x, y] = x * 7 + y * 3
+    g.define_extern("shift_and_widen", [p], hl.Int(32), [x, y])
+    h[x, y] = g[x - 1, y] + 2 * g[x, y] + g[x + 1, y]
+    tile = data.draw(st.sampled_from([None, (4, 2), (8, 8)]))
+    if tile:
+        h.tile(x, y, xi, yi, *tile)
+    h_loops = ([x, y] if tile else [y]) + [None]
+    g_at = data.draw(st.sampled_from(["root", "default", *[f"h.{v}" for v in ("y", "x") if tile or v == "y"]]))
+    if g_at == "root":
+        g.compute_root()
+    elif g_at != "default":
+        g.compute_at(h, x if g_at == "h.x" else y)
+    p_at = data.draw(st.sampled_from(["root", "with g"] if g_at not in ("root", "default") else ["root"]))
+    if p_at == "root":
+        p.compute_root()
+    else:
+        p.compute_at(h, x if g_at == "h.x" else y)
+    if data.draw(st.booleans()):
+        h.vectorize(xi if tile else x, 4)
+    if data.draw(st.booleans()) and h_loops[0] is not None:
+        h.parallel(y)
+    note(f"dx={dx} dy={dy} round_to={round_to} size={w}x{ht} tile={tile} g at {g_at}, p at {p_at}")
+    pipeline = hl.Pipeline(h)
+    pipeline.set_jit_externs({"shift_and_widen": shift_and_widen(dx, dy, round_to)})
+    got = np.asarray(pipeline.realize([w, ht]))
+    xs, ys = np.arange(-1, w + 1), np.arange(ht)
+    gv = (xs[None, :] + dx) * 7 + (ys[:, None] + dy) * 3 + xs[None, :]
+    np.testing.assert_array_equal(got, gv[:, :-2] + 2 * gv[:, 1:-1] + gv[:, 2:])
