@@ -21,6 +21,7 @@ SERIAL, PARALLEL, VECTORIZED, UNROLLED = "serial", "parallel", "vectorized", "un
 GPU_BLOCK, GPU_THREAD, GPU_LANE = "gpu_block", "gpu_thread", "gpu_lane"
 GPU_LOOP_KINDS = (GPU_BLOCK, GPU_THREAD, GPU_LANE)
 LOOP_KINDS = (SERIAL, PARALLEL, VECTORIZED, UNROLLED, *GPU_LOOP_KINDS)
+EXTERN = "extern"  # a dimension of an extern stage its C function covers (no loop; Halide's ForType::Extern)
 
 
 class MemoryType:

@@ -14,6 +14,7 @@ from .errors import CompileError
 from .expr import wrap
 from .names import func_name_family
 from .schedule import (
+    EXTERN,
     GPU_BLOCK,
     GPU_LANE,
     GPU_THREAD,
@@ -169,7 +170,8 @@ class Schedulable:
             if n != d.name:
                 self._require_unique(n, f"split of {d.name}")
         i = sched.index(d.name)
-        inner_dim = Dim(inner, f"{d.internal}.{inner}", SERIAL, d.is_rvar)
+        # (as Halide: an extern stage's dimension split leaves its inner part to the C function)
+        inner_dim = Dim(inner, f"{d.internal}.{inner}", EXTERN if d.for_type == EXTERN else SERIAL, d.is_rvar)
         outer_dim = Dim(outer, f"{d.internal}.{outer}", d.for_type if d.for_type == PARALLEL else SERIAL,
                         d.is_rvar, d.task_size)
         sched.dims[i : i + 1] = [inner_dim, outer_dim]
@@ -185,7 +187,8 @@ class Schedulable:
         if name not in (di.name, do.name):
             self._require_unique(name, "fuse")
         # as in Halide, the fused loop takes the inner loop's place
-        fused_dim = Dim(name, f"{di.internal}.{name}", SERIAL, di.is_rvar or do.is_rvar)  # Halide's name
+        fused_dim = Dim(name, f"{di.internal}.{name}", EXTERN if di.for_type == do.for_type == EXTERN else SERIAL,
+                        di.is_rvar or do.is_rvar)  # Halide's name
         sched.dims.remove(do)
         sched.dims[sched.dims.index(di)] = fused_dim
         sched.splits.append(Split("fuse", di.internal, do.internal, fused_dim.internal))

@@ -122,3 +122,52 @@ int row_sums(buf_t *in, int w, buf_t *out) {
     }
     return 0;
 }
+
+/* extern_output_expansion: out(x) = in(x) * x over a region it rounds up to a multiple of 17 */
+int expand_to_17(buf_t *in, buf_t *out) {
+    if (in->host == NULL || out->host == NULL) {
+        if (is_query(out)) out->dim[0].extent = ((out->dim[0].extent + 16) / 17) * 17;
+        if (is_query(in)) { in->dim[0].extent = out->dim[0].extent; in->dim[0].min = out->dim[0].min; }
+        return 0;
+    }
+    if (out->dim[0].extent % 17 != 0) return 50;
+    if (in->dim[0].min > out->dim[0].min || in->dim[0].min + in->dim[0].extent < out->dim[0].min + out->dim[0].extent) return 51;
+    const int32_t *src = (const int32_t *)in->host - in->dim[0].min;
+    int32_t *dst = (int32_t *)out->host - out->dim[0].min;
+    for (int i = out->dim[0].min; i < out->dim[0].min + out->dim[0].extent; i++) dst[i] = src[i] * i;
+    return 0;
+}
+
+/* extern_consumer_tiled and extern_partial: out(x, y) = in(x, y) + x over the region asked */
+int copy_plus_xcoord(buf_t *in, buf_t *out) {
+    if (is_query(in)) {
+        for (int d = 0; d < 2; d++) { in->dim[d].min = out->dim[d].min; in->dim[d].extent = out->dim[d].extent; }
+        return 0;
+    }
+    if (is_query(out)) return 0;
+    for (int y = 0; y < out->dim[1].extent; y++)
+        for (int x = 0; x < out->dim[0].extent; x++) {
+            int cx = x + out->dim[0].min, cy = y + out->dim[1].min;
+            int ix = cx - in->dim[0].min, iy = cy - in->dim[1].min;
+            if (ix < 0 || iy < 0 || ix >= in->dim[0].extent || iy >= in->dim[1].extent) return 60;
+            ((int32_t *)out->host)[x * out->dim[0].stride + y * out->dim[1].stride] =
+                ((int32_t *)in->host)[ix * in->dim[0].stride + iy * in->dim[1].stride] + cx;
+        }
+    return 0;
+}
+
+/* extern_reorder_storage: a copy that checks its output's storage has y innermost */
+int copy_and_check_strides(buf_t *in, buf_t *out) {
+    if (is_query(in)) {
+        for (int d = 0; d < 2; d++) { in->dim[d].min = out->dim[d].min; in->dim[d].extent = out->dim[d].extent; }
+        return 0;
+    }
+    if (is_query(out)) return 0;
+    if (!(out->dim[0].stride > out->dim[1].stride)) return 70;
+    for (int y = 0; y < out->dim[1].extent; y++)
+        for (int x = 0; x < out->dim[0].extent; x++)
+            out->host[x * out->dim[0].stride + y * out->dim[1].stride] =
+                in->host[(x + out->dim[0].min - in->dim[0].min) * in->dim[0].stride +
+                         (y + out->dim[1].min - in->dim[1].min) * in->dim[1].stride];
+    return 0;
+}

@@ -188,6 +188,72 @@ def test_func_input_with_two_dimensions_and_a_scalar(lib):
     np.testing.assert_array_equal(reference.realize(out, [20])[0], want)
 
 
+@pytest.mark.parametrize("at_root", [False, True])
+def test_output_widened_inside_a_loop_moves_inside_the_outer_query(lib, at_root):
+    """extern_output_expansion.cpp: the stage computes multiples of 17 elements; computed per
+    10-element iteration of h, each iteration's widened region is moved down inside the region
+    the query for all iterations widened to (as Halide moves it), so f, at root, covers it."""
+
+    def pipeline(halide):
+        f, g, h, vx, vxo = halide.Func("f"), halide.Func("g"), halide.Func("h"), halide.Var("x"), halide.Var("xo")
+        f[vx] = vx * vx
+        g.define_extern("expand_to_17", [f], halide.Int(32), 1)
+        h[vx] = g[vx] * 2
+        h.split(vx, vxo, vx, 10)
+        f.compute_root()
+        g.compute_root() if at_root else g.compute_at(h, vxo)
+        return h
+
+    want = 2 * np.arange(100) ** 3
+    np.testing.assert_array_equal(np.asarray(pipeline(hl).realize([100])), want)
+    np.testing.assert_array_equal(reference.realize(pipeline(hl), [100])[0], want)
+    halide = pytest.importorskip("halide")
+    np.testing.assert_array_equal(np.asarray(pipeline(halide).realize([100])), want)
+
+
+def tiled_pipeline(halide, case: str):
+    """extern_consumer_tiled.cpp ("tiled": the stage's loops tiled, the outer ones real, the input
+    computed per tile) and extern_partial.cpp ("rows", "columns": one dimension made a serial
+    loop, the input computed per iteration)."""
+    vx, vy, vxo, vyo = (halide.Var(n) for n in ("x", "y", "xo", "yo"))
+    inp, out = halide.Func("tile_input"), halide.Func("tile_output")
+    inp[vx, vy] = vx * vy
+    out.define_extern("copy_plus_xcoord", [inp], halide.Int(32), [vx, vy])
+    if case == "tiled":
+        out.compute_root().tile(vx, vy, vxo, vyo, vx, vy, 10, 10).parallel(vyo)
+        inp.compute_at(out, vxo)
+    elif case == "columns":
+        out.compute_root().reorder(vy, vx).serial(vx)
+        inp.compute_at(out, vx)
+    else:
+        out.compute_root().serial(vy)
+        inp.compute_at(out, vy)
+    return out
+
+
+@pytest.mark.parametrize("case", ["tiled", "columns", "rows"])
+def test_extern_stage_with_loops_of_its_own(lib, case):
+    w, h = (75, 35) if case == "tiled" else (100, 100)  # (uneven tiles)
+    xs, ys = np.arange(w)[None, :], np.arange(h)[:, None]
+    want = xs * ys + xs
+    np.testing.assert_array_equal(np.asarray(tiled_pipeline(hl, case).realize([w, h])), want)
+    np.testing.assert_array_equal(reference.realize(tiled_pipeline(hl, case), [w, h])[0], want)
+    halide = pytest.importorskip("halide")
+    np.testing.assert_array_equal(np.asarray(tiled_pipeline(halide, case).realize([w, h])), want)
+
+
+def test_output_storage_reordered(lib):
+    """extern_reorder_storage.cpp: the stage gets its output with y innermost, as stored."""
+    data = (np.arange(20)[:, None] + np.arange(30)[None, :]).astype(np.uint8)
+    im = hl.ImageParam(hl.UInt(8), 2, "reordered_input")
+    f, g = hl.Func("reordered"), hl.Func("reads_reordered")
+    f.define_extern("copy_and_check_strides", [im], hl.UInt(8), [x, y])
+    g[x, y] = f[x, y]
+    f.compute_root().reorder_storage(y, x)
+    im.set(hl.Buffer(data))
+    np.testing.assert_array_equal(np.asarray(g.realize([30, 20])), data)
+
+
 def test_failures_are_halide_errors(lib):
     fails = hl.Func("fails")
     fails.define_extern("always_fails", [], hl.Float(32), 1)
@@ -243,8 +309,9 @@ def test_refusals(lib):
         g.value()
     assert g.is_extern() and not f.is_extern() and g.extern_function_name() == "flip_x"
     f.compute_root()
-    g.split(g.args()[0], x, xi, 2)
-    with pytest.raises(hl.HalideError, match="extern stage: pyhalide calls it once per realization"):
+    g.vectorize(g.args()[0], 4)
+    with pytest.raises(hl.HalideError, match=r"Externally defined Func reads_inlined_input cannot have loop type "
+                                             r"vectorized \(_0\.v"):
         g.realize([4])
     with pytest.raises(hl.HalideError, match="compute_with\\(\\) on extern Func reads_inlined_input is not allowed"):
         g.compute_with(f, x)
@@ -402,8 +469,8 @@ def shift_and_widen(dx: int, dy: int, round_to: int):
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_random_schedules_around_an_extern_stage(data):
     """p -> extern g (shifted, widened) -> h, a 3-point stencil of g: every placement of p and g
-    (root, per row or per tile of h, g left unscheduled), h's loops split, vectorized or parallel;
-    against numpy."""
+    (root, per row or per tile of h, g left unscheduled, p inside g's own loops), g's dimensions
+    split into loops, h's loops split, vectorized or parallel; against numpy."""
     dx, dy = data.draw(st.integers(-3, 3)), data.draw(st.integers(-3, 3))
     round_to = data.draw(st.sampled_from([1, 3, 8]))
     w, ht = data.draw(st.integers(1, 40)), data.draw(st.integers(1, 20))
@@ -420,16 +487,33 @@ def test_random_schedules_around_an_extern_stage(data):
         g.compute_root()
     elif g_at != "default":
         g.compute_at(h, x if g_at == "h.x" else y)
-    p_at = data.draw(st.sampled_from(["root", "with g"] if g_at not in ("root", "default") else ["root"]))
+    # g's own loops: its columns split, the outer part a loop (serial or parallel), the inner
+    # part its function's; or its rows a loop
+    g_loops = data.draw(st.sampled_from(["none", "split x", "parallel split x", "rows"]))
+    gx = hl.Var("gx")
+    if g_loops == "rows":
+        g.serial(y)
+    elif g_loops != "none":
+        g.split(x, gx, x, data.draw(st.integers(1, 7))).reorder(x, y, gx)  # (extern dimensions innermost)
+        if g_loops.startswith("parallel"):
+            g.parallel(gx)
+    # (g split inside h's loops, p computed outside them: each iteration's calls may start below
+    # the region the queries for all of them asked for, which is refused; not drawn)
+    outside_ok = g_at == "root" or g_loops in ("none", "rows")
+    places = (["root"] if outside_ok else []) + (["with g"] if g_at not in ("root", "default") else [])
+    places += ["in g"] if g_loops != "none" else []
+    p_at = data.draw(st.sampled_from(places))
     if p_at == "root":
         p.compute_root()
+    elif p_at == "in g":
+        p.compute_at(g, y if g_loops == "rows" else gx)
     else:
         p.compute_at(h, x if g_at == "h.x" else y)
     if data.draw(st.booleans()):
         h.vectorize(xi if tile else x, 4)
     if data.draw(st.booleans()) and h_loops[0] is not None:
         h.parallel(y)
-    note(f"dx={dx} dy={dy} round_to={round_to} size={w}x{ht} tile={tile} g at {g_at}, p at {p_at}")
+    note(f"dx={dx} dy={dy} round_to={round_to} size={w}x{ht} tile={tile} g at {g_at} ({g_loops}), p at {p_at}")
     pipeline = hl.Pipeline(h)
     pipeline.set_jit_externs({"shift_and_widen": shift_and_widen(dx, dy, round_to)})
     got = np.asarray(pipeline.realize([w, ht]))

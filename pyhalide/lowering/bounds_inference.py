@@ -17,7 +17,7 @@ from .. import ir
 from ..bounds import Interval, RequiredRegion, box_touched, box_union
 from ..errors import CompileError, InternalError
 from ..extern import BUFFER_FIELD, CALL_EXTERN, extern_call, make_buffer
-from ..ir_mutator import IRMutator, IRVisitor, called_names
+from ..ir_mutator import IRMutator, IRVisitor, called_names, substitute
 from ..simplify import simplify
 from ..types import Handle, Int
 from .environment import compute_level
@@ -148,7 +148,7 @@ def _func_lets(f, env, produce, consume, outer_loops, site):
     req = {v: (ir.Variable(f"{name}.{v}.min", _I32), ir.Variable(f"{name}.{v}.max", _I32)) for v in f._pure_args}
     call = extern_call(f)
     if call is not None:
-        return lets + _extern_stage_lets(f, call, [req[v] for v in f._pure_args], site, checks), checks
+        return lets + _extern_stage_lets(f, call, [req[v] for v in f._pure_args], produce, site, checks), checks
     # Each stage covers what its consumers need and what the later stages of f read or write;
     # the later stages' loops use their own bounds, so they are defined first (last stage first).
     n_stages = len(f.definitions())
@@ -205,62 +205,78 @@ def _where_produced(stmt, name: str) -> str | None:
     return finder.found
 
 
-def _query_lets(g, call, tag: str, required) -> tuple[list, list, dict]:
-    """Halide's two bounds queries of extern stage g for the region `required` (per dimension, a
-    (min, max) pair): the first may widen g's output (the region g computes, returned); the second,
-    with that region, says what it needs of each Func input (the (min, max) per dimension of each
-    slot, returned). Lets named after `tag`, so that two sites do not share them."""
+def _bounds_query(g, call, tag: str, region, lets: list) -> dict:
+    """One bounds query of extern stage g (Halide's): its function called with its Func inputs
+    and outputs as buffers without memory, the outputs over `region` ((min, max) per dimension).
+    Appends the lets to `lets`; returns, per buffer argument slot (the outputs after the
+    arguments), the (min, max) per dimension the function left in it. Lets named after `tag`."""
     zero = ir.make_const(_I32, 0)
-    lets: list[tuple[str, ir.Expr]] = []
-
-    def query(step: str, region):
-        args = []
-        for slot, a in enumerate(call.args):
-            if isinstance(a, ir.Call) and a.call_type == ir.HALIDE:
-                buffer = f"{tag}.{step}.input{slot}"
-                lets.append((buffer, make_buffer(buffer, "", a.type, zero, [(zero, zero, zero)] * len(a.args))))
-                args.append(ir.Variable(buffer, Handle()))
-            else:
-                args.append(a)
-        for k, t in enumerate(g.types()):
-            buffer = f"{tag}.{step}.output{k}"
-            lets.append((buffer, make_buffer(buffer, "", t, zero, [(lo, ir.Add(ir.Sub(hi, lo), _ONE), zero)
-                                                                   for lo, hi in region])))
-            args.append(ir.Variable(buffer, Handle()))
-        result = ir.Variable(f"{tag}.{step}.result", _I32)
-        lets.append((result.name, ir.Call(_I32, CALL_EXTERN, (ir.StringImm(call.name), ir.StringImm("query"), *args),
-                                          ir.INTRINSIC)))
-
-        def bounds(buffer: str, dims: int, name: str):
-            out = []
-            for d in range(dims):
-                lo, extent = (ir.Call(_I32, BUFFER_FIELD, (ir.Variable(buffer, Handle()), ir.make_const(_I32, d),
-                                                           ir.StringImm(field), result), ir.INTRINSIC)
-                              for field in ("min", "extent"))
-                lo_var = ir.Variable(f"{name}.min.{d}", _I32)
-                lets.append((lo_var.name, lo))
-                lets.append((f"{name}.max.{d}", ir.Sub(ir.Add(lo_var, extent), _ONE)))
-                out.append((lo_var, ir.Variable(f"{name}.max.{d}", _I32)))
-            return out
-
-        return bounds
-
-    widened = query("widen", required)(f"{tag}.widen.output0", len(required), f"{tag}.computed")
-    inputs = {}
-    if call.func_inputs():
-        bounds = query("inputs", widened)
-        inputs = {slot: bounds(f"{tag}.inputs.input{slot}", len(a.args), f"{tag}.input{slot}")
-                  for slot, a in call.func_inputs()}
-    return lets, widened, inputs
+    args, buffers = [], {}
+    for slot, a in enumerate(call.args):
+        if isinstance(a, ir.Call) and a.call_type == ir.HALIDE:
+            buffers[slot] = (f"{tag}.input{slot}", len(a.args))
+            lets.append((buffers[slot][0], make_buffer(buffers[slot][0], "", a.type, zero,
+                                                       [(zero, zero, zero)] * len(a.args))))
+            args.append(ir.Variable(buffers[slot][0], Handle()))
+        else:
+            args.append(a)
+    for k, t in enumerate(g.types()):
+        slot = len(call.args) + k
+        buffers[slot] = (f"{tag}.output{k}", len(region))
+        lets.append((buffers[slot][0], make_buffer(buffers[slot][0], "", t, zero,
+                                                   [(lo, ir.Add(ir.Sub(hi, lo), _ONE), zero) for lo, hi in region])))
+        args.append(ir.Variable(buffers[slot][0], Handle()))
+    result = ir.Variable(f"{tag}.result", _I32)
+    lets.append((result.name, ir.Call(_I32, CALL_EXTERN, (ir.StringImm(call.name), ir.StringImm("query"), *args),
+                                      ir.INTRINSIC)))
+    answers = {}
+    for slot, (buffer, dims) in buffers.items():
+        answers[slot] = []
+        for d in range(dims):
+            lo, extent = (ir.Call(_I32, BUFFER_FIELD, (ir.Variable(buffer, Handle()), ir.make_const(_I32, d),
+                                                       ir.StringImm(field), result), ir.INTRINSIC)
+                          for field in ("min", "extent"))
+            lo_var, hi_var = ir.Variable(f"{buffer}.min.{d}", _I32), ir.Variable(f"{buffer}.max.{d}", _I32)
+            lets.append((lo_var.name, lo))
+            lets.append((hi_var.name, ir.Sub(ir.Add(lo_var, extent), _ONE)))
+            answers[slot].append((lo_var, hi_var))
+    return answers
 
 
-def _extern_stage_lets(g, call, required, site, checks: list) -> list:
+def _widened(g, call, tag: str, required, lets: list, within=None) -> list:
+    """Halide's first bounds query: the region extern stage g computes where `required` is needed
+    (the function may widen it), moved down where it passes the max of `within` (the region a
+    query outside the loops around it widened to, as Halide moves it)."""
+    widened = _bounds_query(g, call, f"{tag}.widen", required, lets)[len(call.args)]
+    if within is None:
+        return widened
+    shifts = [ir.Min(ir.make_const(_I32, 0), ir.Sub(o_hi, hi)) for (_, o_hi), (_, hi) in zip(within, widened)]
+    return [(ir.Add(lo, s), ir.Add(hi, s)) for (lo, hi), s in zip(widened, shifts)]
+
+
+def _input_regions(g, call, tag: str, region, lets: list) -> dict:
+    """Halide's second bounds query: what extern stage g needs of each Func input (per slot,
+    (min, max) per dimension) to compute `region`."""
+    if not call.func_inputs():
+        return {}
+    answers = _bounds_query(g, call, f"{tag}.inputs", region, lets)
+    return {slot: answers[slot] for slot, _ in call.func_inputs()}
+
+
+def _extern_stage_lets(g, call, required, produce, site, checks: list) -> list:
     """The lets of extern stage g at its compute site (the loop `site`, None at root): its bounds
     queries for the region its consumers need, the region it computes (`g.s0.<var>`: what the
     first query widened that to, checked to still cover it) and the region of each Func input it
     reads (query_bound), checked to lie inside what the input's site asked for it (an input
     computed outside `site` is computed for all iterations at once: _outer_extern_queries)."""
-    lets, computed, inputs = _query_lets(g, call, f"{g.name()}.query", required)
+    outside = [a.name for _, a in call.func_inputs() if site is not None and _where_produced(site.body, a.name) is None]
+    within = None
+    if outside:  # the region the queries made for all iterations of the loops around widened to
+        tag = _outer_tag(g, outside[0])
+        within = [(ir.Variable(f"{tag}.widen.output0.min.{d}", _I32), ir.Variable(f"{tag}.widen.output0.max.{d}", _I32))
+                  for d in range(len(required))]
+    lets = []
+    computed = _widened(g, call, f"{g.name()}.query", required, lets, within)
     for d, (var, (lo, hi), (c_lo, c_hi)) in enumerate(zip(g._pure_args, required, computed)):
         lets.append((dim_bound(g, 0, var, "min").name, c_lo))
         lets.append((dim_bound(g, 0, var, "max").name, c_hi))
@@ -268,6 +284,11 @@ def _extern_stage_lets(g, call, required, site, checks: list) -> list:
                                     f"The bounds query of extern stage {g.name()} ({call.name}) gave it the region "
                                     f"[{{}}, {{}}] to compute in dimension {d}, which does not cover the [{{}}, {{}}] "
                                     "its consumers need", (c_lo, c_hi, lo, hi)))
+    # its own loops may call it past that region (a split wider than it): the inputs cover those calls
+    written = box_touched(produce, g.name(), include_provides=True, include_calls=False)
+    region = [(iv.min, iv.max) for iv in
+              (require_bounded(g, v, written[d], "its own loops") for d, v in enumerate(g._pure_args))]
+    inputs = _input_regions(g, call, f"{g.name()}.query", region, lets)
     for slot, bounds in inputs.items():
         a = call.args[slot]
         outer = site is not None and _where_produced(site.body, a.name) is None
@@ -286,6 +307,30 @@ def _extern_stage_lets(g, call, required, site, checks: list) -> list:
     return lets
 
 
+def _production_of(stmt, name: str) -> ir.ProducerConsumer:
+    """The production of `name` in stmt."""
+
+    class Find(IRVisitor):
+        statements_only = True
+        found = None
+
+        def visit_ProducerConsumer(self, pc):
+            if pc.is_producer and pc.name == name:
+                self.found = pc
+            elif self.found is None:
+                self.visit_children(pc)
+
+    finder = Find()
+    finder.visit(stmt)
+    return finder.found
+
+
+def _outer_tag(g, f_name: str) -> str:
+    """The names of the queries of extern stage g made at the site of its input f, outside the
+    loops g is computed in."""
+    return f"{g.name()}.outer_query.{f_name}"
+
+
 def outer_query_bound(g, slot: int, d: int, which: str) -> ir.Variable:
     return ir.Variable(f"{g.name()}.outer_query.input{slot}.{which}.{d}", _I32)
 
@@ -293,21 +338,45 @@ def outer_query_bound(g, slot: int, d: int, which: str) -> ir.Variable:
 def _outer_extern_queries(f, env, consume_body, outer_loops) -> list[tuple[str, ir.Expr]]:
     """For each extern stage that reads f and is computed inside a loop in consume_body: its bounds
     queries at f's site, for the box its consumers need over those loops, which say the region
-    of f to compute (outer_query_bound) for all its iterations."""
+    of f to compute (outer_query_bound) for all its iterations. For each that reads f in loops of
+    its own around f's site: its query for the part of its region calls inside f's site write,
+    which says what f computes there and what the calls get of it (query_bound, here)."""
     lets = []
     for g in env.order:
         call = extern_call(g)
         if call is None or not any(a.name == f.name() for _, a in call.func_inputs()):
             continue
-        if _where_produced(consume_body, g.name()) != "loop":
+        where = _where_produced(consume_body, g.name())
+        if where is None:
+            written = box_touched(consume_body, g.name(), include_provides=True, include_calls=False)
+            if written is None:
+                continue
+            region = [(iv.min, iv.max) for iv in
+                      (require_bounded(g, v, written[d], "its calls") for d, v in enumerate(g._pure_args))]
+            inputs = _input_regions(g, call, f"{g.name()}.part_query.{f.name()}", region, lets)
+            for slot, bounds in inputs.items():
+                if call.args[slot].name == f.name():
+                    for d, (lo, hi) in enumerate(bounds):
+                        lets.append((query_bound(g, slot, d, "min").name, lo))
+                        lets.append((query_bound(g, slot, d, "max").name, hi))
+            continue
+        if where != "loop":
             continue
         box, _ = _required_box(consume_body, g.name(), outer_loops)
         if box is None:
             raise CompileError(f"Func {g.name()} is computed but never used where it is computed")
         required = [(iv.min, iv.max) for iv in
                     (require_bounded(g, v, box[d], "its consumers") for d, v in enumerate(g._pure_args))]
-        query_lets, _, inputs = _query_lets(g, call, f"{g.name()}.outer_query.{f.name()}", required)
-        lets += query_lets
+        tag = _outer_tag(g, f.name())
+        widened = _widened(g, call, tag, required, lets)
+        # g's own loops may call it past its region (a split wider than it): the same box for this one
+        own = box_touched(_production_of(consume_body, g.name()), g.name(), include_provides=True,
+                          include_calls=False)
+        at_widened = {dim_bound(g, 0, v, which).name: bound for v, (lo, hi) in zip(g._pure_args, widened)
+                      for which, bound in (("min", lo), ("max", hi))}
+        region = [(substitute(at_widened, iv.min), substitute(at_widened, iv.max)) for iv in
+                  (require_bounded(g, v, own[d], "its own loops") for d, v in enumerate(g._pure_args))]
+        inputs = _input_regions(g, call, tag, region, lets)
         for slot, bounds in inputs.items():
             if call.args[slot].name == f.name():
                 for d, (lo, hi) in enumerate(bounds):

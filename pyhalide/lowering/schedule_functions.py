@@ -12,12 +12,13 @@ GuardWithIf tails become ifs at that same place.
 from __future__ import annotations
 
 from .. import ir, scatter_gather
-from ..bounds import PREDICATE_LOADS, WITHIN_REGION
+from ..bounds import PREDICATE_LOADS, WITHIN_REGION, box_touched
 from ..cse import common_subexpression_elimination
 from ..errors import CompileError
 from ..extern import CALL_EXTERN, EXTERN_INPUT, EXTERN_OUTPUT, extern_call
 from ..ir_mutator import IRMutator, IRVisitor, called_names, free_variables, substitute
 from ..schedule import (
+    EXTERN,
     GPU_BLOCK,
     GPU_LANE,
     GPU_LOOP_KINDS,
@@ -34,7 +35,8 @@ from ..types import Bool, Int
 from .environment import compute_level, store_level
 
 _FOR_TYPES = {SERIAL: ir.SERIAL, PARALLEL: ir.PARALLEL, VECTORIZED: ir.VECTORIZED, UNROLLED: ir.UNROLLED,
-              GPU_BLOCK: ir.GPU_BLOCK, GPU_THREAD: ir.GPU_THREAD, GPU_LANE: ir.GPU_LANE}
+              GPU_BLOCK: ir.GPU_BLOCK, GPU_THREAD: ir.GPU_THREAD, GPU_LANE: ir.GPU_LANE,
+              EXTERN: ir.SERIAL}  # (an extern stage's dimensions become its call's region: _extern_produce)
 _I32 = Int(32)
 
 
@@ -57,7 +59,8 @@ def stage_schedule(f, stage: int, sched=None):
     definition if no directive has set them up yet."""
     sched = f._schedule.stages[stage] if sched is None else sched
     if not sched.initialized:
-        sched.dims = [Dim(n, n, SERIAL, not pure) for n, pure in stage_dims(f, stage, f.definition_of(stage, sched))]
+        kind = EXTERN if extern_call(f) is not None else SERIAL  # (an extern stage's dimensions are its function's)
+        sched.dims = [Dim(n, n, kind, not pure) for n, pure in stage_dims(f, stage, f.definition_of(stage, sched))]
         sched.initialized = True
     return sched
 
@@ -350,16 +353,54 @@ def query_bound(f, slot: int, d: int, which: str) -> ir.Variable:
 
 
 def _extern_produce(f, call) -> ir.Stmt:
-    """An extern stage's production: one call of its function, each Func input over the region
-    its bounds query asked for, images whole, the output over the region f computes."""
+    """An extern stage's production: a call of its function for each iteration of the loops its
+    schedule made of its dimensions (none at first: one call), over the region the dimensions left
+    to the function cover there (its output a crop of f's storage), each Func input over the
+    region its bounds query asked for, images whole."""
     store = f._schedule.store_level
     if store is not None and not store.is_inlined() and store != f._schedule.compute_level:
         raise CompileError(f"Func {f.name()} is an extern stage: pyhalide stores it where it is computed "
                            f"(store_at {store} apart from compute_at is not supported)")
-    sched = f._schedule.stages[0]
-    if sched.splits or any(d.for_type != SERIAL for d in sched.dims) or f._schedule.stages[0].specializations:
-        raise CompileError(f"Func {f.name()} is an extern stage: pyhalide calls it once per realization, "
-                           "so its dimensions cannot be split, reordered, vectorized or parallelized")
+    sched = stage_schedule(f, 0)
+    if sched.specializations:
+        raise CompileError(f"Func {f.name()} is an extern stage: its schedule cannot be specialized")
+    looped = False
+    for d in sched.dims:  # innermost first
+        if d.for_type == EXTERN and looped:
+            raise CompileError(f"Externally defined Func {f.name()} cannot have extern loop {d.name} outside a "
+                               "non-extern loop.")
+        if d.for_type not in (EXTERN, SERIAL, PARALLEL, UNROLLED):
+            raise CompileError(f"Externally defined Func {f.name()} cannot have loop type {d.for_type} ({d.name})")
+        looped = looped or d.for_type != EXTERN
+    if not looped:
+        region = [(dim_bound(f, 0, v, "min"), dim_bound(f, 0, v, "max")) for v in f._pure_args]
+        return _extern_call(f, call, region)
+    extern_loops = {loop_name(f, 0, d.internal) for d in sched.dims if d.for_type == EXTERN}
+
+    class Collapse(IRMutator):
+        """The loops over the function's dimensions, and the Provide inside, become one call over
+        the box they would have written."""
+
+        statements_only = True
+
+        def visit_For(self, s):
+            if s.name not in extern_loops:
+                return self.default(s)
+            return self.call_over(s)
+
+        def visit_Provide(self, p):
+            return self.call_over(p)
+
+        @staticmethod
+        def call_over(s):
+            box = box_touched(s, f.name(), include_provides=True, include_calls=False)
+            return _extern_call(f, call, [(iv.min, iv.max) for iv in box])
+
+    return Collapse().mutate(_build_stage_nest(f, 0, sched))
+
+
+def _extern_call(f, call, region) -> ir.Stmt:
+    """The call of extern stage f's function writing `region` of f ((min, max) per dimension)."""
     args = []
     for slot, a in enumerate(call.args):
         if isinstance(a, ir.Call) and a.call_type == ir.HALIDE:
@@ -369,8 +410,8 @@ def _extern_produce(f, call) -> ir.Stmt:
         else:
             args.append(a)
     for k, t in enumerate(f.types()):
-        corners = [ir.Call(t, f.name(), tuple(dim_bound(f, 0, v, which) for v in f._pure_args), ir.HALIDE,
-                           value_index=k, func=f) for which in ("min", "max")]
+        corners = [ir.Call(t, f.name(), tuple(bound[i] for bound in region), ir.HALIDE, value_index=k, func=f)
+                   for i in (0, 1)]
         args.append(ir.Call(t, EXTERN_OUTPUT, tuple(corners), ir.INTRINSIC))
     return ir.Evaluate(ir.Call(_I32, CALL_EXTERN, (ir.StringImm(call.name), ir.StringImm("compute"), *args),
                                ir.INTRINSIC))
