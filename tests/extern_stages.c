@@ -86,17 +86,26 @@ int translate(buf_t *in, int dx, int dy, buf_t *out) {
 int always_fails(buf_t *out) { return is_query(out) ? 0 : -7; }
 int query_fails(buf_t *out) { return is_query(out) ? 3 : 0; }
 
-/* asks for one more element of its input at each bounds query: a loop's iterations need more
-   than the query made for all of them said */
-int greedy_queries = 0;
-int greedy(buf_t *in, buf_t *out) {
+/* non_nesting_extern_bounds_query: for a single row, asks for more input than the query for all
+   rows did (variant 0: 50 further right and 100 wider; variant 1: far off); then checks it got
+   what Halide gives: the request clamped into the region the outer query asked for */
+int misbehaving_extern_stage(buf_t *in, int variant, buf_t *out) {
     if (is_query(in)) {
-        greedy_queries++;
-        in->dim[0].min = out->dim[0].min;
-        in->dim[0].extent = out->dim[0].extent + greedy_queries;
+        for (int d = 0; d < 2; d++) in->dim[d] = out->dim[d];
+        if (out->dim[1].extent == 1) {
+            if (variant == 0) { in->dim[0].min += 50; in->dim[0].extent += 100; }
+            else { in->dim[0].min = 10000; in->dim[0].extent = 5; }
+        }
         return 0;
     }
-    for (int i = 0; i < out->dim[0].extent; i++) ((float *)out->host)[i] = ((float *)in->host)[i];
+    if (in->dim[1].min != out->dim[1].min || in->dim[1].extent != 1) return 80;
+    if (variant == 0) {
+        if (in->dim[0].min != out->dim[0].min + 50 || in->dim[0].extent != out->dim[0].extent - 50) return 81;
+    } else if (in->dim[0].min != out->dim[0].min + out->dim[0].extent - 1 || in->dim[0].extent != 1) {
+        return 82;
+    }
+    for (int y = 0; y < out->dim[1].extent; y++)
+        for (int x = 0; x < out->dim[0].extent; x++) ((int32_t *)out->host)[x + y * out->dim[1].stride] = variant;
     return 0;
 }
 

@@ -278,18 +278,25 @@ def test_a_query_that_shrinks_the_region_is_refused(lib):
         out.realize([10])
 
 
-def test_an_iteration_needing_more_than_its_loop_asked_for_is_refused(lib):
-    """The input is computed once, for the region the queries made over the whole loop asked; a
-    query inside the loop asking for more would read past it."""
-    src, g, out = hl.Func("src"), hl.Func("greedy"), hl.Func("out")
-    src[x] = hl.f32(x)
-    g.define_extern("greedy", [src], hl.Float(32), 1)
-    out[x] = g[x]
-    src.compute_root()
-    g.compute_at(out, x)
-    out.split(x, x, xi, 4)
-    with pytest.raises(hl.HalideError, match="asked for .* of src in dimension 0, outside the"):
-        out.realize([8])
+@pytest.mark.parametrize("variant", [0, 1])
+def test_an_iteration_asking_past_what_its_loop_asked_for_is_clamped(lib, variant):
+    """non_nesting_extern_bounds_query.cpp: g's query for one row asks past what its query for
+    all rows asked (further right, or far off); f, computed per row, is computed for that request
+    clamped into the query for all rows, as Halide clamps it (the function checks what it got)."""
+
+    def pipeline(halide):
+        vx, vy = halide.Var("x"), halide.Var("y")
+        f, g, h = halide.Func("nesting_f"), halide.Func("nesting_g"), halide.Func("nesting_h")
+        f[vx, vy] = vx + vy
+        g.define_extern("misbehaving_extern_stage", [f, halide.Expr(variant)], halide.Int(32), 2)
+        h[vx, vy] = g[vx, vy]
+        g.compute_at(h, vy)
+        f.compute_at(h, vy)
+        return h
+
+    np.testing.assert_array_equal(np.asarray(pipeline(hl).realize([200, 200])), variant)
+    halide = pytest.importorskip("halide")
+    np.testing.assert_array_equal(np.asarray(pipeline(halide).realize([200, 200])), variant)
 
 
 def test_refusals(lib):

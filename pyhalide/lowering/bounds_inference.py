@@ -267,14 +267,13 @@ def _extern_stage_lets(g, call, required, produce, site, checks: list) -> list:
     """The lets of extern stage g at its compute site (the loop `site`, None at root): its bounds
     queries for the region its consumers need, the region it computes (`g.s0.<var>`: what the
     first query widened that to, checked to still cover it) and the region of each Func input it
-    reads (query_bound), checked to lie inside what the input's site asked for it (an input
-    computed outside `site` is computed for all iterations at once: _outer_extern_queries)."""
-    outside = [a.name for _, a in call.func_inputs() if site is not None and _where_produced(site.body, a.name) is None]
+    reads (query_bound). An input computed outside `site` is computed once for all iterations,
+    for what queries made there for all of them asked (_outer_extern_queries); each iteration's
+    request is clamped into that, as Halide clamps it: the function gets what was computed."""
     within = None
-    if outside:  # the region the queries made for all iterations of the loops around widened to
-        tag = _outer_tag(g, outside[0])
-        within = [(ir.Variable(f"{tag}.widen.output0.min.{d}", _I32), ir.Variable(f"{tag}.widen.output0.max.{d}", _I32))
-                  for d in range(len(required))]
+    if site is not None:  # the region the queries for all iterations of the loops around widened to
+        within = [(ir.Variable(f"{_root_tag(g)}.widen.output0.min.{d}", _I32),
+                   ir.Variable(f"{_root_tag(g)}.widen.output0.max.{d}", _I32)) for d in range(len(required))]
     lets = []
     computed = _widened(g, call, f"{g.name()}.query", required, lets, within)
     for d, (var, (lo, hi), (c_lo, c_hi)) in enumerate(zip(g._pure_args, required, computed)):
@@ -293,14 +292,12 @@ def _extern_stage_lets(g, call, required, produce, site, checks: list) -> list:
         a = call.args[slot]
         outer = site is not None and _where_produced(site.body, a.name) is None
         for d, (lo, hi) in enumerate(bounds):
-            if outer:
-                o_lo, o_hi = (outer_query_bound(g, slot, d, which) for which in ("min", "max"))
-                checks.append(ir.AssertStmt(ir.And(ir.LE(o_lo, lo), ir.GE(o_hi, hi)),
-                                            f"The bounds query of extern stage {g.name()} ({call.name}) asked for "
-                                            f"[{{}}, {{}}] of {a.name} in dimension {d}, outside the [{{}}, {{}}] "
-                                            "it asked for over all the iterations of the loops around it",
-                                            (lo, hi, o_lo, o_hi)))
-                # (the same numbers, once checked; clamped, they are bounded where lets are substituted)
+            if site is not None:  # as Halide: clamped into what the queries for all iterations asked for
+                if outer:  # (those made where the input is computed, which computes that)
+                    o_lo, o_hi = (outer_query_bound(g, slot, d, which) for which in ("min", "max"))
+                else:
+                    o_lo, o_hi = (ir.Variable(f"{_root_tag(g)}.inputs.input{slot}.{which}.{d}", _I32)
+                                  for which in ("min", "max"))
                 lo, hi = ir.Max(ir.Min(lo, o_hi), o_lo), ir.Max(ir.Min(hi, o_hi), o_lo)
             lets.append((query_bound(g, slot, d, "min").name, lo))
             lets.append((query_bound(g, slot, d, "max").name, hi))
@@ -323,6 +320,11 @@ def _production_of(stmt, name: str) -> ir.ProducerConsumer:
     finder = Find()
     finder.visit(stmt)
     return finder.found
+
+
+def _root_tag(g) -> str:
+    """The names of the queries of extern stage g, computed inside loops, made for all of them."""
+    return f"{g.name()}.root_query"
 
 
 def _outer_tag(g, f_name: str) -> str:
@@ -362,27 +364,32 @@ def _outer_extern_queries(f, env, consume_body, outer_loops) -> list[tuple[str, 
             continue
         if where != "loop":
             continue
-        box, _ = _required_box(consume_body, g.name(), outer_loops)
-        if box is None:
-            raise CompileError(f"Func {g.name()} is computed but never used where it is computed")
-        required = [(iv.min, iv.max) for iv in
-                    (require_bounded(g, v, box[d], "its consumers") for d, v in enumerate(g._pure_args))]
-        tag = _outer_tag(g, f.name())
-        widened = _widened(g, call, tag, required, lets)
-        # g's own loops may call it past its region (a split wider than it): the same box for this one
-        own = box_touched(_production_of(consume_body, g.name()), g.name(), include_provides=True,
-                          include_calls=False)
-        at_widened = {dim_bound(g, 0, v, which).name: bound for v, (lo, hi) in zip(g._pure_args, widened)
-                      for which, bound in (("min", lo), ("max", hi))}
-        region = [(substitute(at_widened, iv.min), substitute(at_widened, iv.max)) for iv in
-                  (require_bounded(g, v, own[d], "its own loops") for d, v in enumerate(g._pure_args))]
-        inputs = _input_regions(g, call, tag, region, lets)
+        _, inputs = _queries_over_loops(g, call, _outer_tag(g, f.name()), consume_body, outer_loops, lets)
         for slot, bounds in inputs.items():
             if call.args[slot].name == f.name():
                 for d, (lo, hi) in enumerate(bounds):
                     lets.append((outer_query_bound(g, slot, d, "min").name, lo))
                     lets.append((outer_query_bound(g, slot, d, "max").name, hi))
     return lets
+
+
+def _queries_over_loops(g, call, tag: str, stmt, outer_loops, lets: list) -> tuple[list, dict]:
+    """The bounds queries of extern stage g, computed inside loops of stmt, for all their
+    iterations: the box its consumers need over those loops, widened by the first query (returned),
+    and what the second says it needs of its Func inputs (per slot, returned) for that region and
+    what g's own loops write past it (a split wider than the region)."""
+    box, _ = _required_box(stmt, g.name(), outer_loops)
+    if box is None:
+        raise CompileError(f"Func {g.name()} is computed but never used where it is computed")
+    required = [(iv.min, iv.max) for iv in
+                (require_bounded(g, v, box[d], "its consumers") for d, v in enumerate(g._pure_args))]
+    widened = _widened(g, call, tag, required, lets)
+    own = box_touched(_production_of(stmt, g.name()), g.name(), include_provides=True, include_calls=False)
+    at_widened = {dim_bound(g, 0, v, which).name: bound for v, (lo, hi) in zip(g._pure_args, widened)
+                  for which, bound in (("min", lo), ("max", hi))}
+    region = [(substitute(at_widened, iv.min), substitute(at_widened, iv.max)) for iv in
+              (require_bounded(g, v, own[d], "its own loops") for d, v in enumerate(g._pure_args))]
+    return widened, _input_regions(g, call, tag, region, lets)
 
 
 def read_bound(func: str, var: str, which: str) -> ir.Variable:
@@ -471,6 +478,10 @@ def bounds_inference(stmt: ir.Stmt, env) -> ir.Stmt:
                 checks.extend(site_checks)
             else:
                 stmt = _InsertAtLoopTop(loop, lets, site_checks).mutate(stmt)
+        call = extern_call(f)
+        if call is not None and any(loop is not None for loop, _, _ in finder.sites):
+            # as Halide: queries for all iterations, which each iteration's are kept inside
+            _queries_over_loops(f, call, _root_tag(f), stmt, frozenset(), top_lets)
         if not env.is_output(f):
             outside = _CallsOutside(f.name())
             outside.visit(stmt)
