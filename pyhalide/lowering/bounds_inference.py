@@ -276,6 +276,9 @@ def _extern_stage_lets(g, call, required, produce, site, checks: list) -> list:
                    ir.Variable(f"{_root_tag(g)}.widen.output0.max.{d}", _I32)) for d in range(len(required))]
     lets = []
     computed = _widened(g, call, f"{g.name()}.query", required, lets, within)
+    if within is not None:  # (and inside it: its storage, outside these loops maybe, is sized for that)
+        computed = [tuple(ir.Max(ir.Min(e, o_hi), o_lo) for e in (lo, hi)) for (lo, hi), (o_lo, o_hi)
+                    in zip(computed, within)]
     for d, (var, (lo, hi), (c_lo, c_hi)) in enumerate(zip(g._pure_args, required, computed)):
         lets.append((dim_bound(g, 0, var, "min").name, c_lo))
         lets.append((dim_bound(g, 0, var, "max").name, c_hi))

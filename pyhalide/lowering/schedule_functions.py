@@ -357,10 +357,6 @@ def _extern_produce(f, call) -> ir.Stmt:
     schedule made of its dimensions (none at first: one call), over the region the dimensions left
     to the function cover there (its output a crop of f's storage), each Func input over the
     region its bounds query asked for, images whole."""
-    store = f._schedule.store_level
-    if store is not None and not store.is_inlined() and store != f._schedule.compute_level:
-        raise CompileError(f"Func {f.name()} is an extern stage: pyhalide stores it where it is computed "
-                           f"(store_at {store} apart from compute_at is not supported)")
     sched = stage_schedule(f, 0)
     if sched.specializations:
         raise CompileError(f"Func {f.name()} is an extern stage: its schedule cannot be specialized")
