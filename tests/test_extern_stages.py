@@ -542,3 +542,54 @@ def test_random_schedules_around_an_extern_stage(data):
     xs, ys = np.arange(-1, w + 1), np.arange(ht)
     gv = (xs[None, :] + dx) * 7 + (ys[:, None] + dy) * 3 + xs[None, :]
     np.testing.assert_array_equal(got, gv[:, :-2] + 2 * gv[:, 1:-1] + gv[:, 2:])
+
+
+def test_skipped_stages_are_queried_but_not_called():
+    """skip_stages_external_array_functions.cpp, its first case: of two extern stages read through
+    a select, both are asked their bounds (twice each) and only the one selected is called."""
+    queries, calls = [0, 0], [0, 0]
+
+    def call_counter(inp, add, idx, out):
+        if inp.is_bounds_query():
+            queries[idx] += 1
+            inp.dim[0].min, inp.dim[0].extent = out.dim[0].min, out.dim[0].extent
+            return 0
+        calls[idx] += 1
+        out.as_array()[:] = inp.as_array() + add
+        return 0
+
+    toggle = hl.Param(hl.Bool(), "skip_toggle")
+    f1, f2, f3, f4 = (hl.Func(f"skip_f{k}") for k in range(1, 5))
+    f1[x] = hl.u8(x)
+    f2.define_extern("call_counter", [f1, 1, 0], hl.UInt(8), 1)
+    f3.define_extern("call_counter", [f1, 2, 1], hl.UInt(8), 1)
+    f4[x] = hl.select(toggle, f2[x], f3[x])
+    for f in (f1, f2, f3):
+        f.compute_root()
+    p = hl.Pipeline(f4)
+    p.set_jit_externs({"call_counter": call_counter})
+    for on in (True, False):
+        queries[:], calls[:] = [0, 0], [0, 0]
+        toggle.set(on)
+        np.testing.assert_array_equal(np.asarray(p.realize([10])), np.arange(10) + (1 if on else 2))
+        assert queries == [2, 2] and calls == ([1, 0] if on else [0, 1])
+
+
+def test_sort_as_an_extern_stage():
+    """extern_sort.cpp: an extern stage sorts its input (numpy's sort here)."""
+
+    def sort_buffer(inp, out):
+        if inp.is_bounds_query():
+            inp.dim[0].min, inp.dim[0].extent = out.dim[0].min, out.dim[0].extent
+            return 0
+        out.as_array()[:] = np.sort(inp.as_array())
+        return 0
+
+    data, ordered = hl.Func("unsorted"), hl.Func("sorted")
+    data[x] = hl.sin(hl.f32(x))
+    data.compute_root()
+    ordered.define_extern("sort_buffer", [data], hl.Float(32), 1)
+    p = hl.Pipeline(ordered)
+    p.set_jit_externs({"sort_buffer": sort_buffer})
+    np.testing.assert_array_equal(np.asarray(p.realize([100])),
+                                  np.sort(np.asarray(hl.lambda_func(x, hl.sin(hl.f32(x))).realize([100]))))
