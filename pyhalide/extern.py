@@ -11,8 +11,8 @@ Halide's JIT does.
 
 The definition is kept as IR so that lowering's graph passes see the inputs as calls: each value
 of the Func is `extern_stage(name, mangling, args...)`, where a Func input is a call of it (the
-graph edge; its coordinates mean nothing), an image is `extern_image(name, code, bits, its
-descriptor variables)` and an expression is `extern_expr(e)`.
+graph edge; its coordinates mean nothing), an image is `extern_image(code, bits, its
+descriptor variables)` (named by them: lowering renames them with the image) and an expression is `extern_expr(e)`.
 """
 
 from __future__ import annotations
@@ -117,11 +117,15 @@ def encode_arguments(owner: str, params) -> tuple:
             t = image.type()
             fields = tuple(ir.Variable(f"{image.name()}.{field}.{d}", _I32, ref=image)
                            for d in range(image.dimensions()) for field in ("min", "extent", "stride"))
-            encoded.append(ir.Call(Handle(), EXTERN_IMAGE, (ir.StringImm(image.name()), *_type_args(t), *fields),
-                                   ir.INTRINSIC))
+            encoded.append(ir.Call(Handle(), EXTERN_IMAGE, (*_type_args(t), *fields), ir.INTRINSIC))
         else:
             raise HalideError(f"Extern stage {owner}: its argument {i} is undefined")
     return tuple(encoded)
+
+
+def image_name(marker: ir.Call) -> str:
+    """The image an extern_image argument passes, by its descriptor variables' names."""
+    return marker.args[2].name.rsplit(".", 2)[0]
 
 
 def _type_args(t: Type) -> tuple:
@@ -271,3 +275,98 @@ class HalideBuffer(ctypes.Structure):
             return np.zeros([max(d.extent, 0) for d in dims], dtype)
         memory = (ctypes.c_char * (hi - lo)).from_address(self.host + lo)
         return np.ndarray([d.extent for d in dims], dtype, memory, -lo, strides)
+
+
+class BoundsQueries:
+    """The bounds queries of extern stages among the lets that open a lowered pipeline, run here
+    (infer_input_bounds): a make_buffer becomes a HalideBuffer, a query calls the function, a
+    field read reads it. An image in `queried` (no memory yet) is passed without memory, so the
+    function says what it needs of it (`image_regions`, (min, max) per dimension, the union over
+    queries); one bound to memory is passed with its host pointer."""
+
+    def __init__(self, jit_externs: JITExterns | None, hosts: dict[str, int], queried: set[str]):
+        self.jit_externs, self.hosts, self.queried = jit_externs, hosts, queried
+        self.buffers: dict[str, HalideBuffer] = {}
+        self.image_regions: dict[str, list[tuple[int, int]]] = {}
+
+    def value(self, name: str, e: ir.Expr, written: ir.Expr) -> ir.Expr | None:
+        """The let `name = e` (`written`, with its other lets substituted) run: its value, or None
+        where it is none of these or depends on what is not known."""
+        if not (isinstance(e, ir.Call) and e.call_type == ir.INTRINSIC and e.name in (MAKE_BUFFER, CALL_EXTERN)):
+            return self._with_fields_read(e)
+        args = [ir.const_int(a) if isinstance(a, ir.IntImm) else a for a in e.args]
+        if e.name == MAKE_BUFFER:
+            _, buffer, code, bits, dims, _offset, *fields = args
+            if buffer.value or any(not isinstance(f, int) for f in fields):
+                return None
+            self.buffers[name] = _query_buffer(code, bits, [tuple(fields[3 * d:3 * d + 3]) for d in range(dims)])
+            return None
+        if e.args[1].value == "query":
+            return self._call(e.args[0].value, e.args[2:], written.args[2:])
+        return None
+
+    def _with_fields_read(self, e: ir.Expr) -> ir.Expr | None:
+        """e with the buffer fields it reads replaced by their values, simplified; None if that is
+        not a constant."""
+        from .ir_mutator import IRMutator
+        from .simplify import simplify
+
+        buffers = self.buffers
+
+        class ReadFields(IRMutator):
+            def visit_Call(self, c):
+                if c.call_type == ir.INTRINSIC and c.name == BUFFER_FIELD:
+                    buffer, d, field, _ = c.args
+                    b = buffers.get(buffer.name) if isinstance(buffer, ir.Variable) else None
+                    if b is not None:
+                        return ir.make_const(_I32, getattr(b.dim[ir.const_int(d)], field.value))
+                return self.default(c)
+
+        v = simplify(ReadFields().mutate(e))
+        return v if ir.is_const(v) else None
+
+    def _call(self, fn: str, args, written_args) -> ir.Expr | None:
+        values, types, images = [], [], []
+        for a, w in zip(args, written_args):
+            if isinstance(a, ir.Variable) and a.name in self.buffers:
+                values.append(ctypes.pointer(self.buffers[a.name]))
+                types.append(Handle())
+            elif isinstance(a, ir.Call) and a.name == EXTERN_EXPR and ir.is_const(a.args[0]):
+                values.append(c_type(a.type)(ir.const_value(a.args[0])))
+                types.append(a.type)
+            elif isinstance(a, ir.Call) and a.name == EXTERN_IMAGE and all(ir.is_const(f) for f in a.args):
+                name, (code, bits, *fields) = image_name(w), (ir.const_int(f) for f in a.args)
+                b = _query_buffer(code, bits, [tuple(fields[3 * d:3 * d + 3]) for d in range(len(fields) // 3)])
+                if name not in self.queried:
+                    b.host = self.hosts.get(name)
+                images.append((name, b))
+                values.append(ctypes.pointer(b))
+                types.append(Handle())
+            else:
+                return None
+        address = self.jit_externs.address(fn, types) if self.jit_externs is not None else None
+        address = address or find_symbol(fn)
+        if address is None:
+            raise HalideError(f"Extern stage function {fn} is not loaded in this process")
+        result = ctypes.CFUNCTYPE(ctypes.c_int, *map(c_type, types))(address)(*values)
+        if result != 0:
+            JITExterns.raise_error(self.jit_externs, HalideError(
+                f"Bounds inference call to external stage {fn} returned non-zero value: {result}"))
+        for name, b in images:
+            if name in self.queried:
+                region = [(b.dim[d].min, b.dim[d].min + b.dim[d].extent - 1) for d in range(b.dimensions)]
+                known = self.image_regions.get(name)
+                self.image_regions[name] = region if known is None else \
+                    [(min(lo, k_lo), max(hi, k_hi)) for (lo, hi), (k_lo, k_hi) in zip(region, known)]
+        return ir.make_const(_I32, result)
+
+
+def _query_buffer(code: int, bits: int, dims) -> HalideBuffer:
+    """A halide_buffer_t without memory, (min, extent, stride) per dimension."""
+    shape = (Dimension * max(len(dims), 1))(*(Dimension(*d, 0) for d in dims))
+    b = HalideBuffer()
+    b.type = HalideType(code, bits, 1)
+    b.dimensions = len(dims)
+    b.dim = shape
+    b._keep = shape
+    return b

@@ -12,7 +12,7 @@ from . import param as _param
 from .buffer import MAX_ELEMENTS, Buffer, aligned_zeros
 from .deep_recursion import deep
 from .errors import HalideError, InternalError, LayoutMismatch
-from .extern import JITExterns, is_extern
+from .extern import BoundsQueries, JITExterns, is_extern
 from .func import Func
 from .ir_printer import stmt_to_string
 from .lowering.copy_graph import to_user_names
@@ -633,7 +633,7 @@ class Pipeline:
         queried += inputs
         sources = self._query_sources(lowered)
         for _ in range(16):
-            proposed = _propose_shapes(lowered, owners, sources, shapes, queried, lets, boxes)
+            proposed = _propose_shapes(lowered, owners, sources, shapes, queried, lets, boxes, self._jit_externs)
             if all(proposed[i] == shapes[i] for i in queried):
                 break
             for i in queried:
@@ -1238,10 +1238,12 @@ def _constraints_of(source) -> list:
     return source._constraint_list() if hasattr(source, "_constraint_list") else []
 
 
-def _propose_shapes(lowered, owners, sources, shapes, queried, lets, boxes) -> dict[int, list]:
+def _propose_shapes(lowered, owners, sources, shapes, queried, lets, boxes, jit_externs=None) -> dict[int, list]:
     """One bounds query, as Halide's: for each queried buffer, the region the pipeline needs of it
     (with the current shapes of all buffers), passed through its constraints, in which every
-    buffer's dimensions stand for the region required of that buffer."""
+    buffer's dimensions stand for the region required of that buffer. The bounds queries of
+    extern stages among the lets run (BoundsQueries): an image they read without memory yet is
+    needed where they say."""
     from . import ir
     from .ir_mutator import substitute
     from .simplify import simplify
@@ -1257,20 +1259,31 @@ def _propose_shapes(lowered, owners, sources, shapes, queried, lets, boxes) -> d
                 v = c if isinstance(c, int) else _value_of(c, known, f"The constraint on {owners[i]}.{field}.{d}")
                 for name in (owners[i], lowered_names[i]):
                     env[f"{name}.{field}.{d}"] = ir.make_const(ir.Int(32), v)
+    unbound = {lowered_names[i] for i in queried if not lowered.buffers[i].is_output}
+    hosts = {b.name: _input_buffer(b)._array.ctypes.data for b in lowered.buffers
+             if not b.is_output and b.name not in unbound}
+    queries = BoundsQueries(jit_externs, hosts, unbound)
     for name, value in lets:
         v = simplify(substitute(env, value))
-        if ir.const_int(v) is not None:
+        if ir.const_int(v) is None:
+            v = queries.value(name, v, value)
+        if v is not None and ir.const_int(v) is not None:
             env[name] = v
     required = []  # per buffer, per dimension (min, extent, stride) required
     for i, spec in enumerate(lowered.buffers):
         box = boxes.get(spec.name)
+        asked = queries.image_regions.get(spec.name)
         dims = []
         for d in range(spec.dimensions):
-            if box is None:
+            if box is None and asked is None:
                 lo, extent = shapes[i][d][0], shapes[i][d][1]
             else:
-                lo_e, hi_e = (simplify(substitute(env, e)) for e in box[d])
-                lo, hi = ir.const_int(lo_e), ir.const_int(hi_e)
+                lo, hi = asked[d] if asked is not None else (None, None)
+                if box is not None:
+                    lo_e, hi_e = (simplify(substitute(env, e)) for e in box[d])
+                    lo_c, hi_c = ir.const_int(lo_e), ir.const_int(hi_e)
+                    both = lo is not None and lo_c is not None and hi_c is not None
+                    lo, hi = (min(lo, lo_c), max(hi, hi_c)) if both else (lo_c, hi_c)
                 if lo is None or hi is None:
                     externs = [f.name() for f in lowered.env.funcs.values() if is_extern(f)]
                     why = f" (what extern stages {', '.join(externs)} answer their bounds queries)" if externs else ""

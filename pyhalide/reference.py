@@ -493,11 +493,11 @@ class _Evaluator:
                 value = _Eval(self, {}).run(a.args[0]).reshape(-1)[0]
                 args.append(c_type(a.type)(value.item()))
             else:  # EXTERN_IMAGE
-                image = next(v.ref for v in a.args[3:] if isinstance(v, ir.Variable))
+                image = a.args[2].ref
                 buf = image.get() if isinstance(image, ImageParam) else image
                 dims = [tuple(int(buf._dim_field(field, d)) for field in ("min", "extent", "stride"))
                         for d in range(buf.dimensions())]
-                buffers[slot] = _halide_buffer(buf._array, (ir.const_int(a.args[1]), ir.const_int(a.args[2])), dims)
+                buffers[slot] = _halide_buffer(buf._array, (ir.const_int(a.args[0]), ir.const_int(a.args[1])), dims)
                 args.append(ctypes.pointer(buffers[slot]))
         outputs = []
         for k, t in enumerate(st.types):

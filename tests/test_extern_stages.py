@@ -354,12 +354,53 @@ def test_stored_outside_the_loop_it_is_computed_in(lib):
     np.testing.assert_array_equal(np.asarray(sink.realize([100, 100])), 0)
 
 
-def test_inferring_an_image_an_extern_stage_reads_says_it_cannot(lib):
-    im = hl.ImageParam(hl.UInt(8), 2, "unbound_im")
-    t = hl.Func("translates_unbound")
-    t.define_extern("translate", [im, 3, 7], hl.UInt(8), 2)
-    with pytest.raises(hl.HalideError, match="what extern stages translates_unbound answer their bounds queries"):
-        t.infer_input_bounds([30, 20])
+def bounds_inference_pipeline(halide, case: int):
+    """extern_bounds_inference.cpp's three cases: an image translated by an extern stage (1); two
+    translations, one at root, one per row of tiles (2); one per row, beside a Func reading the
+    image, under an update (3). Returns (the ImageParam, the output)."""
+    vx, vy, vxi, vyi = (halide.Var(n) for n in ("x", "y", "xi", "yi"))
+    im = halide.ImageParam(halide.UInt(8), 2, "inferred")
+    f1, f2, g = halide.Func("translated"), halide.Func("translated_more"), halide.Func("both")
+    f1.define_extern("translate", [im, halide.Expr(3), halide.Expr(7)], halide.UInt(8), 2)
+    if case == 1:
+        return im, f1
+    if case == 2:
+        f2.define_extern("translate", [im, halide.Expr(8), halide.Expr(17)], halide.UInt(8), 2)
+        g[vx, vy] = f1[vx, vy] + f2[vx, vy]
+        f1.compute_root()
+        f2.compute_at(g, vy)
+        g.tile(vx, vy, vxi, vyi, 2, 4)
+        return im, g
+    f2[vx, vy] = im[vx + 8, vy + 17]
+    g[vx, vy] = f1[vx, vy]
+    g[vx, vy] += f2[vx, vy]
+    f1.compute_at(g, vy)
+    f2.compute_at(g, vx)
+    g.reorder(vy, vx).vectorize(vy, 4)
+    g.update().unscheduled()
+    return im, g
+
+
+@pytest.mark.parametrize("case", [1, 2, 3])
+def test_infer_input_bounds_asks_the_extern_stages(lib, case):
+    """infer_input_bounds runs the extern stages' bounds queries (the image passed without memory):
+    the image is sized for what they and the other Funcs read, as Halide sizes it."""
+    want = (3, 30, 7, 20) if case == 1 else (3, 35, 7, 30)
+
+    def inferred(halide):
+        im, out = bounds_inference_pipeline(halide, case)
+        out.infer_input_bounds([30, 20])
+        b = im.get()
+        assert (b.dim(0).min(), b.dim(0).extent(), b.dim(1).min(), b.dim(1).extent()) == want
+        return im, out
+
+    im, out = inferred(hl)
+    data = np.asarray(im.get())
+    data[...] = np.random.default_rng(case).integers(0, 100, data.shape)
+    got = np.asarray(out.realize([30, 20]))
+    first = data[0:20, 0:30]  # (the image starts at (3, 7): this is (x + 3, y + 7))
+    np.testing.assert_array_equal(got, first if case == 1 else first + data[10:30, 5:35])
+    inferred(pytest.importorskip("halide"))
 
 
 def test_autoscheduler_computes_extern_stages_and_their_inputs(lib):

@@ -12,7 +12,16 @@ import itertools
 
 from .. import ir
 from ..errors import CompileError
-from ..extern import CALL_EXTERN, EXTERN_EXPR, EXTERN_IMAGE, EXTERN_INPUT, EXTERN_OUTPUT, MAKE_BUFFER, make_buffer
+from ..extern import (
+    CALL_EXTERN,
+    EXTERN_EXPR,
+    EXTERN_IMAGE,
+    EXTERN_INPUT,
+    EXTERN_OUTPUT,
+    MAKE_BUFFER,
+    image_name,
+    make_buffer,
+)
 from ..ir_mutator import IRMutator, called_names
 from ..types import Int
 from .bounds_inference import buffer_field, buffer_names
@@ -144,10 +153,10 @@ class _Flatten(IRMutator):
             return self.mutate(c.args[0])
         ident = f"extern_buffer{next(self.tmp)}"
         if c.name == EXTERN_IMAGE:
-            name, code, bits, *fields = c.args
-            dims = len(fields) // 3
-            return ir.Call(c.type, MAKE_BUFFER, (ir.StringImm(ident), name, code, bits, ir.make_const(Int(32), dims),
-                                                 ir.make_const(Int(32), 0), *fields), ir.INTRINSIC)
+            code, bits, *fields = c.args
+            return ir.Call(c.type, MAKE_BUFFER, (ir.StringImm(ident), ir.StringImm(image_name(c)), code, bits,
+                                                 ir.make_const(Int(32), len(fields) // 3), ir.make_const(Int(32), 0),
+                                                 *fields), ir.INTRINSIC)
         first, last = c.args
         name = buffer_names(first.func)[first.value_index]
         if self.folds.get(first.name) and any(self.folds[first.name]):

@@ -10,6 +10,8 @@ simplifier drops the shadows no check uses.
 from __future__ import annotations
 
 from .. import ir
+from ..errors import InternalError
+from ..extern import CALL_EXTERN
 from ..types import Int
 
 I32, I64 = Int(32), Int(64)
@@ -29,6 +31,8 @@ def widened(e: ir.Expr, shadowed: set[str], memo: dict | None = None) -> ir.Expr
         return hit[1]
     if isinstance(e, ir.IntImm):
         result = ir.make_const(I64, e.value)
+    elif isinstance(e, ir.Call) and e.call_type == ir.INTRINSIC and e.name == CALL_EXTERN:
+        raise InternalError("wide bounds: an extern stage's call is not a bound to widen")
     elif isinstance(e, ir.Variable) and e.name in shadowed:
         result = ir.Variable(e.name + SUFFIX, I64)
     elif isinstance(e, _ARITHMETIC):
@@ -42,9 +46,13 @@ def widened(e: ir.Expr, shadowed: set[str], memo: dict | None = None) -> ir.Expr
 
 
 def with_shadow(s: ir.LetStmt, body: ir.Stmt, shadowed: set[str]) -> ir.LetStmt:
-    """The let s over body, with its shadow (if it is an Int(32) let) between them."""
+    """The let s over body, with its shadow (if it is an Int(32) let) between them. The result of
+    an extern stage's call is a 32-bit number whatever it computed: its shadow is that number
+    (the call is never made twice)."""
     if s.value.type == I32:
-        body = ir.LetStmt(s.name + SUFFIX, widened(s.value, shadowed), body)
+        calls_out = isinstance(s.value, ir.Call) and s.value.name == CALL_EXTERN
+        shadow = ir.Cast(I64, ir.Variable(s.name, I32)) if calls_out else widened(s.value, shadowed)
+        body = ir.LetStmt(s.name + SUFFIX, shadow, body)
     return ir.LetStmt(s.name, s.value, body)
 
 
