@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import ir
-from .extern import CALL_EXTERN, EXTERN_OUTPUT
+from .extern import CALL_EXTERN, EXTERN_OUTPUT, calls_out
 from .ir_mutator import (
     DagMutator,
     IRMutator,
@@ -816,6 +816,13 @@ class _BoxCollector(IRVisitor):
         saved_let, saved_iv = self.lets.get(name), self.scope.pop(name, None)
         if saved_iv is not None:
             self._scope_bounds = None
+        if calls_out(value):  # (an extern stage's call: run where it is, never copied; any value)
+            self.lets.pop(name, None)
+            self.scope[name] = Interval(None, None)
+            self._scope_bounds = None
+            self.visit(body)
+            self._restore(name, saved_let, saved_iv)
+            return
         if _clamp_made_redundant(value, self.facts):
             value = _at_most(value)
         self.lets[name] = LazyLet(value, self.lets, simplified=bool(self.lets))

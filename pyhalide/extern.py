@@ -26,7 +26,7 @@ import numpy as np
 from . import ir
 from .errors import HalideError
 from .expr import Expr, to_ir
-from .ir_mutator import called_names
+from .ir_mutator import IRVisitor, called_names, has_call
 from .types import Handle, Int, Type
 
 EXTERN_STAGE = "extern_stage"  # the value of an extern Func (see the module docstring)
@@ -158,6 +158,26 @@ def extern_call(f) -> ExternCall | None:
 
 def is_extern(f) -> bool:
     return extern_call(f) is not None
+
+
+def calls_out(e: ir.Expr) -> bool:
+    """Whether e makes a halide_buffer_t, calls an extern stage's function or reads what one wrote:
+    values to compute where they are, never copied elsewhere (the call has effects)."""
+    if not isinstance(e, ir.Expr) or not has_call(e):
+        return False
+
+    class Find(IRVisitor):
+        found = False
+
+        def visit_Call(self, c):
+            if c.call_type == ir.INTRINSIC and c.name in (CALL_EXTERN, MAKE_BUFFER, BUFFER_FIELD):
+                self.found = True
+            elif not self.found:
+                self.visit_children(c)
+
+    finder = Find()
+    finder.visit(e)
+    return finder.found
 
 
 def make_buffer(ident: str, buffer: str, t: Type, offset, dims) -> ir.Call:

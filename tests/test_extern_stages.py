@@ -634,3 +634,27 @@ def test_sort_as_an_extern_stage():
     p.set_jit_externs({"sort_buffer": sort_buffer})
     np.testing.assert_array_equal(np.asarray(p.realize([100])),
                                   np.sort(np.asarray(hl.lambda_func(x, hl.sin(hl.f32(x))).realize([100]))))
+
+
+def test_zero_dimensional_extern_stage_with_its_input_at_its_outermost_loop():
+    """extern_consumer.cpp: a stage of no dimensions (a sink) reads a Func computed at its
+    Var.outermost(), over the region expressions say; it is called once."""
+    seen = []
+
+    def dump(inp, lo, n, out):
+        if inp.is_bounds_query():
+            inp.dim[0].min, inp.dim[0].extent = lo, n
+            return 0
+        seen.append(inp.as_array().copy())
+        return 0
+
+    source, sink = hl.Func("dumped"), hl.Func("dump_sink")
+    source[x] = x * x
+    sink.define_extern("dump", [source, hl.Param(hl.Int(32), "dump_min", 2), hl.Param(hl.Int(32), "dump_n", 10)],
+                       hl.Int(32), 0)
+    source.compute_at(sink, hl.Var.outermost())
+    p = hl.Pipeline(sink)
+    p.set_jit_externs({"dump": dump})
+    p.realize()
+    assert len(seen) == 1
+    np.testing.assert_array_equal(seen[0], np.arange(2, 12) ** 2)

@@ -339,8 +339,9 @@ def build_produce(f, outermost: bool = False) -> ir.Stmt:
     (only when some Func is computed or stored at f's Var.outermost())."""
     call = extern_call(f)
     if call is not None:
-        return ir.ProducerConsumer(f.name(), True, _extern_produce(f, call))
-    stages = [build_stage(f, s) for s in range(len(f.definitions()))]
+        stages = [_extern_produce(f, call)]
+    else:
+        stages = [build_stage(f, s) for s in range(len(f.definitions()))]
     if outermost:
         stages = [ir.For(stage_prefix(f, s) + OUTERMOST, _c(0), _c(1), ir.SERIAL, st) for s, st in enumerate(stages)]
     return ir.ProducerConsumer(f.name(), True, ir.make_block(stages))
