@@ -147,8 +147,9 @@ int expand_to_17(buf_t *in, buf_t *out) {
     return 0;
 }
 
-/* extern_consumer_tiled and extern_partial: out(x, y) = in(x, y) + x over the region asked */
-int copy_plus_xcoord(buf_t *in, buf_t *out) {
+/* The 2-D copies below: asked, the input region is the output's; computing, out(x, y) = in(x, y)
+   (+ x where add_x), elements of `bytes` bytes (1: uint8, 4: int32); 60: the input is too small */
+static int copy_2d(buf_t *in, buf_t *out, int bytes, int add_x) {
     if (is_query(in)) {
         for (int d = 0; d < 2; d++) { in->dim[d].min = out->dim[d].min; in->dim[d].extent = out->dim[d].extent; }
         return 0;
@@ -159,39 +160,22 @@ int copy_plus_xcoord(buf_t *in, buf_t *out) {
             int cx = x + out->dim[0].min, cy = y + out->dim[1].min;
             int ix = cx - in->dim[0].min, iy = cy - in->dim[1].min;
             if (ix < 0 || iy < 0 || ix >= in->dim[0].extent || iy >= in->dim[1].extent) return 60;
-            ((int32_t *)out->host)[x * out->dim[0].stride + y * out->dim[1].stride] =
-                ((int32_t *)in->host)[ix * in->dim[0].stride + iy * in->dim[1].stride] + cx;
+            long o = (long)x * out->dim[0].stride + (long)y * out->dim[1].stride;
+            long i = (long)ix * in->dim[0].stride + (long)iy * in->dim[1].stride;
+            if (bytes == 1) out->host[o] = in->host[i] + (add_x ? cx : 0);
+            else ((int32_t *)out->host)[o] = ((int32_t *)in->host)[i] + (add_x ? cx : 0);
         }
     return 0;
 }
 
+/* extern_consumer_tiled and extern_partial: out(x, y) = in(x, y) + x over the region asked */
+int copy_plus_xcoord(buf_t *in, buf_t *out) { return copy_2d(in, out, 4, 1); }
+
 /* extern_reorder_storage: a copy that checks its output's storage has y innermost */
 int copy_and_check_strides(buf_t *in, buf_t *out) {
-    if (is_query(in)) {
-        for (int d = 0; d < 2; d++) { in->dim[d].min = out->dim[d].min; in->dim[d].extent = out->dim[d].extent; }
-        return 0;
-    }
-    if (is_query(out)) return 0;
-    if (!(out->dim[0].stride > out->dim[1].stride)) return 70;
-    for (int y = 0; y < out->dim[1].extent; y++)
-        for (int x = 0; x < out->dim[0].extent; x++)
-            out->host[x * out->dim[0].stride + y * out->dim[1].stride] =
-                in->host[(x + out->dim[0].min - in->dim[0].min) * in->dim[0].stride +
-                         (y + out->dim[1].min - in->dim[1].min) * in->dim[1].stride];
-    return 0;
+    if (!is_query(in) && !is_query(out) && !(out->dim[0].stride > out->dim[1].stride)) return 70;
+    return copy_2d(in, out, 1, 0);
 }
 
 /* many_small_extern_stages: a copy of a 2-D int32 input */
-int copy(buf_t *in, buf_t *out) {
-    if (is_query(in)) {
-        for (int d = 0; d < 2; d++) { in->dim[d].min = out->dim[d].min; in->dim[d].extent = out->dim[d].extent; }
-        return 0;
-    }
-    if (is_query(out)) return 0;
-    for (int y = 0; y < out->dim[1].extent; y++)
-        for (int x = 0; x < out->dim[0].extent; x++)
-            ((int32_t *)out->host)[x * out->dim[0].stride + y * out->dim[1].stride] =
-                ((int32_t *)in->host)[(x + out->dim[0].min - in->dim[0].min) * in->dim[0].stride +
-                                      (y + out->dim[1].min - in->dim[1].min) * in->dim[1].stride];
-    return 0;
-}
+int copy(buf_t *in, buf_t *out) { return copy_2d(in, out, 4, 0); }
