@@ -11,12 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import ir
-from .extern import CALL_EXTERN, EXTERN_OUTPUT, calls_out
+from .extern import CALL_EXTERN, EXTERN_OUTPUT
 from .ir_mutator import (
     DagMutator,
     IRMutator,
     IRVisitor,
     called_names,
+    calls_out,
     children,
     expr_free_variables,
     free_variables,

@@ -1,18 +1,20 @@
-"""Extern stages (Halide's Func.define_extern): a Func computed by a C function of this process.
+"""Extern stages (Halide's Func.define_extern): a Func computed by a C function.
 
 The function is `int NAME(halide_buffer_t *in..., T expr..., halide_buffer_t *out...)`, the
-arguments in the order given and one output buffer per value of the Func. It is called twice per
-realization: first as a bounds query, where each Func input's buffer has no host pointer and the
-function writes into its `dim[d].min` and `.extent` the region it needs (left untouched, the region
-is empty); then with the inputs computed over those regions and the output over the region the
-Func's consumers need. A nonzero return fails the pipeline. The JIT finds NAME among the symbols
-this process has loaded (a library loaded with `ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)`), as
-Halide's JIT does.
+arguments in the order given, one output buffer per value of the Func. As in Halide it is first
+asked, twice, with Func inputs and outputs that have no host memory (a bounds query): the first
+call may widen the output's region (what the stage computes), the second writes into each Func
+input's `dim[d].min`/`.extent` the region it needs. Then it is called to compute, once per
+iteration of the loops its schedule made of its dimensions. A nonzero result fails the pipeline.
+The JIT finds NAME among the process's symbols (a library loaded with `ctypes.CDLL(path,
+mode=ctypes.RTLD_GLOBAL)`) or in Pipeline.set_jit_externs (JITExterns: Python functions too).
 
 The definition is kept as IR so that lowering's graph passes see the inputs as calls: each value
 of the Func is `extern_stage(name, mangling, args...)`, where a Func input is a call of it (the
-graph edge; its coordinates mean nothing), an image is `extern_image(code, bits, its
-descriptor variables)` (named by them: lowering renames them with the image) and an expression is `extern_expr(e)`.
+graph edge; its coordinates mean nothing), an image is `extern_image(code, bits, its descriptor
+variables)` (named by them: lowering renames them with the image) and an expression is
+`extern_expr(e)`. bounds_inference makes the queries, schedule_functions the calls,
+storage_flattening their buffers, codegen/extern_calls.py the code.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import numpy as np
 from . import ir
 from .errors import HalideError
 from .expr import Expr, to_ir
-from .ir_mutator import IRVisitor, called_names, has_call
+from .ir_mutator import called_names
 from .types import Handle, Int, Type
 
 EXTERN_STAGE = "extern_stage"  # the value of an extern Func (see the module docstring)
@@ -36,10 +38,8 @@ EXTERN_IMAGE = "extern_image"
 # storage_flattening:
 EXTERN_INPUT = "extern_input"  # (Call of the input at the region's first corner, at its last)
 EXTERN_OUTPUT = "extern_output"  # (Call of the stage itself at its region's first corner, at its last)
-# What codegen sees:
-MAKE_BUFFER = "make_buffer"  # (id, buffer name or "", code, bits, dims, offset, min/extent/stride per dim)
-BUFFER_FIELD = "buffer_field"  # (buffer, dimension, "min" or "extent", the call it follows)
-CALL_EXTERN = "call_extern"  # (name, "query" or "compute", args...): the call, its result checked
+# What codegen sees: ir.MAKE_BUFFER, ir.BUFFER_FIELD, ir.CALL_EXTERN
+MAKE_BUFFER, BUFFER_FIELD, CALL_EXTERN = ir.MAKE_BUFFER, ir.BUFFER_FIELD, ir.CALL_EXTERN
 
 _I32 = Int(32)
 TYPE_CODES = {"int": 0, "uint": 1, "float": 2, "handle": 3}
@@ -158,26 +158,6 @@ def extern_call(f) -> ExternCall | None:
 
 def is_extern(f) -> bool:
     return extern_call(f) is not None
-
-
-def calls_out(e: ir.Expr) -> bool:
-    """Whether e makes a halide_buffer_t, calls an extern stage's function or reads what one wrote:
-    values to compute where they are, never copied elsewhere (the call has effects)."""
-    if not isinstance(e, ir.Expr) or not has_call(e):
-        return False
-
-    class Find(IRVisitor):
-        found = False
-
-        def visit_Call(self, c):
-            if c.call_type == ir.INTRINSIC and c.name in (CALL_EXTERN, MAKE_BUFFER, BUFFER_FIELD):
-                self.found = True
-            elif not self.found:
-                self.visit_children(c)
-
-    finder = Find()
-    finder.visit(e)
-    return finder.found
 
 
 def make_buffer(ident: str, buffer: str, t: Type, offset, dims) -> ir.Call:

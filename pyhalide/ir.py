@@ -382,6 +382,13 @@ IMAGE = "image"  # a read of an input Buffer or ImageParam; `image` holds it
 INTRINSIC = "intrinsic"  # an operation pyhalide defines (bitwise ops, abs, likely, ...)
 EXTERN = "extern"  # a C math function (sqrt, exp, ...), resolved by codegen
 
+# Intrinsics of extern stages (pyhalide/extern.py) with effects: computed where they are, never
+# copied or moved (ir_mutator.calls_out)
+MAKE_BUFFER = "make_buffer"  # (id, buffer name or "", code, bits, dims, offset, min/extent/stride per dim)
+BUFFER_FIELD = "buffer_field"  # (buffer, dimension, "min" or "extent", the call it follows)
+CALL_EXTERN = "call_extern"  # (name, "query" or "compute", args...): the call, its result checked
+CALLS_OUT = frozenset((MAKE_BUFFER, BUFFER_FIELD, CALL_EXTERN))
+
 
 @_node
 class Call(Expr):

@@ -323,7 +323,7 @@ def substitute(replacements: dict[str, ir.Expr], node):
 # and images it reads, whether it holds what loop ranges settle or a let) is worked out once per node, kept
 # in the node's `_summary` slot, and shared by all passes.
 _NONE: frozenset = frozenset()
-_RANGED, _LET, _CALL, _LOAD = 1, 2, 4, 8  # flags of the kinds of node an expression holds
+_RANGED, _LET, _CALL, _LOAD, _CALLS_OUT = 1, 2, 4, 8, 16  # flags of the kinds of node an expression holds
 _RANGED_CLASSES = frozenset((ir.Min, ir.Max, ir.EQ, ir.NE, ir.LT, ir.LE, ir.GT, ir.GE, ir.Div, ir.Mod))
 _NOTHING = (_NONE, _NONE, 0)
 
@@ -361,6 +361,8 @@ def _summary(e: ir.Expr) -> tuple[frozenset, frozenset, int]:
             free, called, kinds = _union(free, c_free), _union(called, c_called), kinds | c_kinds
         if cls is ir.Call and e.call_type in (ir.HALIDE, ir.IMAGE) and e.name not in called:
             called = called | {e.name}
+        elif cls is ir.Call and e.call_type == ir.INTRINSIC and e.name in ir.CALLS_OUT:
+            kinds |= _CALLS_OUT
         summary = (free, called, kinds)
     object.__setattr__(e, "_summary", summary)
     return summary
@@ -418,6 +420,12 @@ def has_let(e: ir.Expr) -> bool:
 def has_call(e: ir.Expr) -> bool:
     """Whether expression e holds a Call node (of any kind)."""
     return bool(_summary(e)[2] & _CALL)
+
+
+def calls_out(e: ir.Expr) -> bool:
+    """Whether e makes a halide_buffer_t, calls an extern stage's function or reads what one wrote
+    (ir.CALLS_OUT): values computed where they are, never copied elsewhere (the call has effects)."""
+    return bool(_summary(e)[2] & _CALLS_OUT)
 
 
 def has_load(e: ir.Expr) -> bool:

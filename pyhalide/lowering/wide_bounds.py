@@ -12,6 +12,7 @@ from __future__ import annotations
 from .. import ir
 from ..errors import InternalError
 from ..extern import CALL_EXTERN
+from ..ir_mutator import calls_out
 from ..types import Int
 
 I32, I64 = Int(32), Int(64)
@@ -46,12 +47,11 @@ def widened(e: ir.Expr, shadowed: set[str], memo: dict | None = None) -> ir.Expr
 
 
 def with_shadow(s: ir.LetStmt, body: ir.Stmt, shadowed: set[str]) -> ir.LetStmt:
-    """The let s over body, with its shadow (if it is an Int(32) let) between them. The result of
-    an extern stage's call is a 32-bit number whatever it computed: its shadow is that number
-    (the call is never made twice)."""
+    """The let s over body, with its shadow (if it is an Int(32) let) between them. A value an
+    extern stage's call gives (or that reads what it wrote) is a 32-bit number whatever it
+    computed: its shadow is that number (the call is never made twice)."""
     if s.value.type == I32:
-        calls_out = isinstance(s.value, ir.Call) and s.value.name == CALL_EXTERN
-        shadow = ir.Cast(I64, ir.Variable(s.name, I32)) if calls_out else widened(s.value, shadowed)
+        shadow = ir.Cast(I64, ir.Variable(s.name, I32)) if calls_out(s.value) else widened(s.value, shadowed)
         body = ir.LetStmt(s.name + SUFFIX, shadow, body)
     return ir.LetStmt(s.name, s.value, body)
 
