@@ -896,12 +896,21 @@ class Func(FuncScheduling):
         c._name, c._pure_args, c._declared_types = name, self._pure_args, self._declared_types
         c._init, c._updates, c._schedule, c._version = None, [], schedule, 0
         c._estimates = {}  # estimates are not carried: lowering never reads them
-        c._trace, c._trace_tags = self._trace, self._trace_tags
+        c._trace, c._trace_tags, c._debug_file = self._trace, self._trace_tags, self._debug_file
         return c
 
     # --- tracing (Halide's trace_stores/loads/realizations): events printed as the pipeline runs ---
     _trace = frozenset()
     _trace_tags: tuple[str, ...] = ()
+    _debug_file: str | None = None
+
+    def debug_to_file(self, filename: str) -> None:
+        """Write this Func's values to `filename` each time it is computed, in the format its
+        extension names, as Halide's runtime writes them (pyhalide/debug_to_file.py)."""
+        if not isinstance(filename, str) or not filename:
+            raise HalideError(f"Func {self._name}: debug_to_file needs a file name, got {filename!r}")
+        self._debug_file = filename
+        self._version += 1
 
     def add_trace_tag(self, trace_tag: str) -> Func:
         """A tag printed at the start of a traced pipeline (`Tag f.0() tag = "..."`), as Halide's

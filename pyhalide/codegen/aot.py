@@ -30,6 +30,7 @@ import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir as ll
 
+from .. import debug_to_file
 from ..errors import HalideError, InternalError
 from ..lower import finish_lowering
 from ..target import TargetArch, TargetOS, get_host_target
@@ -218,6 +219,9 @@ def compile_object(lowered, stmt, arguments: list[EntryArgument], fn_name: str, 
                  cpu=machine.cpu,
                  pointer_bits=machine.pointer_bits)
     cg.generate(python_entry=False)
+    if debug_to_file.SYMBOL in cg.extern_functions:
+        raise HalideError(f"{fn_name}: debug_to_file writes its files from the JIT's runtime; pyhalide's "
+                          "ahead-of-time objects do not (realize the pipeline to write them)")
     _Entry(cg, lowered, arguments, fn_name, checks, machine).define()
     runtime = [heap.module_ir(_HEAP_KEEP[machine.pointer_bits], machine.x86, ll.IntType(machine.pointer_bits)),
                thread_pool.module_ir() if machine.threads else _serial_pool_ir()]

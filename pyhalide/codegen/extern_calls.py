@@ -83,7 +83,11 @@ def call_extern(cg: CodeGen, e: ir.Call):
     b = cg.b
     result = b.call(fn, values)
     assert_id = len(cg.asserts)
-    cg.asserts.append((_MESSAGES[mode.value].format(name=name.value), (False,)))
+    if mode.value.startswith("debug "):  # debug_to_file's call: (filename, buffer)
+        message = f"Failed to dump function {mode.value[6:]} to file {args[0].value} with error {{}}"
+    else:
+        message = _MESSAGES[mode.value].format(name=name.value)
+    cg.asserts.append((message.replace("{", "{{").replace("}", "}}").replace("{{}}", "{}"), (False,)))
     with b.if_then(b.icmp_signed("!=", result, ll.Constant(I32, 0)), likely=False):
         calling_convention.store_error_llvm_values(cg, [(result, Int(32))])
         cg.return_error(assert_id + 1)

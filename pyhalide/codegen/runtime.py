@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 
+from .. import debug_to_file
 from ..buffer import MAX_ELEMENTS
 from ..errors import HalideError, LayoutMismatch, RuntimeCheckError
 from ..extern import JITExterns, find_symbol
@@ -131,7 +132,9 @@ class CompiledPipeline:
         externs = {}
         for name, arg_types in sorted(cg.extern_functions.items()):
             address = jit_externs.address(name, arg_types) if jit_externs is not None else None
-            if address is not None:
+            if name == debug_to_file.SYMBOL:
+                externs[name] = debug_to_file.address()
+            elif address is not None:
                 externs[name] = address
             elif find_symbol(name) is None:
                 raise HalideError(f"Extern stage function {name} is not loaded in this process: load the library "

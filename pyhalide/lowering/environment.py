@@ -178,6 +178,9 @@ def _environment(outputs, funcs, sources, user_names, target) -> Environment:
         if call is not None and target is not None and target.has_gpu_feature():
             raise CompileError(f"Func {f.name()} is an extern stage: pyhalide runs extern stages in pipelines for "
                                f"CPU targets only, not for {target}")
+        if f._debug_file is not None and target is not None and target.has_gpu_feature():
+            raise CompileError(f"Func {f.name()}.debug_to_file: pyhalide writes the files of pipelines for CPU "
+                               f"targets only, not for {target}")
         for _, input_call in call.func_inputs() if call else ():
             if input_call.name in env.inlined:
                 raise CompileError(f"Func {input_call.name} cannot be scheduled to be computed inline, because it is "

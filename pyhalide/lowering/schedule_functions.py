@@ -14,8 +14,9 @@ from __future__ import annotations
 from .. import ir, scatter_gather
 from ..bounds import PREDICATE_LOADS, WITHIN_REGION, box_touched
 from ..cse import common_subexpression_elimination
+from ..debug_to_file import SYMBOL as DEBUG_TO_FILE
 from ..errors import CompileError
-from ..extern import CALL_EXTERN, EXTERN_INPUT, EXTERN_OUTPUT, extern_call
+from ..extern import CALL_EXTERN, EXTERN_INPUT, EXTERN_OUTPUT, extern_call, make_buffer
 from ..ir_mutator import IRMutator, IRVisitor, called_names, free_variables, substitute
 from ..schedule import (
     EXTERN,
@@ -396,6 +397,22 @@ def _extern_produce(f, call) -> ir.Stmt:
     return Collapse().mutate(_build_stage_nest(f, 0, sched))
 
 
+def with_debug_file(f, body: ir.Stmt) -> ir.Stmt:
+    """body, then (where f.debug_to_file named a file) f's whole buffer written to it, as Halide
+    writes it at the end of each realization (pyhalide/debug_to_file.py)."""
+    if f._debug_file is None:
+        return body
+    if len(f.types()) != 1:
+        raise CompileError(f"Func {f.name()}: debug_to_file doesn't handle functions with multiple values yet")
+    name = f.name()
+    dims = [tuple(ir.Variable(f"{name}.{field}.{d}", _I32) for field in ("min", "extent", "stride"))
+            for d in range(len(f._pure_args))]
+    buffer = make_buffer(f"{name}.debug_buffer", name, f.types()[0], _c(0), dims)
+    call = ir.Call(_I32, CALL_EXTERN, (ir.StringImm(DEBUG_TO_FILE), ir.StringImm(f"debug {name}"),
+                                       ir.StringImm(f._debug_file), buffer), ir.INTRINSIC)
+    return ir.Block((body, ir.Evaluate(call)))  # (not flattened: body stays `produce f; consume f`)
+
+
 def _extern_call(f, call, region) -> ir.Stmt:
     """The call of extern stage f's function writing `region` of f ((min, max) per dimension)."""
     args = []
@@ -591,12 +608,12 @@ def schedule_functions(env) -> ir.Stmt:
             return ir.make_block([produce, ir.ProducerConsumer(f.name(), False, body)])
 
         def realized(body, f=f):
-            return ir.Realize(f.name(), tuple(f.types()), (), body, func=f)
+            return ir.Realize(f.name(), tuple(f.types()), (), with_debug_file(f, body), func=f)
 
         clevel, slevel = compute_level(f, env), store_level(f, env)
         readers = _readers(env, f)
         if env.is_output(f):
-            stmt = computed(stmt)
+            stmt = with_debug_file(f, computed(stmt))
             continue
         if clevel.is_root():
             stmt = realized(computed(stmt))
@@ -644,7 +661,7 @@ def _place_group(env, stmt, group, at_outermost: set[str]) -> ir.Stmt:
         return ir.make_block([produce, body])
 
     def realized(body, f):
-        return ir.Realize(f.name(), tuple(f.types()), (), body, func=f)
+        return ir.Realize(f.name(), tuple(f.types()), (), with_debug_file(f, body), func=f)
 
     parent = group[-1]
     clevel = compute_level(parent, env)
