@@ -413,8 +413,9 @@ def _autotune(pipeline, params: dict, seed: int, t0: float) -> Result:
 
     spec = params.get("spec")
     if spec is None:
-        unbound = [a.name() for a in pipeline.infer_arguments()
-                   if (isinstance(a, ImageParam) and not a._is_bound()) or (isinstance(a, Param) and not a.is_set())]
+        unbound = [a.name for a in pipeline.infer_arguments()
+                   if (isinstance(a._source, ImageParam) and not a._source._is_bound())
+                   or (isinstance(a._source, Param) and not a._source.is_set())]
         if unbound:
             raise HalideError(f"autoscheduler: autotune runs the pipeline to time it, but {', '.join(unbound)} "
                               "has no value: bind the inputs (ImageParam.set, Param.set), or pass "

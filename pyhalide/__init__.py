@@ -136,7 +136,7 @@ from .operators import (
     u64_sat,
     undef,
 )
-from .param import Dimension, ImageParam, OutputImageParam, Param
+from .param import Argument, ArgumentEstimates, ArgumentKind, Dimension, ImageParam, OutputImageParam, Param
 from .pipeline import Callable, Module, Pipeline, Realization, StmtOutputFormat, last_profile_report
 from .scatter_gather import gather, scatter
 from .schedule import LoopAlignStrategy, LoopLevel, MemoryType, Partition, PrefetchBoundStrategy, TailStrategy

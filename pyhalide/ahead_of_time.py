@@ -65,7 +65,9 @@ def compile_to(pipeline, outputs: dict, arguments, fn_name: str = "", target=Non
     the function takes them; the output buffers follow)."""
     from .codegen import c_interface
     from .codegen.aot import machine_for, static_library
+    from .param import argument_sources
 
+    arguments = argument_sources(arguments)
     kinds = {}
     for kind, path in outputs.items():
         name = kind.value if isinstance(kind, OutputFileType) else str(kind)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import enum
+
 from . import ir
 from .errors import HalideError
 from .expr import Expr, cast_ir, to_ir, wrap
@@ -501,3 +503,72 @@ class ImageParam(OutputImageParam):
         for k in keys:
             self._wrappers[k] = wrapper
         return wrapper
+
+
+class ArgumentKind(enum.Enum):
+    """hl.ArgumentKind: what a compiled pipeline's argument is."""
+
+    InputScalar = 0
+    InputBuffer = 1
+    OutputBuffer = 2
+
+
+class ArgumentEstimates:
+    """hl.ArgumentEstimates: a scalar's default, range and estimate, or a buffer's (min, extent)
+    estimate per dimension (an hl.Range, of undefined Exprs where none was given)."""
+
+    def __init__(self, scalar_def=None, scalar_min=None, scalar_max=None, scalar_estimate=None, buffer_estimates=()):
+        self.scalar_def, self.scalar_min, self.scalar_max = scalar_def, scalar_min, scalar_max
+        self.scalar_estimate, self.buffer_estimates = scalar_estimate, list(buffer_estimates)
+
+
+class Argument:
+    """hl.Argument: one argument of a compiled pipeline (what infer_arguments returns and every
+    `arguments` list takes), made from an ImageParam, OutputImageParam, Param or Buffer."""
+
+    def __init__(self, source=None):
+        from .buffer import Buffer
+        from .var import Range
+
+        self._source = source
+        self.name, self.kind, self.dimensions, self.type = "", ArgumentKind.InputScalar, 0, None
+        self.argument_estimates = ArgumentEstimates()
+        if source is None:
+            return
+        if isinstance(source, Param):
+            self.name, self.type = source.name(), source.type()
+            def expr(v):
+                return None if v is None else wrap(ir.make_const(source.type(), v))
+
+            self.argument_estimates = ArgumentEstimates(expr(source._value), source.min_value(), source.max_value(),
+                                                        expr(source._estimate))
+        elif isinstance(source, OutputImageParam | Buffer):
+            self.name, self.type, self.dimensions = source.name(), source.type(), source.dimensions()
+            self.kind = ArgumentKind.InputBuffer if isinstance(source, ImageParam | Buffer) else \
+                ArgumentKind.OutputBuffer
+            known = source.estimates() if isinstance(source, ImageParam) else [None] * self.dimensions
+            self.argument_estimates = ArgumentEstimates(  # (no estimate: undefined Exprs, as Halide's)
+                buffer_estimates=[Range(Expr(), Expr()) if e is None else Range(*e) for e in known])
+        else:
+            raise HalideError(f"An Argument is made from an ImageParam, OutputImageParam, Param or Buffer, got "
+                              f"{source!r}")
+
+    def is_buffer(self) -> bool:
+        return self.kind != ArgumentKind.InputScalar
+
+    def is_scalar(self) -> bool:
+        return self.kind == ArgumentKind.InputScalar
+
+    def is_input(self) -> bool:
+        return self.kind != ArgumentKind.OutputBuffer
+
+    def is_output(self) -> bool:
+        return self.kind == ArgumentKind.OutputBuffer
+
+    def __repr__(self):
+        return f"<halide.Argument '{self.name}'>"
+
+
+def argument_sources(arguments) -> list:
+    """An `arguments` list with each hl.Argument replaced by what it was made from."""
+    return [a._source if isinstance(a, Argument) else a for a in arguments]

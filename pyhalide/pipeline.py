@@ -303,15 +303,16 @@ class Pipeline:
         the output buffers: `c(input_buffer, param_value, ..., output_buffer)`. Its per-call cost
         is a few microseconds."""
         self._set_target(target)
-        return Callable(self, list(arguments))
+        return Callable(self, _param.argument_sources(arguments))
 
     def infer_arguments(self) -> list:
-        """The ImageParams and Params the pipeline reads, as compile_to_callable takes them:
-        the ImageParams by name, then the Params by name (Halide's order)."""
+        """hl.Arguments of the ImageParams and Params the pipeline reads, as compile_to_callable
+        takes them: the ImageParams by name, then the Params by name (Halide's order)."""
         lowered = self._lower()
         scalars = {sc.name: sc.param for sc in lowered.scalars}  # (with the Params only requirements use)
         images = sorted((b.name, b.source) for b in lowered.buffers if not b.is_output)
-        return [img for _, img in images if not isinstance(img, Buffer)] + [p for _, p in sorted(scalars.items())]
+        return [_param.Argument(a) for a in [img for _, img in images if not isinstance(img, Buffer)] +
+                [p for _, p in sorted(scalars.items())]]
 
     def compile_to_module(self, arguments, fn_name: str, target=None) -> Module:
         """The pipeline lowered (fresh, for `target`) into a Module: Halide's unit of compiled
@@ -322,7 +323,8 @@ class Pipeline:
         self._require_defined()
         target = resolve_target(target)
         target.require_supported()
-        return Module(fn_name, target, self._with_requirements(lower(self._outputs, target)), list(arguments))
+        return Module(fn_name, target, self._with_requirements(lower(self._outputs, target)),
+                      _param.argument_sources(arguments))
 
     def invalidate_cache(self) -> None:
         """Forget the compiled code: the next realize lowers and compiles again."""

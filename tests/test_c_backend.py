@@ -80,7 +80,9 @@ def run_case(pipeline, arguments, outputs: list[np.ndarray], mins=None) -> bool:
 
 
 def _argument(a):
-    """(ctypes type, value) of a Param's or ImageParam's bound value, as the entry takes it."""
+    """(ctypes type, value) of a Param's or ImageParam's (or their hl.Argument's) bound value, as
+    the entry takes it."""
+    a = a._source if isinstance(a, hl.Argument) else a
     if isinstance(a, hl.ImageParam):
         buf = a.get()
         return ctypes.c_void_p, halide_buffer(np.asarray(buf), [buf.dim(d).min() for d in range(buf.dimensions())])
@@ -130,7 +132,7 @@ def sanitized_run(directory: Path, pipeline, outputs: list[np.ndarray], mins=Non
     `outputs` (at `mins`): True where it ran, False where the schedule writes past the outputs. Any
     access outside an allocation or a buffer, the stack's included, fails the test with the
     sanitizer's report."""
-    scalars = pipeline.infer_arguments()
+    scalars = [a._source for a in pipeline.infer_arguments()]
     pipeline.compile_to_c(str(directory / "pipeline.cpp"), scalars, "pipeline")
     (directory / "halide_buffer.h").write_text(c_interface.BUFFER_T)
     buffers, writes = [], []

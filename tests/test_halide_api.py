@@ -155,7 +155,8 @@ def test_infer_arguments_compile_to_module_and_wrappers_of_wrappers():
     assert second is not first
     p = hl.Pipeline(out)
     args = p.infer_arguments()
-    assert [a.name() for a in args] == ["ia_img", "ia_gain"]
+    assert [a.name for a in args] == ["ia_img", "ia_gain"]
+    assert [a.kind for a in args] == [hl.ArgumentKind.InputBuffer, hl.ArgumentKind.InputScalar]
     data = np.arange(12, dtype=np.uint16).reshape(3, 4)
     run = p.compile_to_callable(args)
     result = hl.Buffer(hl.UInt(16), [3, 4])
@@ -427,3 +428,37 @@ def test_image_param_store_in():
         im.store_in(hl.MemoryType.GPUTexture)
     with pytest.raises(hl.HalideError, match="is not an hl.MemoryType"):
         im.store_in("Nowhere")
+
+
+def test_arguments_as_halides():
+    """infer_arguments gives hl.Arguments (name, kind, dimensions, type, estimates) as Halide 21's
+    does; Arguments made by hand and those work wherever arguments are taken."""
+    real = pytest.importorskip("halide", reason="the real Halide (pip install halide) is the second oracle")
+
+    def described(lib):
+        x = lib.Var("x")
+        im = lib.ImageParam(lib.UInt(8), 1, "arg_im")
+        im.set_estimates([(0, 100)])
+        p = lib.Param(lib.Float(32), "arg_p", 1.5)
+        p.set_estimate(2.0)
+        p.set_range(0.0, 10.0)
+        f = lib.Func("arg_f")
+        f[x] = lib.f32(im[x]) * p
+        args = f.infer_arguments()
+        out = []
+        for a in [*args, lib.Argument(f.output_buffer()), lib.Argument(lib.Param(lib.Int(16), "arg_q"))]:
+            e = a.argument_estimates
+            scalars = [None if v is None or not v.defined() else lib.evaluate(v)
+                       for v in (e.scalar_def, e.scalar_min, e.scalar_max, e.scalar_estimate)]
+            buffers = [(lib.evaluate(r.min), lib.evaluate(r.extent)) if r.min.defined() else None
+                       for r in e.buffer_estimates]
+            out.append((a.name, a.kind.name, a.dimensions, str(a.type), scalars, buffers))
+        return out, f, args
+
+    got, f, args = described(hl)
+    want, _, _ = described(real)
+    assert got == want
+    run = f.compile_to_callable(args)
+    result = hl.Buffer(hl.Float(32), [4])
+    run(hl.Buffer(np.arange(4, dtype=np.uint8)), 2.0, result)
+    np.testing.assert_array_equal(np.asarray(result), np.arange(4) * 2.0)
