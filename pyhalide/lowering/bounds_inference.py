@@ -9,6 +9,14 @@ lets of Funcs computed at root go at the top of the pipeline (so their producers
 them by name); those of Funcs computed inside loops go just before their production. Realize
 sizes and buffer checks come later (allocation_bounds, buffer_checks): sliding window still moves
 what each iteration computes.
+
+An extern stage's region is what its function's bounds queries say (lets that call it, run where
+they are: pyhalide/extern.py): at its site, the first query widens the region its consumers need,
+the second says what it reads of each Func input, whose box is then that. Where the stage is
+computed inside loops, the queries are also made for all iterations, at root and at the site of
+each Func input computed outside those loops, and each iteration's answers are kept inside those
+(as Halide keeps them); a Func input computed inside the stage's own loops is computed for a
+query of the part of the stage's region the calls there write.
 """
 
 from __future__ import annotations
