@@ -299,7 +299,7 @@ class BoundsQueries:
             _, buffer, code, bits, dims, _offset, *fields = args
             if buffer.value or any(not isinstance(f, int) for f in fields):
                 return None
-            self.buffers[name] = _query_buffer(code, bits, [tuple(fields[3 * d:3 * d + 3]) for d in range(dims)])
+            self.buffers[name] = buffer_struct(code, bits, [tuple(fields[3 * d:3 * d + 3]) for d in range(dims)])
             return None
         if e.args[1].value == "query":
             return self._call(e.args[0].value, e.args[2:], written.args[2:])
@@ -336,7 +336,7 @@ class BoundsQueries:
                 types.append(a.type)
             elif isinstance(a, ir.Call) and a.name == EXTERN_IMAGE and all(ir.is_const(f) for f in a.args):
                 name, (code, bits, *fields) = image_name(w), (ir.const_int(f) for f in a.args)
-                b = _query_buffer(code, bits, [tuple(fields[3 * d:3 * d + 3]) for d in range(len(fields) // 3)])
+                b = buffer_struct(code, bits, [tuple(fields[3 * d:3 * d + 3]) for d in range(len(fields) // 3)])
                 if name not in self.queried:
                     b.host = self.hosts.get(name)
                 images.append((name, b))
@@ -361,12 +361,14 @@ class BoundsQueries:
         return ir.make_const(_I32, result)
 
 
-def _query_buffer(code: int, bits: int, dims) -> HalideBuffer:
-    """A halide_buffer_t without memory, (min, extent, stride) per dimension."""
+def buffer_struct(code: int, bits: int, dims, array: np.ndarray | None = None) -> HalideBuffer:
+    """A halide_buffer_t of (min, extent, stride) per dimension, over `array` from its first
+    element (it keeps the array alive), or without memory (a bounds query's)."""
     shape = (Dimension * max(len(dims), 1))(*(Dimension(*d, 0) for d in dims))
     b = HalideBuffer()
+    b.host = None if array is None else array.ctypes.data
     b.type = HalideType(code, bits, 1)
     b.dimensions = len(dims)
     b.dim = shape
-    b._keep = shape
+    b._keep = (array, shape)
     return b

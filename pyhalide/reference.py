@@ -41,17 +41,7 @@ import numpy as np
 from . import ir, scatter_gather
 from .errors import HalideError, InternalError
 from .expr import to_ir
-from .extern import (
-    EXTERN_EXPR,
-    TYPE_CODES,
-    Dimension,
-    HalideBuffer,
-    HalideType,
-    JITExterns,
-    c_type,
-    extern_call,
-    find_symbol,
-)
+from .extern import EXTERN_EXPR, TYPE_CODES, JITExterns, buffer_struct, c_type, extern_call, find_symbol
 from .param import ImageParam, Param
 from .target import TARGET_QUERY, answer_target_query, get_jit_target_from_environment
 from .types import Handle
@@ -270,18 +260,6 @@ def _dims_of(values: np.ndarray, mins) -> list[tuple[int, int, int]]:
     return [(int(m), n, s // values.itemsize) for m, n, s in zip(mins, values.shape, values.strides)]
 
 
-def _halide_buffer(array, type_args, dims) -> HalideBuffer:
-    """A halide_buffer_t over `array` (from its first element; None: no host memory, a query)."""
-    shape = (Dimension * max(len(dims), 1))(*(Dimension(*d, 0) for d in dims))
-    b = HalideBuffer()
-    b.host = None if array is None else array.ctypes.data
-    b.type = HalideType(*type_args, 1)
-    b.dimensions = len(dims)
-    b.dim = shape
-    b._keep = (array, shape)
-    return b
-
-
 # ---------------------------------------------------------------- Funcs
 class _FuncState:
     def __init__(self, func):
@@ -484,10 +462,10 @@ class _Evaluator:
         for slot, a in enumerate(call.args):
             if a.call_type == ir.HALIDE:
                 if arrays is None:
-                    buffers[slot] = _halide_buffer(None, _type_args(a.type), [(0, 0, 0)] * len(a.args))
+                    buffers[slot] = buffer_struct(*_type_args(a.type), [(0, 0, 0)] * len(a.args))
                 else:
                     values, mins = arrays[0][slot]
-                    buffers[slot] = _halide_buffer(values, _type_args(a.type), _dims_of(values, mins))
+                    buffers[slot] = buffer_struct(*_type_args(a.type), _dims_of(values, mins), values)
                 args.append(ctypes.pointer(buffers[slot]))
             elif a.name == EXTERN_EXPR:
                 value = _Eval(self, {}).run(a.args[0]).reshape(-1)[0]
@@ -497,15 +475,15 @@ class _Evaluator:
                 buf = image.get() if isinstance(image, ImageParam) else image
                 dims = [tuple(int(buf._dim_field(field, d)) for field in ("min", "extent", "stride"))
                         for d in range(buf.dimensions())]
-                buffers[slot] = _halide_buffer(buf._array, (ir.const_int(a.args[0]), ir.const_int(a.args[1])), dims)
+                buffers[slot] = buffer_struct(ir.const_int(a.args[0]), ir.const_int(a.args[1]), dims, buf._array)
                 args.append(ctypes.pointer(buffers[slot]))
         outputs = []
         for k, t in enumerate(st.types):
             if arrays is None:
                 dims = [(l, h - l + 1, 0) for l, h in zip(lo, hi)]
-                outputs.append(_halide_buffer(None, _type_args(t), dims))
+                outputs.append(buffer_struct(*_type_args(t), dims))
             else:
-                outputs.append(_halide_buffer(arrays[1][k], _type_args(t), _dims_of(arrays[1][k], lo)))
+                outputs.append(buffer_struct(*_type_args(t), _dims_of(arrays[1][k], lo), arrays[1][k]))
             args.append(ctypes.pointer(outputs[-1]))
         arg_types = [a.type if a.name == EXTERN_EXPR else Handle() for a in call.args] + [Handle()] * len(outputs)
         address = self.jit_externs.address(call.name, arg_types) if self.jit_externs is not None else None
