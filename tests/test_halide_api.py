@@ -3,6 +3,8 @@ as Python sequences. Where the real Halide is installed, the two print the same.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -452,7 +454,8 @@ def test_arguments_as_halides():
                        for v in (e.scalar_def, e.scalar_min, e.scalar_max, e.scalar_estimate)]
             buffers = [(lib.evaluate(r.min), lib.evaluate(r.extent)) if r.min.defined() else None
                        for r in e.buffer_estimates]
-            out.append((a.name, a.kind.name, a.dimensions, str(a.type), scalars, buffers))
+            # (a name another test of the process used too gets a "$N" suffix, in either library)
+            out.append((re.sub(r"\$\d+$", "", a.name), a.kind.name, a.dimensions, str(a.type), scalars, buffers))
         return out, f, args
 
     got, f, args = described(hl)
