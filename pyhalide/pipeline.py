@@ -335,7 +335,7 @@ class Pipeline:
         Pipeline::set_jit_externs), besides the process's own symbols: ctypes function pointers,
         addresses, or Python callables (see pyhalide.extern.JITExterns)."""
         self._jit_externs = JITExterns(externs) if externs else None
-        self._compiled = {}
+        self._compiled, self._call_plan = {}, None
 
     def get_jit_externs(self) -> dict:
         return dict(self._jit_externs.externs) if self._jit_externs is not None else {}

@@ -478,6 +478,18 @@ def test_python_extern_stage(capsys):
     result = hl.Buffer(hl.Int(64), [20, 12])
     callable_(result)
     np.testing.assert_array_equal(np.asarray(result), want)
+    # realized into the same buffer again after the functions changed: the new ones run
+    p.realize(result)
+
+    def doubled(inp, out):
+        status = cumulative_sum(inp, out)
+        if not out.is_bounds_query():
+            out.as_array()[...] *= 2
+        return status
+
+    p.set_jit_externs({"cumulative_sum": doubled})
+    p.realize(result)
+    np.testing.assert_array_equal(np.asarray(result), 2 * want)
 
 
 def test_python_extern_stage_that_raises():

@@ -131,10 +131,11 @@ class CompiledPipeline:
         self.jit_externs = jit_externs
         externs = {}
         for name, arg_types in sorted(cg.extern_functions.items()):
-            address = jit_externs.address(name, arg_types) if jit_externs is not None else None
             if name == debug_to_file.SYMBOL:
                 externs[name] = debug_to_file.address()
-            elif address is not None:
+                continue
+            address = jit_externs.address(name, arg_types) if jit_externs is not None else None
+            if address is not None:
                 externs[name] = address
             elif find_symbol(name) is None:
                 raise HalideError(f"Extern stage function {name} is not loaded in this process: load the library "

@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 
 from .. import ir
-from ..errors import CompileError
 from ..extern import (
     CALL_EXTERN,
     EXTERN_EXPR,
@@ -157,11 +156,8 @@ class _Flatten(IRMutator):
             return ir.Call(c.type, MAKE_BUFFER, (ir.StringImm(ident), ir.StringImm(image_name(c)), code, bits,
                                                  ir.make_const(Int(32), len(fields) // 3), ir.make_const(Int(32), 0),
                                                  *fields), ir.INTRINSIC)
-        first, last = c.args
+        first, last = c.args  # (storage_folding leaves what an extern stage reads or writes unfolded)
         name = buffer_names(first.func)[first.value_index]
-        if self.folds.get(first.name) and any(self.folds[first.name]):
-            raise CompileError(f"Func {first.name} is read or written by an extern stage, so its storage cannot be "
-                               "folded")
         mins, maxs = [self.mutate(a) for a in first.args], [self.mutate(a) for a in last.args]
         dims = [(lo, ir.Add(ir.Sub(hi, lo), ir.make_const(Int(32), 1)), buffer_field(name, "stride", d))
                 for d, (lo, hi) in enumerate(zip(mins, maxs))]
