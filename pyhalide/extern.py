@@ -202,7 +202,7 @@ class JITExterns:
                                   f"Python callable, got {fn!r}")
         self.externs = dict(externs)
         self.raised: list[BaseException] = []
-        self._kept: list = []  # the ctypes wrappers made here: alive while the code may call them
+        self._entries: dict = {}  # the C entries made here, alive while the code may call them
 
     def address(self, name: str, arg_types: list[Type]) -> int | None:
         """The address to call for `name` (taking arguments of these types), or None if it is not
@@ -212,9 +212,11 @@ class JITExterns:
             return None
         if isinstance(fn, int):
             return fn
-        if not isinstance(fn, ctypes._CFuncPtr):
-            fn = ctypes.CFUNCTYPE(ctypes.c_int, *map(c_type, arg_types))(self._wrapped(fn))
-            self._kept.append(fn)
+        if not isinstance(fn, ctypes._CFuncPtr):  # one C entry per signature, made once
+            key = (name, tuple(arg_types))
+            if key not in self._entries:
+                self._entries[key] = ctypes.CFUNCTYPE(ctypes.c_int, *map(c_type, arg_types))(self._wrapped(fn))
+            fn = self._entries[key]
         return ctypes.cast(fn, ctypes.c_void_p).value
 
     @staticmethod
