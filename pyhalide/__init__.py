@@ -160,7 +160,7 @@ from .target import (
     target_natural_vector_size,
     target_os_is,
 )
-from .types import Bool, Float, Handle, Int, Type, TypeCode, UInt
+from .types import BFloat, Bool, Float, Handle, Int, Type, TypeCode, UInt
 from .var import Range, RDom, RVar, Var, VarOrRVar, _
 
 _0, _1, _2, _3, _4, _5, _6, _7, _8, _9 = (Var.implicit(i) for i in range(10))  # Halide's implicit Vars

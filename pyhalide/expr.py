@@ -11,7 +11,7 @@ import numpy as np
 
 from . import ir
 from .errors import HalideError
-from .types import Bool, Float, Int, Type, promote
+from .types import Bool, Float, Int, Type, promote, rounded
 
 
 class Expr:
@@ -230,9 +230,8 @@ def cxx_const_text(t: Type, value) -> str:
 def _int_fits(t: Type, value: int) -> bool:
     """Halide's Type::can_represent(int64): exactly, for float types too."""
     if t.is_float():
-        with np.errstate(over="ignore"):
-            as_float = t.element_of().to_numpy().type(value)
-        return bool(np.isfinite(as_float)) and int(as_float) == value
+        as_float = rounded(t, value)
+        return math.isfinite(as_float) and int(as_float) == value
     return t.element_of().can_represent(value)
 
 

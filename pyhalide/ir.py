@@ -10,10 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from .errors import InternalError
-from .types import Bool, Int, Type
+from .types import Bool, Int, Type, rounded
 
 
 class Node:
@@ -110,8 +108,7 @@ class FloatImm(Expr):
         if not (self.type.is_float() and self.type.is_scalar()):
             _fail(f"FloatImm of type {self.type}")
         if self.type.bits < 64:
-            with np.errstate(over="ignore"):
-                object.__setattr__(self, "value", float(self.type.to_numpy().type(self.value)))
+            object.__setattr__(self, "value", rounded(self.type, self.value))
 
 
 @_node

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from contextlib import ExitStack, contextmanager
 
 from . import ir
+from .types import BFLOAT
 
 
 def _map_tuple(values: tuple, fn) -> tuple:
@@ -323,9 +324,10 @@ def substitute(replacements: dict[str, ir.Expr], node):
 # and images it reads, whether it holds what loop ranges settle or a let) is worked out once per node, kept
 # in the node's `_summary` slot, and shared by all passes.
 _NONE: frozenset = frozenset()
-_RANGED, _LET, _CALL, _LOAD, _CALLS_OUT = 1, 2, 4, 8, 16  # flags of the kinds of node an expression holds
+_RANGED, _LET, _CALL, _LOAD, _CALLS_OUT, _BFLOAT = 1, 2, 4, 8, 16, 32  # flags of the kinds of node an expression holds
 _RANGED_CLASSES = frozenset((ir.Min, ir.Max, ir.EQ, ir.NE, ir.LT, ir.LE, ir.GT, ir.GE, ir.Div, ir.Mod))
 _NOTHING = (_NONE, _NONE, 0)
+_BFLOAT_CONSTANT = (_NONE, _NONE, _BFLOAT)
 
 
 def _union(a: frozenset, b: frozenset) -> frozenset:
@@ -339,15 +341,15 @@ def _union(a: frozenset, b: frozenset) -> frozenset:
 
 def _summary(e: ir.Expr) -> tuple[frozenset, frozenset, int]:
     """(free variables, names of Funcs and images read, flags: holds a Min, Max or comparison, a Let,
-    a Call, a Load)."""
+    a Call, a Load, what calls out, a bfloat value)."""
     hit = getattr(e, "_summary", None)
     if hit is not None:
         return hit
     cls = type(e)
     if cls is ir.Variable:
-        summary = (frozenset((e.name,)), _NONE, 0)
+        summary = (frozenset((e.name,)), _NONE, _BFLOAT if e.type.code == BFLOAT else 0)
     elif not cls._children:  # a constant
-        summary = _NOTHING
+        summary = _BFLOAT_CONSTANT if cls is ir.FloatImm and e.type.code == BFLOAT else _NOTHING
     elif isinstance(e, ir.BinaryOp):
         a_free, a_called, a_kinds = _summary(e.a)
         b_free, b_called, b_kinds = _summary(e.b)
@@ -356,6 +358,8 @@ def _summary(e: ir.Expr) -> tuple[frozenset, frozenset, int]:
     else:
         free = called = _NONE
         kinds = _LET if cls is ir.Let else _CALL if cls is ir.Call else _LOAD if cls is ir.Load else 0
+        if e.type.code == BFLOAT:
+            kinds |= _BFLOAT
         for c in children(e):
             c_free, c_called, c_kinds = _summary(c)
             free, called, kinds = _union(free, c_free), _union(called, c_called), kinds | c_kinds
@@ -426,6 +430,11 @@ def calls_out(e: ir.Expr) -> bool:
     """Whether e makes a halide_buffer_t, calls an extern stage's function or reads what one wrote
     (ir.CALLS_OUT): values computed where they are, never copied elsewhere (the call has effects)."""
     return bool(_summary(e)[2] & _CALLS_OUT)
+
+
+def has_bfloat(e: ir.Expr) -> bool:
+    """Whether a value of a bfloat type appears in e (see lowering/emulate_bfloat16.py)."""
+    return bool(_summary(e)[2] & _BFLOAT)
 
 
 def has_load(e: ir.Expr) -> bool:

@@ -22,6 +22,7 @@ from .lowering.bounds_inference import bounds_inference, buffer_names
 from .lowering.buffer_checks import buffer_checks
 from .lowering.constant_stack_indices import constant_stack_indices
 from .lowering.copy_graph import errors_in_user_names
+from .lowering.emulate_bfloat16 import emulate_bfloat16
 from .lowering.environment import Environment, build_environment, pipeline_inputs
 from .lowering.gpu_host_copies import gpu_host_copies
 from .lowering.gpu_kernel_checks import gpu_kernel_checks
@@ -153,6 +154,9 @@ def lowering_passes(env, vectors: bool = True):
         # A vectorized x % 2 or x / 2 is cheap only where its phase is known: loops are
         # versioned on it (after partitioning, whose copies each get their own versions).
         ("specialize residues", specialize_residues),
+        # bfloat16 as float32 arithmetic on its bits, once nothing asks bfloat questions any more:
+        # what follows (and every backend) sees 16-bit integers and float32.
+        ("emulate bfloat16", emulate_bfloat16),
     ]
 
 

@@ -608,10 +608,14 @@ def _float_arg(e) -> ir.Expr:
 def _math1(name: str):
     def f(e) -> Expr:
         x = _float_arg(e)
+        if x.type.is_bfloat() and name != "round":  # (as Halide: in float32; round keeps bfloat16)
+            if name == "erf":
+                raise HalideError("erf only takes float arguments")
+            x = cast_ir(Float(32, x.type.lanes), x)
         return wrap(ir.Call(x.type, name, (x,), ir.EXTERN))
 
     f.__name__ = name
-    f.__doc__ = f"{name} in floating point (integers are converted to Float(32))."
+    f.__doc__ = f"{name} in floating point (integers and bfloat16 are converted to Float(32))."
     return f
 
 
@@ -678,13 +682,20 @@ def hypot(a, b) -> Expr:
     return sqrt(x * x + y * y)
 
 
-def fast_inverse(e) -> Expr:
+def _fast_float_arg(e, name: str) -> ir.Expr:
     x = _float_arg(e)
+    if x.type.is_bfloat():
+        raise HalideError(f"{name} only takes float16 or float32 arguments")
+    return x
+
+
+def fast_inverse(e) -> Expr:
+    x = _fast_float_arg(e, "fast_inverse")
     return wrap(ir.Div(ir.make_const(x.type, 1.0), x))
 
 
 def fast_inverse_sqrt(e) -> Expr:
-    x = _float_arg(e)
+    x = _fast_float_arg(e, "fast_inverse_sqrt")
     return wrap(ir.Div(ir.make_const(x.type, 1.0), to_ir(sqrt(wrap(x)))))
 
 

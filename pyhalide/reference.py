@@ -44,7 +44,7 @@ from .expr import to_ir
 from .extern import EXTERN_EXPR, TYPE_CODES, JITExterns, buffer_struct, c_type, extern_call, find_symbol
 from .param import ImageParam, Param
 from .target import TARGET_QUERY, answer_target_query, get_jit_target_from_environment
-from .types import Handle
+from .types import Float, Handle
 from .var import ReductionDomain
 
 __all__ = ["realize", "evaluate_expr"]
@@ -674,7 +674,7 @@ def _reduction_form(defn, st):
     form = []
     for vi, v in enumerate(defn.values):
         t = st.types[vi]
-        if t.is_bool():
+        if t.is_bool() or t.is_bfloat():  # (bfloat16: each step through float32, by the general path)
             return None
         ops = {ir.Add: np.add, ir.Sub: np.subtract, ir.Mul: np.multiply}
         if not t.is_float():
@@ -716,10 +716,16 @@ class _Eval:
         hit = self.memo.get(key)
         if hit is not None:
             return hit[0]
-        fn = _DISPATCH.get(type(node))
-        if fn is None:
-            raise HalideError(f"reference: cannot evaluate IR node {type(node).__name__}")
-        r = fn(self, node)
+        detour = _in_float32(node)
+        if detour is not None:  # bfloat16, as Halide computes it: in float32, rounded back
+            computed, rounds = detour
+            r = self.e(computed)
+            r = np.asarray(r.astype(_dtype(node.type))) if rounds else r
+        else:
+            fn = _DISPATCH.get(type(node))
+            if fn is None:
+                raise HalideError(f"reference: cannot evaluate IR node {type(node).__name__}")
+            r = fn(self, node)
         # keep node, env and mask alive so that their ids stay unique while memoized (a node
         # made during evaluation would otherwise free its id for the next one)
         self.memo[key] = (r, self.env, self.mask, node)
@@ -735,6 +741,37 @@ class _Eval:
             return self.e(node)
         finally:
             self.mask = saved
+
+
+_BFLOAT_ROUNDED = ("abs", "absd", "round")  # calls of bfloat16 in, bfloat16 out
+
+
+def _in_float32(n) -> tuple[ir.Expr, bool] | None:
+    """For a node that computes with bfloat16 operands: (the same computation on their float32
+    values, whether its result rounds back to bfloat16); else None."""
+    cls = type(n)
+    if isinstance(n, ir.BinaryOp):
+        if not n.a.type.is_bfloat():
+            return None
+        f32 = Float(32, n.a.type.lanes)
+        return cls(ir.Cast(f32, n.a), ir.Cast(f32, n.b)), not isinstance(n, ir.CompareOp)
+    if cls is ir.Cast:
+        src, dst = n.value.type, n.type
+        if dst.is_bfloat() and src.element_of() != Float(32) and src != dst:  # (rounded twice, as Halide)
+            return ir.Cast(dst, ir.Cast(Float(32, src.lanes), n.value)), False
+        if src.is_bfloat() and dst.element_of() != Float(32) and src != dst:
+            return ir.Cast(dst, ir.Cast(Float(32, src.lanes), n.value)), False
+        return None
+    if cls is ir.Call and any(isinstance(a, ir.Expr) and a.type.is_bfloat() for a in n.args):
+        if n.type.is_bfloat() and n.name not in _BFLOAT_ROUNDED:
+            return None  # (what carries a value: likely, require, print)
+        f32 = Float(32, n.type.lanes)
+        args = tuple(ir.Cast(f32, a) if a.type.is_bfloat() else a for a in n.args)
+        if n.name == "abs":  # (Halide's abs of a bfloat16: -0.0 stays)
+            return ir.Select(ir.GE(args[0], ir.make_const(f32, 0.0)), args[0], ir.Sub(ir.make_const(f32, 0.0),
+                                                                                     args[0])), True
+        return ir.Call(f32 if n.type.is_bfloat() else n.type, n.name, args, n.call_type), n.type.is_bfloat()
+    return None
 
 
 def _e_int(c: _Eval, n):

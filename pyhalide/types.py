@@ -10,7 +10,7 @@ import numpy as np
 
 from .errors import HalideError
 
-INT, UINT, FLOAT, HANDLE = "int", "uint", "float", "handle"
+INT, UINT, FLOAT, HANDLE, BFLOAT = "int", "uint", "float", "handle", "bfloat"
 
 
 class TypeCode(Enum):
@@ -20,6 +20,7 @@ class TypeCode(Enum):
     UInt = 1
     Float = 2
     Handle = 3
+    BFloat = 4
 
     def __int__(self) -> int:
         return self.value
@@ -45,27 +46,31 @@ class _Code(str):
         return _TYPECODE_OF[self]
 
 
-_CODE_NAMES = {TypeCode.Int: INT, TypeCode.UInt: UINT, TypeCode.Float: FLOAT, TypeCode.Handle: HANDLE}
+_CODE_NAMES = {TypeCode.Int: INT, TypeCode.UInt: UINT, TypeCode.Float: FLOAT, TypeCode.Handle: HANDLE,
+               TypeCode.BFloat: BFLOAT}
 _TYPECODE_OF = {name: member for member, name in _CODE_NAMES.items()}
 # a code given as a string, a _Code or an hl.TypeCode -> the one _Code object for it
 _CODES = {**{name: _Code(name) for name in _TYPECODE_OF}, **{m: _Code(n) for m, n in _CODE_NAMES.items()}}
 # the widths pyhalide computes in
-_VALID_BITS = {INT: (8, 16, 32, 64), UINT: (1, 8, 16, 32, 64), FLOAT: (16, 32, 64), HANDLE: (64,)}
+_VALID_BITS = {INT: (8, 16, 32, 64), UINT: (1, 8, 16, 32, 64), FLOAT: (16, 32, 64), HANDLE: (64,), BFLOAT: (16,)}
 
 
 def _code_of(code) -> _Code:
     try:
         return _CODES[code]
     except (KeyError, TypeError):
-        raise HalideError(f"Type code must be an hl.TypeCode (Int, UInt, Float or Handle), got {code!r}") from None
+        raise HalideError(
+            f"Type code must be an hl.TypeCode (Int, UInt, Float, Handle or BFloat), got {code!r}") from None
 
 
 @dataclass(frozen=True, slots=True, init=False)
 class Type:
-    """A Halide type: a code (int, uint, float, handle), a bit width and a lane count.
+    """A Halide type: a code (int, uint, float, handle, bfloat), a bit width and a lane count.
 
-    Bool is UInt(1), as in Halide. `code`, `bits` and `lanes` read as attributes or, as in
-    Halide's bindings, as methods: `t.bits()`, `t.code()` (an hl.TypeCode).
+    Bool is UInt(1), as in Halide. BFloat(16) (bfloat16: float32's exponent, 8 bits of
+    significand) counts as a float, as in Halide: `is_float()` is true for it. `code`, `bits`
+    and `lanes` read as attributes or, as in Halide's bindings, as methods: `t.bits()`,
+    `t.code()` (an hl.TypeCode).
     """
 
     code: str
@@ -97,7 +102,10 @@ class Type:
         return self.code == UINT
 
     def is_float(self) -> bool:
-        return self.code == FLOAT
+        return self.code == FLOAT or self.code == BFLOAT
+
+    def is_bfloat(self) -> bool:
+        return self.code == BFLOAT
 
     def is_bool(self) -> bool:
         return self.code == UINT and self.bits == 1
@@ -141,6 +149,8 @@ class Type:
             return (1 << (self.bits - 1)) - 1
         if self.is_uint():
             return (1 << self.bits) - 1
+        if self.is_bfloat():
+            return _BFLOAT16_MAX
         if self.is_float():
             return float(np.finfo(self.to_numpy()).max)
         raise HalideError(f"Type {self} has no maximum")
@@ -152,7 +162,7 @@ class Type:
         if self.is_uint():
             return 0
         if self.is_float():
-            return -float(np.finfo(self.to_numpy()).max)
+            return -self.max_value()
         raise HalideError(f"Type {self} has no minimum")
 
     def max(self):
@@ -193,6 +203,10 @@ class Type:
             return (other.is_int() and other.bits <= self.bits) or (other.is_uint() and other.bits < self.bits)
         if self.is_uint():
             return other.is_uint() and other.bits <= self.bits
+        if self.is_bfloat():
+            return other.is_bfloat() and other.bits <= self.bits
+        if other.is_bfloat():
+            return self.is_float() and self.bits > other.bits
         if self.is_float():
             return ((other.is_float() and other.bits <= self.bits) or (self.bits == 64 and other.bits <= 32)
                     or (self.bits == 32 and other.bits <= 16) or (self.bits == 16 and other.bits <= 8))
@@ -224,6 +238,8 @@ class Type:
     def to_numpy(self) -> np.dtype:
         if self.is_bool():
             return np.dtype(np.bool_)
+        if self.is_bfloat():
+            return bfloat16_dtype()
         key = (self.code, self.bits)
         try:
             return _TO_NUMPY[key]
@@ -254,6 +270,40 @@ _TO_NUMPY = {
     (FLOAT, 32): np.dtype(np.float32),
     (FLOAT, 64): np.dtype(np.float64),
 }
+
+
+_BFLOAT16_MAX = float(np.uint32(0x7F7F0000).view(np.float32))
+
+
+def bfloat16_dtype() -> np.dtype:
+    """numpy's bfloat16: ml_dtypes' (numpy has none of its own; JAX and TensorFlow use this one)."""
+    try:
+        import ml_dtypes
+    except ImportError:  # (a dependency of pyhalide; this is for an installation without it)
+        raise HalideError("bfloat16 as a numpy type needs the ml_dtypes package: pip install ml_dtypes") from None
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def bfloat16_bits(value) -> int:
+    """The bits of the bfloat16 Halide makes of a number: rounded to float32 first, then to the
+    nearest bfloat16, ties to even, by Halide's integer formula (Float16.cpp, and the code
+    EmulateFloat16Math generates), so that folded constants are what the compiled code computes."""
+    with np.errstate(over="ignore"):
+        bits = int(np.float32(value).view(np.uint32))
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+
+
+def bfloat16_value(bits: int) -> float:
+    """The number a bfloat16's bits hold."""
+    return float(np.uint32(bits << 16).view(np.float32))
+
+
+def rounded(t: Type, value: float) -> float:
+    """A number rounded to the float type t (of fewer than 64 bits), as Halide rounds constants."""
+    if t.is_bfloat():
+        return bfloat16_value(bfloat16_bits(value))
+    with np.errstate(over="ignore"):
+        return float(t.to_numpy().type(value))
 
 
 # One object per type made here (Types are immutable): equality then mostly finds the same object.
@@ -295,6 +345,14 @@ def Float(bits: int, lanes: int = 1) -> Type:
     return _interned(FLOAT, bits, lanes)
 
 
+def BFloat(bits: int, lanes: int = 1) -> Type:
+    """Halide's bfloat type: bfloat16, computed as Halide computes it, in float32 with each result
+    rounded to bfloat16."""
+    if bits != 16:
+        raise HalideError(f"BFloat({bits}): bits must be 16")
+    return _interned(BFLOAT, bits, lanes)
+
+
 def Bool(lanes: int = 1) -> Type:
     return _interned(UINT, 1, lanes)
 
@@ -310,6 +368,8 @@ def from_numpy(dtype) -> Type:
     for (code, bits), dt in _TO_NUMPY.items():
         if dt == dtype:
             return Type(code, bits)
+    if dtype.name == "bfloat16" and dtype == bfloat16_dtype():
+        return BFloat(16)
     raise HalideError(f"numpy dtype {dtype} has no Halide equivalent")
 
 
@@ -325,8 +385,8 @@ def promote(ta: Type, tb: Type) -> Type:
         result = a
     elif b.is_float() and not a.is_float():
         result = b
-    elif a.is_float() and b.is_float():
-        result = a if a.bits >= b.bits else b
+    elif a.is_float() and b.is_float():  # (of equal widths, float16 and bfloat16: b's)
+        result = a if a.bits > b.bits else b
     elif a.code == b.code:
         result = a if a.bits >= b.bits else b
     else:

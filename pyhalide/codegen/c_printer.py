@@ -54,13 +54,15 @@ def c_type(t: Type, memory: bool = False) -> str:
         raise InternalError(f"C printer: a vector of {t} reached the C code generator")
     if t.is_bool():
         return "uint8_t" if memory else "bool"
+    if t.is_bfloat():  # (its bits: lowering/emulate_bfloat16.py)
+        return "uint16_t"
     if t.is_float():
         return {16: "hl_half", 32: "float", 64: "double"}[t.bits]
     return f"{'' if t.is_int() else 'u'}int{t.bits}_t"
 
 
 def is_half(t: Type) -> bool:
-    return t.is_float() and t.bits == 16
+    return t.is_float() and t.bits == 16 and not t.is_bfloat()
 
 
 def c_name(name: str) -> str:

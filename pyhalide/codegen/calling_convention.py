@@ -160,7 +160,7 @@ def _load(b: ll.IRBuilder, ty, ptr):
 
 
 def _from_int64(b: ll.IRBuilder, raw, t: Type):
-    if t.is_float():
+    if t.is_float() and not t.is_bfloat():  # (a bfloat16 comes as its bits)
         d = b.bitcast(raw, F64)
         return d if t.bits == 64 else b.fptrunc(d, F32) if t.bits == 32 else double_to_half(b, d)
     if t.is_bool():

@@ -15,8 +15,11 @@ VOID = ll.VoidType()
 
 
 def llvm_type(t: Type, memory: bool = False) -> ll.Type:
-    """The LLVM type of t; booleans are i1 in registers and i8 in memory."""
-    if t.is_float():
+    """The LLVM type of t; booleans are i1 in registers and i8 in memory; a bfloat16 is its bits
+    (lowering/emulate_bfloat16.py), an i16."""
+    if t.is_bfloat():
+        base = ll.IntType(16)
+    elif t.is_float():
         base = _FLOATS[t.bits]
     elif t.is_bool():
         base = I8 if memory else I1

@@ -15,6 +15,7 @@ from ..extern import JITExterns, find_symbol
 from ..ir_mutator import cycle_collector_paused
 from ..lower import finish_lowering
 from ..lowering.copy_graph import to_user_names
+from ..types import bfloat16_bits
 from . import interrupts
 from .cuda import cuda_source
 from .gpu_runtime import GPU_FAILED, GpuRun, cuda_device, gpu_loops_run_serially
@@ -149,8 +150,10 @@ class CompiledPipeline:
             slots = self.layout.min_slots[spec.name]
             self._specs.append((spec, spec.is_output, dtype, spec.dimensions, list(axes), axes[0] if axes else 0,
                                 dense, dtype.itemsize, slots))
-        self._params = [(self.layout.param_slots[s.name], s.type.is_float()) for s in lowered.scalars]
-        self._has_float_params = any(is_float for _, is_float in self._params)
+        # (slot, passed as a double, passed as bfloat16 bits: what emulate_bfloat16 computes with)
+        self._params = [(self.layout.param_slots[s.name], s.type.is_float() and not s.type.is_bfloat(),
+                         s.type.is_bfloat()) for s in lowered.scalars]
+        self._has_float_params = any(is_float for _, is_float, _ in self._params)
         self._template = np.zeros(self.layout.size, dtype=np.int64)
         self._template[self.layout.interrupt_slot] = interrupts.FLAG_ADDRESS
         self._template[self.layout.print_slot] = _TEXT_ADDRESS
@@ -214,11 +217,11 @@ class CompiledPipeline:
         sc[self.layout.threads_slot] = num_threads()
         if self._params:
             as_float = sc.view(np.float64) if self._has_float_params else None
-            for (slot, is_float), v in zip(self._params, param_values):
+            for (slot, is_float, is_bfloat), v in zip(self._params, param_values):
                 if is_float:
                     as_float[slot] = v
                 else:
-                    sc[slot] = v
+                    sc[slot] = bfloat16_bits(v) if is_bfloat else v
         interrupts.arm()
         if self.cuda_source is not None:
             rc = self._run_with_gpu(arrays, buffers, sc)

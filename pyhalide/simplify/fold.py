@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from .. import ir
-from ..types import Type
+from ..types import Type, rounded
 
 
 def euclid_div(a: int, b: int) -> int:
@@ -25,10 +23,7 @@ def euclid_mod(a: int, b: int) -> int:
 
 def _float(t: Type, v: float) -> float:
     """Round a Python float to t's precision."""
-    if t.bits < 64:
-        with np.errstate(over="ignore"):
-            return float(t.to_numpy().type(v))
-    return float(v)
+    return rounded(t, v) if t.bits < 64 else float(v)
 
 
 def fold_binary(node: ir.BinaryOp, a, b) -> ir.Expr | None:

@@ -1,5 +1,5 @@
 """Random expressions, built the same way with pyhalide and with the real Halide: operators and
-functions over inputs of several types, with Python numbers wherever a Halide program may write
+functions over inputs of several types (and casts to bfloat16), with Python numbers wherever a Halide program may write
 them (`min(u8, 3)`, `f32 * 0.5`, `x ** 2`), as Halide's bindings type them.
 
 An expression is data (nested tuples naming the operation), so one drawn recipe builds the same
@@ -22,7 +22,8 @@ INPUTS = (("a_u8", "UInt", 8, np.uint8, (0, 255)), ("b_i16", "Int", 16, np.int16
           ("c_i32", "Int", 32, np.int32, (-50, 50)), ("d_f32", "Float", 32, np.float32, (-8.0, 8.0)),
           ("e_u16", "UInt", 16, np.uint16, (0, 1000)), ("g_f64", "Float", 64, np.float64, (-100.0, 100.0)),
           ("h_i8", "Int", 8, np.int8, (-128, 127)))
-CAST_TYPES = (("UInt", 8), ("Int", 8), ("UInt", 16), ("Int", 16), ("Int", 32), ("Float", 32), ("Float", 64))
+_FLOAT_TYPES = (("Float", 32), ("Float", 64), ("BFloat", 16))
+CAST_TYPES = (("UInt", 8), ("Int", 8), ("UInt", 16), ("Int", 16), ("Int", 32), *_FLOAT_TYPES)
 
 _PYTHON_OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
                      "//": operator.floordiv, "%": operator.mod, "&": operator.and_, "|": operator.or_,
@@ -100,7 +101,7 @@ def _is_integer(recipe) -> bool:
     if kind == "typed":
         return recipe[1] != "Float"
     if kind in ("cast", "saturating_cast"):
-        return recipe[1][0] != "Float"
+        return recipe[1] not in _FLOAT_TYPES
     if kind == "function" and recipe[1] in ("is_nan", "is_finite", "is_inf", "popcount", "count_leading_zeros",
                                             "count_trailing_zeros"):
         return True
@@ -155,7 +156,13 @@ def _node(draw, children):
     """One operation over recipes drawn from `children`."""
     a, b = draw(children), draw(children)
     kind = draw(st.sampled_from(["op", "op", "op", "function", "cast", "select", "neg", "pow", "unary", "shift",
-                                 "clamp", "widening", "saturating_cast", "intrinsic", "intrinsic"]))
+                                 "clamp", "widening", "saturating_cast", "intrinsic", "intrinsic", "bfloat"]))
+    if kind == "bfloat":  # arithmetic of two values made bfloat16 (each result a float32's, rounded)
+        name = draw(st.sampled_from(["+", "-", "*", "/", "<", "==", "min", "max"]))
+        bf = ("BFloat", 16)
+        a = ("cast", bf, a if _has_expr(a) else ("input", "d_f32"))
+        b = ("cast", bf, ("input", "d_f32") if name == "/" else b)  # (a divisor never 0)
+        return ("function", name, a, b) if name in ("min", "max") else ("op", name, a, b)
     if kind == "intrinsic":
         return draw(_intrinsic(a, b, children))
     if kind == "unary":
@@ -203,7 +210,7 @@ def _node(draw, children):
     if kind == "cast":
         a = a if _has_expr(a) else ("input", "a_u8")
         # (a float out of an integer type's range casts to anything in Halide: floats cast to floats)
-        return ("cast", draw(st.sampled_from(CAST_TYPES + (("UInt", 1),) if _is_integer(a) else CAST_TYPES[-2:])), a)
+        return ("cast", draw(st.sampled_from(CAST_TYPES + (("UInt", 1),) if _is_integer(a) else _FLOAT_TYPES)), a)
     if kind == "select":
         condition = ("op", draw(st.sampled_from(["<", ">=", "=="])), ("input", "b_i16"), b)
         return ("select", "", condition, a, draw(children))
