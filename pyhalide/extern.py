@@ -29,7 +29,7 @@ from . import ir
 from .errors import HalideError
 from .expr import Expr, to_ir
 from .ir_mutator import called_names
-from .types import Handle, Int, Type
+from .types import TYPE_CODES, Handle, Int, Type
 
 EXTERN_STAGE = "extern_stage"  # the value of an extern Func (see the module docstring)
 EXTERN_EXPR = "extern_expr"
@@ -42,7 +42,6 @@ EXTERN_OUTPUT = "extern_output"  # (Call of the stage itself at its region's fir
 MAKE_BUFFER, BUFFER_FIELD, CALL_EXTERN = ir.MAKE_BUFFER, ir.BUFFER_FIELD, ir.CALL_EXTERN
 
 _I32 = Int(32)
-TYPE_CODES = {"int": 0, "uint": 1, "float": 2, "handle": 3}
 
 
 class NameMangling(Enum):

@@ -537,7 +537,7 @@ class Pipeline:
         shapes = self._shapes_key(lowered)
         compiled = self._compiled.get((layouts, shapes)) or self._compile_now(lowered, layouts, shapes)
         params = [s.param.get() for s in lowered.scalars]
-        arrays, scalars = compiled.prepare(buffers, lowered.user_names)
+        arrays, scalars = compiled.prepare(buffers)
         self._call_plan = None
         compiled.call(arrays, buffers, scalars.copy(), params, lowered.user_names)
         if keep_plan and _CallPlan.applies(lowered, compiled, outs, constrained):

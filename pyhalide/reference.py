@@ -41,10 +41,10 @@ import numpy as np
 from . import ir, scatter_gather
 from .errors import HalideError, InternalError
 from .expr import to_ir
-from .extern import EXTERN_EXPR, TYPE_CODES, JITExterns, buffer_struct, c_type, extern_call, find_symbol
+from .extern import EXTERN_EXPR, JITExterns, buffer_struct, c_type, extern_call, find_symbol
 from .param import ImageParam, Param
 from .target import TARGET_QUERY, answer_target_query, get_jit_target_from_environment
-from .types import Float, Handle
+from .types import TYPE_CODES, Float, Handle
 from .var import ReductionDomain
 
 __all__ = ["realize", "evaluate_expr"]

@@ -49,6 +49,8 @@ class _Code(str):
 _CODE_NAMES = {TypeCode.Int: INT, TypeCode.UInt: UINT, TypeCode.Float: FLOAT, TypeCode.Handle: HANDLE,
                TypeCode.BFloat: BFLOAT}
 _TYPECODE_OF = {name: member for member, name in _CODE_NAMES.items()}
+# halide_type_code_t's number of each code (in halide_buffer_t's, trace tags, extern stage calls)
+TYPE_CODES = {name: member.value for member, name in _CODE_NAMES.items()}
 # a code given as a string, a _Code or an hl.TypeCode -> the one _Code object for it
 _CODES = {**{name: _Code(name) for name in _TYPECODE_OF}, **{m: _Code(n) for m, n in _CODE_NAMES.items()}}
 # the widths pyhalide computes in

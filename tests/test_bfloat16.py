@@ -519,3 +519,65 @@ def test_bfloat16_kernels_compile_for_the_gpu(capability):
     assert "const uint16_t *__restrict__" in source
     report = gpu_runtime.ptxas_report(gpu_runtime.compile_ptx(source, capability), capability)
     assert report and all(r.spill_stores == 0 for r in report.values())
+
+
+# ------------------------------------------------------------------------------ other features
+def test_atomic_parallel_histogram_in_bfloat16():
+    """A scatter of bfloat16 additions under atomic() and parallel: each a compare-and-swap of the
+    16 bits, the addition in float32 rounded (0.5 steps are exact up to 256)."""
+    x, r = hl.Var("x"), hl.RDom([(0, 1000)])
+    keys = hl.Buffer(np.arange(1000, dtype=np.int32) * 7)
+    h = hl.Func("h")
+    h[x] = hl.cast(hl.BFloat(16), 0)
+    h[keys[r] % 4] += hl.cast(hl.BFloat(16), 0.5)
+    h.update().atomic().parallel(r)
+    np.testing.assert_array_equal(np.asarray(h.realize([4])).astype(np.float32), [125.0] * 4)
+
+
+def test_print_and_trace_show_bfloat16_values(capfd):
+    """As float32 (Halide's runtime prints a bfloat16 trace value as nothing at all)."""
+    x = hl.Var("x")
+    f = hl.Func("f")
+    f[x] = hl.print(hl.cast(hl.BFloat(16), x) / 3, "is f")
+    f.trace_stores()
+    f.realize([2])
+    out = capfd.readouterr().out
+    assert "0.333984 is f" in out and f"Store {f.name()}.0(1) = 0.333984" in out
+    assert 'tag = "func_type_and_dim: 1 4 16 1' in out  # (halide_type_bfloat is 4)
+
+
+def test_autoscheduled_bfloat16_pipeline_computes_right():
+    im = hl.ImageParam(hl.BFloat(16), 2, "im")
+    x, y = hl.Var("x"), hl.Var("y")
+    a, b = hl.Func("a"), hl.Func("b")
+    a[x, y] = im[x, y] + im[x + 1, y]
+    b[x, y] = a[x, y] * a[x, y + 1] - hl.cast(hl.BFloat(16), 1)
+    b.set_estimates([(0, 128), (0, 128)])
+    im.set_estimates([(0, 129), (0, 129)])
+    p = hl.Pipeline(b)
+    p.apply_autoscheduler(hl.Target("host"), hl.AutoschedulerParams("Adams2019"))
+    im.set(np.random.default_rng(1).normal(size=(129, 129)).astype(BF16))
+    assert_same_bits(np.asarray(p.realize([128, 128])), reference.realize(b, [128, 128])[0])
+
+
+def test_an_extern_stage_gets_bfloat16_buffers():
+    """A Python extern stage sees halide_type_bfloat buffers, as numpy bfloat16 views."""
+    x = hl.Var("x")
+    src = hl.Func("src")
+    src[x] = hl.cast(hl.BFloat(16), x) * hl.cast(hl.BFloat(16), 0.25)
+
+    def double(inp, out):
+        if inp.is_bounds_query():
+            inp.dim[0].min, inp.dim[0].extent = out.dim[0].min, out.dim[0].extent
+            return 0
+        out.as_array()[:] = inp.as_array().astype(np.float32) * 2
+        return 0
+
+    ext = hl.Func("ext")
+    ext.define_extern("double_bf16", [src], hl.BFloat(16), 1)
+    src.compute_root()
+    p = hl.Pipeline(ext)
+    p.set_jit_externs({"double_bf16": double})
+    got = np.asarray(p.realize([6]))
+    assert got.dtype == BF16
+    np.testing.assert_array_equal(got.astype(np.float32), np.arange(6) * 0.5)

@@ -232,6 +232,21 @@ def test_generated_names_print_as_the_user_sees_them(capsys):
         g.realize([4])
 
 
+def test_printed_text_is_printed_as_written(capsys):
+    """print()'s own text is the user's, whatever names lowering gave the Funcs: a Func named
+    "f" again (Halide's name f$2 to the user, "f" inside the compiler) still prints "is f", as
+    Halide does; its trace lines name f$2."""
+    x = hl.Var("x")
+    for _ in range(3):
+        f = hl.Func("f")
+        f[x] = hl.print(x, "is f", "f.0")
+        f.trace_stores()
+        f.realize([1])
+    out = capsys.readouterr().out.splitlines()
+    assert out[-3:] == ["0 is f f.0", f"Store {f.name()}.0(0) = 0", f"End pipeline {f.name().replace('$', '_')}.0()"]
+    assert f.name() != "f"
+
+
 def test_runtime_errors_read_as_halides():
     x = hl.Var("x")
     f = hl.Func("rt_err")

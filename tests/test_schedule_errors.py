@@ -344,6 +344,24 @@ def test_compute_at_a_loop_the_consumer_does_not_have():
         g.realize([4, 4])
 
 
+@pytest.mark.parametrize("store_outside", [False, True])
+def test_a_use_outside_the_loop_computing_it_is_refused(store_outside):
+    """f computed per x of out, but read by g, computed per y of out (before that x loop runs):
+    refused, as Halide refuses it, also when f is stored at y (its storage then encloses the use,
+    but nothing has been computed into it yet: the JIT read garbage there)."""
+    f, g, out = hl.Func("f"), hl.Func("g"), hl.Func("out")
+    f[x, y] = x + y
+    g[x, y] = f[x, y] * 2
+    out[x, y] = g[x, y] + f[x, y]
+    g.compute_at(out, y)
+    f.compute_at(out, x)
+    if store_outside:
+        f.store_at(out, y)
+    with pytest.raises(hl.CompileError, match=r"Func f is computed at LoopLevel\(out, x, stage -1\), but it is also "
+                                              r"used outside that loop"):
+        out.realize([3, 3])
+
+
 def test_compute_at_a_loop_split_away():
     f, g = producer_consumer()
     g.split(x, xo, xi, 2)

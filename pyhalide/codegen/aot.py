@@ -34,7 +34,7 @@ from .. import debug_to_file
 from ..errors import HalideError, InternalError
 from ..lower import finish_lowering
 from ..target import TargetArch, TargetOS, get_host_target
-from ..types import Type
+from ..types import TYPE_CODES, Type
 from . import heap, jit, thread_pool
 from .calling_convention import ERROR_VALUES, NP_DATA, NP_DIMS, NP_STRIDES
 from .llvm import CodeGen
@@ -46,7 +46,6 @@ MAX_SPAN = 2**31 - 1  # the farthest element from a buffer's first, as the JIT a
 FAILED = -1  # what the entry returns on any failure (halide_error has the message)
 _HEADER_WORDS = 6  # the numpy-shaped header the pipeline reads: data at 16, dims at 32, strides at 40
 _TEXT = 1024  # bytes of a formatted error message; longer ones are cut
-_TYPE_CODES = {"int": 0, "uint": 1, "float": 2, "handle": 3, "bfloat": 4}
 _HEAP_KEEP = {64: 1 << 30, 32: 256 << 20}  # bytes the heap keeps for reuse (the JIT's depends on the machine)
 _SC_NPROCESSORS_ONLN = 84  # glibc's value: the thread count where HL_NUM_THREADS is unset
 
@@ -280,7 +279,7 @@ def _serial_pool_ir() -> str:
 
 def halide_type_code(t: Type) -> int:
     """halide_type_t's code for t (a bool is a 1-bit uint)."""
-    return 1 if t.is_bool() else _TYPE_CODES[t.code]
+    return 1 if t.is_bool() else TYPE_CODES[t.code]
 
 
 def c_scalar_type(t: Type) -> ll.Type:

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 from llvmlite import ir as ll
 
 from .. import ir
-from ..extern import BUFFER_FIELD, CALL_EXTERN, MAKE_BUFFER, TYPE_CODES
-from ..types import Int, Type
+from ..extern import BUFFER_FIELD, CALL_EXTERN, MAKE_BUFFER
+from ..types import TYPE_CODES, Int, Type
 from . import calling_convention
 from .llvm_types import I8, I32, I64, PTR, llvm_type
 

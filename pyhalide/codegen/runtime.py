@@ -83,22 +83,14 @@ _TEXT_ADDRESS = ctypes.cast(_write_text, ctypes.c_void_p).value
 
 
 class UserNames:
-    """A pipeline whose generated names lowering renamed (copy_graph.py): its printed lines and
-    runtime errors, reworded in the user's names."""
+    """A pipeline whose generated names lowering renamed (copy_graph.py): its runtime errors,
+    reworded in the user's names (its trace lines are written in them as it is lowered)."""
 
     def __init__(self, mapping: dict[str, str]):
         self.mapping = mapping
-        self._writer = None
 
     def text(self, text: str) -> str:
         return to_user_names(text, self.mapping)
-
-    @property
-    def writer_address(self) -> int:
-        if self._writer is None:
-            self._writer = ctypes.CFUNCTYPE(None, ctypes.c_char_p)(
-                lambda text: sys.stdout.write(as_printed(self.text(text.decode(errors="replace")))))
-        return ctypes.cast(self._writer, ctypes.c_void_p).value
 
 
 def dense_buffers(lowered, layouts: tuple) -> list[str]:
@@ -173,16 +165,14 @@ class CompiledPipeline:
 
         Each buffer is an hl.Buffer, or a numpy array taken as an hl.Buffer of it would be
         (axes reversed, mins 0). This is the per-call path: checks are cheap and done once."""
-        arrays, scalars = self.prepare(buffers, names)
+        arrays, scalars = self.prepare(buffers)
         self.call(arrays, buffers, scalars, param_values, names)
 
-    def prepare(self, buffers: list, names: UserNames | None = None) -> tuple[list, np.ndarray]:
+    def prepare(self, buffers: list) -> tuple[list, np.ndarray]:
         """The arrays to pass and the scalar block holding the buffers' mins, once the buffers
         are checked against what was compiled for: both stay valid while the buffers' arrays,
         shapes and mins do (a caller may keep them for the next call)."""
         sc = self._template.copy()
-        if names is not None:
-            sc[self.layout.print_slot] = names.writer_address
         arrays = []
         for (spec, is_output, dtype, ndim, axes, axis0, dense, itemsize, slots), buf in zip(self._specs, buffers):
             if type(buf) is np.ndarray:

@@ -453,11 +453,13 @@ def _apply_bound_directive(f, var: str, needed: Interval):
 
 
 class _CallsOutside(IRVisitor):
-    """Is f called anywhere outside its own Realize?"""
+    """Is f called anywhere outside the loops it is computed in (`loops`, by name; none when it
+    is computed at root), or outside its Realize? A use between the loop f is stored at and the
+    one it is computed in reads what no iteration has computed yet (as Halide, refused)."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, loops: frozenset[str]):
         super().__init__()
-        self.name, self.depth, self.found = name, 0, False
+        self.name, self.loops, self.found = name, loops, False
 
     def visit(self, node):
         if isinstance(node, ir.Expr) and self.name not in called_names(node):
@@ -465,9 +467,13 @@ class _CallsOutside(IRVisitor):
         super().visit(node)
 
     def visit_Realize(self, r):
-        if r.name == self.name:
+        if r.name == self.name and not self.loops:
             return
         self.visit_children(r)
+
+    def visit_For(self, s):
+        if s.name not in self.loops:
+            self.visit_children(s)
 
     def visit_Call(self, c):
         if c.call_type == ir.HALIDE and c.name == self.name:
@@ -494,7 +500,8 @@ def bounds_inference(stmt: ir.Stmt, env) -> ir.Stmt:
             # as Halide: queries for all iterations, which each iteration's are kept inside
             _queries_over_loops(f, call, _root_tag(f), stmt, frozenset(), top_lets)
         if not env.is_output(f):
-            outside = _CallsOutside(f.name())
+            loops = frozenset(loop.name for loop, _, _ in finder.sites if loop is not None)
+            outside = _CallsOutside(f.name(), frozenset() if len(loops) < len(finder.sites) else loops)
             outside.visit(stmt)
             if outside.found:
                 raise CompileError(

@@ -26,7 +26,7 @@ from ..ir_mutator import IRMutator, has_bfloat
 from ..types import Float, Int, Type, UInt, bfloat16_bits
 
 _ARITHMETIC = (ir.Add, ir.Sub, ir.Mul, ir.Div, ir.Mod, ir.Min, ir.Max)
-_SHOWN = ("print", "print_when", "trace")  # values shown to a person: as float32
+_SHOWN = ("print", "print_when", "trace", "require")  # values shown to a person: as float32
 
 
 def emulate_bfloat16(stmt: ir.Stmt) -> ir.Stmt:
@@ -115,6 +115,9 @@ class _Expressions(IRMutator):
             return self.from_float32(ir.Call(wide, e.name, args, e.call_type))
         if e.call_type == ir.INTRINSIC and e.name in ("is_nan", "is_inf", "is_finite") or e.name in _SHOWN:
             args = tuple(self.as_float32(a) if isinstance(a, ir.Expr) else a for a in e.args)
+            if e.type.is_bfloat():  # (the value it returns, one of those shown: back to the same bits)
+                shown = ir.Call(Float(32, e.type.lanes), e.name, args, e.call_type, e.value_index, e.func, e.image)
+                return self.from_float32(shown)
         else:
             args = tuple(self.mutate(a) if isinstance(a, ir.Expr) else a for a in e.args)
         return ir.Call(_bits_type(e.type), e.name, args, e.call_type, e.value_index, e.func, e.image)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from .. import ir
 from ..ir_mutator import IRMutator
 from ..types import Int
-from .tracing import trace_event
+from .tracing import in_user_names, trace_event
 
 _I32 = Int(32)
 
@@ -23,16 +23,20 @@ _I32 = Int(32)
 class _Realizations(IRMutator):
     statements_only = True
 
-    def __init__(self, traced: dict, outputs: set[str]):
+    def __init__(self, traced: dict, outputs: set[str], user_names: dict[str, str]):
         super().__init__()
         self.traced, self.outputs = traced, outputs  # traced: name -> the Func
+        self.user_names = user_names
+
+    def event(self, what: str, box) -> ir.Stmt:
+        return in_user_names(trace_event(what, box), self.user_names)
 
     def visit_Realize(self, s):
         if s.name not in self.traced:
             return self.default(s)
         box = [x for lo, ext in s.bounds for x in (lo, ext)]
-        body = ir.make_block([trace_event(f"Begin realization {s.name}.0", box), self.mutate(s.body),
-                              trace_event(f"End realization {s.name}.0", box)])
+        body = ir.make_block([self.event(f"Begin realization {s.name}.0", box), self.mutate(s.body),
+                              self.event(f"End realization {s.name}.0", box)])
         return ir.Realize(s.name, s.types, s.bounds, body, s.func, s.folds)
 
     def visit_ProducerConsumer(self, s):
@@ -45,11 +49,11 @@ class _Realizations(IRMutator):
             box += [lo, ir.Sub(ir.Add(hi, ir.make_const(_I32, 1)), lo)]
         what = "produce" if s.is_producer else "consume"
         return ir.ProducerConsumer(s.name, s.is_producer, ir.make_block([
-            trace_event(f"{what.capitalize()} {s.name}.0", box), body, trace_event(f"End {what} {s.name}.0", box)]))
+            self.event(f"{what.capitalize()} {s.name}.0", box), body, self.event(f"End {what} {s.name}.0", box)]))
 
 
 def trace_realizations(stmt: ir.Stmt, env) -> ir.Stmt:
     traced = {name: f for name, f in env.funcs.items() if "realizations" in f._trace}
     if not traced:
         return stmt
-    return _Realizations(traced, {f.name() for f in env.outputs}).mutate(stmt)
+    return _Realizations(traced, {f.name() for f in env.outputs}, env.user_names).mutate(stmt)

@@ -25,7 +25,8 @@ from .. import ir
 from ..bounds import box_touched
 from ..ir_mutator import IRMutator
 from ..simplify import simplify
-from ..types import Int
+from ..types import TYPE_CODES, Int
+from .copy_graph import to_user_names
 from .environment import pipeline_inputs
 
 _I32 = Int(32)
@@ -45,6 +46,26 @@ def _coordinates(head: str, coords) -> list:
         parts.append(c)
     parts.append(ir.StringImm(")"))
     return parts
+
+
+class _InUserNames(IRMutator):
+    def __init__(self, user_names: dict[str, str]):
+        super().__init__()
+        self.user_names = user_names
+
+    def visit_Call(self, e):
+        e = self.default(e)
+        if e.name != "trace" or e.call_type != ir.INTRINSIC:
+            return e
+        args = tuple(ir.StringImm(to_user_names(a.value, self.user_names)) if isinstance(a, ir.StringImm) else a
+                     for a in e.args)
+        return ir.Call(e.type, e.name, args, e.call_type)
+
+
+def in_user_names(stmt: ir.Stmt, user_names: dict[str, str]) -> ir.Stmt:
+    """The trace events' text in the user's names of the Funcs copy_graph renamed, written in as
+    it is lowered (what print() writes is the user's own text, printed as it is)."""
+    return _InUserNames(user_names).mutate(stmt) if user_names else stmt
 
 
 def trace_event(what: str, coords) -> ir.Stmt:
@@ -126,17 +147,14 @@ def tracing(stmt: ir.Stmt, env) -> ir.Stmt:
              for name in reversed(t.tagged) for tag in env.funcs[name]._trace_tags]  # (Halide: last met first)
     name = env.outputs[0].name()  # (printed as the pipeline's C name: codegen.runtime.as_printed)
     begin, end = trace_event(f"Begin pipeline {name}.0", []), trace_event(f"End pipeline {name}.0", [])
-    return ir.make_block([begin, *tags, stmt, end])
-
-
-_TYPE_CODES = {"int": 0, "uint": 1, "float": 2, "handle": 3}
+    return in_user_names(ir.make_block([begin, *tags, stmt, end]), env.user_names)
 
 
 def _type_and_dim_tag(name: str, types: list, stmt: ir.Stmt) -> ir.Stmt:
     """Halide's first trace tag of a Func or input image: its types and the box touched of it in
     the pipeline."""
     box = box_touched(stmt, name, include_provides=True) or []
-    codes = "".join(f" {_TYPE_CODES[t.code]} {t.bits} {t.lanes}" for t in types)
+    codes = "".join(f" {TYPE_CODES[t.code]} {t.bits} {t.lanes}" for t in types)
     parts = [ir.StringImm(f'Tag {name}.0() tag = "func_type_and_dim: {len(types)}{codes} {len(box)}')]
     for iv in box:
         if iv.is_bounded():
