@@ -134,12 +134,75 @@ def _lowered(pipeline, target, vectors: bool = True):
     return pipeline._with_requirements(lower(pipeline.outputs(), target, ahead_of_time=True, vectors=vectors))
 
 
-def _compile(pipeline, lowered, arguments: list, fn_name: str, target):
+def _compile(pipeline, lowered, arguments: list, fn_name: str, target, portable: bool = False):
     """The lowered pipeline compiled into an ObjectCode (codegen/aot.py)."""
     from .codegen.aot import compile_object
 
     stmt, entry, checks, constants = _entry_parts(pipeline, lowered, arguments)
-    return compile_object(lowered, stmt, entry, fn_name, target, checks, constants)
+    return compile_object(lowered, stmt, entry, fn_name, target, checks, constants, portable)
+
+
+def compile_multitarget(pipeline, filename_prefix: str, arguments, targets, suffixes=None,
+                        library: bool = True) -> None:
+    """Halide's compile_to_multitarget_static_library (`library`) and _object_files: one object per
+    target and, with more than one, a dispatcher `NAME` (and `NAME_argv`) that calls the first
+    whose features this CPU has (the last target, the baseline, unchecked). Writes PREFIX.h and
+    PREFIX.a, or PREFIX-SUFFIX.o per target (SUFFIX: the target's string, or the given suffix)
+    and PREFIX_wrapper.o; a single target is compiled as compile_to_static_library or
+    compile_to_file compile it. pyhalide's objects carry their own runtime: there is no
+    PREFIX_runtime.o to link."""
+    from .codegen import c_interface, multitarget
+    from .codegen.aot import entry_types, machine_for, static_library, x86_llvm_features
+    from .param import argument_sources
+    from .target import TargetArch, resolve_target
+
+    targets = [resolve_target(t) for t in targets]
+    if not targets:
+        raise HalideError("compile_to_multitarget: Must specify at least one target.")
+    suffixes = list(suffixes or [])
+    if suffixes and len(suffixes) != len(targets):
+        raise HalideError("compile_to_multitarget: The suffixes list must be empty or the same length as the "
+                          "targets list.")
+    base = targets[-1]
+    if any((t.arch, t.bits, t.os) != (base.arch, base.bits, base.os) for t in targets):
+        raise HalideError("compile_to_multitarget: All Targets must have matching arch-bits-os for "
+                          "compile_multitarget.")
+    fn_name = re.sub(r"\W", "_", pipeline.outputs()[0].name())
+    if len(targets) == 1:
+        compile_file = pipeline.compile_to_static_library if library else pipeline.compile_to_file
+        compile_file(filename_prefix, arguments, fn_name, base)
+        return
+    if base.arch is not TargetArch.X86:
+        raise HalideError(f"compile_to_multitarget: pyhalide chooses among targets at run time on x86 only, not "
+                          f"{base.arch.value}: compile one object per target")
+    machine = machine_for(base, portable=True)
+    if library and not machine.elf:
+        raise HalideError(f"compile_to_multitarget_static_library: pyhalide writes static libraries for ELF "
+                          f"targets (Linux, Android), not {base.os.value}: use compile_to_multitarget_object_files")
+    arguments = argument_sources(arguments)
+    objects, choices, signature, header = [], [], None, None
+    for i, t in enumerate(targets):
+        suffix = "-" + (suffixes[i] if suffixes else str(t))
+        sub_name = fn_name + "_" + re.sub(r"\W", "_", suffix[1:])
+        code = _compile(pipeline, _lowered(pipeline, t), list(arguments), sub_name, t, portable=True)
+        types = [str(ty) for ty in entry_types(code.arguments)]
+        if signature is not None and types != signature:
+            raise HalideError(f"compile_to_multitarget: the function takes other arguments for {t} than for "
+                              f"{targets[0]} (all targets must have the user_context feature or none)")
+        signature, header = types, c_interface.header(fn_name, code.arguments, base)
+        objects.append((f"{filename_prefix}{suffix}{code.machine.object_suffix}", code.object_file(),
+                        code.exported_symbols()))
+        choices.append((sub_name, multitarget.requirements(x86_llvm_features(t))))
+    module = multitarget.dispatcher_module(fn_name, entry_types(code.arguments), choices, machine.triple)
+    objects.append((f"{filename_prefix}_wrapper{machine.object_suffix}",
+                    multitarget.dispatcher_object(module, machine.cpu, machine.features), [fn_name, f"{fn_name}_argv"]))
+    _write(f"{filename_prefix}.h", header)
+    if library:
+        members = [(path.rsplit("/", 1)[-1], data, symbols) for path, data, symbols in objects]
+        _write(filename_prefix + library_suffix(base), static_library(members))
+    else:
+        for path, data, _ in objects:
+            _write(path, data)
 
 
 def _c_source(pipeline, arguments: list, fn_name: str, target) -> str:

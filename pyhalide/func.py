@@ -1000,6 +1000,12 @@ class Func(FuncScheduling):
     def compile_to_static_library(self, filename_prefix: str, arguments, fn_name: str = "", target=None):
         self._pipeline().compile_to_static_library(filename_prefix, arguments, fn_name, target)
 
+    def compile_to_multitarget_static_library(self, filename_prefix: str, arguments, targets):
+        self._pipeline().compile_to_multitarget_static_library(filename_prefix, arguments, targets)
+
+    def compile_to_multitarget_object_files(self, filename_prefix: str, arguments, targets, suffixes=()):
+        self._pipeline().compile_to_multitarget_object_files(filename_prefix, arguments, targets, suffixes)
+
     def compile_to_object(self, filename: str, arguments, fn_name: str = "", target=None):
         self._pipeline().compile_to_object(filename, arguments, fn_name, target)
 

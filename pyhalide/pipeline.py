@@ -771,6 +771,19 @@ class Pipeline:
         self.compile_to({"c_header": f"{filename_prefix}.h",
                          "static_library": filename_prefix + library_suffix(target)}, arguments, fn_name, target)
 
+    def compile_to_multitarget_static_library(self, filename_prefix: str, arguments, targets) -> None:
+        """PREFIX.h and PREFIX.a holding the pipeline compiled for each target and a function that
+        calls the first one this CPU can run (the last target: the baseline), as Halide's."""
+        from .ahead_of_time import compile_multitarget
+
+        compile_multitarget(self, filename_prefix, arguments, targets, library=True)
+
+    def compile_to_multitarget_object_files(self, filename_prefix: str, arguments, targets, suffixes=()) -> None:
+        """PREFIX.h, PREFIX-SUFFIX.o per target and PREFIX_wrapper.o (see the static library's)."""
+        from .ahead_of_time import compile_multitarget
+
+        compile_multitarget(self, filename_prefix, arguments, targets, suffixes, library=False)
+
     def compile_to_object(self, filename: str, arguments, fn_name: str = "", target=None) -> None:
         self.compile_to({"object": filename}, arguments, fn_name, target)
 

@@ -571,3 +571,104 @@ def test_argv_entry_and_unused_arguments(tmp_path, backend):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+# ------------------------------------------------------------------------------ multiple targets
+_CPUINFO_FLAGS = {"sse2": "sse2", "sse3": "pni", "ssse3": "ssse3", "sse4.1": "sse4_1", "fma": "fma", "avx": "avx",
+                  "f16c": "f16c", "avx2": "avx2", "avx512f": "avx512f", "avx512dq": "avx512dq",
+                  "avx512ifma": "avx512ifma", "avx512cd": "avx512cd", "avx512bw": "avx512bw", "avx512vl": "avx512vl",
+                  "avx512vbmi": "avx512vbmi", "avx512vnni": "avx512_vnni", "avx512bf16": "avx512_bf16",
+                  "avxvnni": "avx_vnni"}
+
+
+def _cpu_can_run(target) -> bool:
+    """Whether this CPU (as Linux reports it in /proc/cpuinfo, the OS's support included) has what
+    code for `target` may use: the oracle of the dispatcher's CPUID checks."""
+    from pyhalide.codegen.aot import x86_llvm_features
+
+    flags = set(re.search(r"^flags\s*:(.*)$", Path("/proc/cpuinfo").read_text(), re.M).group(1).split())
+    return all(_CPUINFO_FLAGS[f] in flags for f in x86_llvm_features(target))
+
+
+def _multitarget_pipeline():
+    """What it computes names the sub-target that ran: target_has_feature is settled per target."""
+    im = hl.ImageParam(hl.Float(32), 1, "im")
+    x, xo, xi = hl.Var("x"), hl.Var("xo"), hl.Var("xi")
+    f = hl.Func("mt")
+    has = hl.target_has_feature
+    f[x] = im[x] * 2 + hl.select(has(hl.TargetFeature.AVX512_SapphireRapids), 4000,
+                                 has(hl.TargetFeature.AVX512_Skylake), 300, has(hl.TargetFeature.AVX2), 20, 1)
+    f.split(x, xo, xi, 64).parallel(xo).vectorize(xi, 8)
+    return f, im
+
+
+_MULTI = ["x86-64-linux-avx512_sapphirerapids", "x86-64-linux-avx-avx2-avx512_skylake-f16c-fma-sse41",
+          "x86-64-linux-avx-avx2-f16c-fma-sse41", "x86-64-linux"]
+_MARK = [4000, 300, 20, 1]
+
+
+@needs_cc
+@pytest.mark.skipif(not Path("/proc/cpuinfo").exists() or hl.get_host_target().arch is not hl.TargetArch.X86
+                    or hl.get_host_target().os is not hl.TargetOS.Linux, reason="an x86 Linux host")
+@pytest.mark.parametrize("library", [True, False], ids=["static_library", "object_files"])
+def test_multitarget_code_runs_the_first_target_this_cpu_has(tmp_path, library, fresh_func_names):
+    """compile_to_multitarget_static_library / _object_files: one object per target and a wrapper
+    choosing, once, the first the CPU runs (the last is the baseline); linked into a program's
+    library, the entry and its _argv twin compute with that one. The oracle: /proc/cpuinfo."""
+    f, im = _multitarget_pipeline()
+    targets = [hl.Target(t) for t in _MULTI]
+    prefix = str(tmp_path / "mt")
+    if library:
+        f.compile_to_multitarget_static_library(prefix, [im], targets)
+        inputs = ["-Wl,--whole-archive", f"{prefix}.a", "-Wl,--no-whole-archive"]
+        assert {p.name for p in tmp_path.iterdir()} == {"mt.a", "mt.h"}
+    else:
+        f.compile_to_multitarget_object_files(prefix, [im], targets, ["sprapids", "skx", "avx2", "base"])
+        inputs = [str(tmp_path / f"mt-{s}.o") for s in ("sprapids", "skx", "avx2", "base")]
+        inputs.append(str(tmp_path / "mt_wrapper.o"))
+        assert {p.name for p in tmp_path.iterdir()} == {Path(p).name for p in inputs} | {"mt.h"}
+    header = (tmp_path / "mt.h").read_text()
+    assert "int mt(struct halide_buffer_t *_im_buffer, struct halide_buffer_t *_mt_buffer);" in header
+    so = tmp_path / "libmt.so"
+    subprocess.run([CC, "-shared", "-o", str(so), *inputs, "-lpthread"], check=True)
+    lib = ctypes.CDLL(str(so))
+    expected_mark = next(m for t, m in zip(targets, _MARK) if _cpu_can_run(t) or m == 1)
+    image = np.linspace(-5, 5, 300).astype(np.float32)
+    for entry in ("mt", "mt_argv"):
+        out = np.zeros(300, np.float32)
+        buffers = [halide_buffer(image), halide_buffer(out)]
+        if entry == "mt":
+            rc = lib.mt(ctypes.byref(buffers[0]), ctypes.byref(buffers[1]))
+        else:
+            rc = lib.mt_argv((ctypes.c_void_p * 2)(*[ctypes.addressof(b) for b in buffers]))
+        assert rc == 0
+        np.testing.assert_array_equal(out, image * 2 + expected_mark, entry)
+
+
+def test_multitarget_refusals(tmp_path):
+    f, im = _multitarget_pipeline()
+    prefix = str(tmp_path / "mt")
+    with pytest.raises(hl.HalideError, match="matching arch-bits-os"):
+        f.compile_to_multitarget_static_library(prefix, [im], [hl.Target("x86-64-linux-avx2"),
+                                                                hl.Target("x86-64-windows")])
+    with pytest.raises(hl.HalideError, match="same length as the targets"):
+        f.compile_to_multitarget_object_files(prefix, [im], [hl.Target("x86-64-linux-avx2"),
+                                                             hl.Target("x86-64-linux")], ["one"])
+    with pytest.raises(hl.HalideError, match="at least one target"):
+        f.compile_to_multitarget_static_library(prefix, [im], [])
+    with pytest.raises(hl.HalideError, match="x86 only"):
+        f.compile_to_multitarget_object_files(prefix, [im], [hl.Target("arm-64-linux-arm_dot_prod"),
+                                                             hl.Target("arm-64-linux")])
+
+
+@needs_cc
+def test_multitarget_of_one_target_is_the_plain_library(tmp_path, fresh_func_names):
+    """As Halide: one target, no wrapper: PREFIX.a (or PREFIX.o) and PREFIX.h, entered as NAME."""
+    f, im = _multitarget_pipeline()
+    f.compile_to_multitarget_static_library(str(tmp_path / "one"), [im], [hl.Target("x86-64-linux")])
+    f.compile_to_multitarget_object_files(str(tmp_path / "two"), [im], [hl.Target("x86-64-linux")])
+    assert {p.name for p in tmp_path.iterdir()} == {"one.a", "one.h", "two.o", "two.h"}
+    lib = shared_library(tmp_path, tmp_path / "two.o", "two")
+    image, out = np.ones(64, np.float32), np.zeros(64, np.float32)
+    assert lib.mt(ctypes.byref(halide_buffer(image)), ctypes.byref(halide_buffer(out))) == 0
+    np.testing.assert_array_equal(out, 3.0)

@@ -137,9 +137,10 @@ _TRIPLES = {  # (arch, bits, os) -> LLVM triple
 }
 
 
-def machine_for(target) -> Machine:
+def machine_for(target, portable: bool = False) -> Machine:
     """The Machine for an hl.Target: this host's CPU where the target is the host's (same OS, arch,
-    bits and instruction set features), else a generic CPU of the arch with the target's features."""
+    bits and instruction set features), else (or `portable`: for any CPU with the target's
+    features) a generic CPU of the arch with the target's features."""
     key = (target.arch, target.bits, target.os)
     triple = _TRIPLES.get(key)
     if triple is None:
@@ -148,14 +149,13 @@ def machine_for(target) -> Machine:
     suffix = ".obj" if target.os is TargetOS.Windows else ".o"
     threads = key == (TargetArch.X86, 64, TargetOS.Linux)
     host = get_host_target()
-    if (key == (host.arch, host.bits, host.os)
+    if (not portable and key == (host.arch, host.bits, host.os)
             and set(target.features) & set(_X86_FEATURES) == set(host.features) & set(_X86_FEATURES)):
         info = jit.host_target()
         return Machine(info.triple, info.cpu, info.features, target.bits, suffix, threads)
     features = set(target.features)
     if target.arch is TargetArch.X86:
-        flags = ["+sse2", "+sse3", "+ssse3"] if "sse41" in features or target.bits == 64 else ["+sse2"]
-        flags += [f for name in sorted(features & set(_X86_FEATURES)) for f in _X86_FEATURES[name].split(",")]
+        flags = ["+" + f for f in x86_llvm_features(target)]
         cpu = "x86-64" if target.bits == 64 else "pentium4"
     else:
         if target.bits == 32 and "armv7s" in features:
@@ -164,6 +164,14 @@ def machine_for(target) -> Machine:
         flags += [_ARM_FEATURES[name] for name in sorted(features & set(_ARM_FEATURES))]
         cpu = "swift" if "armv7s" in features else "cortex-a9" if target.bits == 32 else "generic"
     return Machine(triple, cpu, ",".join(dict.fromkeys(flags)), target.bits, suffix, threads)
+
+
+def x86_llvm_features(target) -> list[str]:
+    """The LLVM features (names without their +) that code for an x86 target may use."""
+    features = set(target.features)
+    flags = ["sse2", "sse3", "ssse3"] if "sse41" in features or target.bits == 64 else ["sse2"]
+    flags += [f[1:] for name in sorted(features & set(_X86_FEATURES)) for f in _X86_FEATURES[name].split(",")]
+    return list(dict.fromkeys(flags))
 
 
 @dataclass
@@ -202,13 +210,14 @@ class ObjectCode:
 
 
 def compile_object(lowered, stmt, arguments: list[EntryArgument], fn_name: str, target,
-                   checks: dict[str, BufferChecks], constants: dict[str, int]) -> ObjectCode:
+                   checks: dict[str, BufferChecks], constants: dict[str, int], portable: bool = False) -> ObjectCode:
     """The pipeline (lowered, its Stmt `stmt` before the layout passes) as an object for `target`,
     entered through `fn_name` with these arguments. `checks`: per buffer passed in (ImageParams
     and outputs), what the entry checks; `constants`: their `buffer.field.dimension` values
-    compiled in, which the entry checks (embedded Buffers' are added here)."""
+    compiled in, which the entry checks (embedded Buffers' are added here); `portable`: for any
+    CPU with the target's features, not tuned for this one (see machine_for)."""
     require_c_identifier(fn_name)
-    machine = machine_for(target)
+    machine = machine_for(target, portable)
     dense = [b.name for b in lowered.buffers if b.dimensions and (b.name not in checks or checks[b.name].dense)]
     constants = {**constants, **embedded_constants(lowered)}
     stmt = finish_lowering(stmt, dense, buffer_constants=constants, x86=machine.x86)
@@ -289,6 +298,11 @@ def c_scalar_type(t: Type) -> ll.Type:
     return I8 if t.is_bool() else llvm_type(t)
 
 
+def entry_types(arguments: list[EntryArgument]) -> list[ll.Type]:
+    """The LLVM types of the C entry's parameters."""
+    return [PTR if a.is_buffer or a.is_user_context else c_scalar_type(a.type) for a in arguments]
+
+
 def printf_escaped(name: str) -> str:
     """A name as literal text of a printf format."""
     return name.replace("%", "%%")
@@ -323,7 +337,7 @@ class _Entry:
 
     def define(self) -> None:
         self._define_halide_error()
-        types = [PTR if a.is_buffer or a.is_user_context else c_scalar_type(a.type) for a in self.arguments]
+        types = entry_types(self.arguments)
         fn = ll.Function(self.m, ll.FunctionType(I32, types), self.fn_name)
         for a, arg in zip(self.arguments, fn.args):
             arg.name = a.c_name
