@@ -59,10 +59,11 @@ def aot_target(target):
     return resolve_target(target)
 
 
-def compile_to(pipeline, outputs: dict, arguments, fn_name: str = "", target=None) -> None:
+def compile_to(pipeline, outputs: dict, arguments, fn_name: str = "", target=None, lowered=None) -> None:
     """Write each of `outputs` ({OutputFileType: path}) for the pipeline as a function `fn_name`
     (default: the first output Func's name) of `arguments` (ImageParams and Params, in the order
-    the function takes them; the output buffers follow)."""
+    the function takes them; the output buffers follow); `lowered`: the pipeline as lowered for
+    the target before (a Module's), else it is lowered now."""
     from .codegen import c_interface
     from .codegen.aot import machine_for, static_library
     from .param import argument_sources
@@ -81,7 +82,10 @@ def compile_to(pipeline, outputs: dict, arguments, fn_name: str = "", target=Non
                           f"Android), not {target.os.value}; write the object (compile_to_object) and archive it "
                           "with the platform's tools")
     fn_name = fn_name or re.sub(r"\W", "_", pipeline.outputs()[0].name())
-    lowered = _lowered(pipeline, target) if kinds.keys() - {"c_source"} else None
+    if lowered is None and kinds.keys() - {"c_source"}:
+        lowered = _lowered(pipeline, target)
+    elif lowered is not None:
+        target.require_supported(ahead_of_time=True)
     code = _compile(pipeline, lowered, list(arguments), fn_name, target) if kinds.keys() & {
         *OBJECT_OUTPUTS, "c_header", "python_extension"} else None
     for name, path in kinds.items():

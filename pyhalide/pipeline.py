@@ -324,7 +324,7 @@ class Pipeline:
         target = resolve_target(target)
         target.require_supported()
         return Module(fn_name, target, self._with_requirements(lower(self._outputs, target)),
-                      _param.argument_sources(arguments))
+                      _param.argument_sources(arguments), self)
 
     def invalidate_cache(self) -> None:
         """Forget the compiled code: the next realize lowers and compiles again."""
@@ -865,16 +865,45 @@ def _stmt_html(text: str, title: str) -> str:
 
 
 class Module:
-    """What compile_to_module returns: a named, lowered pipeline for one target."""
+    """What compile_to_module returns: a named, lowered pipeline for one target, which
+    `compile` writes as compile_to writes the pipeline (from the Stmt lowered then: later
+    schedule changes do not reach it, as in Halide)."""
 
-    def __init__(self, name: str, target, lowered, arguments: list):
+    def __init__(self, name: str, target, lowered, arguments: list, pipeline: Pipeline):
         self._name, self._target, self.lowered, self.arguments = name, target, lowered, arguments
+        self._pipeline = pipeline
+        self._auto_scheduler_results = None
 
     def name(self) -> str:
         return self._name
 
     def target(self):
         return self._target
+
+    def compile(self, outputs: dict) -> None:
+        """Write each of `outputs` ({hl.OutputFileType: path}) for the C function `name()`."""
+        from .ahead_of_time import compile_to
+
+        compile_to(self._pipeline, outputs, self.arguments, self._name, self._target, self.lowered)
+
+    def buffers(self) -> list[Buffer]:
+        """The Buffers the algorithm names, compiled into the module as constants."""
+        return [b.source for b in self.lowered.buffers if not b.is_output and isinstance(b.source, Buffer)]
+
+    def submodules(self) -> list:
+        return []  # (pyhalide's Modules hold one pipeline; Module.append is not there)
+
+    def resolve_submodules(self) -> Module:
+        return self
+
+    def get_metadata_name_map(self) -> dict[str, str]:
+        return {}  # (pyhalide's objects carry no metadata function, so no names to remap)
+
+    def get_auto_scheduler_results(self):
+        return self._auto_scheduler_results
+
+    def set_auto_scheduler_results(self, results) -> None:
+        self._auto_scheduler_results = results
 
     def __repr__(self):
         return f"<halide.Module '{self._name}' for {self._target}>"

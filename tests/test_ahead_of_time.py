@@ -672,3 +672,32 @@ def test_multitarget_of_one_target_is_the_plain_library(tmp_path, fresh_func_nam
     image, out = np.ones(64, np.float32), np.zeros(64, np.float32)
     assert lib.mt(ctypes.byref(halide_buffer(image)), ctypes.byref(halide_buffer(out))) == 0
     np.testing.assert_array_equal(out, 3.0)
+
+
+@needs_cc
+def test_a_module_compiles_what_was_lowered_into_it(tmp_path, fresh_func_names):
+    """Module.compile writes the object and header of the pipeline as compile_to_module lowered
+    it (a schedule changed since does not reach it); buffers() are the Buffers compiled in."""
+    table = hl.Buffer(np.arange(8, dtype=np.int32))
+    k = hl.Param(hl.Int(32), "k")
+    x = hl.Var("x")
+    f, g = hl.Func("f"), hl.Func("g")
+    f[x] = table[x % 8] * k
+    g[x] = f[x] + 1
+    module = g.compile_to_module([k], "modg", hl.Target("host"))
+    f.compute_root()  # after: not in the module
+    assert [b is table for b in module.buffers()] == [True]
+    assert module.submodules() == [] and module.resolve_submodules() is module
+    assert module.get_metadata_name_map() == {} and module.get_auto_scheduler_results() is None
+    module.compile({hl.OutputFileType.object: str(tmp_path / "modg.o"),
+                    hl.OutputFileType.c_header: str(tmp_path / "modg.h")})
+    assert "int modg(int32_t _k, struct halide_buffer_t *_g_buffer);" in (tmp_path / "modg.h").read_text()
+    lib = shared_library(tmp_path, tmp_path / "modg.o", "modg")
+    lib.modg.argtypes = [ctypes.c_int32, ctypes.c_void_p]
+    out = np.zeros(20, np.int32)
+    assert lib.modg(3, ctypes.byref(halide_buffer(out))) == 0
+    np.testing.assert_array_equal(out, np.arange(20) % 8 * 3 + 1)
+    module.compile({hl.OutputFileType.stmt: str(tmp_path / "modg.stmt")})
+    assert "produce f" not in (tmp_path / "modg.stmt").read_text()  # (f inlined, as when lowered)
+    g.compile_to_lowered_stmt(str(tmp_path / "now.stmt"), [k])
+    assert "produce f" in (tmp_path / "now.stmt").read_text()
