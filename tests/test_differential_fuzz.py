@@ -1,7 +1,8 @@
 """pyhalide runs what the real Halide runs: random schedules of the corpus of
 pyhalide/testing/differential.py, drawn without asking pyhalide what it accepts, go to Halide 21
 first; where Halide accepts one and computes the unscheduled result, pyhalide must compute the
-same output bit for bit.
+same output bit for bit; where Halide refuses one, pyhalide must refuse it too or compute the
+unscheduled result.
 
 A wrong output fails at once. A schedule pyhalide refuses is counted and reported (with the
 refusal's message) by the last test, which fails when there are more refusals than pyhalide
@@ -53,6 +54,7 @@ def test_pyhalide_computes_what_halide_computes(name, data):
     if outcome != "ran":
         STATS[f"halide {outcome}"] += 1
         event(f"halide {outcome}" + (f": {want}" if want else ""))
+        _refused_or_unchanged(name, sched)
         return
     if not as_unscheduled:
         STATS["halide computed something else"] += 1
@@ -69,6 +71,22 @@ def test_pyhalide_computes_what_halide_computes(name, data):
         return
     assert same_outputs(got, want), f"{name}: pyhalide computed something else than Halide\n{sched.text()}"
     STATS["pyhalide matched"] += 1
+
+
+def _refused_or_unchanged(name: str, sched) -> None:
+    """What Halide does not run, pyhalide refuses, or runs to the unscheduled result: a schedule
+    never changes what is computed (pyhalide accepting what Halide refuses is allowed; computing
+    something else, as it once did reading a Func between its store and compute levels, is not)."""
+    ours = PIPELINES[name](pyhalide)
+    try:
+        apply(pyhalide, ours, sched.steps, sched.selector)
+        got = realize(pyhalide, ours, sched.sizes, sched.alone)
+    except pyhalide.HalideError:
+        STATS["both refused"] += 1
+        return
+    STATS["pyhalide ran what halide did not"] += 1
+    want = realize(pyhalide, PIPELINES[name](pyhalide), sched.sizes, sched.alone)
+    assert same_outputs(got, want), f"{name}: pyhalide ran what Halide refused, to another result\n{sched.text()}"
 
 
 def test_zz_acceptance_rate(capsys):
