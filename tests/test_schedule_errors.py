@@ -362,6 +362,20 @@ def test_a_use_outside_the_loop_computing_it_is_refused(store_outside):
         out.realize([3, 3])
 
 
+def test_storage_at_a_loop_a_specialization_split_away_is_refused():
+    """f stored at out.y and computed at out.x, where a specialization of out splits y: in that
+    branch f has no storage (Halide refuses it too; pyhalide's code generator failed on it)."""
+    f, out = hl.Func("f"), hl.Func("out")
+    f[x, y] = x * y
+    out[x, y] = f[x, y] + 1
+    sel = hl.Param(hl.Int(32), "sel", 0)
+    out.specialize(sel >= 1).split(y, yo, yi, 2)
+    f.compute_at(out, x).store_at(out, y)
+    with pytest.raises(hl.CompileError, match=r"Func f is computed at LoopLevel\(out, x, stage -1\), but it is also "
+                                              r"used outside that loop"):
+        out.realize([3, 3])
+
+
 def test_compute_at_a_loop_split_away():
     f, g = producer_consumer()
     g.split(x, xo, xi, 2)

@@ -460,23 +460,31 @@ class _CallsOutside(IRVisitor):
     def __init__(self, name: str, loops: frozenset[str]):
         super().__init__()
         self.name, self.loops, self.found = name, loops, False
+        self.in_realize, self.in_loop = False, not loops
 
     def visit(self, node):
-        if isinstance(node, ir.Expr) and self.name not in called_names(node):
+        if self.found or isinstance(node, ir.Expr) and self.name not in called_names(node):
             return
         super().visit(node)
 
     def visit_Realize(self, r):
-        if r.name == self.name and not self.loops:
+        if r.name != self.name or self.in_realize:
+            self.visit_children(r)
             return
+        self.in_realize = True
         self.visit_children(r)
+        self.in_realize = False
 
     def visit_For(self, s):
-        if s.name not in self.loops:
+        if s.name not in self.loops or self.in_loop:
             self.visit_children(s)
+            return
+        self.in_loop = True
+        self.visit_children(s)
+        self.in_loop = False
 
     def visit_Call(self, c):
-        if c.call_type == ir.HALIDE and c.name == self.name:
+        if c.call_type == ir.HALIDE and c.name == self.name and not (self.in_realize and self.in_loop):
             self.found = True
         self.visit_children(c)
 
