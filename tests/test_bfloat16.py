@@ -14,6 +14,7 @@ import subprocess
 import ml_dtypes
 import numpy as np
 import pytest
+from test_float16 import schedule_1d
 
 import pyhalide as hl
 from pyhalide import ir, reference
@@ -57,16 +58,6 @@ def assert_same_bits(got, want, what=""):
     nan = np.isnan(_float32_of(got)) & np.isnan(_float32_of(want))
     bad = np.flatnonzero((got != want) & ~nan)
     assert bad.size == 0, f"{what}: {bad.size} differ, first at {bad[0]}: {got[bad[0]]:#06x} != {want[bad[0]]:#06x}"
-
-
-def _schedule(f, x, how: str):
-    if how == "vectorize8":
-        f.vectorize(x, 8)
-    elif how == "vectorize16":
-        f.vectorize(x, 16)
-    elif how == "parallel":
-        xo, xi = hl.Var("xo"), hl.Var("xi")
-        f.split(x, xo, xi, 16).parallel(xo).vectorize(xi, 8)
 
 
 # ------------------------------------------------------------------------------ the type
@@ -173,11 +164,7 @@ def _run(h, src: np.ndarray, build, how="vectorize16"):
     inp = h.Buffer(src)
     f = h.Func("f")
     f[x] = build(h, inp[x])
-    if how == "vectorize16":
-        f.vectorize(x, 16)
-    elif how == "parallel":
-        xo, xi = h.Var("xo"), h.Var("xi")
-        f.split(x, xo, xi, 64).parallel(xo).vectorize(xi, 8)
+    schedule_1d(f, x, how, h, 64)
     return np.array(np.asarray(f.realize([src.size])))
 
 
@@ -309,13 +296,7 @@ def _realize_arithmetic(h, av, bv, how):
     a, b = h.Buffer(av), h.Buffer(bv)
     f = h.Func("f")
     f[x] = tuple(_arithmetic(h, _from_bits(h, a[x]), _from_bits(h, b[x])))
-    if how == "vectorize8":
-        f.vectorize(x, 8)
-    elif how == "vectorize16":
-        f.vectorize(x, 16)
-    elif how == "parallel":
-        xo, xi = h.Var("xo"), h.Var("xi")
-        f.split(x, xo, xi, 32).parallel(xo).vectorize(xi, 8)
+    schedule_1d(f, x, how, h, 32)
     target = h.get_jit_target_from_environment()
     if h is not hl:  # (Halide's JIT otherwise fuses a % b's a - b * floor(a / b) into one rounding)
         target = target.with_feature(h.TargetFeature.StrictFloat)
@@ -391,8 +372,8 @@ def test_numpy_bfloat16_buffers_params_and_image_params(how):
     out = hl.Func("out")
     out[x] = hl.max(mid[x], mid[x + 1]) - im[x] / 7
     mid.compute_root()
-    _schedule(out, x, how)
-    _schedule(mid, x, how)
+    schedule_1d(out, x, how)
+    schedule_1d(mid, x, how)
     im.set(values)
     p.set(0.3)
     result = hl.Buffer(hl.BFloat(16), [values.size - 1])

@@ -48,14 +48,16 @@ def assert_same_bits(got, want, what=""):
     assert bad.size == 0, f"{what}: {bad.size} differ, first {got[~nan][bad[0]]!r} != {want[~nan][bad[0]]!r}"
 
 
-def _schedule(f, x, how: str):
+def schedule_1d(f, x, how: str, h=hl, split: int = 16):
+    """serial (as it is), vectorize8, vectorize16, or parallel (split, vectorized by 8), in library h
+    (pyhalide or Halide)."""
     if how == "vectorize8":
         f.vectorize(x, 8)
     elif how == "vectorize16":
         f.vectorize(x, 16)
     elif how == "parallel":
-        xo, xi = hl.Var("xo"), hl.Var("xi")
-        f.split(x, xo, xi, 16).parallel(xo).vectorize(xi, 8)
+        xo, xi = h.Var("xo"), h.Var("xi")
+        f.split(x, xo, xi, split).parallel(xo).vectorize(xi, 8)
 
 
 # ------------------------------------------------------------------------------ the type
@@ -149,7 +151,7 @@ def test_arithmetic_rounds_each_operation(how):
     a, b = hl.Buffer(av), hl.Buffer(bv)
     f = hl.Func("f")
     f[x] = tuple(_arith_outputs(hl, a[x], b[x]))
-    _schedule(f, x, how)
+    schedule_1d(f, x, how)
     got = f.realize([n])
     for i, want in enumerate(_arith_numpy(av, bv)):
         assert_same_bits(np.asarray(got[i]), want, f"output {i}")
@@ -209,7 +211,7 @@ def test_cast_to_float16(dtype, how):
     x = hl.Var("x")
     f = hl.Func("f")
     f[x] = hl.cast(hl.Float(16), hl.Buffer(v)[x])
-    _schedule(f, x, how)
+    schedule_1d(f, x, how)
     with np.errstate(over="ignore"):
         want = v.astype(F16)
     assert_same_bits(np.asarray(f.realize([v.size])), want)
@@ -248,7 +250,7 @@ def test_cast_from_float16(dtype, how):
     f[x] = hl.cast(hl.Type(hl.TypeCode.Float if dtype.kind == "f" else
                            hl.TypeCode.Int if dtype.kind == "i" else hl.TypeCode.UInt, dtype.itemsize * 8),
                    hl.Buffer(v)[x])
-    _schedule(f, x, how)
+    schedule_1d(f, x, how)
     got = np.asarray(f.realize([v.size]))
     want = v.astype(dtype)
     if dtype.kind == "f":
@@ -271,7 +273,7 @@ def test_comparisons_select_and_predicates(how):
     f = hl.Func("f")
     f[x] = (a[x] < b[x], a[x] <= b[x], a[x] == b[x], a[x] != b[x], hl.is_nan(a[x]), hl.is_inf(a[x]),
             hl.is_finite(a[x]), hl.select(a[x] > b[x], a[x] * hl.cast(hl.Float(16), 2), b[x]))
-    _schedule(f, x, how)
+    schedule_1d(f, x, how)
     got = [np.asarray(r) for r in f.realize([av.size])]
     with np.errstate(all="ignore"):
         want = [av < bv, ~(bv < av), av == bv, av != bv, np.isnan(av), np.isinf(av), np.isfinite(av),
@@ -306,7 +308,7 @@ def test_math_functions_compute_in_float32(how):
     names = list(_EXACT) + list(_TRANSCENDENTAL)
     f = hl.Func("f")
     f[x] = tuple(getattr(hl, n)(a[x]) for n in names) + (hl.pow(b[x], a[x]), hl.atan2(a[x], b[x]))
-    _schedule(f, x, how)
+    schedule_1d(f, x, how)
     got = [np.asarray(r) for r in f.realize([v.size])]
     assert all(g.dtype == F16 for g in got)
     with np.errstate(all="ignore"):
@@ -356,7 +358,7 @@ def test_params_and_image_params(how):
     p = hl.Param(hl.Float(16), "p")
     out = hl.Func("out")
     out[x, y] = inp[x, y] * p + x * y
-    _schedule(out, x, how)
+    schedule_1d(out, x, how)
     data = _halves()[:-3].reshape(-1)[:16 * 8].reshape(8, 16)
     value = 1 + 2.0**-11 + 2.0**-40
     inp.set(hl.Buffer(data))
