@@ -304,7 +304,7 @@ def fract(e) -> Expr:
     x = to_ir(e)
     if not x.type.is_float():
         x = cast_ir(Type("float", 32, x.type.lanes), x)
-    return wrap(ir.Sub(x, to_ir(trunc(wrap(x)))))
+    return wrap(x) - trunc(wrap(x))  # (of a bfloat16, trunc is a float32: so is the difference, as Halide's)
 
 
 def _evaluation_values(e) -> list:
