@@ -224,7 +224,24 @@ def _entry_parts(pipeline, lowered, arguments: list) -> tuple:
     from .ir import make_block
 
     checks, constants, asserts = _buffer_checks(pipeline, lowered)
-    return make_block([*asserts, lowered.stmt]), _entry_arguments(pipeline, lowered, arguments), checks, constants
+    stmt = _messages_in_user_names(make_block([*asserts, lowered.stmt]), lowered.env.user_names)
+    return stmt, _entry_arguments(pipeline, lowered, arguments), checks, constants
+
+
+def _messages_in_user_names(stmt, user_names: dict[str, str]):
+    """The asserts' messages in the user's names of the Funcs lowering renamed, written into the
+    object (the JIT rewords its errors as it raises them)."""
+    from .ir_mutator import IRMutator
+    from .lowering.copy_graph import to_user_names
+
+    class Messages(IRMutator):
+        statements_only = True
+
+        def visit_AssertStmt(self, s):
+            message = to_user_names(s.message, user_names)
+            return s if message == s.message else ir.AssertStmt(s.condition, message, s.args)
+
+    return Messages().mutate(stmt) if user_names else stmt
 
 
 def _entry_arguments(pipeline, lowered, arguments: list) -> list:
