@@ -198,8 +198,12 @@ class _Writer:
 
     def _buffer(self, b) -> dict:
         out = io.BytesIO()
-        np.save(out, np.ascontiguousarray(b.numpy_view()), allow_pickle=False)
-        return {"name": b.name(), "mins": list(b._mins), "npy": base64.b64encode(out.getvalue()).decode()}
+        elements = np.ascontiguousarray(b.numpy_view())
+        if b.type().is_bfloat():  # (.npy has no bfloat16: its bits, the type given beside them)
+            elements = elements.view(np.uint16)
+        np.save(out, elements, allow_pickle=False)
+        return {"name": b.name(), "mins": list(b._mins), "npy": base64.b64encode(out.getvalue()).decode(),
+                "type": _type(b.type())}
 
     def ref(self, obj) -> list:
         from .buffer import Buffer
@@ -385,6 +389,9 @@ class _Reader:
             arr = np.load(io.BytesIO(base64.b64decode(spec["npy"])), allow_pickle=False)
         except (KeyError, ValueError, TypeError) as e:
             raise HalideError(f"deserialize_pipeline: a Buffer's elements are unreadable ({e})") from None
+        if "type" in spec and _make_type(spec["type"]).is_bfloat():
+            _require(arr.dtype == np.uint16, "a bfloat16 Buffer's elements are not its 16-bit bits")
+            arr = arr.view(_make_type(spec["type"]).to_numpy())
         b = Buffer(arr, _str(spec.get("name"), "a Buffer's name"))
         mins = _items(spec.get("mins"), "a Buffer's mins")
         if any(mins):

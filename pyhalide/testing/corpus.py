@@ -404,3 +404,24 @@ def scatter_network() -> Case:
     sort[x, hl.scatter(0, 3, 7)] = hl.gather(sort[x, 3], sort[x, 7], sort[x, 0] * 2)
     out[x, y] = sort[x - 1, y] + 2 * sort[x, y] - sort[x + 1, 7 - y]
     return Case("scatter_network", [out], [23, 8], [clamped, sort, out])
+
+
+@case
+def bfloat16_stages() -> Case:
+    """bfloat16 storage and arithmetic (each operation in float32, rounded): a blur of an input of
+    halves, a column sum over an RDom (exact in bfloat16 whatever order a schedule gives it: its
+    values are halves under 128), a select, and a rounding multiply, stored as bfloat16."""
+    import ml_dtypes
+
+    x, y = _vars("x", "y")
+    halves = _ints((21, 27), np.int32, 21, 0, 15).astype(np.float32) / 2
+    inp = hl.Buffer(halves.astype(ml_dtypes.bfloat16), name="bf_in")
+    clamped = hl.BoundaryConditions.repeat_edge(inp)
+    bf = hl.BFloat(16)
+    row, col, out = hl.Func("bf_row"), hl.Func("bf_col"), hl.Func("bf_out")
+    row[x, y] = clamped[x - 1, y] + clamped[x, y] + clamped[x + 1, y]
+    r = hl.RDom([(-1, 3)], name="bfr")
+    col[x, y] = hl.cast(bf, 0)
+    col[x, y] += row[x, y + r]
+    out[x, y] = hl.select(col[x, y] > 30, col[x, y] - 30, hl.cast(bf, col[x, y] * hl.f32(0.3)) + row[x, y])
+    return Case("bfloat16_stages", [out], [27, 21], [clamped, row, col, out])

@@ -26,7 +26,8 @@ def halide_buffer(arr: np.ndarray, mins=None) -> HalideBuffer:
         dims[d] = Dimension(mins[d] if mins else 0, arr.shape[axis], arr.strides[axis] // arr.itemsize, 0)
     buf = HalideBuffer()
     buf.host = arr.ctypes.data
-    buf.type = HalideType(_CODES[arr.dtype.kind], 1 if arr.dtype.kind == "b" else arr.itemsize * 8, 1)
+    code = 4 if arr.dtype.name == "bfloat16" else _CODES[arr.dtype.kind]  # (halide_type_bfloat: ml_dtypes')
+    buf.type = HalideType(code, 1 if arr.dtype.kind == "b" else arr.itemsize * 8, 1)
     buf.dimensions = n
     buf.dim = dims
     buf._keep = (arr, dims)
