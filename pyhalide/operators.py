@@ -334,6 +334,8 @@ def _float_lerp(z: ir.Expr, o: ir.Expr, w: ir.Expr) -> ir.Expr:
     if w.type.is_uint():  # an unsigned weight spans [0, 1] over its range
         w = ir.Div(cast_ir(z.type, w), ir.make_const(z.type, float(2 ** w.type.bits - 1)))
     ct = promote(z.type, w.type)  # (a float64 weight blends float32 values in float64)
+    if ct.bits == 16:  # float16 and bfloat16 as Halide: the whole blend in float32, rounded once
+        ct = Float(32, ct.lanes)
     w = cast_ir(ct, w)
     blend = ir.Add(ir.Mul(cast_ir(ct, z), ir.Sub(ir.make_const(ct, 1.0), w)), ir.Mul(cast_ir(ct, o), w))
     return cast_ir(z.type, blend)

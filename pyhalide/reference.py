@@ -44,7 +44,7 @@ from .expr import to_ir
 from .extern import EXTERN_EXPR, JITExterns, buffer_struct, c_type, extern_call, find_symbol
 from .param import ImageParam, Param
 from .target import TARGET_QUERY, answer_target_query, get_jit_target_from_environment
-from .types import TYPE_CODES, Float, Handle
+from .types import TYPE_CODES, Float, Handle, bfloat16_dtype
 from .var import ReductionDomain
 
 __all__ = ["realize", "evaluate_expr"]
@@ -720,7 +720,7 @@ class _Eval:
         if detour is not None:  # bfloat16, as Halide computes it: in float32, rounded back
             computed, rounds = detour
             r = self.e(computed)
-            r = np.asarray(r.astype(_dtype(node.type))) if rounds else r
+            r = _to_bfloat16(r) if rounds else r
         else:
             fn = _DISPATCH.get(type(node))
             if fn is None:
@@ -811,9 +811,18 @@ def _e_variable(c: _Eval, n):
     raise HalideError(f"reference: free variable {n.name}")
 
 
+def _to_bfloat16(values) -> np.ndarray:
+    """float32 values rounded to bfloat16 by Halide's integer formula, ties to even (ml_dtypes'
+    own rounding keeps every NaN a NaN, where Halide's carries a small payload into the sign)."""
+    bits = np.asarray(values, np.float32).view(np.uint32).astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16).view(bfloat16_dtype())
+
+
 def _e_cast(c: _Eval, n):
     v = c.e(n.value)
     dt = _dtype(n.type)
+    if n.type.is_bfloat() and v.dtype == np.float32:  # (from any other type: _in_float32's detour)
+        return _to_bfloat16(v)
     if n.type.is_bool():  # the lowest bit, as Halide casts (a float truncated toward zero first)
         if v.dtype.kind == "f":
             with np.errstate(invalid="ignore"):

@@ -562,3 +562,41 @@ def test_an_extern_stage_gets_bfloat16_buffers():
     got = np.asarray(p.realize([6]))
     assert got.dtype == BF16
     np.testing.assert_array_equal(got.astype(np.float32), np.arange(6) * 0.5)
+
+
+@pytest.mark.parametrize("lib", LIBS)
+@pytest.mark.parametrize("kind", ["bfloat16", "float16"])
+def test_lerp_of_16_bit_floats_rounds_once(lib, kind):
+    """lerp of bfloat16 (and float16) values is the float32 blend rounded once, as Halide computes
+    it (rounding each of its four operations gave other bits)."""
+    h = _lib(lib)
+    t = h.BFloat(16) if kind == "bfloat16" else h.Float(16)
+    x = h.Var("x")
+    f, o = h.Func("f"), h.Func("o")
+    f[x] = h.cast(t, x) * h.cast(t, h.f32(1.1))
+    o[x] = h.reinterpret(h.UInt(16), h.lerp(f[x], f[x + 1], h.cast(t, h.f32(0.3))))
+    target = h.get_jit_target_from_environment()
+    if h is not hl:
+        target = target.with_feature(h.TargetFeature.StrictFloat)
+    got = np.asarray(o.realize([64], target))
+    dtype = BF16 if kind == "bfloat16" else np.float16
+    v = (np.arange(65, dtype=np.float32) * np.float32(dtype(np.float32(1.1)))).astype(dtype).astype(np.float32)
+    w = np.float32(dtype(np.float32(0.3)))
+    want = (v[:-1] * (np.float32(1) - w) + v[1:] * w).astype(dtype).view(np.uint16)
+    np.testing.assert_array_equal(got, want)
+    if h is hl:
+        np.testing.assert_array_equal(reference.realize(o, [64])[0], want)
+
+
+def test_reference_rounds_nans_by_halides_formula():
+    """A NaN whose low 16 bits carry into the sign (0x7fffffff -> 0x8000): the reference evaluator
+    rounds as Halide and the compiled code do, not as ml_dtypes (which keeps it a NaN)."""
+    x = hl.Var("x")
+    bits = hl.cast(hl.UInt(32), x) * hl.u32(0x8000) + hl.u32(0x7FFFFFFF)
+    f = hl.Func("f")
+    f[x] = hl.reinterpret(hl.UInt(16), hl.cast(hl.BFloat(16), hl.reinterpret(hl.Float(32), bits)) * hl.cast(
+        hl.BFloat(16), 1))
+    want = _round_through_float32((np.arange(3, dtype=np.uint32) * 0x8000 + 0x7FFFFFFF).view(np.float32))
+    np.testing.assert_array_equal(np.asarray(f.realize([3])), want)
+    np.testing.assert_array_equal(reference.realize(f, [3])[0], want)
+    assert want[0] == 0x8000
