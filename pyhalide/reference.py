@@ -44,7 +44,7 @@ from .expr import to_ir
 from .extern import EXTERN_EXPR, JITExterns, buffer_struct, c_type, extern_call, find_symbol
 from .param import ImageParam, Param
 from .target import TARGET_QUERY, answer_target_query, get_jit_target_from_environment
-from .types import TYPE_CODES, Float, Handle, bfloat16_dtype
+from .types import TYPE_CODES, Float, Handle, bfloat16_bits, bfloat16_dtype
 from .var import ReductionDomain
 
 __all__ = ["realize", "evaluate_expr"]
@@ -814,8 +814,7 @@ def _e_variable(c: _Eval, n):
 def _to_bfloat16(values) -> np.ndarray:
     """float32 values rounded to bfloat16 by Halide's integer formula, ties to even (ml_dtypes'
     own rounding keeps every NaN a NaN, where Halide's carries a small payload into the sign)."""
-    bits = np.asarray(values, np.float32).view(np.uint32).astype(np.uint64)
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16).view(bfloat16_dtype())
+    return np.asarray(bfloat16_bits(np.asarray(values, np.float32)), np.uint16).view(bfloat16_dtype())
 
 
 def _e_cast(c: _Eval, n):

@@ -286,13 +286,15 @@ def bfloat16_dtype() -> np.dtype:
     return np.dtype(ml_dtypes.bfloat16)
 
 
-def bfloat16_bits(value) -> int:
-    """The bits of the bfloat16 Halide makes of a number: rounded to float32 first, then to the
-    nearest bfloat16, ties to even, by Halide's integer formula (Float16.cpp, and the code
-    EmulateFloat16Math generates), so that folded constants are what the compiled code computes."""
+def bfloat16_bits(value):
+    """The bits of the bfloat16 Halide makes of a number (an int) or of a numpy array of them (a
+    uint16 array): rounded to float32 first, then to the nearest bfloat16, ties to even, by
+    Halide's integer formula (Float16.cpp, and the code EmulateFloat16Math generates), so that
+    folded constants and the reference evaluator give what the compiled code computes."""
     with np.errstate(over="ignore"):
-        bits = int(np.float32(value).view(np.uint32))
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+        bits = np.asarray(value, np.float32).view(np.uint32).astype(np.uint64)
+    nearest = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    return int(nearest) if nearest.ndim == 0 else nearest
 
 
 def bfloat16_value(bits: int) -> float:
