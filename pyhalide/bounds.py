@@ -390,6 +390,8 @@ class _Bounds:
             for a in e.args:
                 result = interval_union(result, self.of(a))
             return result
+        if e.call_type == ir.INTRINSIC and e.name in _BIT_COUNTS:  # (0 to every bit of the operand)
+            return Interval(ir.make_const(e.type, 0), ir.make_const(e.type, e.args[0].type.bits))
         if e.call_type == ir.INTRINSIC and e.name == "abs" and not e.type.is_float():
             a = self.of(e.args[0])
             if a.is_bounded() and not e.type.bits < 32:
@@ -407,6 +409,9 @@ class _Bounds:
         if e.type.is_bool():
             return _bool_range()
         return _type_range(e.type)
+
+
+_BIT_COUNTS = ("popcount", "count_leading_zeros", "count_trailing_zeros")
 
 
 def func_value_bounds(f, k: int) -> Interval:

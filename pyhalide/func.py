@@ -37,6 +37,9 @@ class Tuple(tuple):
     def __new__(cls, *values):
         if len(values) == 1 and isinstance(values[0], list | tuple):
             values = values[0]
+        elif len(values) == 1 and type(values[0]) is FuncRef and values[0]._func.defined():
+            ref = values[0]  # a call of a Func: its elements, as Halide's Tuple(FuncRef)
+            values = [ref[k] for k in range(ref._func.outputs())] if ref._func.outputs() > 1 else values
         return super().__new__(cls, values)
 
 
@@ -319,6 +322,12 @@ class _FindVariables(IRVisitor):
                 self.pure.setdefault(name)
 
 
+def _is_buffer(v) -> bool:
+    from .buffer import Buffer
+
+    return isinstance(v, Buffer)
+
+
 def _is_type_list(v) -> bool:
     """A Type, or a non-empty list or tuple of Types: the declared types of Func(types, dims, name)."""
     if isinstance(v, Type):
@@ -357,6 +366,9 @@ class Func(FuncScheduling):
         self._version = 0
         if args and (isinstance(args[0], Expr) or isinstance(args[0], int | float)):
             self[()] = args[0]
+        elif args and _is_buffer(args[0]):  # Func(buffer): reads the Buffer, as Halide's
+            implicit = tuple(Var.implicit(k) for k in range(args[0].dimensions()))
+            self[implicit] = args[0][implicit]
 
     # --- queries, as in Halide's Python bindings ---
     def name(self) -> str:
@@ -670,7 +682,7 @@ class Func(FuncScheduling):
                     f"(arguments {names.index(a.name()) + 1} and {i + 1})"
                 )
             names.append(a.name())
-        from .operators import defined_where
+        from .operators import defined_where, undef
 
         ir_values, conditions = [], set()
         for k, v in enumerate(values):
@@ -678,10 +690,11 @@ class Func(FuncScheduling):
                 raise HalideError(f"In pure definition of Func {self._name}: value {k} is undefined")
             e = to_ir(v)
             value, defined = defined_where(e)
-            # hl.undef: any value will do (Halide leaves it uninitialised); pyhalide's is zero. An
-            # undef some select picks leaves the element unwritten there, as in Halide.
-            ir_values.append(ir.make_const(e.type, 0) if value is None else value)
-            conditions.add(defined)
+            # An element never defined stays undef: lowering stores nothing to it (remove_undef),
+            # as Halide. An undef some select picks leaves the element unwritten there.
+            ir_values.append(undef(e.type)._ir if value is None else value)
+            if value is not None:
+                conditions.add(defined)
         if len(conditions) > 1:
             raise HalideError(f"In pure definition of Func {self._name}: the elements of the Tuple are undef under "
                               "different conditions; Halide stores all of a Tuple's elements or none")

@@ -33,6 +33,7 @@ from .lowering.inline import inline_functions
 from .lowering.lower_arithmetic import lower_arithmetic
 from .lowering.partition_loops import partition_loops
 from .lowering.prefetches import inject_prefetches
+from .lowering.remove_undef import remove_undef
 from .lowering.schedule_functions import schedule_functions
 from .lowering.select_instructions import select_instructions
 from .lowering.serial_vector_loops import serial_vector_loops
@@ -113,6 +114,8 @@ def lowering_passes(env, vectors: bool = True):
         # Inlining must see the whole nest, so it runs after the loops exist; bounds inference
         # must run after it, so that calls made through inlined Funcs count.
         ("inline functions", lambda s: inline_functions(s, env)),
+        # Inlining carries undef into consumers: their stores are guarded where it is defined.
+        ("remove undef", remove_undef),
         ("target queries", lambda s: resolve_target_queries(s, env.target)),
         ("bounds inference", lambda s: bounds_inference(s, env)),
         # The constant constraints on the buffers passed in (which the caller checks) are known

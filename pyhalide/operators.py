@@ -22,7 +22,7 @@ from .expr import (
     to_ir,
     wrap,
 )
-from .ir_mutator import IRVisitor, has_call, map_children
+from .ir_mutator import IRVisitor, free_variables, has_call, map_children
 from .ir_printer import expr_to_string
 from .types import Bool, Float, Int, Type, UInt, promote
 
@@ -383,10 +383,10 @@ def undef(t: Type) -> Expr:
 
 def is_undef(v) -> bool:
     e = getattr(v, "_ir", None) if isinstance(v, Expr) else None
-    return _is_undef_ir(e)
+    return is_undef_ir(e)
 
 
-def _is_undef_ir(e) -> bool:
+def is_undef_ir(e) -> bool:
     return isinstance(e, ir.Call) and e.call_type == ir.INTRINSIC and e.name == UNDEF
 
 
@@ -409,7 +409,7 @@ def defined_where(e: ir.Expr) -> tuple[ir.Expr | None, ir.Expr | None]:
 
 
 def _defined_where(e: ir.Expr, walk) -> tuple[ir.Expr | None, ir.Expr | None]:
-    if _is_undef_ir(e):
+    if is_undef_ir(e):
         return None, None
     if isinstance(e, ir.Select):
         (c, c_when), (t, t_when), (f, f_when) = (walk(x) for x in (e.condition, e.true_value, e.false_value))
@@ -423,6 +423,13 @@ def _defined_where(e: ir.Expr, walk) -> tuple[ir.Expr | None, ir.Expr | None]:
             value = ir.Select(c, t, f)
             when = None if t_when is None and f_when is None else ir.Select(c, t_when or _TRUE, f_when or _TRUE)
         return value, _both(c_when, when)
+    if isinstance(e, ir.Let):  # (a condition naming the let's variable keeps the let)
+        (value, v_when), (body, b_when) = walk(e.value), walk(e.body)
+        if value is None or body is None:
+            return None, None
+        if b_when is not None and e.name in free_variables(b_when):
+            b_when = ir.Let(e.name, value, b_when)
+        return ir.Let(e.name, value, body), _both(v_when, b_when)
     conditions = []
 
     def strip(child):
@@ -450,7 +457,7 @@ class _FindUndef(IRVisitor):
         self.found = False
 
     def visit_Call(self, e):
-        self.found = self.found or _is_undef_ir(e)
+        self.found = self.found or is_undef_ir(e)
         self.visit_children(e)
 
 

@@ -42,6 +42,7 @@ from . import ir, scatter_gather
 from .errors import HalideError, InternalError
 from .expr import to_ir
 from .extern import EXTERN_EXPR, JITExterns, buffer_struct, c_type, extern_call, find_symbol
+from .operators import UNDEF
 from .param import ImageParam, Param
 from .target import TARGET_QUERY, answer_target_query, get_jit_target_from_environment
 from .types import TYPE_CODES, Float, Handle, bfloat16_bits, bfloat16_dtype
@@ -988,6 +989,8 @@ def _intrinsic(c: _Eval, n):
     dt = _dtype(n.type) if not n.type.is_handle() else None
     if name in _IDENTITY_INTRINSICS:
         return c.e(n.args[0] if name != "return_second" else n.args[1])
+    if name == UNDEF:  # an element never defined: any value will do (the compiled code stores none)
+        return np.zeros((), dt)
     if name == TARGET_QUERY:  # the host's answer: the reference runs here
         return c.e(answer_target_query(n, get_jit_target_from_environment()))
     if name == "require":

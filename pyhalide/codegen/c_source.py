@@ -39,6 +39,7 @@ from .aot import (
 )
 from .c_interface import BUFFER_T, parameters
 from .c_printer import HELPERS, CPrinter, bit_helpers, c_type, is_half
+from .shown_values import printf_conversion
 
 _BIT_FUNCTIONS = {name: f"hl_{name}" for name in CPrinter.BIT_FUNCTIONS}
 
@@ -433,8 +434,8 @@ class HostPrinter(CPrinter):
                 formats.append(printf_escaped(a.value))
                 continue
             text = self.expr(a)
-            formats.append(_printf_format(a.type))
-            values.append(text)
+            formats.append(printf_conversion(a.type, e.name == "trace"))
+            values.append(f'(({text}) ? "true" : "false")' if formats[-1] == "%s" else text)
             types.append(a.type)
         if not values:
             return f"hl_text({when}, 0, {c_string(separator.join(formats) + chr(10))})"

@@ -15,6 +15,7 @@ from ..types import Type
 from . import calling_convention, extern_calls, float_math, gpu_runtime, profiler, x86
 from .gpu_runtime import GPU_FAILED
 from .llvm_types import F64, I1, I8, I32, I64, PTR, VOID, llvm_type, type_suffix
+from .shown_values import printf_conversion
 
 if TYPE_CHECKING:
     from .llvm import CodeGen
@@ -148,15 +149,17 @@ def _text(cg, e, parts_from: int, separator: str, condition=None):
         scalar = t.element_of()
         formats = []
         for lane in lanes:
-            if scalar.is_float():
-                formats.append("%f")
+            formats.append(printf_conversion(scalar, e.name == "trace"))
+            if formats[-1] == "%s":
+                words = [cg.string_constant(w).gep([ll.Constant(I32, 0)] * 2) for w in ("true", "false")]
+                values.append(b.select(lane, *words))
+            elif scalar.is_float():
                 values.append(b.fpext(lane, F64) if scalar.bits < 64 else lane)
             else:
-                formats.append("%lld" if scalar.is_int() else "%llu")
                 values.append(cg.cast(lane, scalar, Type("int" if scalar.is_int() else "uint", 64)))
         parts.append(formats[0] if t.lanes == 1 else "<" + ", ".join(formats) + ">")
     fmt = cg.string_constant(separator.join(parts) + "\n")
-    size = 1024  # longer lines are cut
+    size = 8192  # longer lines are cut (as Halide's)
     buffer = cg.alloca_in_entry(I8, "text", ll.Constant(I64, size))
     with b.if_then(condition if condition is not None else ll.Constant(I1, 1)):
         snprintf = cg.declare("snprintf", I32, [PTR, cg.size_type, PTR], var_arg=True)

@@ -88,6 +88,8 @@ def _writes_beyond(buf: str, box: list, lets: list) -> bool:
 
 def _output_checks(stmt, f, shadowed: set[str], lets: list, env) -> list[ir.Stmt]:
     box = box_touched(stmt, f.name(), include_provides=True, include_calls=False, for_checks=True)
+    if box is None:  # nothing stored (every value undef): the buffer is left as it is
+        return []
     out = []
     written = [(iv.min, iv.max) for iv in
                (require_bounded(f, var, box[d], "its own stages") for d, var in enumerate(f._pure_args))]

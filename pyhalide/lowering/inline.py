@@ -15,6 +15,7 @@ import itertools
 from .. import ir
 from ..errors import CompileError
 from ..ir_mutator import IRMutator, called_names, substitute
+from ..operators import UNDEF
 
 MAX_INLINED_NODES = 1_000_000  # about half a minute of compiling
 
@@ -86,7 +87,10 @@ class _Inline(IRMutator):
         if c.call_type != ir.HALIDE or c.name not in self.env.inlined:
             return c
         f = self.env.funcs[c.name]
-        body = f.definitions()[0].values[c.value_index]
+        definition = f.definitions()[0]
+        body = definition.values[c.value_index]
+        if definition.predicate is not None:  # defined only there: undef elsewhere (remove_undef)
+            body = ir.Select(definition.predicate, body, ir.Call(body.type, UNDEF, (), ir.INTRINSIC))
         subst, lets = {}, []
         for var, arg in zip(f._pure_args, c.args):
             if isinstance(arg, ir.Variable | ir.IntImm):

@@ -289,6 +289,8 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
     for kind, name, value in items:
         deps = [depth[v] for v in free_variables(value) if v in depth]
         level = max(deps) + 1 if deps else 0
+        if kind == "guard" and _calls_any(value, called_names(value)):
+            level = len(loops)  # a Func it reads may change in the loops (this stage writes f): innermost, as Halide
         if kind == "let":
             depth[prefix + name] = level - 1
         placed[level].append((kind, name, value))

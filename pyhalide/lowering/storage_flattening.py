@@ -24,6 +24,7 @@ from ..extern import (
 from ..ir_mutator import IRMutator, called_names
 from ..types import Int
 from .bounds_inference import buffer_field, buffer_names
+from .remove_undef import is_unstored
 
 
 def flat_index(buffer: str, args, folds=()) -> ir.Expr:
@@ -96,19 +97,20 @@ class _Flatten(IRMutator):
         return body
 
     def visit_Provide(self, p):
-        values = [self.mutate(v) for v in p.values]
         args = [self.mutate(a) for a in p.args]
-        names = buffer_names(p.func)
-        if len(values) == 1:
-            return ir.Store(names[0], values[0], flat_index(names[0], args, self.folds.get(p.name)))
+        # (an element never defined is not stored: remove_undef)
+        stored = [(n, self.mutate(v)) for n, v in zip(buffer_names(p.func), p.values) if not is_unstored(v)]
+        if len(stored) == 1:
+            name, value = stored[0]
+            return ir.Store(name, value, flat_index(name, args, self.folds.get(p.name)))
         # A Tuple is read completely before any part of it is written.
-        temps = [f"{p.name}.value{k}.t{next(self.tmp)}" for k in range(len(values))]
+        temps = [f"{p.name}.value{k}.t{next(self.tmp)}" for k in range(len(stored))]
         stores = [
             ir.Store(n, ir.Variable(t, v.type), flat_index(n, args, self.folds.get(p.name)))
-            for n, t, v in zip(names, temps, values)
+            for (n, v), t in zip(stored, temps)
         ]
         body = ir.make_block(stores)
-        for t, v in reversed(list(zip(temps, values))):
+        for t, (_, v) in reversed(list(zip(temps, stored))):
             body = ir.LetStmt(t, v, body)
         return body
 

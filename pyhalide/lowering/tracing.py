@@ -28,6 +28,7 @@ from ..simplify import simplify
 from ..types import TYPE_CODES, Int
 from .copy_graph import to_user_names
 from .environment import pipeline_inputs
+from .remove_undef import is_unstored
 
 _I32 = Int(32)
 
@@ -98,14 +99,16 @@ class _Tracing(IRMutator):
         self.touched.add(s.name)
         # Each value is computed once, in a let, and both stored and printed: its Load events and
         # any print() in it happen once, as in Halide.
-        names = [f"{s.name}.stored.{k}.{self.stores}" for k in range(len(s.values))]
+        # (an element never defined is neither stored nor traced: remove_undef)
+        stored = [k for k, v in enumerate(traced.values) if not is_unstored(v)]
+        names = {k: f"{s.name}.stored.{k}.{self.stores}" for k in stored}
         self.stores += 1
-        values = tuple(ir.Variable(n, v.type) for n, v in zip(names, traced.values))
+        values = tuple(ir.Variable(names[k], v.type) if k in names else v for k, v in enumerate(traced.values))
         events = [ir.Evaluate(_trace(ir.StringImm("Store "), *_coordinates(f"{s.name}.{k}", traced.args),
-                                     ir.StringImm(" = "), v)) for k, v in enumerate(values)]
+                                     ir.StringImm(" = "), values[k])) for k in stored]
         body = ir.make_block([ir.Provide(s.name, values, traced.args, traced.func), *events])
-        for name, value in reversed(list(zip(names, traced.values))):
-            body = ir.LetStmt(name, value, body)
+        for k in reversed(stored):
+            body = ir.LetStmt(names[k], traced.values[k], body)
         return body
 
     def visit_Call(self, e):
