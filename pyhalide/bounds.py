@@ -93,8 +93,15 @@ def _may_wrap(t) -> bool:
 
 
 def _fits(t, iv: Interval) -> bool:
-    lo, hi = ir.const_value(iv.min) if iv.min is not None else None, (
-        ir.const_value(iv.max) if iv.max is not None else None)
+    """Whether both bounds are constants t can represent (folded where they are constant
+    expressions: abs's max(a, 0 - b))."""
+    def constant(e):
+        if e is None:
+            return None
+        c = ir.const_value(e)
+        return c if c is not None or free_variables(e) or called_names(e) else ir.const_value(simplify(e))
+
+    lo, hi = constant(iv.min), constant(iv.max)
     return lo is not None and hi is not None and t.can_represent(lo) and t.can_represent(hi)
 
 
@@ -392,11 +399,16 @@ class _Bounds:
             return result
         if e.call_type == ir.INTRINSIC and e.name in _BIT_COUNTS:  # (0 to every bit of the operand)
             return Interval(ir.make_const(e.type, 0), ir.make_const(e.type, e.args[0].type.bits))
-        if e.call_type == ir.INTRINSIC and e.name == "abs" and not e.type.is_float():
-            a = self.of(e.args[0])
-            if a.is_bounded() and not e.type.bits < 32:
-                zero = ir.make_const(e.args[0].type, 0)
-                m = ir.Max(a.max, ir.Sub(zero, a.min))
+        if e.call_type == ir.INTRINSIC and e.name == "abs":
+            t, a = e.args[0].type, self.of(e.args[0])
+            if t.is_uint():
+                return a
+            if t.is_float():  # (never below zero, also where unbounded above)
+                hi = ir.Max(a.max, ir.Sub(ir.make_const(t, 0), a.min)) if a.is_bounded() else None
+                return Interval(ir.make_const(e.type, 0), hi)
+            if a.is_bounded():  # (-min in a type wide enough for it: the narrow one wraps)
+                w = t if t.bits >= 32 else Int(32)
+                m = ir.Max(ir.Cast(w, a.max), ir.Sub(ir.make_const(w, 0), ir.Cast(w, a.min)))
                 return Interval(ir.make_const(e.type, 0), ir.Cast(e.type, m))
         if e.call_type == ir.EXTERN and e.name in ("floor", "ceil", "round", "trunc"):
             a = self.of(e.args[0])
@@ -416,7 +428,8 @@ _BIT_COUNTS = ("popcount", "count_leading_zeros", "count_trailing_zeros")
 
 def func_value_bounds(f, k: int) -> Interval:
     """The values element k of Func f can take anywhere (Halide's function value bounds): the
-    bounds of its pure definition over every coordinate; a Func with updates, its type's range.
+    bounds of its pure definition over every coordinate (constants, or in terms of Params); a Func
+    with updates, its type's range.
     `hist(im(r)) += 1` with `im(x) = x * x % 7` writes hist over [0, 6]."""
     t = f.types()[k]
     if t.is_bool():
@@ -429,9 +442,30 @@ def func_value_bounds(f, k: int) -> Interval:
         cache[key] = Interval(None, None)  # (what a Func asks of itself while this is worked out)
         iv = bounds_of_expr(f._init.values[k], {n: Interval(None, None) for n in f._pure_args})
         simple = Interval(None if iv.min is None else simplify(iv.min), None if iv.max is None else simplify(iv.max))
-        fits = all(b is None or not (free_variables(b) or called_names(b)) for b in (simple.min, simple.max))
+        fits = all(b is None or not (called_names(b) or _reads_other_than_params(b)) for b in (simple.min, simple.max))
         cache[key] = simple if fits else _type_range(t)
     return cache[key]
+
+
+class _NonParams(IRVisitor):
+    visit_once = True
+
+    def __init__(self):
+        super().__init__()
+        self.found = False
+
+    def visit_Variable(self, v):
+        from .param import Param
+
+        self.found = self.found or not isinstance(v.ref, Param)
+
+
+def _reads_other_than_params(e: ir.Expr) -> bool:
+    """Whether e uses a variable other than the pipeline's scalar Params (which are known for the
+    whole run: a bound in terms of them holds everywhere)."""
+    finder = _NonParams()
+    finder.visit(e)
+    return finder.found
 
 
 def _within(a: Interval, lo: ir.Expr | None, hi: ir.Expr | None) -> Interval:

@@ -212,6 +212,9 @@ class FuncRef(Expr):
     def __getitem__(self, i: int) -> FuncRef:
         if not isinstance(i, int):
             raise HalideError("A Func reference can only be indexed by an int (to pick a Tuple element)")
+        if self._func.defined() and self._func.outputs() == 1:
+            raise HalideError(f'Error: Can\'t index into a reference to Func "{self._func.name()}", because it does '
+                              "not return a Tuple.")
         return FuncTupleElementRef(self._func, self._args, i)
 
     def function(self) -> Func:

@@ -231,11 +231,12 @@ def finish_lowering(stmt: ir.Stmt, dense_buffers: list[str], hook=None, kernels:
     return _run(layout_passes(dense_buffers, kernels, buffer_constants, gpu_loops_serial, x86), stmt, hook)
 
 
-def constant_constraints(outputs, images) -> dict[str, int]:
+def constant_constraints(outputs, images, copies=None) -> dict[str, int]:
     """`buffer.field.dimension` -> value of the constant `set_min / set_extent / set_stride`
-    constraints of the outputs' buffers and of the ImageParams."""
-    sources = [(name, p) for f in outputs
-               for name, p in zip(buffer_names(f), f.__dict__.get("_output_params") or [])]
+    constraints of the outputs' buffers and of the ImageParams. `copies`: the outputs as lowering
+    names them (a Func whose name was taken, `k$1`, is `k` in a pipeline of its own)."""
+    sources = [(name, p) for f, copy in zip(outputs, copies or outputs)
+               for name, p in zip(buffer_names(copy), f.__dict__.get("_output_params") or [])]
     sources += [(img.name(), img) for img in images if hasattr(img, "_constraint_list")]
     return {f"{name}.{fld}.{d}": c for name, p in sources for d, fld, c in p._constraint_list() if isinstance(c, int)}
 
@@ -256,8 +257,8 @@ def lower(outputs, target=None, hook=None, ahead_of_time: bool = False, vectors:
     target = resolve_target(target)
     target.require_supported(ahead_of_time)
     env = build_environment(list(outputs), target)
-    env.buffer_constants = {k: ir.make_const(ir.Int(32), v)
-                            for k, v in constant_constraints(outputs, pipeline_inputs(env)[0].values()).items()}
+    constants = constant_constraints(outputs, pipeline_inputs(env)[0].values(), env.outputs)
+    env.buffer_constants = {k: ir.make_const(ir.Int(32), v) for k, v in constants.items()}
     with errors_in_user_names(env.user_names):
         stmt = _run([("schedule functions", lambda _: schedule_functions(env))], None, hook)
         stmt = _run(lowering_passes(env, vectors), stmt, hook)

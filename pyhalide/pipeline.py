@@ -1114,7 +1114,7 @@ def _add_requirements(lowered, requirements):
     from itertools import product
 
     from . import ir
-    from .ir_mutator import IRVisitor
+    from .ir_mutator import IRMutator, IRVisitor
     from .lower import ScalarArg
     from .param import Param
 
@@ -1132,8 +1132,21 @@ def _add_requirements(lowered, requirements):
                 raise HalideError(f"A requirement uses {v.name}, a dimension of {v.name.rsplit('.', 2)[0]}, which "
                                   "the pipeline does not read: pyhalide can check only the buffers it is given")
 
+    internal = {user: name for name, user in lowered.env.user_names.items()}
+
+    class _InternalNames(IRMutator):
+        """A buffer dimension of a Func the pipeline renamed (`h$1` is `h` in it) by its name there."""
+
+        def visit_Variable(self, v):
+            head, dot, rest = v.name.partition(".")
+            return ir.Variable(internal[head] + dot + rest, v.type, v.ref) if v.ref is not None and dot \
+                and head in internal else v
+
     checks = []
     for cond, args in requirements:
+        if internal:
+            cond = _InternalNames().mutate(cond)
+            args = [a if isinstance(a, str) else _InternalNames().mutate(a) for a in args]
         exprs = [a for a in args if not isinstance(a, str)]
         for e in (cond, *exprs):
             _Inputs().visit(e)
@@ -1295,6 +1308,9 @@ def _propose_shapes(lowered, owners, sources, shapes, queried, lets, boxes, jit_
     known = _field_values(owners, shapes)
     lowered_names = [b.name for b in lowered.buffers]  # (differ from the users' for generated names)
     env = {n: ir.make_const(ir.Int(32), v) for n, v in {**_field_values(lowered_names, shapes), **known}.items()}
+    for sc in lowered.scalars:  # the Params' values, which bounds may use (a clamp to a Param)
+        if sc.param is not None and getattr(sc.param, "_value", None) is not None and not sc.type.is_handle():
+            env[sc.name] = ir.make_const(sc.type, sc.param.get())
     # As Halide: where a dimension is constrained to a constant or to another buffer's dimension or a
     # Param, the pipeline computes with the constrained value (so the region required depends on it)
     for i, src in enumerate(sources):

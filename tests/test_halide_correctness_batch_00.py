@@ -116,8 +116,6 @@ def test_oddly_sized_output_with_nested_unrolls_and_parallel():
     np.testing.assert_array_equal(arr(f.realize([87, 93])), a * 2)
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: realizing a Tuple Func into buffers of "
-                   "different sizes is accepted (Halide: Constraint violated)")
 def test_multi_output_pipeline_with_bad_sizes_is_refused():
     """Halide's correctness/multi_output_pipeline_with_bad_sizes.cpp: Tuple outputs 100 vs 101."""
     (x,) = V("x")
@@ -683,8 +681,6 @@ def test_fuse_rvar_inside_pure_var_as_vector_reduce():
     np.testing.assert_array_equal(out, exp)
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: a Func whose name was taken (renamed k$1) "
-                   "loses its output_buffer() bounds, so vectorizing the fused loop is refused")
 def test_fuse_rvar_with_a_reused_func_name():
     """Halide's correctness/fuse.cpp: the same fused vector reduce in a second Func named "k"."""
     _fused_rvar_sum("k_fused_twice")

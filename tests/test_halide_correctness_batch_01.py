@@ -117,8 +117,6 @@ def test_unroll_dynamic_loop():
     assert (np.asarray(g.realize([23])) == np.arange(23) * 12.0).all()
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: IndexError in skip_stages when a realize "
-                   "condition reads an element of a Tuple-valued Func")
 def test_realize_condition_depends_on_tuple():
     """Halide's correctness/realize_condition_depends_on_tuple.cpp: skippable tuple realization."""
     p = hl.Param(hl.Int(32), "p")
@@ -317,8 +315,6 @@ def test_reduction_predicate_not_racing():
     assert np.asarray(f.realize([12])).tolist() == [2] * 10 + [1] * 2
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: refuses to parallelize r in f(2r+1) = ... "
-                   "with r.where(f(2r) == 1), which Halide accepts")
 def test_reduction_predicate_odd_writes_even_reads():
     """Halide's correctness/reduction_predicate_racing.cpp: writes odd entries, predicate reads even."""
     x = hl.Var("x")
@@ -768,8 +764,6 @@ def test_bounds_of_func_values():
     assert _input_bounds(inp) == (-1049600, 2097153)
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: can't bound reads through a Func whose values "
-                   "are clamp(x, 10, p) with a Param p")
 def test_bounds_of_func_depending_on_param():
     """Halide's correctness/bounds_of_func.cpp: a Func's value range may depend on a Param."""
     x = hl.Var("x")

@@ -141,7 +141,6 @@ def test_compare_vars():
     assert (np.asarray(f.realize([10, 10])) == np.eye(10)).all()
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: HL_PERMIT_FAILED_UNROLL=1 is not honoured")
 def test_permit_failed_unroll(monkeypatch):
     """Halide's correctness/failed_unroll.cpp: unroll of a non-constant loop with the env hack."""
     monkeypatch.setenv("HL_PERMIT_FAILED_UNROLL", "1")
@@ -292,8 +291,6 @@ def test_parallel_rvar_tiled_fused_parallel():
     assert (np.asarray(f.realize([20, 20])) == _parallel_rvar_reference(20, 20)).all()
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: refuses race-free parallel/vectorized "
-                   "updates that read their own Func (f(r) += f(r + 20))")
 def test_parallel_rvar_self_reading_updates():
     """Halide's correctness/parallel_rvar.cpp: parallel/vectorized updates that read f itself."""
     (f, g), r, r2 = _parallel_rvar_funcs()
@@ -304,6 +301,24 @@ def test_parallel_rvar_self_reading_updates():
     f.update(2).vectorize(r2.x, 4).unroll(r2.x)
     f.update(3).parallel(r2.x, 4)
     assert (np.asarray(f.realize([20, 20])) == _parallel_rvar_reference(20, 20)).all()
+
+
+@pytest.mark.parametrize("update, schedule", [
+    ("f[r.x + 1] = f[r.x] + 1", "parallel"),  # reads what the previous iteration stored
+    ("f[2 * r.x] = f[2 * r.x + 2] + 1", "vectorize"),  # reads what the next one stores
+    ("f[r.x % 4] = f[r.x % 4] + 1", "parallel"),  # several iterations store one element
+    ("f[0] = f[0] + r.x", "vectorize"),  # every iteration stores one element
+    ("f[r.x] = f[11 - r.x] + 1", "parallel"),  # one iteration reads what another stores
+])
+def test_parallel_rvar_real_races_are_still_refused(update, schedule):
+    """What Halide's race test must refuse stays refused: iterations that meet (the counterpart
+    of parallel_rvar.cpp's accepted updates)."""
+    f, x = hl.Func("f"), hl.Var("x")
+    r = hl.RDom([(0, 12)])
+    f[x] = x
+    exec(update, {"f": f, "r": r})
+    with pytest.raises(hl.HalideError, match="race"):
+        getattr(f.update(0), schedule)(r.x) if schedule == "parallel" else f.update(0).vectorize(r.x, 4)
 
 
 def test_cascaded_filters_with_many_specializations():

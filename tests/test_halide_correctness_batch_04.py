@@ -109,8 +109,6 @@ def _abs_index(case, x):
     return hl.cast(hl.Int(32), hl.clamp(hl.abs(hl.f32(1.0) / (x + hl.f32(0.1))), -50, 50))
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: bounds of abs() are loose (int8/int16/"
-                   "clamped float) or unbounded (abs of float cast to int, abs of x % 200)")
 @pytest.mark.parametrize("case,extent", [("int8", 129), ("int16", 32769), ("float", 11111),
                                          ("reflect", 101), ("clamp", 51)])
 def test_bounds_of_abs_are_tight(case, extent):
@@ -275,8 +273,6 @@ def test_pipeline_requirements():
     _eq(out, xx * yy)
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: add_requirement on output_buffer() of a "
-                   "Func whose name was used before (renamed h$N) is refused")
 def test_requirement_on_output_buffer_of_a_renamed_func():
     """Halide's correctness/constraints.cpp: add_requirement on a second Func named "h"."""
     x, y = hl.Var("x"), hl.Var("y")
@@ -1190,8 +1186,6 @@ def test_predicate_not_dependent_on_vectorized_rvar():
     _eq(f.realize([40, 40, 40]), want)
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: vectorizing r.x of f(2 * r.x + 1, r.y) is "
-                   "refused as a race (the store index is injective in r.x)")
 def test_no_op_stores_vectorized_over_strided_rdom():
     """Halide's correctness/predicated_store_load.cpp: f(2 r.x + 1, r.y) = f(2 r.x + 1, r.y)."""
     x, y = hl.Var("x"), hl.Var("y")
@@ -1809,8 +1803,6 @@ def test_tuple_update_ops():
     _eq(f.realize([n, n]), (2 * xx + yy) ** 2)
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: indexing a single-valued Func's FuncRef "
-                   "with [0] is accepted; Halide refuses (it does not return a Tuple)")
 def test_indexing_a_non_tuple_funcref_is_an_error():
     """Halide's correctness/tuple_update_ops.cpp: a 1-element Tuple makes a plain Func."""
     f, x = hl.Func("f"), hl.Var("x")

@@ -49,6 +49,19 @@ def _range_checks(kind: str, buffer: str, dim: int, lo: ir.Expr, hi: ir.Expr, sh
     ]
 
 
+def _same_shape_checks(buffers: list[str], dims: int) -> list[ir.Stmt]:
+    """The buffers of a Tuple-valued output must all have its first element's mins and extents
+    (Halide's constraint): one element's buffer may not be smaller than what is computed."""
+    checks = []
+    for other in buffers[1:]:
+        for d in range(dims):
+            for field in ("min", "extent"):
+                a, b = buffer_field(other, field, d), buffer_field(buffers[0], field, d)
+                checks.append(ir.AssertStmt(ir.EQ(a, b), f"Constraint violated: {other}.{field}.{d} ({{}}) == "
+                                                         f"{buffers[0]}.{field}.{d} ({{}})", (a, b)))
+    return checks
+
+
 def _splits_past_the_end(f, var: str) -> str:
     """What in f's schedule can write past the region asked for in var: its RoundUp splits (and
     the splits of the loops they make), named for the error message."""
@@ -87,10 +100,10 @@ def _writes_beyond(buf: str, box: list, lets: list) -> bool:
 
 
 def _output_checks(stmt, f, shadowed: set[str], lets: list, env) -> list[ir.Stmt]:
+    out = _same_shape_checks(buffer_names(f), len(f._pure_args))
     box = box_touched(stmt, f.name(), include_provides=True, include_calls=False, for_checks=True)
     if box is None:  # nothing stored (every value undef): the buffer is left as it is
-        return []
-    out = []
+        return out
     written = [(iv.min, iv.max) for iv in
                (require_bounded(f, var, box[d], "its own stages") for d, var in enumerate(f._pure_args))]
     hints = [_splits_past_the_end(f, var) for var in f._pure_args]

@@ -5,6 +5,7 @@ own (rfactored on its own); by default the stage's scheduled definition."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 
 from .. import ir
@@ -67,8 +68,98 @@ def rvar_loop_is_race_free(func, stage: int, rvar: str, definition=None) -> bool
     d = func.scheduled_definitions()[stage] if definition is None else definition
     positions = [k for k, a in enumerate(d.args) if isinstance(a, ir.Variable) and a.name == rvar]
     rv = next((v for v in d.rvars if v.name == rvar), None)
-    return bool(positions) and all(c.args == d.args or any(_outside_range(c.args[k], rv) for k in positions)
-                                   for c in self_calls(func, _definition_exprs(d)))
+    if bool(positions) and all(c.args == d.args or any(_outside_range(c.args[k], rv) for k in positions)
+                               for c in self_calls(func, _definition_exprs(d))):
+        return True
+    return _no_iteration_meets_another(func, d, rvar)
+
+
+def _no_iteration_meets_another(func, d, rvar: str) -> bool:
+    """Halide's test (ParallelRVar): two iterations with different values of rvar, every other
+    variable free, never store to one element, and neither reads what the other stores. Each
+    coordinate is an affine form; two sites cannot meet where, in some dimension, their
+    difference cannot be zero (its range excludes zero, or the gcd of its coefficients does not
+    divide its constant: `f(2r + 1)` never meets `f(2r')`) or is zero only where the two values
+    of rvar are equal (`f(2r + 1)` and `f(2r' + 1)`)."""
+    stores = [_affine(a) for a in d.args]
+    if any(form is None for form in stores):
+        return False
+    other = [({(name, _OTHER if whose == _THIS else whose): k for (name, whose), k in terms.items()}, c)
+             for terms, c in stores]
+    ranges = {}
+    for rv in d.rvars:
+        lo, ext = ir.const_value(_simplified(rv.min)), ir.const_value(_simplified(rv.extent))
+        if lo is not None and ext is not None:
+            ranges[rv.name] = (lo, lo + ext - 1)
+    sites = [stores] + [[_affine(a) for a in c.args] for c in self_calls(func, _definition_exprs(d))]
+    for site in sites:
+        if any(form is None for form in site):
+            return False
+        if not any(_never_equal(mine, theirs, rvar, ranges) for mine, theirs in zip(site, other)):
+            return False
+    return True
+
+
+def _simplified(e):
+    from ..simplify import simplify
+
+    return simplify(e)
+
+
+def _never_equal(mine, theirs, rvar: str, ranges: dict) -> bool:
+    """Whether coordinate `mine` (this iteration's variables) never equals `theirs` (the other's)
+    while the two values of rvar differ."""
+    terms = dict(mine[0])
+    for key, k in theirs[0].items():
+        terms[key] = terms.get(key, 0) - k
+    terms = {key: k for key, k in terms.items() if k}
+    constant = mine[1] - theirs[1]
+    if not terms:
+        return constant != 0
+    if set(terms) == {(rvar, _THIS), (rvar, _OTHER)} and terms[(rvar, _THIS)] == -terms[(rvar, _OTHER)] \
+            and constant == 0:
+        return True  # equal only where the two values of rvar are
+    gcd = 0
+    for k in terms.values():
+        gcd = math.gcd(gcd, abs(k))
+    if constant % gcd:
+        return True
+    lo = hi = constant
+    for (name, _), k in terms.items():
+        if name not in ranges:
+            return False
+        a, b = (k * v for v in ranges[name])
+        lo, hi = lo + min(a, b), hi + max(a, b)
+    return lo > 0 or hi < 0
+
+
+_THIS, _OTHER, _SHARED = "this", "other", "shared"  # whose variable: a Param is both iterations'
+
+
+def _affine(e: ir.Expr):
+    """e as ({(variable, whose): coefficient}, constant) over integer constants, or None."""
+    from ..param import Param
+
+    if isinstance(e, ir.IntImm):
+        return {}, e.value
+    if isinstance(e, ir.Variable) and e.type.is_int() and e.type.bits == 32:
+        return {(e.name, _SHARED if isinstance(e.ref, Param) else _THIS): 1}, 0
+    if isinstance(e, ir.Add | ir.Sub):
+        a, b = _affine(e.a), _affine(e.b)
+        if a is None or b is None:
+            return None
+        sign = 1 if isinstance(e, ir.Add) else -1
+        terms = dict(a[0])
+        for key, k in b[0].items():
+            terms[key] = terms.get(key, 0) + sign * k
+        return terms, a[1] + sign * b[1]
+    if isinstance(e, ir.Mul):
+        a, b = _affine(e.a), _affine(e.b)
+        if a is None or b is None or (a[0] and b[0]):
+            return None
+        (terms, c), k = (a, b[1]) if not b[0] else (b, a[1])
+        return {key: v * k for key, v in terms.items()}, c * k
+    return None
 
 
 def _outside_range(e: ir.Expr, rv) -> bool:

@@ -279,7 +279,7 @@ class _ClampedReads(IRMutator):
     def visit_Call(self, c):
         c = self.default(c)
         r = self.realizes.get(c.name) if c.call_type == ir.HALIDE else None
-        if r is None:
+        if r is None or not c.args:  # (a Func of no dimensions has one point to read)
             return c
         one = ir.make_const(c.args[0].type, 1)
         args = tuple(ir.Max(ir.Min(a, ir.Sub(ir.Add(lo, ext), one)), lo) for a, (lo, ext) in zip(c.args, r.bounds))

@@ -4,10 +4,13 @@ Assumes: extents have been simplified. Guarantees: no unrolled For remains. An e
 constant once the enclosing lets are substituted (a producer's region `max - min + 1` computed
 per iteration of an outer loop) unrolls to that many copies; an extent with only a constant upper
 bound unrolls to that many copies, each guarded by `i < extent` (as Halide does); any other is an
-error naming the loop.
+error naming the loop, or with HL_PERMIT_FAILED_UNROLL=1 a serial loop (as Halide, with a warning).
 """
 
 from __future__ import annotations
+
+import os
+import sys
 
 from .. import ir
 from ..bounds import constant_upper_bound_within
@@ -28,9 +31,13 @@ class _Unroll(LetScopeMutator):
             return s if body is s.body else ir.For(s.name, s.min, s.extent, s.for_type, body)
         extent, exact = constant_upper_bound_within(s.extent, self.lets, self.loops)
         if extent is None:
-            raise CompileError(f"Can't unroll loop {s.name}: its extent ({expr_to_string(s.extent)}) is not a "
-                               "constant and has no constant upper bound. "
-                               "Split it by a constant factor first (unroll(x, n)).")
+            why = f"Can't unroll loop {s.name}: its extent ({expr_to_string(s.extent)}) is not a constant"
+            if os.environ.get("HL_PERMIT_FAILED_UNROLL") == "1":  # Halide's escape hatch: a serial loop
+                print(f"Warning: {why}. Treating it as serial.", file=sys.stderr)
+                return ir.For(s.name, s.min, s.extent, ir.SERIAL, body)
+            raise CompileError(f"{why} and has no constant upper bound. "
+                               "Split it by a constant factor first (unroll(x, n)), or set HL_PERMIT_FAILED_UNROLL=1 "
+                               "to run it as a serial loop.")
         copies = []
         for i in range(max(extent, 0)):
             copy = body
