@@ -88,6 +88,12 @@ def _type_range(t) -> Interval:
     return Interval(ir.make_const(s, s.min_value()), ir.make_const(s, s.max_value()))
 
 
+def narrower_than_type(iv: Interval, t) -> bool:
+    """Whether iv is bounded and tighter than the range of type t."""
+    whole = _type_range(t)
+    return iv.is_bounded() and not (whole.is_bounded() and iv.min == whole.min and iv.max == whole.max)
+
+
 def _may_wrap(t) -> bool:
     return (t.is_uint() or t.bits < 32) and not t.is_float()
 

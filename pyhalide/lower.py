@@ -20,6 +20,7 @@ from .lowering.bound_shapes import specialize_bound_shapes
 from .lowering.bound_small_allocations import bound_small_allocations
 from .lowering.bounds_inference import bounds_inference, buffer_names
 from .lowering.buffer_checks import buffer_checks
+from .lowering.clamp_unsafe_accesses import clamp_unsafe_accesses
 from .lowering.constant_stack_indices import constant_stack_indices
 from .lowering.copy_graph import errors_in_user_names
 from .lowering.emulate_bfloat16 import emulate_bfloat16
@@ -116,6 +117,8 @@ def lowering_passes(env, vectors: bool = True):
         ("inline functions", lambda s: inline_functions(s, env)),
         # Inlining carries undef into consumers: their stores are guarded where it is defined.
         ("remove undef", remove_undef),
+        # A Func's value used as a coordinate stays within what bounds inference assumes of it.
+        ("clamp unsafe accesses", clamp_unsafe_accesses),
         ("target queries", lambda s: resolve_target_queries(s, env.target)),
         ("bounds inference", lambda s: bounds_inference(s, env)),
         # The constant constraints on the buffers passed in (which the caller checks) are known

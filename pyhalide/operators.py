@@ -246,8 +246,8 @@ def saturating_cast(t: Type, e) -> Expr:
     if src.element_of() == t.element_of():
         return wrap(x)
     if t.is_float():
-        if src.is_float() and src.bits > t.bits:
-            x = ir.Max(ir.Min(x, ir.make_const(src, t.max_value())), ir.make_const(src, t.min_value()))
+        # A float type's range runs from -inf to inf (Halide's Type::min/max), so clamping to it
+        # changes nothing: a value too large for t becomes inf, as Halide's does.
         return wrap(cast_ir(t, x))
     if src.is_float():
         # t.max_value() + 1 and t.min_value() are powers of two (or 0), exact in every float type; t.max_value()

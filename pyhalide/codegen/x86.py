@@ -81,7 +81,7 @@ def load(cg: CodeGen, host, index: ir.Expr, t: Type, padded: bool = False, last_
             return _load_lane_by_lane(b, host, lanes, t)
         mem_vt = llvm_type(t, memory=True)
         if padded:
-            return b.trunc(_gather_words(cg, host, lanes, t), mem_vt)
+            return _narrowed(b, _gather_words(cg, host, lanes, t), t, mem_vt)
         # A lane past last_word reads the word that ends at the buffer's last element, and takes
         # its element out with a shift; a buffer of less than a word, lane by lane.
         with b.if_else(b.icmp_signed(">=", last_word, ll.Constant(I32, 0))) as (then, otherwise):
@@ -89,7 +89,7 @@ def load(cg: CodeGen, host, index: ir.Expr, t: Type, padded: bool = False, last_
                 last = cg.splat(last_word, t.lanes)
                 start = b.select(b.icmp_signed("<=", lanes, last), lanes, last)
                 shift = b.mul(b.sub(lanes, start), cg.splat(ll.Constant(I32, t.element_of().bits), t.lanes))
-                words = b.trunc(b.lshr(_gather_words(cg, host, start, t), shift), mem_vt)
+                words = _narrowed(b, b.lshr(_gather_words(cg, host, start, t), shift), t, mem_vt)
                 words_block = b.block
             with otherwise:
                 each, each_block = _load_lane_by_lane(b, host, lanes, t), b.block
@@ -103,6 +103,13 @@ def load(cg: CodeGen, host, index: ir.Expr, t: Type, padded: bool = False, last_
     gather = cg.declare(f"llvm.masked.gather.{type_suffix(t)}.v{t.lanes}p0", mem_vt,
                         [ptrs.type, I32, mask.type, mem_vt])
     return b.call(gather, [ptrs, ll.Constant(I32, t.element_of().bytes()), mask, ll.Constant(mem_vt, ll.Undefined)])
+
+
+def _narrowed(b, words, t: Type, mem_vt):
+    """32-bit words cut to the elements of type t they start with (half floats: their bits)."""
+    bits = ll.VectorType(ll.IntType(t.element_of().bits), t.lanes)
+    narrow = b.trunc(words, bits)
+    return narrow if bits == mem_vt else b.bitcast(narrow, mem_vt)
 
 
 def _gather_words(cg: CodeGen, host, lanes, t: Type):
