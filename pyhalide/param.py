@@ -409,17 +409,13 @@ class ImageParam(OutputImageParam):
 
         self._estimates[i] = check_estimate(f"ImageParam {self._name}.dim({i}).set_estimate", min, extent)
 
-    def _constrain(self, field: str, i: int, value) -> None:
-        super()._constrain(field, i, value)
-        if self._buffer is not None:
-            self._check_constraints(self._buffer)
-
     def _constraints_changed(self) -> None:
         self._version += 1  # constant constraints are compiled in: the pipelines reading it lower again
 
     def _check_constraints(self, buffer) -> None:
-        """The constant constraints, checked as soon as a buffer is bound (the symbolic ones need the
-        other buffers and the Params: they are checked when the pipeline runs)."""
+        """The constant constraints, checked when a pipeline takes the buffer (as Halide, which
+        accepts any buffer in set(); the symbolic ones need the other buffers and the Params:
+        they are checked when the pipeline runs)."""
         for i, wanted in enumerate(self._constraints):
             for field, c in wanted.items():
                 if not isinstance(c, int):
@@ -448,7 +444,6 @@ class ImageParam(OutputImageParam):
                 f"ImageParam {self._name} has {self._dims} dimensions but was given a buffer "
                 f"with {buffer.dimensions()}"
             )
-        self._check_constraints(buffer)
         self._buffer = buffer
 
     def reset(self) -> None:
@@ -459,7 +454,7 @@ class ImageParam(OutputImageParam):
         self._require_defined()
         if self._buffer is None:
             raise HalideError(f"ImageParam {self._name} is not bound to a buffer: call {self._name}.set(...)")
-        self._check_constraints(self._buffer)  # (its min may have moved since set)
+        self._check_constraints(self._buffer)  # (as Halide: when a pipeline runs, not in set())
         return self._buffer
 
     def _is_bound(self) -> bool:

@@ -215,9 +215,6 @@ def test_bounds_inference_through_a_random_dag_of_funcs():
 # --- bounds_of_monotonic_math -----------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: infer_input_bounds refuses an index that is "
-                   "cast<int>(ceil/floor of float math of x) ('depends on values not known before "
-                   "the pipeline runs'); Halide infers width 26")
 def test_infer_input_bounds_through_monotonic_float_math():
     """Halide's correctness/bounds_of_monotonic_math.cpp."""
     f = hl.Func("f")

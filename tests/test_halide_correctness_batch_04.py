@@ -286,8 +286,6 @@ def test_requirement_on_output_buffer_of_a_renamed_func():
     _eq(ph.realize([3, 2]), xx * yy)
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: ImageParam.set() raises on a buffer that "
-                   "violates the param's constraints; Halide reports it at realize")
 def test_setting_a_constraint_violating_buffer_is_checked_at_realize():
     """Halide's correctness/constraints.cpp: param.set(image2) itself succeeds."""
     x, y = hl.Var("x"), hl.Var("y")

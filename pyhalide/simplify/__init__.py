@@ -9,6 +9,7 @@ Halide does. Float rules never reassociate.
 from __future__ import annotations
 
 import itertools
+import math
 
 from .. import ir
 from ..ir_mutator import (
@@ -412,10 +413,18 @@ def _substitute_lane_pattern(n):
     return body
 
 
+_ROUNDINGS = {"floor": math.floor, "ceil": math.ceil, "trunc": math.trunc, "round": round}  # (round: to even)
+
+
 def call_rules(n):
-    """all_true of a vector condition every lane of which is known."""
+    """all_true of a vector condition every lane of which is known; floor, ceil, trunc and round
+    of a finite float constant (an integer, which any float type holds exactly)."""
     if n.call_type == ir.INTRINSIC and n.name == "all_true" and ir.is_const(n.args[0]):
         return _const(n.type, int(bool(_c(n.args[0]))))
+    if n.call_type == ir.EXTERN and n.name in _ROUNDINGS and n.type.lanes == 1 and isinstance(n.args[0], ir.FloatImm) \
+            and math.isfinite(n.args[0].value):
+        v = n.args[0].value
+        return ir.make_const(n.type, math.copysign(float(_ROUNDINGS[n.name](v)), v))  # (a zero keeps v's sign)
     return None
 
 
