@@ -448,7 +448,7 @@ def func_value_bounds(f, k: int) -> Interval:
         cache[key] = Interval(None, None)  # (what a Func asks of itself while this is worked out)
         iv = bounds_of_expr(f._init.values[k], {n: Interval(None, None) for n in f._pure_args})
         simple = Interval(None if iv.min is None else simplify(iv.min), None if iv.max is None else simplify(iv.max))
-        fits = all(b is None or not (called_names(b) or _reads_other_than_params(b)) for b in (simple.min, simple.max))
+        fits = all(b is None or not (called_names(b) or reads_other_than_params(b)) for b in (simple.min, simple.max))
         cache[key] = simple if fits else _type_range(t)
     return cache[key]
 
@@ -461,14 +461,14 @@ class _NonParams(IRVisitor):
         self.found = False
 
     def visit_Variable(self, v):
-        from .param import Param
+        from .param import ImageParam, OutputImageParam, Param
 
-        self.found = self.found or not isinstance(v.ref, Param)
+        self.found = self.found or not isinstance(v.ref, Param | ImageParam | OutputImageParam)
 
 
-def _reads_other_than_params(e: ir.Expr) -> bool:
-    """Whether e uses a variable other than the pipeline's scalar Params (which are known for the
-    whole run: a bound in terms of them holds everywhere)."""
+def reads_other_than_params(e: ir.Expr) -> bool:
+    """Whether e uses a variable other than the pipeline's Params and its buffers' dimensions
+    (which are known for the whole run: a bound in terms of them holds everywhere)."""
     finder = _NonParams()
     finder.visit(e)
     return finder.found

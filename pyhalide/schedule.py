@@ -161,15 +161,26 @@ class Split:
     """One loop transformation of a stage, in user names (old/outer/inner as in Halide).
 
     split: `old` becomes `outer` * factor + `inner`; fuse: `old` (inner) and `outer` become
-    `inner` (the fused name); rename: `old` becomes `outer`.
+    `inner` (the fused name); rename: `old` becomes `outer`. The factor is a positive int, or an
+    Int(32) expression of Params (`split(x, xo, xi, tile)`: known when the pipeline runs).
     """
 
     kind: str
     old: str
     outer: str
     inner: str = ""
-    factor: int = 0
+    factor: object = 0
     tail: str = TailStrategy.Auto
+
+    def factor_expr(self):
+        """The factor as an Int(32) expression."""
+        from . import ir
+
+        return ir.make_const(ir.Int(32), self.factor) if isinstance(self.factor, int) else self.factor
+
+    def may_exceed_one(self) -> bool:
+        """Whether the split can leave a tail (a factor over 1, or one known only at run time)."""
+        return not isinstance(self.factor, int) or self.factor > 1
 
 
 @dataclass
@@ -294,7 +305,7 @@ def stage_touched(schedule: FuncSchedule, stage: int) -> bool:
     Placement and storage directives (compute_at, bound, ...) are the Func's, not a stage's."""
     if stage < len(schedule.stages) and schedule.stages[stage].touched:
         return True
-    return any(s == stage and (method in ("specialize", "specialize_fail", "symbolic_prefetch")
+    return any(s == stage and (method in ("specialize", "specialize_fail", "symbolic_prefetch", "symbolic_split")
                                or DIRECTIVES.get(method, ("func",))[0] != "func")
                for s, method, _ in schedule.log)
 
@@ -313,6 +324,9 @@ def schedule_to_json(funcs, rename: dict | None = None, without_specializations:
                                "it can't be written as JSON")
         if "symbolic_bound" in methods:
             raise CompileError(f"The schedule of {f.name()} bounds a Var by an Expr that is not a constant; "
+                               "it can't be written as JSON")
+        if "symbolic_split" in methods:
+            raise CompileError(f"The schedule of {f.name()} splits a loop by a factor that is not a constant; "
                                "it can't be written as JSON")
         if "symbolic_prefetch" in methods:
             raise CompileError(f"The schedule of {f.name()} prefetches an input image or by an offset that is not "
@@ -589,6 +603,9 @@ def schedule_to_python(funcs) -> str:
             target = name if stage == 0 else f"{name}.update({stage - 1})"
             if method == "symbolic_bound":
                 lines.append(f"# {target}.bound({_source_arg(args[0])}, ...) over Exprs: not written as source")
+                continue
+            if method == "symbolic_split":
+                lines.append(f"# {target}.split({_source_arg(args[0])}, ...) by an Expr: not written as source")
                 continue
             if method == "symbolic_prefetch":
                 lines.append(f"# {target}.prefetch({args[0]}, ...) of an input image or by an Expr: not written as "

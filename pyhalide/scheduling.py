@@ -61,6 +61,24 @@ def _json_var(v) -> dict:
     return {"var": _var_name(v), "rvar": _is_rvar_arg(v)}
 
 
+def _split_factor(where: str, what: str, value):
+    """A split factor (or parallel task size): a positive int, or an integer expression of Params
+    (Halide's: known when the pipeline runs, which checks that it is positive)."""
+    from .expr import Expr
+
+    if isinstance(value, Expr) and ir.const_int(value.ir()) is None:
+        e = value.ir()
+        if not (e.type.is_int() or e.type.is_uint()) or e.type.lanes != 1:
+            raise CompileError(f"{where}: {what} must be an integer, got {value} ({e.type})")
+        from .bounds import reads_other_than_params
+
+        if reads_other_than_params(e):
+            raise CompileError(f"{where}: {what} {value} may use only constants and Params (it is computed once, "
+                               "before the loops)")
+        return ir.Cast(ir.Int(32), e) if e.type != ir.Int(32) else e
+    return _positive_int(where, what, value)
+
+
 def _positive_int(where: str, what: str, value) -> int:
     from .expr import Expr
 
@@ -148,11 +166,14 @@ class Schedulable:
     # ---- loop structure
     def split(self, old, outer, inner, factor, tail=TailStrategy.Auto):
         where = self._where()
-        factor = _positive_int(f"{where}: split of {_var_name(old)}", "the split factor", factor)
+        factor = _split_factor(f"{where}: split of {_var_name(old)}", "the split factor", factor)
         if tail not in TailStrategy.ALL:
             raise CompileError(f"{where}: unknown tail strategy {tail!r}")
         self._split(old, _var_name(outer), _var_name(inner), factor, tail)
-        self._log("split", _json_var(old), _json_var(outer), _json_var(inner), factor, tail)
+        if isinstance(factor, int):
+            self._log("split", _json_var(old), _json_var(outer), _json_var(inner), factor, tail)
+        else:  # (an Expr: such a schedule can't be a record)
+            self._log("symbolic_split", _json_var(old))
         return self
 
     def _split(self, old, outer: str, inner: str, factor: int, tail: str):
@@ -400,14 +421,18 @@ class Schedulable:
             self._set_for_type(v, for_type, what)
             self._log(method, _json_var(v))
             return self
-        factor = _positive_int(f"{self._where()}: {method} of {_var_name(v)}", noun, factor)
+        where = f"{self._where()}: {method} of {_var_name(v)}"
+        factor = _split_factor(where, noun, factor) if for_type == PARALLEL else _positive_int(where, noun, factor)
         d = self._dim(v, what)
         self._check_loop_kind(d, for_type, what)  # before splitting: the error names v, and nothing changes
         with self._all_or_nothing():
             inner = self._fresh(d, f"{d.name}.{method[0]}")
             self._split(v, d.name, inner, factor, tail)
             self._set_for_type(inner if mark_inner else d.name, for_type, what)
-            self._log(method, _json_var(v), factor, tail)
+            if isinstance(factor, int):
+                self._log(method, _json_var(v), factor, tail)
+            else:
+                self._log("symbolic_split", _json_var(v))
         return self
 
     def vectorize(self, v, factor=None, tail=TailStrategy.Auto):
@@ -1063,17 +1088,17 @@ def rfactor(stage: Schedulable, pairs):
             bounds[sp.outer] = bounds[sp.old]
             value_of[sp.old] = ir.Variable(sp.outer)
             continue
-        factor = ir.make_const(ir.Int(32), sp.factor)
+        factor = sp.factor_expr()
         bounds[sp.inner] = (ir.make_const(ir.Int(32), 0), factor)
         bounds[sp.outer] = (ir.make_const(ir.Int(32), 0),
-                            ir.Div(ir.Add(old_ext, ir.make_const(ir.Int(32), sp.factor - 1)), factor))
+                            ir.Div(ir.Add(old_ext, ir.Sub(factor, ir.make_const(ir.Int(32), 1))), factor))
         offset = ir.Add(ir.Mul(ir.Variable(sp.outer), factor), ir.Variable(sp.inner))
         guards.append(ir.LT(offset, old_ext))
         # where the factor may not divide, clamped, so that the last band's guarded-off
         # iterations ask for nothing past the RDom: the guard keeps them from updating, and where
         # it holds the clamp changes nothing
         ext = ir.const_value(old_ext)
-        if ext is None or ext % sp.factor:
+        if ext is None or not isinstance(sp.factor, int) or ext % sp.factor:
             offset = ir.Min(offset, ir.Sub(old_ext, ir.make_const(ir.Int(32), 1)))
         value_of[sp.old] = ir.Add(offset, old_min)
 

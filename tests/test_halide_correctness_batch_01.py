@@ -327,8 +327,6 @@ def test_reduction_predicate_odd_writes_even_reads():
     assert np.asarray(f.realize([22])).tolist() == [1, 2] * 10 + [1, 1]
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: refuses a non-constant split factor "
-                   "(output_buffer().width() / 8), which Halide accepts")
 def test_compute_inside_guard():
     """Halide's correctness/compute_inside_guard.cpp: split by a factor depending on the output."""
     inp = hl.ImageParam(hl.UInt(8), 1, "input")

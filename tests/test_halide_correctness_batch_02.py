@@ -60,8 +60,6 @@ def test_bound_assertion_fails_inside_a_parallel_tiled_loop():
     np.testing.assert_array_equal(_arr(build(10).realize([40, 40])), xx % 10 + yy % 10 + 1)
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: a split factor that is a Param is refused "
-                   "('the split factor must be a constant integer'); Halide accepts it")
 def test_split_factor_may_be_a_param():
     """Halide's correctness/assertion_failure_in_parallel_for.cpp (and force_onto_stack.cpp):
     tile/split by a Param<int>."""
@@ -77,6 +75,25 @@ def test_split_factor_may_be_a_param():
     split.set(10)
     with pytest.raises(hl.HalideError, match="do not cover required region"):
         g.realize([20])
+
+
+def test_a_split_factor_of_params_is_checked_when_the_pipeline_runs():
+    """Halide's add_split_factor_checks: a factor known only at run time must be positive (its
+    message); such a schedule is not a record (no JSON), and its source says so."""
+    split = hl.Param(hl.Int(32), "split")
+    g = hl.Func("g")
+    xo, xi = hl.Var("xo"), hl.Var("xi")
+    g[x] = x * 2
+    g.split(x, xo, xi, split * 2 - 4, hl.TailStrategy.GuardWithIf).parallel(xo)
+    split.set(5)
+    np.testing.assert_array_equal(_arr(g.realize([21])), np.arange(21) * 2)
+    split.set(2)
+    with pytest.raises(hl.HalideError, match=r"the factor used to split the variable x into xo and xi is "
+                                             r".*This evaluated to 0, which is not strictly positive"):
+        g.realize([21])
+    with pytest.raises(hl.HalideError, match="splits a loop by a factor that is not a constant"):
+        hl.Pipeline(g).schedule_to_json()
+    assert "by an Expr: not written as source" in g.to_python_source()
 
 
 # --- bitwise_ops ------------------------------------------------------------------------------

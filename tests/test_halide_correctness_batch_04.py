@@ -322,8 +322,6 @@ def test_vectorized_double_upsample():
     _eq(f2.realize([64]), expected)
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: parallel() with a non-constant (Param) "
-                   "task size is refused")
 def test_early_out_with_param_dependent_parallel_task_size():
     """Halide's correctness/early_out.cpp: RDom.where(!test()) plus a specialized parallel."""
     height = hl.Param(hl.Int(32), "height")
@@ -1247,8 +1245,6 @@ def _stack_chain_ref(n, xs, with_downsample):
     return (a + _stack_chain_ref(n - 1, xs + 1, with_downsample)).astype(np.uint8)
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: split() by a non-constant (Param) factor "
-                   "is refused")
 def test_stack_chain_split_by_param():
     """Halide's correctness/pseudostack_shares_slots.cpp: values (malloc counts are C++-only)."""
     x = hl.Var("x")

@@ -21,6 +21,7 @@ from ..cse import ValueNumbering, common_subexpression_elimination
 from ..errors import CompileError
 from ..ir import is_const
 from ..ir_mutator import free_variables, substitute
+from ..ir_printer import expr_to_string
 from ..schedule import TailStrategy
 from ..simplify import simplify
 from ..types import Int
@@ -70,10 +71,10 @@ def _splits_past_the_end(f, var: str) -> str:
         for sp in stage.splits:
             if sp.kind == "split" and sp.old in names:
                 names |= {sp.outer, sp.inner}
-                if sp.tail == TailStrategy.RoundUp and sp.factor > 1:
+                if sp.tail == TailStrategy.RoundUp and sp.may_exceed_one():
                     old, outer, inner = (n.rsplit(".", 1)[-1] for n in (sp.old, sp.outer, sp.inner))
                     found.append(f"{'stage ' + str(k) + ' ' if k else ''}split({old}, {outer}, {inner}, "
-                                 f"{sp.factor}, {sp.tail})")
+                                 f"{expr_to_string(sp.factor_expr())}, {sp.tail})")
     if not found:
         return ""
     return (f" (Func {f.name()}'s {', '.join(found)} rounds {var} up to a multiple of the factor: realize a "

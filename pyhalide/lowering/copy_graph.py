@@ -189,7 +189,8 @@ class _Renamer:
             st.prefetches = [Prefetch(self(p.name), self(p.at), self(p.from_), p.offset, p.strategy)
                              for p in st.prefetches]
             st.fuse_align = {self(k): v for k, v in st.fuse_align.items()}
-            st.splits = [Split(sp.kind, self(sp.old), self(sp.outer), self(sp.inner), sp.factor, sp.tail)
+            st.splits = [Split(sp.kind, self(sp.old), self(sp.outer), self(sp.inner),
+                               sp.factor if isinstance(sp.factor, int) else self.expr(sp.factor), sp.tail)
                          for sp in st.splits]
         return s
 

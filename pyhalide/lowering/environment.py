@@ -8,6 +8,7 @@ from .. import ir
 from ..errors import CompileError, InternalError
 from ..extern import extern_call, is_extern
 from ..ir_mutator import IRVisitor
+from ..ir_printer import expr_to_string
 from ..schedule import LoopLevel
 from .copy_graph import copy_graph, errors_in_user_names
 from .fused_loops import find_fused_groups
@@ -27,8 +28,9 @@ def definition_exprs(func):
 
 
 def schedule_exprs(func):
-    """The expressions func's schedule adds: bounds (`bound`, `bound_extent`) and the conditions of
-    its specializations, at every depth. The Params they name are pipeline inputs too."""
+    """The expressions func's schedule adds: bounds (`bound`, `bound_extent`), split factors of
+    Params and the conditions of its specializations, at every depth. The Params they name are
+    pipeline inputs too."""
     sched = func._schedule
     for kind, lo, extent in sched.bounds.values():
         if kind not in ("align", "align_extent"):
@@ -36,6 +38,7 @@ def schedule_exprs(func):
     stages = list(sched.stages)
     while stages:
         stage = stages.pop()
+        yield from (sp.factor for sp in stage.splits if isinstance(sp.factor, ir.Expr))
         for cond, special in stage.specializations:
             yield cond
             stages.append(special)
@@ -212,7 +215,8 @@ def _check_inlined_loops(name: str, stage) -> None:
                                "scheduled inline.")
     for sp in stage.splits:
         if sp.kind == "split":
-            what = f"split variable {sp.old} of function {name} into {sp.outer} * {sp.factor} + {sp.inner}"
+            what = (f"split variable {sp.old} of function {name} into {sp.outer} * "
+                    f"{expr_to_string(sp.factor_expr())} + {sp.inner}")
         elif sp.kind == "fuse":
             what = f"fuse variables {sp.old} and {sp.outer}"
         else:

@@ -18,6 +18,7 @@ from ..debug_to_file import SYMBOL as DEBUG_TO_FILE
 from ..errors import CompileError
 from ..extern import CALL_EXTERN, EXTERN_INPUT, EXTERN_OUTPUT, extern_call, make_buffer
 from ..ir_mutator import IRMutator, IRVisitor, called_names, free_variables, substitute
+from ..ir_printer import expr_to_string
 from ..schedule import (
     EXTERN,
     GPU_BLOCK,
@@ -164,6 +165,7 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
     store = f._schedule.store_level
     stored_outside_compute = store is not None and not store.is_inlined() and store != f._schedule.compute_level
     items: list[tuple[str, str, ir.Expr]] = []  # ("let", name, value) / ("guard", "", cond), last first
+    factor_checks: list[ir.Stmt] = []  # split factors known only at run time: positive
     fixed: set[str] = set()  # dimensions an earlier split made (the inner one), or fused from one
     shifted: dict[str, int] = {}  # dimensions descending from a ShiftInwards split's outer: its factor
     consumed_after = [set() for _ in sched.splits]  # dims that later splits/fuses/renames take apart
@@ -178,10 +180,11 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
         if sp.kind == "split":
             old_min, old_ext = bounds[sp.old]
             old_end = ends[sp.old] if sp.old in ends else ir.Add(old_min, old_ext)
+            known = sp.factor if isinstance(sp.factor, int) else 0  # (a factor of Params: proves nothing)
             tail = _resolve_tail(sp.tail, stage, is_rvar[sp.old], where, sp.old in fixed, sp.old,
-                                 shifted.get(sp.old, 0), sp.factor)
+                                 shifted.get(sp.old, 0), known)
             if tail == TailStrategy.ShiftInwards:
-                shifted[sp.outer] = sp.factor
+                shifted[sp.outer] = known
             elif sp.old in shifted:
                 shifted[sp.inner] = shifted[sp.outer] = shifted[sp.old]
             if sp.factor == 1:  # divides any extent: no tail to shift or guard (as in Halide)
@@ -190,9 +193,11 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
             if sp.old in fixed:  # its outer steps through the fixed extent too
                 fixed.add(sp.outer)
             roots[sp.outer] = roots[sp.inner] = roots.get(sp.old, set())
-            factor = _c(sp.factor)
+            factor = sp.factor_expr()
+            if not isinstance(sp.factor, int):
+                factor_checks.append(_factor_check(f, sp))
             bounds[sp.inner] = (_c(0), factor)
-            bounds[sp.outer] = (_c(0), ir.Div(ir.Add(old_ext, _c(sp.factor - 1)), factor))
+            bounds[sp.outer] = (_c(0), ir.Div(ir.Add(old_ext, ir.Sub(factor, _c(1))), factor))
             is_rvar[sp.inner] = is_rvar[sp.outer] = is_rvar[sp.old]
             # ShiftInwards as min(outer * factor + min, min + extent - factor): each side moves
             # with the outer loops alone, so a bound over them stays tight (a window's min and
@@ -228,7 +233,7 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
                 lo = ir.Min(old_min, last_start)
                 hi = ir.Sub(old_end, _c(1))
                 value = ir.Call(_I32, "promise_clamped", (value, lo, hi, var(sp.outer)), ir.INTRINSIC)
-            if tail in (TailStrategy.ShiftInwards, TailStrategy.RoundUp) and sp.factor > 1:
+            if tail in (TailStrategy.ShiftInwards, TailStrategy.RoundUp) and sp.may_exceed_one():
                 past |= roots[sp.old]
                 value = within_region(sp.old, value)
                 wrapped.add(sp.old)
@@ -301,7 +306,17 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
             dim = loops[level - 1]
             lo, ext = bounds[dim.internal]
             body = ir.For(prefix + dim.internal, lo, ext, _FOR_TYPES[dim.for_type], body)
-    return body
+    return ir.make_block([*factor_checks, body])
+
+
+def _factor_check(f, sp) -> ir.Stmt:
+    """A split factor known only at run time must be positive (Halide's message)."""
+    text = expr_to_string(sp.factor).replace("{", "{{").replace("}", "}}")
+    names = [n.rsplit(".", 1)[-1] for n in (sp.old, sp.outer, sp.inner)]
+    return ir.AssertStmt(ir.GT(sp.factor, _c(0)),
+                         f"In schedule for func {f.name()}, the factor used to split the variable {names[0]} into "
+                         f"{names[1]} and {names[2]} is {text}. This evaluated to {{}}, which is not strictly "
+                         f"positive. Consider using max({text}, 1) instead.", (sp.factor,))
 
 
 def _provides(f, stage: int, args: tuple, values: tuple) -> ir.Stmt:

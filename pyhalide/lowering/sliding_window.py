@@ -451,7 +451,7 @@ def _past_region_splits(splits, pure_vars, update: bool) -> dict[str, list]:
             roots[sp.inner] = roots[sp.outer] = roots.get(sp.old, set())
             guarded = sp.tail in TailStrategy.GUARDED and sp.tail != TailStrategy.ShiftInwardsAndBlend \
                 and sp.tail not in loads_past
-            if sp.factor > 1 and not guarded:
+            if sp.may_exceed_one() and not guarded:
                 for v in roots.get(sp.old, ()):  # (an RVar iterates no pure Var)
                     out.setdefault(v, []).append(sp)
         else:
@@ -467,7 +467,8 @@ def _shifted_block(var: str, past: list | None) -> int | None:
         return 0
     sp = past[0]
     shifts = (TailStrategy.ShiftInwards, TailStrategy.ShiftInwardsAndBlend, TailStrategy.Auto)
-    return sp.factor if len(past) == 1 and sp is not None and sp.old == var and sp.tail in shifts else None
+    known = sp is not None and isinstance(sp.factor, int)  # (a factor of Params: the block is not known)
+    return sp.factor if len(past) == 1 and known and sp.old == var and sp.tail in shifts else None
 
 
 def _all_schedules(f):
