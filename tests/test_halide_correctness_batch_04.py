@@ -1472,8 +1472,6 @@ def test_specialize_chain_and_cond_combinations():
         _eq(o, arr2)
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: bounds inference ignores specializations "
-                   "(a branch that specialize() rules out still needs its input region)")
 def test_specialized_away_branch_needs_no_input():
     """Halide's correctness/specialize.cpp: select(param, im(x), 0), param false, im 10 wide."""
     im = hl.ImageParam(hl.Int(32), 1, "im")
@@ -1487,8 +1485,6 @@ def test_specialized_away_branch_needs_no_input():
     _eq(f.realize([100]), np.zeros(100))
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: bounds inference ignores specializations "
-                   "(infer_input_bounds gives the union of both branches' regions)")
 @pytest.mark.parametrize("case", ["shift", "or_condition", "outer_condition"])
 def test_specialized_input_bounds(case):
     """Halide's correctness/specialize.cpp: infer_input_bounds under specialize()."""

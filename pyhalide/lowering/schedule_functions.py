@@ -11,6 +11,9 @@ GuardWithIf tails become ifs at that same place.
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
 from .. import ir, scatter_gather
 from ..bounds import PREDICATE_LOADS, WITHIN_REGION, box_touched
 from ..cse import common_subexpression_elimination
@@ -33,6 +36,7 @@ from ..schedule import (
     MemoryType,
     TailStrategy,
 )
+from ..simplify import bool_values, simplify
 from ..types import Bool, Int
 from .environment import compute_level, store_level
 
@@ -116,16 +120,94 @@ def build_stage(f, stage: int) -> ir.Stmt:
         message = "A schedule specialized with specialize_fail() was chosen: " + sched.fail_message
         result = ir.AssertStmt(ir.make_const(Bool(), False), message.replace("{", "{{").replace("}", "}}"), ())
     else:
-        result = _build_stage_nest(f, stage, sched)
-    for cond, special in reversed(sched.specializations):
-        result = ir.IfThenElse(cond, _build_stage_nest(f, stage, stage_schedule(f, stage, special)), result)
+        result = _build_stage_nest(f, stage, sched, _branch_facts(sched.specializations, None))
+    for k in range(len(sched.specializations) - 1, -1, -1):
+        cond, special = sched.specializations[k]
+        special_nest = _build_stage_nest(f, stage, stage_schedule(f, stage, special),
+                                         _branch_facts(sched.specializations, k))
+        result = ir.IfThenElse(cond, special_nest, result)
     if sched.gpu_single_thread:  # a kernel of one block; with no thread loops, one thread runs it
         result = ir.For(stage_prefix(f, stage) + "__single_thread", _c(0), _c(1), ir.GPU_BLOCK, result)
     return result
 
 
-def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
+def _branch_facts(specializations, k: int | None) -> list[tuple[ir.Expr, bool]]:
+    """What the branch of specialization k (None: the general one) knows: its condition holds
+    there, the earlier ones' do not (`specialize(p)`: `select(p, im(x), 0)` reads nothing of im
+    in the other branch, as in Halide)."""
+    return [(cond, j == k) for j, (cond, _) in enumerate(specializations if k is None else specializations[:k + 1])]
+
+
+class _Settle(IRMutator):
+    """Conditions a branch knows replaced by their values: the condition itself, the bool Params
+    it settles, and comparisons of a Param with a constant that its own comparisons decide
+    (`p > 73` holds: so does `p > 50`)."""
+
+    def __init__(self, facts: list[tuple[ir.Expr, bool]]):
+        super().__init__()
+        self.known: dict[ir.Expr, bool] = {}
+        self.flags: dict[str, bool] = {}
+        self.ranges: dict[str, tuple[float, float]] = {}
+        for cond, holds in facts:
+            self._learn(cond, holds)
+
+    def _learn(self, cond, holds: bool):
+        self.known[cond] = holds
+        self.flags.update({n: bool(ir.const_value(v)) for n, v in bool_values(cond, holds).items()})
+        if isinstance(cond, ir.And) and holds or isinstance(cond, ir.Or) and not holds:
+            self._learn(cond.a, holds)
+            self._learn(cond.b, holds)
+        elif isinstance(cond, ir.Not):
+            self._learn(cond.a, not holds)
+        else:
+            side = _compared_with_constant(cond if holds else _negated(cond))
+            if side is not None:
+                name, lo, hi = side
+                old_lo, old_hi = self.ranges.get(name, (-math.inf, math.inf))
+                self.ranges[name] = (max(lo, old_lo), min(hi, old_hi))
+
+    def mutate(self, node):
+        if isinstance(node, ir.Expr) and node.type.is_bool():
+            if node in self.known:
+                return ir.make_const(node.type, int(self.known[node]))
+            if isinstance(node, ir.Variable) and node.name in self.flags:
+                return ir.make_const(node.type, int(self.flags[node.name]))
+            side = _compared_with_constant(node)
+            if side is not None and side[0] in self.ranges:
+                name, lo, hi = side
+                have_lo, have_hi = self.ranges[name]
+                if lo <= have_lo and have_hi <= hi:
+                    return ir.make_const(node.type, 1)
+                if have_hi < lo or hi < have_lo:
+                    return ir.make_const(node.type, 0)
+        return super().mutate(node)
+
+
+def _negated(cond: ir.Expr) -> ir.Expr:
+    flipped = {ir.LT: ir.GE, ir.GE: ir.LT, ir.GT: ir.LE, ir.LE: ir.GT}
+    return flipped[type(cond)](cond.a, cond.b) if type(cond) in flipped else ir.Not(cond)
+
+
+def _compared_with_constant(cond: ir.Expr):
+    """(name, lo, hi): the values of a scalar integer Param `cond` allows, for `p < 3`, `5 >= p`,
+    `p == 4` ...; None for any other condition."""
+    if not isinstance(cond, ir.LT | ir.LE | ir.GT | ir.GE | ir.EQ):
+        return None
+    a, b, kind = cond.a, cond.b, type(cond)
+    if isinstance(a, ir.IntImm) and isinstance(b, ir.Variable):
+        a, b, kind = b, a, {ir.LT: ir.GT, ir.LE: ir.GE, ir.GT: ir.LT, ir.GE: ir.LE, ir.EQ: ir.EQ}[kind]
+    if not (isinstance(a, ir.Variable) and a.ref is not None and isinstance(b, ir.IntImm)) or a.type.lanes != 1:
+        return None
+    c = b.value
+    lo, hi = {ir.LT: (-math.inf, c - 1), ir.LE: (-math.inf, c), ir.GT: (c + 1, math.inf),
+              ir.GE: (c, math.inf), ir.EQ: (c, c)}[kind]
+    return a.name, lo, hi
+
+
+def _build_stage_nest(f, stage: int, sched, facts: dict | None = None) -> ir.Stmt:
     d = f.definition_of(stage, sched)
+    if facts:
+        d = _settled(d, facts)
     prefix = stage_prefix(f, stage)
     where = f"In schedule for {f.name()}.s{stage}"
 
@@ -307,6 +389,17 @@ def _build_stage_nest(f, stage: int, sched) -> ir.Stmt:
             lo, ext = bounds[dim.internal]
             body = ir.For(prefix + dim.internal, lo, ext, _FOR_TYPES[dim.for_type], body)
     return ir.make_block([*factor_checks, body])
+
+
+def _settled(d, facts: list):
+    """Definition d in a specialization's branch: the conditions it knows settled, simplified."""
+    settle_mutator = _Settle(facts)
+
+    def settle(e):
+        return None if e is None else simplify(settle_mutator.mutate(e))
+
+    return replace(d, args=tuple(settle(a) for a in d.args), values=tuple(settle(v) for v in d.values),
+                   predicate=settle(d.predicate))
 
 
 def _factor_check(f, sp) -> ir.Stmt:

@@ -416,6 +416,18 @@ def _substitute_lane_pattern(n):
 _ROUNDINGS = {"floor": math.floor, "ceil": math.ceil, "trunc": math.trunc, "round": round}  # (round: to even)
 
 
+def bool_values(condition: ir.Expr, holds: bool) -> dict[str, ir.Expr]:
+    """The boolean variables whose values `condition == holds` settles: `p` true, `!p` false,
+    both sides of a true `&&` and of a false `||`."""
+    if isinstance(condition, ir.Variable) and condition.type.is_bool() and condition.type.lanes == 1:
+        return {condition.name: _const(condition.type, int(holds))}
+    if isinstance(condition, ir.Not):
+        return bool_values(condition.a, not holds)
+    if isinstance(condition, ir.And) and holds or isinstance(condition, ir.Or) and not holds:
+        return {**bool_values(condition.a, holds), **bool_values(condition.b, holds)}
+    return {}
+
+
 def call_rules(n):
     """all_true of a vector condition every lane of which is known; floor, ceil, trunc and round
     of a finite float constant (an integer, which any float type holds exactly)."""
@@ -836,12 +848,17 @@ class Simplify(IRMutator):
     def _knowing(self, condition: ir.Expr, holds: bool, s: ir.Stmt) -> ir.Stmt:
         if has_load(condition) or has_call(condition):  # memory the branch writes could change it
             return self.mutate(s)
-        outer = self.known_conditions
+        outer, outer_subst, outer_substitution = self.known_conditions, self.subst, self._substitution
         self.known_conditions = {**outer, condition: holds}
+        flags = bool_values(condition, holds)  # (a specialization on a bool Param: its value inside)
+        if flags:
+            self._set_subst({**outer_subst, **flags})
         try:
             return self.mutate(s)
         finally:
             self.known_conditions = outer
+            if flags:
+                self.subst, self._substitution = outer_subst, outer_substitution
 
     def visit_AssertStmt(self, s):
         new = self.default(s)
