@@ -392,17 +392,30 @@ def test_deep_expressions_compile_without_hitting_the_recursion_limit():
 
 
 def test_exponential_inlining_is_refused_by_name_instead_of_hanging():
+    stages = [hl.Func("spread0")]
+    stages[0][x] = x
+    for i in range(1, 21):  # 2^20 calls, every one at a coordinate of its own
+        g = hl.Func(f"spread{i}")
+        g[x] = stages[-1][2 * x] + stages[-1][2 * x + 1]
+        stages.append(g)
+    with pytest.raises(hl.HalideError, match=r"Func spread20: inlining spread19 into it makes an expression of "
+                                              r"\d+ nodes .*compute_root\(\) or compute_at\(\)"):
+        stages[-1].realize([4])
+    stages[10].compute_root()  # two shallow halves: 2^10 calls each
+    want = [sum(range(2**20 * k, 2**20 * (k + 1))) % 2**32 for k in range(2)]
+    assert (np.asarray(stages[-1].realize([2])).astype(np.int64) % 2**32).tolist() == want
+
+
+def test_a_stencil_of_inlined_stencils_is_inlined_as_a_graph():
+    """3^14 calls as a tree, but only 14 * 29 distinct ones (the levels' coordinates meet again):
+    each is computed once, as Halide's inlining shares them."""
     stages = [hl.Func("stencil0")]
     stages[0][x] = x
-    for i in range(1, 15):  # 3^14 calls once every level is inlined
+    for i in range(1, 15):
         g = hl.Func(f"stencil{i}")
         g[x] = stages[-1][x - 1] + stages[-1][x] + stages[-1][x + 1]
         stages.append(g)
-    with pytest.raises(hl.HalideError, match=r"Func stencil14: inlining stencil13 into it makes an expression of "
-                                              r"\d+ nodes .*compute_root\(\) or compute_at\(\)"):
-        stages[-1].realize([4])
-    stages[7].compute_root()  # two shallow halves: 3^7 calls each
-    assert np.asarray(stages[-1].realize([2])).tolist() == [0, 3**14]
+    assert np.asarray(stages[-1].realize([3])).tolist() == [0, 3**14, 2 * 3**14]
 
 
 _INTERRUPTED_REALIZE = """

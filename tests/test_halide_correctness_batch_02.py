@@ -294,9 +294,6 @@ def test_highly_connected_expr_dag_is_not_expanded_into_a_tree():
                                   [(FIB_99 * i) % 2**32 for i in range(10)])
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: a Fibonacci-like chain of 100 inline Funcs is "
-                   "refused ('inlining ... makes an expression of ~1.8e21 nodes'); Halide "
-                   "CSEs it and runs")
 def test_highly_connected_inline_func_dag_compiles():
     """Halide's correctness/code_explosion.cpp: funcs[i](x) = funcs[i-1](x) + funcs[i-2](x)."""
     fs = []
