@@ -25,6 +25,7 @@ from .lowering.constant_stack_indices import constant_stack_indices
 from .lowering.copy_graph import errors_in_user_names
 from .lowering.emulate_bfloat16 import emulate_bfloat16
 from .lowering.environment import Environment, build_environment, pipeline_inputs
+from .lowering.fuzz_float_stores import fuzz_float_stores
 from .lowering.gpu_host_copies import gpu_host_copies
 from .lowering.gpu_kernel_checks import gpu_kernel_checks
 from .lowering.gpu_kernels import Kernel, gpu_kernels
@@ -111,6 +112,7 @@ def lowering_passes(env, vectors: bool = True):
     # A GPU thread is scalar: vectorized loops inside kernels are unrolled instead.
     gpu = [("gpu vector loops", gpu_vector_loops)] if env.target.has_feature("cuda") else []
     profiling = [("profiling", lambda s: inject_profiling(s, env))] if profiled(env.target) else []
+    fuzz = [("fuzz float stores", fuzz_float_stores)] if env.target.has_feature("fuzz_float_stores") else []
     return [
         # Inlining must see the whole nest, so it runs after the loops exist; bounds inference
         # must run after it, so that calls made through inlined Funcs count.
@@ -144,6 +146,7 @@ def lowering_passes(env, vectors: bool = True):
         ("simplify", simplify),
         # Flattening needs the final bounds of every Realize.
         ("storage flattening", storage_flattening),
+        *fuzz,
         ("simplify", simplify),
         # Storage whose size has a small constant bound goes on the stack, not to the heap per iteration.
         ("bound small allocations", bound_small_allocations),

@@ -28,7 +28,8 @@ _ISA = {
 # Features with no effect on what pyhalide generates for the CPU.
 _NEUTRAL = {"jit", "strict_float", "no_runtime", "user_context", "c_plus_plus_name_mangling", "embed_bitcode"}
 # pyhalide's own: allow fused multiply-adds (Halide contracts unless strict_float; pyhalide doesn't unless asked).
-_PYHALIDE = {"fp_contract"}
+# fuzz_float_stores: each float stored loses its lowest mantissa bit (lowering/fuzz_float_stores.py).
+_PYHALIDE = {"fp_contract", "fuzz_float_stores"}
 GPU_FEATURES = {"cuda", "opencl", "metal", "vulkan", "d3d12compute", "webgpu"}
 _CUDA_CAPABILITIES = {f"cuda_capability_{c}" for c in (30, 32, 35, 50, 61, 70, 75, 80, 86)}
 # A capability feature is the least a GPU must have: kernels are compiled for the GPU that runs
@@ -45,7 +46,7 @@ AOT_FEATURES = {"armv7s", "no_neon", "arm_dot_prod", "arm_fp16", "armv81a", "arm
 _OTHER = {
     "debug", "no_asserts", "no_bounds_query", "armv7s", "no_neon", "vsx", "power_arch_2_07", "cl_doubles",
     "cl_half", "cl_atomics64", "egl", "large_buffers", "hexagon_dma", "hvx",
-    "hvx_v62", "hvx_v65", "hvx_v66", "hvx_v68", "fuzz_float_stores", "soft_float_abi", "msan", "tsan",
+    "hvx_v62", "hvx_v65", "hvx_v66", "hvx_v68", "soft_float_abi", "msan", "tsan",
     "asan", "trace_loads", "trace_stores", "trace_realizations", "trace_pipeline", "check_unsafe_promises",
     "enable_llvm_loop_opt", "enable_backtraces", "wasm_mvponly", "wasm_simd128", "wasm_threads", "wasm_bulk_memory",
     "sve", "sve2",

@@ -499,3 +499,22 @@ def test_float16_atomic_updates(device):
         results.append(np.asarray(out))
     for got in results:
         assert_same_bits(got, np.full(4, 8, F16))
+
+
+def test_fuzz_float_stores_clears_the_lowest_mantissa_bit_of_every_float_stored():
+    """Target feature fuzz_float_stores (Halide's): float16, float32 and float64 stores, scalar
+    and vectorized, keep every bit but the lowest; integer stores are untouched."""
+    t = hl.get_jit_target_from_environment().with_feature(hl.TargetFeature.FuzzFloatStores)
+    x = hl.Var("x")
+    for ty, dtype, bits in ((hl.Float(16), np.float16, np.uint16), (hl.Float(32), np.float32, np.uint32),
+                            (hl.Float(64), np.float64, np.uint64)):
+        for vectorize in (False, True):
+            f, g = hl.Func("fuzzed"), hl.Func("ints")
+            f[x] = hl.cast(ty, x) / hl.cast(ty, 7)
+            g[x] = x * 3 + 1
+            if vectorize:
+                f.vectorize(x, 8)
+            got = np.asarray(f.realize([40], t)).view(bits)
+            want = (np.arange(40, dtype=dtype) / dtype(7)).view(bits)
+            np.testing.assert_array_equal(got, want & ~bits(1))
+            np.testing.assert_array_equal(np.asarray(g.realize([40], t)), np.arange(40) * 3 + 1)

@@ -635,8 +635,6 @@ def test_bound_extent_of_a_producer_inside_a_split():
 # --- fuzz_float_stores ------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: a target with the fuzz_float_stores feature "
-                   "is refused ('no pyhalide backend supports the feature'); Halide runs it")
 def test_fuzz_float_stores_changes_only_low_bits():
     """Halide's correctness/fuzz_float_stores.cpp: values with few significant bits are unchanged,
     full-precision values change in some but not all stores."""
