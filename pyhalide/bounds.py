@@ -99,16 +99,21 @@ def _may_wrap(t) -> bool:
 
 
 def _fits(t, iv: Interval) -> bool:
-    """Whether both bounds are constants t can represent (folded where they are constant
-    expressions: abs's max(a, 0 - b))."""
-    def constant(e):
-        if e is None:
-            return None
-        c = ir.const_value(e)
-        return c if c is not None or free_variables(e) or called_names(e) else ir.const_value(simplify(e))
-
-    lo, hi = constant(iv.min), constant(iv.max)
+    lo, hi = ir.const_value(iv.min) if iv.min is not None else None, (
+        ir.const_value(iv.max) if iv.max is not None else None)
     return lo is not None and hi is not None and t.can_represent(lo) and t.can_represent(hi)
+
+
+def _exact_constant(e: ir.Expr | None):
+    """e's value, where e is a constant expression of a signed type of 32 bits or more whose
+    arithmetic stays in range (so folding it cannot wrap); else None."""
+    if e is None:
+        return None
+    c = ir.const_value(e)
+    if c is not None or not (e.type.is_int() and e.type.bits >= 32) or free_variables(e) or called_names(e):
+        return c
+    c = ir.const_value(simplify(e))
+    return c if c is not None and abs(c) < 2**30 else None
 
 
 # within_region(value, min, max, outermost): a stage's coordinate, where only values inside the
@@ -412,6 +417,9 @@ class _Bounds:
             if t.is_float():  # (never below zero, also where unbounded above)
                 hi = ir.Max(a.max, ir.Sub(ir.make_const(t, 0), a.min)) if a.is_bounded() else None
                 return Interval(ir.make_const(e.type, 0), hi)
+            lo, hi = _exact_constant(a.min), _exact_constant(a.max)
+            if lo is not None and hi is not None:  # (folded: a cast of it keeps its range)
+                return Interval(ir.make_const(e.type, 0), ir.make_const(e.type, max(-lo, hi, 0)))
             if a.is_bounded():  # (-min in a type wide enough for it: the narrow one wraps)
                 w = t if t.bits >= 32 else Int(32)
                 m = ir.Max(ir.Cast(w, a.max), ir.Sub(ir.make_const(w, 0), ir.Cast(w, a.min)))
