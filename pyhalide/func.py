@@ -325,10 +325,13 @@ class _FindVariables(IRVisitor):
                 self.pure.setdefault(name)
 
 
-def _is_buffer(v) -> bool:
+def _is_image(v) -> str | None:
+    """"buffer" or "image_param" (None otherwise): Func(v) reads it. (Halide's Func(image_param) is
+    the image's own Func, which schedules every read of it; pyhalide's is a Func of its own.)"""
     from .buffer import Buffer
+    from .param import ImageParam
 
-    return isinstance(v, Buffer)
+    return "buffer" if isinstance(v, Buffer) else "image_param" if isinstance(v, ImageParam) else None
 
 
 def _is_type_list(v) -> bool:
@@ -359,6 +362,8 @@ class Func(FuncScheduling):
             declared = (tuple(types), dims)
         elif args and isinstance(args[0], str):
             name = args[0]
+        if name is None and args and _is_image(args[0]) == "image_param":
+            name = f"{args[0].name()}_im"  # (Halide's name for an ImageParam's Func)
         self._name = unique_func_name(name or unique_name("f"))
         self._pure_args: tuple[str, ...] | None = None
         self._init: Definition | None = None
@@ -369,7 +374,7 @@ class Func(FuncScheduling):
         self._version = 0
         if args and (isinstance(args[0], Expr) or isinstance(args[0], int | float)):
             self[()] = args[0]
-        elif args and _is_buffer(args[0]):  # Func(buffer): reads the Buffer, as Halide's
+        elif args and _is_image(args[0]):  # Func(buffer or ImageParam): reads it, as Halide's
             implicit = tuple(Var.implicit(k) for k in range(args[0].dimensions()))
             self[implicit] = args[0][implicit]
 

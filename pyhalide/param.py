@@ -489,9 +489,11 @@ class ImageParam(OutputImageParam):
                     raise HalideError(f"ImageParam {self._name}.in_: consumers must be Funcs, got {g!r}")
             keys = [g.name() for g in consumers]
             name = f"{self._name}_im_in_{'_'.join(func_name_family(k) for k in keys)}"
-        found = {id(self._wrappers.get(k)) for k in keys}
-        if len(found) == 1 and self._wrappers.get(keys[0]) is not None:
-            return self._wrappers[keys[0]]
+        from .scheduling import existing_wrapper
+
+        found = existing_wrapper(self._name, self._wrappers, keys)
+        if found is not None:
+            return found
         wrapper = Func(name)
         args = tuple(Var.implicit(i) for i in range(self._dims))
         wrapper[args] = self[args]
@@ -521,7 +523,7 @@ class Argument:
     """hl.Argument: one argument of a compiled pipeline (what infer_arguments returns and every
     `arguments` list takes), made from an ImageParam, OutputImageParam, Param or Buffer."""
 
-    def __init__(self, source=None):
+    def __init__(self, source=None, _inferred: bool = False):
         from .buffer import Buffer
         from .var import Range
 
@@ -533,9 +535,12 @@ class Argument:
         if isinstance(source, Param):
             self.name, self.type = source.name(), source.type()
             def expr(v):
-                return None if v is None else wrap(ir.make_const(source.type(), v))
+                return Expr() if v is None or source.type().is_handle() else wrap(ir.make_const(source.type(), v))
 
-            self.argument_estimates = ArgumentEstimates(expr(source._value), source.min_value(), source.max_value(),
+            # (as Halide's: the default is the value, or zero where infer_arguments made the
+            # Argument; no estimate is an undefined Expr)
+            default = expr(0 if source._value is None and _inferred else source._value)
+            self.argument_estimates = ArgumentEstimates(default, source.min_value(), source.max_value(),
                                                         expr(source._estimate))
         elif isinstance(source, OutputImageParam | Buffer):
             self.name, self.type, self.dimensions = source.name(), source.type(), source.dimensions()

@@ -311,8 +311,8 @@ class Pipeline:
         lowered = self._lower()
         scalars = {sc.name: sc.param for sc in lowered.scalars}  # (with the Params only requirements use)
         images = sorted((b.name, b.source) for b in lowered.buffers if not b.is_output)
-        return [_param.Argument(a) for a in [img for _, img in images if not isinstance(img, Buffer)] +
-                [p for _, p in sorted(scalars.items())]]
+        return [_param.Argument(a, _inferred=True) for a in [img for _, img in images if not isinstance(img, Buffer)]
+                + [p for _, p in sorted(scalars.items())]]
 
     def compile_to_module(self, arguments, fn_name: str, target=None) -> Module:
         """The pipeline lowered (fresh, for `target`) into a Module: Halide's unit of compiled

@@ -824,10 +824,8 @@ class FuncScheduling(Schedulable):
             if calls.get(self.name()) is not self and reached.get(self.name()) is not self:
                 raise CompileError(f"Func {self.name()}.{method}({g.name()}): {g.name()} does not call {self.name()}")
         wrappers = self._schedule.wrappers
-        existing = {id(wrappers.get(g.name())) for g in consumers}
-        if len(existing) == 1 and wrappers.get(consumers[0].name()) is not None:
-            stand_in = wrappers[consumers[0].name()]
-        else:
+        stand_in = existing_wrapper(self.name(), wrappers, [g.name() for g in consumers])
+        if stand_in is None:
             # named from the names given, so a fresh process names it alike
             stand_in = make(f"{func_name_family(self.name())}_{infix}_"
                             f"{'_'.join(func_name_family(g.name()) for g in consumers)}")
@@ -982,6 +980,27 @@ class FuncScheduling(Schedulable):
         self._schedule.storage_order = names + rest
         self._log("reorder_storage", *[_json_var(v) for v in vars])
         return self
+
+
+def existing_wrapper(wrapped: str, wrappers: dict, consumers: list[str]):
+    """The wrapper the consumers (names) already share, or None where none has one; Halide's
+    errors where only some have one, or they have different ones, or another Func shares it."""
+    first = wrappers.get(consumers[0])
+    if first is None:
+        for name in consumers[1:]:
+            if wrappers.get(name) is not None:
+                raise CompileError(f"Cannot define the wrapper since {name} already has a wrapper while "
+                                   f"{consumers[0]} doesn't")
+        return None
+    for name, w in wrappers.items():
+        if name == consumers[0]:
+            continue
+        if name in consumers and w is not first:
+            raise CompileError(f"{name} should have shared the same wrapper as {consumers[0]}")
+        if name not in consumers and w is first:
+            raise CompileError(f"Redefinition of shared wrapper [{wrapped} -> {first.name()}] in {consumers[0]} is "
+                               f"illegal since {name} shares the same wrapper but is not part of the redefinition")
+    return first
 
 
 def _make_wrapper(f, name: str):

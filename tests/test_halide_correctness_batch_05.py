@@ -357,8 +357,6 @@ def test_infer_arguments_order_kinds_types_and_explicit_estimates():
     assert [a.type for a in args[1:]] == [hl.Float(32), hl.UInt(8)]
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: infer_arguments gives scalar_def None for a "
-                   "Param made without a value; Halide gives its zero")
 def test_infer_arguments_every_scalar_has_a_default():
     """Halide's correctness/infer_arguments.cpp: every scalar argument has a defined scalar_def."""
     f, *_ = _infer_arguments_pipeline()
@@ -809,8 +807,6 @@ def test_image_param_in_returns_the_same_wrapper():
     assert img.in_([e, f, g]).name() == img.in_([g, f, e]).name()
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: img.in_([e, f]) is accepted when f already "
-                   "has its own wrapper img.in_(f); Halide refuses it")
 def test_image_param_in_refuses_a_list_overlapping_an_existing_wrapper():
     """Halide's correctness/image_wrapper.cpp: a second wrapper for a Func is refused."""
     x, y = hl.Var("x"), hl.Var("y")
@@ -841,8 +837,6 @@ def test_custom_image_wrappers():
     del keep
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: hl.Func(image_param) is a new undefined "
-                   "Func, not the ImageParam's own Func (Halide's `Func img_f = img`)")
 def test_func_of_image_param_is_its_own_func():
     """Halide's correctness/image_wrapper.cpp: `Func img_f = img` is the image's defined Func."""
     img, keep = _image(lambda v: 3 * v, [8])
