@@ -1462,7 +1462,8 @@ def loop_nest_text(stmt, fused_loops=frozenset()) -> str:
             walk(s.body, depth + 1)
         elif isinstance(s, ir.Realize):
             sched = getattr(s.func, "_schedule", None)
-            hoisted = sched is not None and sched.store_level is not None and sched.store_level != sched.compute_level
+            hoisted = sched is not None and sched.store_level is not None and not sched.store_level.is_inlined() \
+                and sched.store_level != sched.compute_level
             if hoisted:
                 lines.append(f"{pad}store {s.name}:")
             walk(s.body, depth + 1 if hoisted else depth)

@@ -11,6 +11,7 @@ applies to its own copy of the Func graph.
 from __future__ import annotations
 
 import json
+import weakref
 from dataclasses import dataclass, field, fields, replace
 
 from .errors import CompileError
@@ -114,11 +115,15 @@ class Prefetch:
 
 
 class LoopLevel:
-    """Where a Func is computed or stored: inlined, at root, or inside a loop of another Func."""
+    """Where a Func is computed or stored: inlined, at root, or inside a loop of another Func.
+
+    As Halide's, a handle: `LoopLevel()` is undefined until `set()` fills it in, and every Func
+    given it (compute_at, store_at) sees what it is set to (a Generator's LoopLevel parameter)."""
 
     def __init__(self, func=None, var=None, stage_index: int = -1):
+        self._holders: weakref.WeakSet = weakref.WeakSet()  # Funcs placed by it: set() reschedules them
         if func is None:
-            self.kind, self.func_name, self.var_name, self.stage_index = "inlined", None, None, -1
+            self.kind, self.func_name, self.var_name, self.stage_index = "undefined", None, None, -1
             return
         self.kind = "at"
         self.func_name = func if isinstance(func, str) else func.name()
@@ -133,7 +138,27 @@ class LoopLevel:
 
     @staticmethod
     def inlined() -> LoopLevel:
-        return LoopLevel()
+        level = LoopLevel()
+        level.kind = "inlined"
+        return level
+
+    def set(self, other: LoopLevel) -> LoopLevel:
+        """This LoopLevel (and so every Func given it) becomes `other`, as Halide's."""
+        if not isinstance(other, LoopLevel):
+            raise CompileError(f"LoopLevel.set takes a LoopLevel, got {other!r}")
+        self.kind, self.func_name, self.var_name, self.stage_index = (other.kind, other.func_name, other.var_name,
+                                                                      other.stage_index)
+        for f in list(self._holders):
+            f._version += 1
+        return self
+
+    def defined(self) -> bool:
+        return self.kind != "undefined"
+
+    def placing(self, func) -> LoopLevel:
+        """Note that func is placed by this level (its pipelines compile again when it is set)."""
+        self._holders.add(func)
+        return self
 
     def is_root(self) -> bool:
         return self.kind == "root"
@@ -143,6 +168,12 @@ class LoopLevel:
 
     def __eq__(self, other):
         return isinstance(other, LoopLevel) and self.to_json() == other.to_json()
+
+    def __copy__(self):  # (a handle: copies of a schedule share it)
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
 
     def __hash__(self):
         return hash(json.dumps(self.to_json()))
@@ -258,9 +289,9 @@ class StageSchedule:
 
 @dataclass
 class FuncSchedule:
-    compute_level: LoopLevel = field(default_factory=LoopLevel)  # inlined means "default"
+    compute_level: LoopLevel = field(default_factory=LoopLevel.inlined)  # inlined means "default"
     store_level: LoopLevel | None = None  # None: same as compute level
-    explicit_inline: bool = False
+    compute_placed: bool = False  # compute_at (or compute_root, compute_inline) was called
     innermost_default: bool = False  # an inline reduction: by default computed in its consumer's innermost loop
     bounds: dict[str, tuple] = field(default_factory=dict)  # var -> (min or None, extent, modulus, remainder)
     storage_order: list[str] | None = None
@@ -281,7 +312,12 @@ class FuncSchedule:
 
     @property
     def is_default(self) -> bool:
-        return self.compute_level.is_inlined() and not self.explicit_inline
+        return self.compute_level.is_inlined() and not self.compute_placed
+
+    @property
+    def explicit_inline(self) -> bool:
+        """compute_inline() (or compute_at a level now inlined) was asked for."""
+        return self.compute_placed and self.compute_level.is_inlined()
 
     def copy(self) -> FuncSchedule:
         """An independent copy: later directives on either leave the other as it is. LoopLevels,
@@ -335,7 +371,7 @@ def schedule_to_json(funcs, rename: dict | None = None, without_specializations:
         from .lowering.copy_graph import canonical_func_names
 
         rename = canonical_func_names(funcs)
-    data = {f.name(): [list(entry) for entry in f._schedule.log if entry[1] not in skipped] for f in funcs}
+    data = {f.name(): [_plain(list(entry)) for entry in f._schedule.log if entry[1] not in skipped] for f in funcs}
     return json.dumps(_renamed(data, rename) if rename else data, sort_keys=True)
 
 
@@ -593,6 +629,18 @@ def _decode_arg(a, by_name):
     return a
 
 
+def _plain(value):
+    """A log entry as JSON data: a LoopLevel (a handle, kept as such in the log so that set()
+    reaches it) as what it is now."""
+    if isinstance(value, LoopLevel):
+        return value.to_json()
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
 def schedule_to_python(funcs) -> str:
     """Python source that applies the same schedule (paste it after the algorithm). A Func is
     written as a variable named as the Func was (`f` for a second Func("f"), named `f$1`)."""
@@ -600,6 +648,7 @@ def schedule_to_python(funcs) -> str:
     for f in funcs:
         name = _func_variable(f.name())
         for stage, method, args in f._schedule.log:
+            args = _plain(args)
             target = name if stage == 0 else f"{name}.update({stage - 1})"
             if method == "symbolic_bound":
                 lines.append(f"# {target}.bound({_source_arg(args[0])}, ...) over Exprs: not written as source")

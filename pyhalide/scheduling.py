@@ -710,15 +710,15 @@ class FuncScheduling(Schedulable):
         level = self._loop_level(args, "compute_at")
         if level.kind == "at" and level.func_name == self.name():
             raise CompileError(f"Func {self.name()} can't be computed at a loop of itself")
-        self._schedule.compute_level = level
-        self._schedule.explicit_inline = level.is_inlined()
-        self._log("compute_at", {"loop_level": level.to_json()})
+        self._schedule.compute_level = level.placing(self)
+        self._schedule.compute_placed = True
+        self._log("compute_at", {"loop_level": level})
         return self
 
     def store_at(self, *args):
         level = self._loop_level(args, "store_at")
-        self._schedule.store_level = level
-        self._log("store_at", {"loop_level": level.to_json()})
+        self._schedule.store_level = level.placing(self)
+        self._log("store_at", {"loop_level": level})
         return self
 
     def compute_root(self):

@@ -466,8 +466,6 @@ consume inner3:
 }
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: LoopLevel has no set(), so a LoopLevel given "
-                   "to compute_at/store_at cannot be filled in later")
 @pytest.mark.parametrize("i, case", list(enumerate(_DEFERRED_NESTS, 1)))
 def test_loop_levels_set_after_scheduling(capfd, i, case):
     """Halide's correctness/deferred_loop_level.cpp: LoopLevel.set() after compute_at/store_at."""

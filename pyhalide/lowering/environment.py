@@ -157,11 +157,14 @@ def _environment(outputs, funcs, sources, user_names, target) -> Environment:
     for name in order_names:
         f = funcs[name]
         sched = f._schedule
+        if not sched.compute_level.defined() or (sched.store_level is not None and not sched.store_level.defined()):
+            raise CompileError(f"Func {f.name()}: There should be no undefined LoopLevels at the start of lowering. "
+                               "(Did you mean to use LoopLevel::inlined() instead of LoopLevel() ?)")
         if env.is_output(f):
             # An output is computed at root whatever its compute and store levels say (as in
             # Halide: an intermediate scheduled inside its consumer can be realized on its own).
             if sched.compute_level.kind == "at" or sched.explicit_inline or sched.store_level is not None:
-                sched.compute_level, sched.store_level, sched.explicit_inline = LoopLevel.root(), None, False
+                sched.compute_level, sched.store_level, sched.compute_placed = LoopLevel.root(), None, False
             env.order.append(f)
         elif sched.explicit_inline or (sched.is_default and not f.has_update_definition() and not sched.buffer_copy
                                        and not is_extern(f)):
