@@ -86,22 +86,6 @@ def test_embedded_image_simplified_away():
     assert (np.asarray(out) == 0).all()
 
 
-def test_compute_with_on_wrapper():
-    """Halide's correctness/compute_with_in.cpp: compute_with of a Func.in() wrapper."""
-    x, y = hl.Var("x"), hl.Var("y")
-    one, two, three, output = (hl.Func(n) for n in ("one", "two", "three", "output"))
-    one[x, y] = x + y
-    two[x, y] = one[x, y] + 2
-    three[x, y] = one[x, y] + 3
-    output[x, y] = two[x, y] + three[x, y]
-    two.compute_root()
-    one.in_(three).compute_root().compute_with(two, hl.Var.outermost())
-    one.compute_root()
-    one.compute_at(two, hl.Var.outermost())
-    yy, xx = np.mgrid[0:64, 0:64]
-    assert (np.asarray(output.realize([64, 64])) == 2 * (xx + yy) + 5).all()
-
-
 def test_reduction_with_hard_to_bound_store_index():
     """Halide's correctness/dynamic_reduction_bounds.cpp: store index divided by a hypot()."""
     inp = hl.ImageParam(hl.Float(32), 2, "input")

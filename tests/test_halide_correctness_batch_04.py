@@ -150,7 +150,7 @@ def test_cast_result_types():
 
 
 # ----------------------------------------------------------------------------------------------
-# compute_at_reordered_update_stage, compute_with_inlined
+# compute_at_reordered_update_stage (compute_with_inlined: test_halide_compute_with_stages.py)
 
 
 def test_compute_at_reordered_update_stage():
@@ -164,42 +164,6 @@ def test_compute_at_reordered_update_stage():
     f.store_at(g, x).compute_at(g, y)
     xx, yy = _grid(10, 10)
     _eq(g.realize([10, 10]), xx + yy)
-
-
-def test_compute_with_of_stages_reading_inlined_funcs():
-    """Halide's correctness/compute_with_inlined.cpp: compute_with over inlined shifts."""
-    x, y = hl.Var("x"), hl.Var("y")
-
-    def inlined(src):
-        f, g = hl.Func("f"), hl.Func("g")
-        f[x, y] = src[x, y] >> 2
-        g[x, y] = f[x, y] >> 2
-        return g
-
-    one, three = hl.Func("one"), hl.Func("three")
-    one[x, y] = x + y
-    n = 4
-    two = [hl.Func(f"two{j}") for j in range(n)]
-    two[0][x, y] = one[x, y]
-    for j in range(1, n):
-        two[j][x, y] = inlined(one)[x, y] + j
-    temp = hl.Expr(0)
-    for j in range(n):
-        temp = temp + two[j][x, y] / n
-    three[x, y] = temp
-    two[0].compute_root()
-    for i in range(1, n):
-        two[i].compute_root().compute_with(two[0], hl.Var.outermost())
-    one.compute_at(two[0], hl.Var.outermost())
-    three.compute_root()
-    xx, yy = _grid(64, 64)
-    s = xx + yy
-    expected = s // n + sum(((s >> 4) + j) // n for j in range(1, n))
-    _eq(three.realize([64, 64]), expected)
-
-
-# ----------------------------------------------------------------------------------------------
-# constraints
 
 
 def _zeros_buffer(w, h):
