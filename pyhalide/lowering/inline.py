@@ -4,10 +4,10 @@ Assumes: inlined Funcs have no updates. Guarantees: no Call to an inlined Func r
 Non-trivial call arguments are bound once with Let, so they are not duplicated. A stencil
 inlined into a stencil multiplies the size of the expression, level after level; before
 inlining, the size each definition would grow to is counted (in time linear in the
-definitions). One past MAX_INLINED_NODES is inlined as a graph, each distinct call expanded once
-(a chain of Funcs each reading the two before it at the same point, as Halide keeps it), then
-made lets; if even its distinct calls are more than MAX_SHARED_CALLS (every level reading new coordinates),
-it is refused naming the Func, rather than compiling for minutes or hours.
+definitions). One past MAX_INLINED_NODES is inlined as a graph, each distinct call expanded
+once (a chain of Funcs each reading the two before it at the same point, as Halide keeps it),
+then made lets; if even its distinct calls are more than MAX_SHARED_CALLS (every level reading
+new coordinates), it is refused naming the Func, rather than compiling for minutes or hours.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ class _Shared(IRMutator):
 
 
 class _TooMany(Exception):
-    """More distinct calls than MAX_INLINED_NODES."""
+    """More distinct calls than MAX_SHARED_CALLS."""
 
 
 def _inlined_value(f, index: int) -> ir.Expr:
