@@ -94,6 +94,13 @@ def narrower_than_type(iv: Interval, t) -> bool:
     return iv.is_bounded() and not (whole.is_bounded() and iv.min == whole.min and iv.max == whole.max)
 
 
+def _divides_in_range(e: ir.Expr) -> bool:
+    """A division by a constant other than 0 and -1: its quotient lies between its operand's
+    bounds' quotients, never outside the type (`int16(v) / 1000` is within [-33, 32])."""
+    c = ir.const_value(e.b) if isinstance(e, ir.Div) else None
+    return c is not None and c not in (0, -1) and not e.type.is_float()
+
+
 def _may_wrap(t) -> bool:
     return (t.is_uint() or t.bits < 32) and not t.is_float()
 
@@ -194,7 +201,8 @@ class _Bounds:
             return _type_range(e.type) if not e.type.is_bool() else _bool_range()
         iv = method(e)
         t = e.type
-        if _may_wrap(t) and isinstance(e, ir.Add | ir.Sub | ir.Mul | ir.Div) and not _fits(t, iv):
+        if _may_wrap(t) and isinstance(e, ir.Add | ir.Sub | ir.Mul | ir.Div) and not _fits(t, iv) \
+                and not _divides_in_range(e):
             return _type_range(t)
         return iv
 

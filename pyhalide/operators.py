@@ -425,6 +425,8 @@ def _defined_where(e: ir.Expr, walk) -> tuple[ir.Expr | None, ir.Expr | None]:
         return value, _both(c_when, when)
     if isinstance(e, ir.Let):  # (a condition naming the let's variable keeps the let)
         (value, v_when), (body, b_when) = walk(e.value), walk(e.body)
+        if value is None and body is not None and e.name not in free_variables(body):
+            return body, b_when  # (an undef value the body never reads: as Halide, only that name is dead)
         if value is None or body is None:
             return None, None
         if b_when is not None and e.name in free_variables(b_when):

@@ -152,13 +152,13 @@ def _affine(e: ir.Expr):
         terms = dict(a[0])
         for key, k in b[0].items():
             terms[key] = terms.get(key, 0) + sign * k
-        return terms, a[1] + sign * b[1]
+        return {key: k for key, k in terms.items() if k}, a[1] + sign * b[1]  # (p - p: no term)
     if isinstance(e, ir.Mul):
         a, b = _affine(e.a), _affine(e.b)
         if a is None or b is None or (a[0] and b[0]):
             return None
         (terms, c), k = (a, b[1]) if not b[0] else (b, a[1])
-        return {key: v * k for key, v in terms.items()}, c * k
+        return ({key: v * k for key, v in terms.items()} if k else {}), c * k
     return None
 
 

@@ -84,7 +84,7 @@ def _c(v: int) -> ir.Expr:
 
 
 def _resolve_tail(tail: str, stage: int, is_rvar: bool, where: str, fixed_extent: bool = False,
-                  name: str = "", shifted_by: int = 0, factor: int = 0) -> str:
+                  name: str = "", shifted_by=0, factor=0) -> str:
     """Auto is ShiftInwards for pure definitions, RoundUp for pure Vars of updates, GuardWithIf for
     RVars and for dimensions of an update that descend from the inner loop of an earlier split,
     through the outer loops of later splits and through fuses, as in Halide (rounding one of
@@ -97,7 +97,7 @@ def _resolve_tail(tail: str, stage: int, is_rvar: bool, where: str, fixed_extent
         if is_rvar or (stage > 0 and fixed_extent):
             return TailStrategy.GuardWithIf
         if stage == 0:
-            return TailStrategy.RoundUp if shifted_by >= factor > 0 else TailStrategy.ShiftInwards
+            return TailStrategy.RoundUp if _at_least(shifted_by, factor) else TailStrategy.ShiftInwards
         return TailStrategy.RoundUp
     if stage > 0 and fixed_extent and tail == TailStrategy.RoundUp:
         raise CompileError(f"{where}: can't use TailStrategy RoundUp for splitting {name} in an update "
@@ -111,6 +111,14 @@ def _resolve_tail(tail: str, stage: int, is_rvar: bool, where: str, fixed_extent
         raise CompileError(f"{where}: TailStrategy ShiftInwards is not legal in an update definition: it would "
                            "apply the update twice to some elements. Use RoundUp or GuardWithIf.")
     return tail
+
+
+def _at_least(shifted_by, factor) -> bool:
+    """Whether an earlier ShiftInwards split's factor is known to be at least this one's (a
+    factor of Params: only the same expression is)."""
+    if isinstance(shifted_by, int) and isinstance(factor, int):
+        return shifted_by >= factor > 0
+    return shifted_by == factor
 
 
 def build_stage(f, stage: int) -> ir.Stmt:
@@ -262,11 +270,10 @@ def _build_stage_nest(f, stage: int, sched, facts: dict | None = None) -> ir.Stm
         if sp.kind == "split":
             old_min, old_ext = bounds[sp.old]
             old_end = ends[sp.old] if sp.old in ends else ir.Add(old_min, old_ext)
-            known = sp.factor if isinstance(sp.factor, int) else 0  # (a factor of Params: proves nothing)
             tail = _resolve_tail(sp.tail, stage, is_rvar[sp.old], where, sp.old in fixed, sp.old,
-                                 shifted.get(sp.old, 0), known)
+                                 shifted.get(sp.old, 0), sp.factor)
             if tail == TailStrategy.ShiftInwards:
-                shifted[sp.outer] = known
+                shifted[sp.outer] = sp.factor
             elif sp.old in shifted:
                 shifted[sp.inner] = shifted[sp.outer] = shifted[sp.old]
             if sp.factor == 1:  # divides any extent: no tail to shift or guard (as in Halide)
