@@ -172,6 +172,13 @@ class LoopLevel:
     def __copy__(self):  # (a handle: copies of a schedule share it)
         return self
 
+    def __getstate__(self):  # (pickled, as tuning does across processes: without its holders)
+        return {k: v for k, v in self.__dict__.items() if k != "_holders"}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._holders = weakref.WeakSet()
+
     def __deepcopy__(self, memo):
         return self
 
