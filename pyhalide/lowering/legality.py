@@ -81,6 +81,8 @@ def _no_iteration_meets_another(func, d, rvar: str) -> bool:
     difference cannot be zero (its range excludes zero, or the gcd of its coefficients does not
     divide its constant: `f(2r + 1)` never meets `f(2r')`) or is zero only where the two values
     of rvar are equal (`f(2r + 1)` and `f(2r' + 1)`)."""
+    from ..simplify import simplify
+
     stores = [_affine(a) for a in d.args]
     if any(form is None for form in stores):
         return False
@@ -88,7 +90,7 @@ def _no_iteration_meets_another(func, d, rvar: str) -> bool:
              for terms, c in stores]
     ranges = {}
     for rv in d.rvars:
-        lo, ext = ir.const_value(_simplified(rv.min)), ir.const_value(_simplified(rv.extent))
+        lo, ext = ir.const_value(simplify(rv.min)), ir.const_value(simplify(rv.extent))
         if lo is not None and ext is not None:
             ranges[rv.name] = (lo, lo + ext - 1)
     sites = [stores] + [[_affine(a) for a in c.args] for c in self_calls(func, _definition_exprs(d))]
@@ -98,12 +100,6 @@ def _no_iteration_meets_another(func, d, rvar: str) -> bool:
         if not any(_never_equal(mine, theirs, rvar, ranges) for mine, theirs in zip(site, other)):
             return False
     return True
-
-
-def _simplified(e):
-    from ..simplify import simplify
-
-    return simplify(e)
 
 
 def _never_equal(mine, theirs, rvar: str, ranges: dict) -> bool:
