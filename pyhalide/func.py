@@ -350,6 +350,10 @@ def _type_list(types) -> str:
 class Func(FuncScheduling):
     """A function over an infinite integer domain, defined once purely and then by updates."""
 
+    # the name was generated (`hl.Func()`'s "f12", `hl.sum`'s "sum7"), not given: lowering numbers
+    # it canonically; a name given is kept, even one that equals a generated name ("t1", a CSE let's)
+    _generated_name = False
+
     def __init__(self, *args):
         name, declared = None, None
         if args and _is_type_list(args[0]):
@@ -365,6 +369,7 @@ class Func(FuncScheduling):
         if name is None and args and _is_image(args[0]) == "image_param":
             name = f"{args[0].name()}_im"  # (Halide's name for an ImageParam's Func)
         self._name = unique_func_name(name or unique_name("f"))
+        self._generated_name = not name
         self._pure_args: tuple[str, ...] | None = None
         self._init: Definition | None = None
         self._updates: list[Definition] = []
@@ -1053,6 +1058,7 @@ def lambda_func(*args) -> Func:
             raise HalideError(f"lambda_func: argument {i + 1} ({v!r}) is not a Var; lambda_func takes Vars and then "
                               "the value")
     f = Func(unique_name("lambda_"))
+    f._generated_name = True
     f[tuple(vars)] = value
     return f
 

@@ -58,16 +58,17 @@ def _split_args(args, what: str):
 def _reduce(args, what: str, init, step):
     rdom, e, name = _split_args(args, what)
     value, vars_, call_args, _ = _reduction_of(e, rdom)
-    f = _reduction_func(name or unique_name(what))
+    f = _reduction_func(name or unique_name(what), not name)
     f[tuple(vars_)] = wrap(ir.make_const(value.type, init(value.type)))
     f[tuple(vars_)] = step(f[tuple(vars_)], wrap(value))
     return f[tuple(call_args)]
 
 
-def _reduction_func(name: str) -> Func:
+def _reduction_func(name: str, generated: bool) -> Func:
     """The hidden Func of an inline reduction: by default computed inside the innermost loop of
     the Func that uses it, as in Halide."""
     f = Func(name)
+    f._generated_name = generated
     f._schedule.innermost_default = True
     return f
 
@@ -111,7 +112,7 @@ def _arg_reduce(args, what: str, better):
     value, vars_, call_args, rvars = _reduction_of(e, rdom)
     t = value.type
     worst = _lowest(t) if better == "gt" else _highest(t)
-    f = _reduction_func(name or unique_name(what))
+    f = _reduction_func(name or unique_name(what), not name)
     pure = tuple(vars_)
     # Halide starts the coordinates at 0 (not the RDom's min): where no value beats the start
     # (argmin of an all-true condition), the answer is 0

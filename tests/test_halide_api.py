@@ -232,6 +232,35 @@ def test_generated_names_print_as_the_user_sees_them(capsys):
         g.realize([4])
 
 
+def test_names_given_that_equal_generated_names_stay_the_users(capsys):
+    """A Func named "nm1" where "nm1" was also generated (CSE names its lets t0, t1...) is the
+    user's name: lowering kept renaming it with the generated ones, and two Funcs of a chain came
+    out with one name (an InternalError, or one Func read for the other)."""
+    from pyhalide.names import unique_name
+
+    for _ in range(4):
+        unique_name("nm")
+    taken = hl.Func("nm1")  # so the chain's nm1 is nm1$1 to the user
+    x = hl.Var("x")
+    chain = [hl.Func("nm0")]
+    chain[0][x] = (x, x + 1)
+    for i in (1, 2, 3):
+        chain.append(hl.Func(f"nm{i}"))
+        prev = chain[-2]
+        chain[-1][x] = (prev[x][0] + prev[x][1], prev[x][1] - prev[x][0])
+    for f in chain:
+        f.compute_root()
+    out = hl.Func("nm_out")
+    out[x] = chain[-1][x][0] * 10 + chain[-1][x][1]
+    out.print_loop_nest()
+    produced = [line.split()[1].rstrip(":") for line in capsys.readouterr().out.splitlines() if "produce" in line]
+    # (Halide prints nm1$1 as nm1 in a loop nest too)
+    assert produced == ["nm0", "nm1", "nm2", "nm3", "nm_out"] and chain[1].name() == "nm1$1"
+    # each step maps (a, b) to (a + b, b - a): from (x, x + 1), three steps give (2, -4x - 2)
+    np.testing.assert_array_equal(np.asarray(out.realize([5])), 18 - 4 * np.arange(5))
+    del taken
+
+
 def test_printed_text_is_printed_as_written(capsys):
     """print()'s own text is the user's, whatever names lowering gave the Funcs: a Func named
     "f" again (Halide's name f$2 to the user, "f" inside the compiler) still prints "is f", as

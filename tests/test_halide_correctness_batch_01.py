@@ -722,21 +722,7 @@ def _input_bounds(inp):
     return b.dim(0).min(), b.dim(0).extent()
 
 
-def test_bounds_of_func_values_in_a_fresh_process():
-    """_bounds_of_func_values, run where no other test ran first: in a full run, after some earlier test
-    of the process, lowering its chain of Tuple Funcs t0..t19 met two Funcs named t1 (an
-    InternalError this session could not trace in time; see its closing note)."""
-    import os
-    import subprocess
-    import sys
-
-    code = (f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
-            "import test_halide_correctness_batch_01 as t; t._bounds_of_func_values()")
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
-
-
-def _bounds_of_func_values():
+def test_bounds_of_func_values():
     """Halide's correctness/bounds_of_func.cpp: the range of a Func's values bounds the reads."""
     x = hl.Var("x")
     inp = hl.ImageParam(hl.Float(32), 1, "in")

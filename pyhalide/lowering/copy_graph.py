@@ -79,15 +79,17 @@ def canonical_names(funcs, schedules: bool = True) -> dict[str, str]:
             for name in _schedule_names(f._schedule):
                 finder._add(name)
     families = _renamed_families(funcs)
-    given = {t for t in found if not is_generated(t) and t not in families}
+    named = {f.name() for f in funcs if not f._generated_name}
+    given = {t for t in found if (t in named or not is_generated(t)) and t not in families}
     mapping = _number_families(families, given)
+    taken = given | {mapping.get(name, name) for name in families}
     counters: dict[str, int] = {}
     for token in found:
         if token in given or token in families:
             continue
         prefix = generated_prefix(token)
         k = counters.get(prefix, 0)
-        while f"{prefix}{k}" in given:
+        while f"{prefix}{k}" in taken:
             k += 1
         counters[prefix] = k + 1
         if f"{prefix}{k}" != token:
