@@ -128,7 +128,7 @@ def _local_partials(n: ir.Expr, a: ir.Expr) -> list[tuple[ir.Expr, ir.Expr]]:
 
 def _intrinsic_partials(n: ir.Call, a: ir.Expr) -> list:
     name, args, t = n.name, n.args, n.type
-    if name in ("likely", "likely_if_innermost", "promise_clamped", "unsafe_promise_clamped"):
+    if name in ("likely", "likely_if_innermost", "promise_clamped", "unsafe_promise_clamped", "memoize_tag"):
         return [(args[0], a)] if args[0].type.is_float() else []
     if name == "print":  # print(condition, parts...) is its first part that is not a string
         value = next(p for p in args[1:] if not isinstance(p, ir.StringImm))

@@ -244,12 +244,16 @@ def likely_if_innermost(e) -> Expr:
     return wrap(to_ir(e))
 
 
+MEMOIZE_TAG = "memoize_tag"
+
+
 def memoize_tag(result, *tags) -> Expr:
-    """result; Halide adds the tags to a memoized Func's cache key, and pyhalide keeps no cache
-    (see Func.memoize), so only the result matters."""
-    for t in tags:
-        to_ir(t)
-    return wrap(to_ir(result))
+    """result, whose value a memoized Func's cache key takes to be given by the tags (Params, say
+    a hash of an input image's contents), not by what result reads: a memoized computation may
+    read an input image through it. Lowering keeps result and adds the tags to the key
+    (lowering/memoization.py)."""
+    value = to_ir(result)
+    return wrap(ir.Call(value.type, MEMOIZE_TAG, (value, *(to_ir(t) for t in tags)), ir.INTRINSIC))
 
 
 def unsafe_promise_clamped(value, lo, hi) -> Expr:

@@ -33,6 +33,7 @@ from .lowering.gpu_vector_loops import gpu_vector_loops
 from .lowering.inject_profiling import inject_profiling, profiled
 from .lowering.inline import inline_functions
 from .lowering.lower_arithmetic import lower_arithmetic
+from .lowering.memoization import inject_memoization
 from .lowering.partition_loops import partition_loops
 from .lowering.prefetches import inject_prefetches
 from .lowering.remove_undef import remove_undef
@@ -106,9 +107,11 @@ def _slide_and_fold(stmt, env):
     return storage_folding(allocation_bounds(stmt, env.read_past_region), windows)
 
 
-def lowering_passes(env, vectors: bool = True):
+def lowering_passes(env, vectors: bool = True, ahead_of_time: bool = False):
     """(name, function) in the order they run. Each takes and returns a Stmt. Without `vectors`
-    (the C backend's scalar source), vectorized loops stay loops."""
+    (the C backend's scalar source), vectorized loops stay loops; `ahead_of_time` code has no
+    memoization cache (it lives in this process's runtime)."""
+    cache = vectors and not ahead_of_time and not env.target.has_gpu_feature()
     # A GPU thread is scalar: vectorized loops inside kernels are unrolled instead.
     gpu = [("gpu vector loops", gpu_vector_loops)] if env.target.has_feature("cuda") else []
     profiling = [("profiling", lambda s: inject_profiling(s, env))] if profiled(env.target) else []
@@ -146,6 +149,8 @@ def lowering_passes(env, vectors: bool = True):
         ("simplify", simplify),
         # Flattening needs the final bounds of every Realize.
         ("storage flattening", storage_flattening),
+        # A memoized Func's production asks the cache first: its buffers exist once flattened.
+        ("memoization", lambda s: inject_memoization(s, env, cache)),
         *fuzz,
         ("simplify", simplify),
         # Storage whose size has a small constant bound goes on the stack, not to the heap per iteration.
@@ -267,7 +272,7 @@ def lower(outputs, target=None, hook=None, ahead_of_time: bool = False, vectors:
     env.buffer_constants = {k: ir.make_const(ir.Int(32), v) for k, v in constants.items()}
     with errors_in_user_names(env.user_names):
         stmt = _run([("schedule functions", lambda _: schedule_functions(env))], None, hook)
-        stmt = _run(lowering_passes(env, vectors), stmt, hook)
+        stmt = _run(lowering_passes(env, vectors, ahead_of_time), stmt, hook)
     images, params = pipeline_inputs(env)
     buffers = []
     for f in env.outputs:

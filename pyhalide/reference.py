@@ -218,7 +218,7 @@ _MATH1 = {
 _MATH2 = {"pow": np.power, "atan2": np.arctan2}
 
 _IDENTITY_INTRINSICS = {"likely", "likely_if_innermost", "promise_clamped", "unsafe_promise_clamped",
-                        "strict_float", "return_second"}
+                        "strict_float", "return_second", "memoize_tag"}
 
 
 def _calls_func(node, func) -> bool:

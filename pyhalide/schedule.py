@@ -307,6 +307,8 @@ class FuncSchedule:
     storage_bounds: dict = field(default_factory=dict)  # var -> bound_storage's extent (IR Expr)
     memory_type: str = MemoryType.Auto
     buffer_copy: bool = False  # copy_to_host / copy_to_device: computed (at root unless placed), never inlined
+    memoized: bool = False  # memoize(): productions kept in the memoization cache (lowering/memoization.py)
+    eviction_key: object = None  # memoize(EvictionKey(e)): the IR Expr e, or None
     # f.in_() and f.in_(g): the Func standing between f and its consumers ("" for all of them,
     # else the consumer's name). Lowering redirects the consumers' calls on its copy of the graph.
     wrappers: dict[str, object] = field(default_factory=dict)

@@ -930,10 +930,11 @@ class FuncScheduling(Schedulable):
         return self
 
     def memoize(self, eviction_key=None):
-        """Halide's memoize(): keep this Func's values across realizations in a cache keyed on
-        what it reads. pyhalide computes it every time (the same values; a cache only saves
-        time), so an eviction key (an hl.EvictionKey, or an Expr), which names cache entries to
-        drop, is checked as Halide checks it and has nothing to evict."""
+        """Halide's memoize(): keep this Func's values across realizations in the memoization
+        cache (pyhalide/memoization.py), keyed on the box computed and the Params it reads; a
+        production whose key is there is copied from it, not computed. Entries made with an
+        eviction key (an hl.EvictionKey, or an integer Expr) can be dropped by that key's value
+        (memoization.evict). Ahead-of-time and GPU pipelines compute it every time."""
         from .expr import Expr
 
         self._require_defined()
@@ -942,6 +943,9 @@ class FuncScheduling(Schedulable):
         if eviction_key is not None and not isinstance(eviction_key, EvictionKey):
             raise TypeError(f"Func {self.name()}.memoize: the eviction key must be an hl.EvictionKey or an Expr, "
                             f"not {type(eviction_key).__name__}")
+        sched = self._target_func()._schedule
+        sched.memoized = True
+        sched.eviction_key = None if eviction_key is None else eviction_key.expr
         self._log("memoize")
         return self
 
@@ -1184,8 +1188,7 @@ def rfactor(stage: Schedulable, pairs):
 
 class EvictionKey:
     """Halide's hl.EvictionKey(expr): names the memoization cache entries a Func's memoize() makes,
-    to evict them later. An integer or handle Expr (Halide refuses a float one); pyhalide keeps
-    no cache, so there is nothing to evict."""
+    to evict them later (memoization.evict(value)). An integer Expr (Halide refuses a float one)."""
 
     def __init__(self, expr):
         from .expr import to_ir, wrap

@@ -342,7 +342,8 @@ def test_dividing_a_bounded_float_by_a_param_bounds_an_index_by_the_params_sign(
 
 def test_var_or_rvar_and_memoize_tag_as_halides():
     """VarOrRVar(v) is the Var or RVar itself (pyhalide's schedules take either), isinstance holds
-    for both; memoize_tag's value is its first argument (pyhalide keeps no memoization cache)."""
+    for both; memoize_tag's value is its first argument (its tags key a memoized Func's cache
+    entries: test_memoization.py)."""
     x, r = hl.Var("vr_x"), hl.RDom([(0, 4)], "vr_r")
     assert hl.VarOrRVar(x) is x and hl.VarOrRVar(r.x) is r.x and hl.VarOrRVar(r).name() == "vr_r$x"
     assert isinstance(x, hl.VarOrRVar) and isinstance(r.x, hl.VarOrRVar) and not isinstance(hl.Expr(1), hl.VarOrRVar)

@@ -1372,8 +1372,6 @@ def test_memoize_values_follow_the_params():
         np.testing.assert_array_equal(arr(k.realize([8, 8])), ((xx + yy + v) * 2) % 256)
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide limitation (documented in Func.memoize): no "
-                   "cache, so a memoized Func is recomputed on every realize")
 def test_memoize_computes_once_per_key(capsys):
     """Halide's correctness/memoize.cpp: a cache hit computes nothing (no stores traced)."""
     x, y = V("x", "y")

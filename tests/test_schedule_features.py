@@ -618,9 +618,10 @@ def test_async_ring_buffer_hoist_storage_and_outermost_keep_the_values():
 
 
 def test_memoize_is_recorded_and_computes_the_same_values():
-    """memoize() keeps nothing across realizations in pyhalide: each computes the same values
-    again; the directive replays from JSON. An eviction key (hl.EvictionKey or an Expr) is
-    accepted as in Halide, a float one refused as Halide refuses it, anything else a TypeError."""
+    """memoize() of a Func with an update: the values are the same from the cache (see
+    test_memoization.py); the directive replays from JSON. An eviction key (hl.EvictionKey or an
+    Expr) is accepted as in Halide, a float one refused as Halide refuses it, anything else a
+    TypeError."""
     mx = hl.Var("x")
     f, out = hl.Func("memo_f"), hl.Func("memo_out")
     f[mx] = mx * 3

@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from .. import debug_to_file
+from .. import debug_to_file, memoization
 from ..buffer import MAX_ELEMENTS
 from ..errors import HalideError, LayoutMismatch, RuntimeCheckError
 from ..extern import JITExterns, find_symbol
@@ -126,6 +126,9 @@ class CompiledPipeline:
         for name, arg_types in sorted(cg.extern_functions.items()):
             if name == debug_to_file.SYMBOL:
                 externs[name] = debug_to_file.address()
+                continue
+            if name in memoization.SYMBOLS:
+                externs[name] = memoization.address(name, arg_types)
                 continue
             address = jit_externs.address(name, arg_types) if jit_externs is not None else None
             if address is not None:

@@ -20,6 +20,7 @@ from .. import ir
 from ..call_graph import image_wrapper_for, reachable_funcs, wrapper_for
 from ..errors import HalideError
 from ..func import Definition
+from ..integer_ops import MEMOIZE_TAG
 from ..ir_mutator import IRMutator, IRVisitor
 from ..names import func_name_family, generated_prefix, is_generated, map_name_tokens, name_tokens
 from ..schedule import LoopLevel, Prefetch, Split
@@ -179,6 +180,7 @@ class _Renamer:
         s.folds = {self(k): v for k, v in s.folds.items()}
         s.aligns = {self(k): v for k, v in s.aligns.items()}
         s.storage_bounds = {self(k): self.expr(v) for k, v in s.storage_bounds.items()}
+        s.eviction_key = self.expr(s.eviction_key)
         if s.storage_order is not None:
             s.storage_order = [self(n) for n in s.storage_order]
         stages = [s.stages[i] for i in range(len(s.stages))]
@@ -215,6 +217,9 @@ class _Rebuild(_RenameVariables):
         super().__init__(rename)
         self.consumer, self.copies = consumer, copies
         self.memo: dict[int, tuple] = {}
+        # memoize_tag(result, tags...), which the copy computes as result: (the tags, the names of
+        # the Params and images result reads) of each, for memoization's cache key
+        self.memoize_tags: list[tuple[tuple, set[str]]] = []
 
     def mutate(self, node):
         hit = self.memo.get(id(node))
@@ -225,6 +230,10 @@ class _Rebuild(_RenameVariables):
         return result
 
     def visit_Call(self, c):
+        if c.call_type == ir.INTRINSIC and c.name == MEMOIZE_TAG:
+            result = self.mutate(c.args[0])
+            self.memoize_tags.append((tuple(self.mutate(t) for t in c.args[1:]), _inputs_read(result)))
+            return result
         c2 = self.default(c)
         if c.call_type == ir.HALIDE:
             callee = c.func if c.func is self.consumer else wrapper_for(c.func, self.consumer)
@@ -264,8 +273,33 @@ def copy_graph(outputs) -> tuple[list, dict[str, object], list, dict[str, str]]:
         c._init, c._updates = defs[0], defs[1:]
         c._pure_args = tuple(rename(n) for n in f._pure_args)
         _copy_special_definitions(f, c, rebuild)
+        c._memoize_tags = rebuild.memoize_tags
     by_name = {copies[id(f)].name(): copies[id(f)] for f in originals}
     return [copies[id(f)] for f in outputs], by_name, originals, {new: old for old, new in mapping.items()}
+
+
+def _inputs_read(e: ir.Expr) -> set[str]:
+    """The names of the images and Params e reads."""
+    names: set[str] = set()
+
+    class Inputs(IRVisitor):
+        visit_once = True
+
+        def visit_Variable(self, v):
+            from ..param import Param
+
+            if isinstance(v.ref, Param):
+                names.add(v.name)
+            elif v.ref is not None and hasattr(v.ref, "dimensions") and not hasattr(v.ref, "rvars"):
+                names.add(v.name.rsplit(".", 2)[0])
+
+        def visit_Call(self, c):
+            if c.call_type == ir.IMAGE:
+                names.add(c.name)
+            self.visit_children(c)
+
+    Inputs().visit(e)
+    return names
 
 
 def _copy_special_definitions(f, copy, rebuild) -> None:

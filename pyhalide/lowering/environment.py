@@ -29,9 +29,14 @@ def definition_exprs(func):
 
 def schedule_exprs(func):
     """The expressions func's schedule adds: bounds (`bound`, `bound_extent`), split factors of
-    Params and the conditions of its specializations, at every depth. The Params they name are
-    pipeline inputs too."""
+    Params, the conditions of its specializations, at every depth, and the memoization key's
+    (its eviction key, the tags of memoize_tag calls in its definitions). The Params they name
+    are pipeline inputs too."""
     sched = func._schedule
+    if isinstance(sched.eviction_key, ir.Expr):
+        yield sched.eviction_key
+    for tags, _ in getattr(func, "_memoize_tags", ()):
+        yield from tags
     for kind, lo, extent in sched.bounds.values():
         if kind not in ("align", "align_extent"):
             yield from (e for e in (lo, extent) if isinstance(e, ir.Expr))
