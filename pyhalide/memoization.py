@@ -82,13 +82,12 @@ def _size(buf: HalideBuffer) -> int:
 
 
 def set_size(max_bytes: int) -> None:
-    """The most bytes the cache keeps (Halide's halide_memoization_cache_set_size); 0 keeps the
-    current size."""
+    """The most bytes the cache keeps (Halide's halide_memoization_cache_set_size); 0: the
+    default, 1 MiB."""
     if not isinstance(max_bytes, int) or max_bytes < 0:
         raise ValueError(f"memoization cache size must be a non-negative int, got {max_bytes!r}")
     with _cache.lock:
-        if max_bytes:
-            _cache.max_bytes = max_bytes
+        _cache.max_bytes = max_bytes or _DEFAULT_SIZE
         _cache._prune()
 
 

@@ -613,9 +613,9 @@ class Pipeline:
             if len(outs) != n_out:
                 raise HalideError(f"Error: Realization requires {len(outs)} output(s) but pipeline produces "
                                   f"{n_out} result(s).")
-        else:
+        else:  # as Halide's: bounds-query buffers of these sizes, which the outputs' constraints may reshape
             sizes = [outputs] if isinstance(outputs, int) else list(outputs or [])
-            outs = [Buffer._output(b.type, [int(v) for v in sizes], b.name) for b in lowered.buffers[:n_out]]
+            outs = [Buffer.make_bounds_query(b.type, [int(v) for v in sizes], b.name) for b in lowered.buffers[:n_out]]
         for i, (spec, buf) in enumerate(zip(lowered.buffers, outs)):
             if buf.dimensions() != spec.dimensions:
                 raise HalideError(f"Error: Output buffer {spec.name} requires a buffer of exactly {spec.dimensions} "
@@ -1339,11 +1339,14 @@ def _propose_shapes(lowered, owners, sources, shapes, queried, lets, boxes, jit_
                 lo, extent = shapes[i][d][0], shapes[i][d][1]
             else:
                 lo, hi = asked[d] if asked is not None else (None, None)
+                if spec.is_output and i in queried:  # what is asked of it, and what its stages write beyond it
+                    lo, hi = shapes[i][d][0], shapes[i][d][0] + shapes[i][d][1] - 1
                 if box is not None:
                     lo_e, hi_e = (simplify(substitute(env, e)) for e in box[d])
                     lo_c, hi_c = ir.const_int(lo_e), ir.const_int(hi_e)
                     both = lo is not None and lo_c is not None and hi_c is not None
-                    lo, hi = (min(lo, lo_c), max(hi, hi_c)) if both else (lo_c, hi_c)
+                    if not (both and lo_c > hi_c):  # (an empty box adds nothing)
+                        lo, hi = (min(lo, lo_c), max(hi, hi_c)) if both else (lo_c, hi_c)
                 if lo is None or hi is None:
                     externs = [f.name() for f in lowered.env.funcs.values() if is_extern(f)]
                     why = f" (what extern stages {', '.join(externs)} answer their bounds queries)" if externs else ""

@@ -908,8 +908,6 @@ def test_multipass_constraints_on_an_allocated_output():
     assert _bounds(inp) == [(-4, 18), (1, 10)]
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: the bounds query is not iterated until "
-                   "output constraints that depend on the output extent settle")
 def test_multipass_constraints_bounds_query():
     """Halide's correctness/multipass_constraints.cpp: a bounds query with sizes [7, 8]."""
     inp, out = _multipass_pipeline()

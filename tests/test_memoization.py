@@ -15,7 +15,7 @@ from pyhalide import memoization
 def empty_cache():
     memoization.cleanup()
     yield
-    memoization.set_size(1 << 20)
+    memoization.set_size(0)  # the default
     memoization.cleanup()
 
 
