@@ -2,8 +2,8 @@
 (pyhalide/memoization.py) and runs only where it has none, then gives it what it computed.
 
 The key is what the values depend on, as Halide's: the Func (its name in the user's process and
-a digest of its definitions and those of every Func it reads), the box realized, the Params those
-definitions read and the tags of their memoize_tag calls. Halide refuses a memoized computation
+a digest of its definitions and loops and those of every Func it reads), the box realized, the
+Params those definitions read and the tags of their memoize_tag calls. Halide refuses a memoized computation
 that reads an input image (an ImageParam) outside a memoize_tag, whose key would miss it; Buffers
 the algorithm names are not keyed on, as in Halide.
 
@@ -89,7 +89,9 @@ def _key(env, f) -> tuple[str, list[ir.Expr]]:
     while pending:
         g = pending.pop()
         exprs = list(definition_exprs(g))
-        digest.update(f"{g.name()}({','.join(g._pure_args)}):{';'.join(map(expr_to_string, exprs))}\n".encode())
+        # (the loops too: a schedule that reassociates a float reduction computes other values)
+        digest.update(f"{g.name()}({','.join(g._pure_args)}):{';'.join(map(expr_to_string, exprs))}"
+                      f"{g._schedule.stages!r}\n".encode())
         for e in exprs:
             reads.visit(e)
         for tag_values, read_inside in getattr(g, "_memoize_tags", ()):
