@@ -671,8 +671,6 @@ def test_process_some_tiles_values():
     assert np.allclose(np.asarray(output.realize([96, 96])), exp, atol=1e-3)
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: a producer used only under select(bitmap(x, "
-                   "y), ...) is computed for every tile, not only the selected one")
 def test_process_some_tiles_computes_only_active_tile(capfd):
     """Halide's correctness/process_some_tiles.cpp: 'brighter' runs for one 16x16 tile only."""
     output, brighter, _, _keep = _some_tiles_pipeline()

@@ -241,3 +241,37 @@ def test_the_condition_is_bound_once_per_realization_in_the_lowered_stmt(tmp_pat
     text = (tmp_path / "g.stmt").read_text()
     assert text.count(f"let {f.name()}.used = ") == 1
     assert f"if ({f.name()}.used)" in text
+
+
+def test_a_condition_read_from_an_input_image_skips_per_row(capsys):
+    """The per-row condition reads an input image (Halide's process_some_tiles): it is read
+    where the consumer reads it, at the row, clamped into the image (rows past it are where the
+    consumer would not read it)."""
+    mask = hl.ImageParam(hl.Bool(), 1, "row_mask")
+    dbl, out = hl.Func("doubled"), hl.Func("output")
+    dbl[x, y] = x + y * 2
+    out[x, y] = hl.select(mask[y], dbl[x, y], -1)
+    dbl.compute_at(out, y).trace_stores()
+    rows = np.array([False, True, False, False, True, True], dtype=bool)
+    mask.set(hl.Buffer(rows))
+    got, counts = stores(capsys, lambda: out.realize([8, 6]))
+    xx, yy = np.meshgrid(np.arange(8), np.arange(6))
+    np.testing.assert_array_equal(got, np.where(rows[:, None], xx + yy * 2, -1))
+    assert counts == {"doubled": 3 * 8}
+
+
+def test_an_image_read_under_another_condition_is_not_lifted(capsys):
+    """mask is read only in an arm of the outer select, so it is not read early (what an arm
+    reads, only where it is chosen, need not be in the image): doubled is computed in every row,
+    also row 1, which the mask alone would skip."""
+    mask = hl.ImageParam(hl.Bool(), 1, "short_mask")
+    dbl, out = hl.Func("doubled"), hl.Func("output")
+    dbl[x, y] = x + y * 2
+    out[x, y] = hl.select(y < 3, hl.select(mask[hl.min(y, 2)], dbl[x, y], -1), dbl[x, y] + 1)
+    dbl.compute_at(out, y).trace_stores()
+    mask.set(hl.Buffer(np.array([True, False, True], dtype=bool)))
+    got, counts = stores(capsys, lambda: out.realize([4, 5]))
+    xx, yy = np.meshgrid(np.arange(4), np.arange(5))
+    want = np.where(yy < 3, np.where(np.array([True, False, True, True, True])[yy], xx + yy * 2, -1), xx + yy * 2 + 1)
+    np.testing.assert_array_equal(got, want)
+    assert counts == {"doubled": 5 * 4}

@@ -38,6 +38,7 @@ from ..ir_mutator import (
 )
 from ..simplify import simplify
 from ..types import Bool
+from .bounds_inference import buffer_field
 
 _TRUE = ir.make_const(Bool(), 1)
 _FALSE = ir.make_const(Bool(), 0)
@@ -69,18 +70,20 @@ def _any(conditions) -> ir.Expr:
     return reduce(_or, conditions, _FALSE)
 
 
-def _liftable(e: ir.Expr, computed: frozenset, memo: dict) -> bool:
+def _liftable(e: ir.Expr, computed: frozenset, memo: dict, images: bool = False) -> bool:
     """Whether e may be evaluated ahead of where it stands: it does nothing but compute, and
-    reads no image or buffer and no Func but those `computed` there already."""
-    if not called_names(e) <= computed or has_load(e):
+    reads no buffer and no Func but those `computed` there already; input images only where
+    `images` says (the caller clamps those reads into the images: memo is per choice)."""
+    if has_load(e) or not images and not called_names(e) <= computed:
         return False
     if not has_call(e):
         return True
     hit = memo.get(id(e))
     if hit is None:
-        own = not (type(e) is ir.Call and (e.call_type == ir.IMAGE or
-                                           e.call_type == ir.INTRINSIC and e.name in _EFFECTFUL))
-        hit = memo[id(e)] = (e, own and all(_liftable(c, computed, memo) for c in children(e)))
+        own = type(e) is not ir.Call or (e.name in computed if e.call_type == ir.HALIDE else
+                                         images if e.call_type == ir.IMAGE else
+                                         not (e.call_type == ir.INTRINSIC and e.name in _EFFECTFUL))
+        hit = memo[id(e)] = (e, own and all(_liftable(c, computed, memo, images) for c in children(e)))
     return hit[1]
 
 
@@ -102,30 +105,45 @@ def relax(condition: ir.Expr, names) -> ir.Expr:
 class _Reads:
     """The condition under which a statement reads Func `name`'s values, in terms of what is in
     scope before the statement (its own production and other realizations of it do not count).
-    Conditions may read the Funcs `computed` before the statement."""
+    Conditions may read the Funcs `computed` before the statement, and input images where the
+    statement reads them whenever it runs (in no select's arm or if's branch: `nested` counts
+    those around): each iteration of the loops the condition is free of reads them there, so
+    their buffers are checked to hold what it reads (process_some_tiles' bitmap(x, y))."""
 
     def __init__(self, name: str, computed: frozenset):
         self.name, self.computed = name, computed
-        self.memo: dict[int, tuple] = {}
-        self.lift_memo: dict[int, tuple] = {}
+        self.nested = 0
+        self.memo: dict[tuple, tuple] = {}
+        self.lift_memos: tuple[dict, dict] = ({}, {})
+
+    def _liftable(self, e: ir.Expr) -> bool:
+        images = not self.nested
+        return _liftable(e, self.computed, self.lift_memos[images], images)
+
+    def _branches_of(self, then_case, else_case, of) -> tuple[ir.Expr, ir.Expr]:
+        self.nested += 1
+        reads = of(then_case), _FALSE if else_case is None else of(else_case)
+        self.nested -= 1
+        return reads
 
     def _let(self, name: str, value: ir.Expr, body: ir.Expr) -> ir.Expr:
         if name not in expr_free_variables(body):
             return body
-        if _liftable(value, self.computed, self.lift_memo):
+        if self._liftable(value):
             return substitute({name: value}, body)  # (a condition is small; its parts then simplify together)
         return relax(body, {name})
 
     def _branches(self, condition, then_reads, else_reads) -> ir.Expr:
         reads = self.expr(condition)
-        if not _liftable(condition, self.computed, self.lift_memo):
+        if not self._liftable(condition):
             return _any((reads, then_reads, else_reads))
         return _any((reads, _and(condition, then_reads), _and(ir.Not(condition), else_reads)))
 
     def expr(self, e: ir.Expr) -> ir.Expr:
         if self.name not in called_names(e):
             return _FALSE
-        hit = self.memo.get(id(e))
+        key = (id(e), self.nested > 0)
+        hit = self.memo.get(key)
         if hit is not None:
             return hit[1]
         cls = type(e)
@@ -134,12 +152,12 @@ class _Reads:
         elif cls is ir.Call and e.call_type == ir.INTRINSIC and e.name == "prefetch":
             reads = _FALSE  # a prefetch fetches into the cache; it reads nothing
         elif cls is ir.Select:
-            reads = self._branches(e.condition, self.expr(e.true_value), self.expr(e.false_value))
+            reads = self._branches(e.condition, *self._branches_of(e.true_value, e.false_value, self.expr))
         elif cls is ir.Let:
             reads = _or(self.expr(e.value), self._let(e.name, e.value, self.expr(e.body)))
         else:
             reads = _any(self.expr(c) for c in children(e))
-        self.memo[id(e)] = (e, reads)  # (keeps e alive, so its id stays unique)
+        self.memo[key] = (e, reads)  # (keeps e alive, so its id stays unique)
         return reads
 
     def stmt(self, s: ir.Stmt) -> ir.Expr:
@@ -149,8 +167,7 @@ class _Reads:
         if cls is ir.For:
             return _any((self.expr(s.min), self.expr(s.extent), relax(self.stmt(s.body), {s.name})))
         if cls is ir.IfThenElse:
-            else_reads = _FALSE if s.else_case is None else self.stmt(s.else_case)
-            return self._branches(s.condition, self.stmt(s.then_case), else_reads)
+            return self._branches(s.condition, *self._branches_of(s.then_case, s.else_case, self.stmt))
         if cls in (ir.ProducerConsumer, ir.Realize) and s.name == self.name and (cls is ir.Realize or s.is_producer):
             return _FALSE
         return _any(self.stmt(c) if isinstance(c, ir.Stmt) else self.expr(c) for c in children(s))
@@ -269,8 +286,9 @@ class _Guard(IRMutator):
 
 
 class _ClampedReads(IRMutator):
-    """A lifted condition's reads of Funcs clamped into their storage (`realizes`): it may read
-    where its guards would have kept it from reading, and then its value does not matter."""
+    """A lifted condition's reads of Funcs clamped into their storage (`realizes`), and of input
+    images into the images: it may read where its guards would have kept it from reading, and
+    then its value does not matter."""
 
     def __init__(self, realizes: dict[str, ir.Realize]):
         super().__init__()
@@ -278,11 +296,15 @@ class _ClampedReads(IRMutator):
 
     def visit_Call(self, c):
         c = self.default(c)
-        r = self.realizes.get(c.name) if c.call_type == ir.HALIDE else None
-        if r is None or not c.args:  # (a Func of no dimensions has one point to read)
+        if c.call_type == ir.IMAGE:
+            bounds = [(buffer_field(c.name, "min", d), buffer_field(c.name, "extent", d)) for d in range(len(c.args))]
+        else:
+            r = self.realizes.get(c.name) if c.call_type == ir.HALIDE else None
+            bounds = None if r is None else r.bounds
+        if bounds is None or not c.args:  # (a Func of no dimensions has one point to read)
             return c
         one = ir.make_const(c.args[0].type, 1)
-        args = tuple(ir.Max(ir.Min(a, ir.Sub(ir.Add(lo, ext), one)), lo) for a, (lo, ext) in zip(c.args, r.bounds))
+        args = tuple(ir.Max(ir.Min(a, ir.Sub(ir.Add(lo, ext), one)), lo) for a, (lo, ext) in zip(c.args, bounds))
         return ir.Call(c.type, c.name, args, c.call_type, c.value_index, c.func, c.image)
 
 
