@@ -7,6 +7,8 @@ Realize of a Func read under a condition, the condition under which its Realize'
 its values is worked out (select arms and if branches whose conditions can be evaluated early,
 lets carried along, loops inside relaxed away: "some iteration may read it"), bound to
 `<func>.used` at the top of the Realize, and each production runs under `if (<func>.used)`.
+Conditions may read Funcs computed before and input images (where the consumer reads them in
+every iteration), their reads clamped into the storage or the image.
 
 Assumes: sliding window and storage folding are done, Funcs are still Realizes, productions and
 calls (before storage flattening), and the IR is scalar (before vectorization). Guarantees: a
@@ -17,8 +19,8 @@ an arm, is never skipped). The condition never depends on a loop the values of a
 outlive: a vectorized loop, or a loop between the Realize and a production of a Func stored
 outside it that a skipped production would also skip (a sliding window's next iteration reads
 what this one computes). GPU loop nests are left alone (a kernel's barriers must be reached by
-every thread). Halide also skips allocations and evaluates conditions that read Funcs; pyhalide
-does neither (it allocates, and a condition reading a Func means "may be used").
+every thread). Halide also skips allocations; pyhalide allocates. A condition reading a Func not
+computed before it means "may be used".
 """
 
 from __future__ import annotations
