@@ -22,11 +22,14 @@ from collections import OrderedDict
 
 from .extern import HalideBuffer, c_type
 
+# The functions the generated code calls, a number after each name (one per call site: the key's
+# values differ in number and type between memoized Funcs)
 LOOKUP = "pyhalide_memoization_cache_lookup"  # int (identity, keys..., buffers...): 1 on a hit, else 0
 STORE = "pyhalide_memoization_cache_store"  # int (identity, has eviction key, eviction key, keys..., buffers...)
 SYMBOLS = (LOOKUP, STORE)
 
 _DEFAULT_SIZE = 1 << 20
+_U64 = (1 << 64) - 1  # eviction keys as Halide's uint64_t
 
 
 class _Cache:
@@ -93,7 +96,7 @@ def set_size(max_bytes: int) -> None:
 
 def evict(eviction_key: int) -> None:
     """Drop the entries stored with this eviction key (Halide's halide_memoization_cache_evict)."""
-    key = int(eviction_key) & ((1 << 64) - 1)
+    key = int(eviction_key) & _U64
     with _cache.lock:
         for k in [k for k, (_, ek) in _cache.entries.items() if ek == key]:
             _cache._drop(k)
@@ -115,8 +118,9 @@ _entries: dict = {}  # (symbol, argument types) -> the ctypes entry, alive as lo
 
 
 def address(symbol: str, arg_types: list) -> int:
-    """The address the generated code calls for LOOKUP or STORE with these argument types (the
-    identity, for STORE the eviction key's two, the key values, then the buffers)."""
+    """The address the generated code calls for a LOOKUP or STORE symbol with these argument types
+    (the identity, for STORE the eviction key's two, the key values, then the buffers)."""
+    symbol = LOOKUP if symbol.startswith(LOOKUP) else STORE
     key = (symbol, tuple(arg_types))
     entry = _entries.get(key)
     if entry is None:
@@ -131,7 +135,7 @@ def address(symbol: str, arg_types: list) -> int:
             if symbol == LOOKUP:
                 return _cache.lookup((identity, *values), buffers)
             has_eviction_key, eviction_key, *values = values
-            _cache.store((identity, *values), buffers, eviction_key if has_eviction_key else None)
+            _cache.store((identity, *values), buffers, eviction_key & _U64 if has_eviction_key else None)
             return 0
 
         entry = _entries[key] = signature(call)

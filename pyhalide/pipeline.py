@@ -323,7 +323,7 @@ class Pipeline:
         self._require_defined()
         target = resolve_target(target)
         target.require_supported()
-        return Module(fn_name, target, self._with_requirements(lower(self._outputs, target)),
+        return Module(fn_name, target, self._with_requirements(lower(self._outputs, target, ahead_of_time=True)),
                       _param.argument_sources(arguments), self)
 
     def invalidate_cache(self) -> None:
@@ -1339,14 +1339,13 @@ def _propose_shapes(lowered, owners, sources, shapes, queried, lets, boxes, jit_
                 lo, extent = shapes[i][d][0], shapes[i][d][1]
             else:
                 lo, hi = asked[d] if asked is not None else (None, None)
-                if spec.is_output and i in queried:  # what is asked of it, and what its stages write beyond it
-                    lo, hi = shapes[i][d][0], shapes[i][d][0] + shapes[i][d][1] - 1
                 if box is not None:
                     lo_e, hi_e = (simplify(substitute(env, e)) for e in box[d])
                     lo_c, hi_c = ir.const_int(lo_e), ir.const_int(hi_e)
                     both = lo is not None and lo_c is not None and hi_c is not None
-                    if not (both and lo_c > hi_c):  # (an empty box adds nothing)
-                        lo, hi = (min(lo, lo_c), max(hi, hi_c)) if both else (lo_c, hi_c)
+                    lo, hi = (min(lo, lo_c), max(hi, hi_c)) if both else (lo_c, hi_c)
+                    if spec.is_output and lo is not None and hi is not None and lo > hi:
+                        lo, hi = shapes[i][d][0], shapes[i][d][0] + shapes[i][d][1] - 1  # (written nowhere)
                 if lo is None or hi is None:
                     externs = [f.name() for f in lowered.env.funcs.values() if is_extern(f)]
                     why = f" (what extern stages {', '.join(externs)} answer their bounds queries)" if externs else ""
@@ -1369,7 +1368,8 @@ def _propose_shapes(lowered, owners, sources, shapes, queried, lets, boxes, jit_
                     _value_of(c, as_required, f"The constraint on {owners[i]}.{field}.{d}")
                 values.append(v)
             lo, extent, _ = values
-            if lo > req[0] or lo + extent < req[0] + req[1]:
+            # (an output's constraints say what it is: a query of it takes them, smaller or not)
+            if not lowered.buffers[i].is_output and (lo > req[0] or lo + extent < req[0] + req[1]):
                 raise HalideError(f"Error: Applying the constraints on {owners[i]} to the required region made it "
                                   f"smaller in dimension {d}. Required size: {req[0]} to {req[0] + req[1] - 1}. "
                                   f"Constrained size: {lo} to {lo + extent - 1}.")

@@ -78,3 +78,22 @@ def test_a_narrow_division_by_a_constant_stays_within_the_quotients():
     hv = (((np.arange(10) - 3) * 20000 + 2**15) % 2**16 - 2**15)
     want = (np.floor_divide(hv, 1000) + 150) * 7
     assert np.asarray(f.realize([10])).tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("constrain, want", [
+    (lambda o: o.dim(0).set_extent(5), (0, 9)),
+    (lambda o: o.dim(0).set_bounds(2, 5), (2, 9)),
+    (lambda o: o.dim(0).set_min(o.dim(0).extent() - 10), (3, 17)),
+    (lambda o: o.dim(0).set_min(-o.dim(0).extent()), (-13, 17)),
+])
+def test_a_bounds_query_takes_the_outputs_constraints(constrain, want):
+    """infer_input_bounds(sizes) queries the output too (a bounds-query buffer): its constraints
+    give its shape, smaller or shifted (the input regions as Halide 21 infers them)."""
+    x = hl.Var("x")
+    im = hl.ImageParam(hl.Int(32), 1, "query_in")
+    h = hl.Func("query_out")
+    h[x] = im[x] + im[x + 4]
+    constrain(h.output_buffer())
+    h.infer_input_bounds([13])
+    b = im.get()
+    assert (b.dim(0).min(), b.dim(0).extent()) == want

@@ -148,7 +148,7 @@ def test_a_tag_may_not_read_a_loop_variable():
     f[x] = hl.memoize_tag(x * 2, x)
     out[x] = f[x]
     f.compute_root().memoize()
-    with pytest.raises(hl.HalideError, match="a tag .* may read Params but not a Func or a loop variable"):
+    with pytest.raises(hl.HalideError, match="a tag .* may read Params but not a Func, an image or a loop variable"):
         out.realize([4])
 
 
@@ -210,3 +210,142 @@ def test_halide_agrees_on_what_is_computed(tmp_path):
         assert run.returncode == 0, run.stderr[-2000:]
         counts.append((run.stdout + run.stderr).count("Store f"))
     assert counts == [6, 6]  # p = 1 and p = 2 computed, three elements each
+
+
+def test_two_memoized_funcs_with_different_keys():
+    """Each memoized Func's cache calls have a signature of their own (its key's values)."""
+    x, y = hl.Var("x"), hl.Var("y")
+    p = hl.Param(hl.Int(32), "p")
+    f1, f2, out = hl.Func("one_d"), hl.Func("two_d"), hl.Func("sum_of_both")
+    f1[x] = x
+    f2[x, y] = (x + p, hl.f32(y))
+    out[x, y] = f1[x] + f2[x, y][0] + hl.i32(f2[x, y][1])
+    f1.compute_root().memoize()
+    f2.compute_root().memoize()
+    p.set(3)
+    xx, yy = np.meshgrid(np.arange(4), np.arange(2))
+    for _ in range(2):
+        np.testing.assert_array_equal(np.asarray(out.realize([4, 2])), 2 * xx + 3 + yy)
+    assert memoization.entries() == 2
+
+
+def test_a_production_skip_stages_skips_is_not_kept():
+    """f is used only where p holds: where it does not, nothing is computed, and nothing kept."""
+    x = hl.Var("x")
+    p = hl.Param(hl.Bool(), "use_f")
+    f, out = hl.Func("maybe_used"), hl.Func("maybe_out")
+    f[x] = x * 3 + 1
+    out[x] = hl.select(p, f[x], 0)
+    f.compute_root().memoize()
+    for used in (False, True, False, True):
+        p.set(used)
+        np.testing.assert_array_equal(np.asarray(out.realize([4])), np.arange(4) * 3 + 1 if used else 0)
+    assert memoization.entries() == 1
+
+
+def test_what_a_tag_stands_for_and_what_it_does_not():
+    """A Param read outside the tag is still keyed on; a tag with no tags keys on its value."""
+    x = hl.Var("x")
+    p = hl.Param(hl.Int(32), "tp")
+    f, out = hl.Func("tag_outside"), hl.Func("tag_outside_out")
+    f[x] = hl.memoize_tag(x * p, 7) + p
+    out[x] = f[x]
+    f.compute_root().memoize()
+    g, gout = hl.Func("tag_alone"), hl.Func("tag_alone_out")
+    g[x] = hl.memoize_tag(p * 2) + x
+    gout[x] = g[x]
+    g.compute_root().memoize()
+    for v in (1, 2, 3):
+        p.set(v)
+        np.testing.assert_array_equal(np.asarray(out.realize([3])), np.arange(3) * v + v)
+        np.testing.assert_array_equal(np.asarray(gout.realize([3])), np.arange(3) + 2 * v)
+    img = hl.ImageParam(hl.Int(32), 1, "half_tagged")
+    h, hout = hl.Func("half_tagged_f"), hl.Func("half_tagged_out")
+    h[x] = hl.memoize_tag(img[x], p) + img[x + 1]  # img is read outside the tag too: Halide refuses
+    hout[x] = h[x]
+    h.compute_root().memoize()
+    img.set(hl.Buffer(np.arange(8, dtype=np.int32)))
+    with pytest.raises(hl.HalideError, match="Buffer parameter half_tagged encountered"):
+        hout.realize([4])
+
+
+def test_a_new_compilation_keeps_entries_of_its_own():
+    """As Halide's (one namespace per compilation): storage reordered, a Buffer the algorithm
+    names changed and a new Pipeline all compute again."""
+    x, y = hl.Var("x"), hl.Var("y")
+    f, out = hl.Func("relaid"), hl.Func("relaid_out")
+    f[x, y] = x + 10 * y
+    out[x, y] = f[x, y]
+    f.compute_root().memoize()
+    want = np.array([[0, 1, 2], [10, 11, 12]])
+    np.testing.assert_array_equal(np.asarray(out.realize([3, 2])), want)
+    f.reorder_storage(y, x)
+    np.testing.assert_array_equal(np.asarray(out.realize([3, 2])), want)
+    data = np.arange(4, dtype=np.int32)
+    g, gout = hl.Func("from_buffer"), hl.Func("from_buffer_out")
+    g[x] = hl.Buffer(data)[x] * 2
+    gout[x] = g[x]
+    g.compute_root().memoize()
+    np.testing.assert_array_equal(np.asarray(hl.Pipeline(gout).realize([4])), data * 2)
+    data[:] = 100
+    np.testing.assert_array_equal(np.asarray(hl.Pipeline(gout).realize([4])), np.full(4, 200))
+
+
+def test_negative_eviction_keys_evict():
+    calls: list = []
+    x, y = hl.Var("x"), hl.Var("y")
+    w = hl.Param(hl.Int(32), "w")
+    counted, out = hl.Func("negative_key"), hl.Func("negative_key_out")
+    counted.define_extern("count_calls", [w], hl.UInt(8), 2)
+    out[x, y] = counted[x, y]
+    counted.compute_root().memoize(hl.EvictionKey(w - 10))
+    p = hl.Pipeline(out)
+    p.set_jit_externs({"count_calls": lambda _, o: counting_stage(calls)(o)})
+    w.set(3)
+    p.realize([4, 4])
+    memoization.evict(-7)
+    p.realize([4, 4])
+    assert len(calls) == 2
+
+
+def test_what_else_halide_refuses_or_keys():
+    x = hl.Var("x")
+    f, out = hl.Func("inlined_memo"), hl.Func("inlined_memo_out")
+    f[x] = x
+    out[x] = f[x]
+    f.memoize()
+    with pytest.raises(hl.HalideError, match="Cannot memoize function inlined_memo because the function is scheduled "
+                                             "inline"):
+        out.realize([2])
+    buf = hl.Buffer(np.arange(4, dtype=np.int32))
+    e, eout = hl.Func("extern_of_buffer"), hl.Func("extern_of_buffer_out")
+    e.define_extern("anything", [buf], hl.Int(32), 1)
+    eout[x] = e[x]
+    e.compute_root().memoize()
+    with pytest.raises(hl.HalideError, match="Buffer parameter .* encountered in computed_cached computation"):
+        eout.realize([2])
+    # a buffer's dimension is a value the key holds
+    g, gout = hl.Func("reads_extent"), hl.Func(hl.Int(32), 1, "reads_extent_out")
+    g[x] = x + gout.output_buffer().dim(0).extent()
+    gout[x] = g[x]
+    g.compute_root().memoize()
+    np.testing.assert_array_equal(np.asarray(gout.realize([4])), np.arange(4) + 4)
+    np.testing.assert_array_equal(np.asarray(gout.realize([5])), np.arange(5) + 5)
+
+
+def test_memoize_tags_in_schedules_and_ahead_of_time_code(tmp_path):
+    """A tag in a schedule's expressions computes its value; code for another process (a
+    Module's object file) keeps no cache and calls none."""
+    x, xi = hl.Var("x"), hl.Var("xi")
+    p = hl.Param(hl.Int(32), "sched_p")
+    f, out = hl.Func("tag_in_schedule"), hl.Func("tag_in_schedule_out")
+    f[x] = x * 2
+    out[x] = f[x]
+    f.compute_root().bound(x, 0, hl.memoize_tag(p + 1, 5)).split(x, x, xi, hl.memoize_tag(p - 1, 2))
+    out.specialize(hl.memoize_tag(p, 1) > 2)
+    p.set(3)
+    np.testing.assert_array_equal(np.asarray(out.realize([4])), np.arange(4) * 2)
+    f.memoize()
+    m = hl.Pipeline(out).compile_to_module([p], "memoized_aot")
+    m.compile({"object": str(tmp_path / "memoized_aot.o")})
+    assert b"pyhalide_memoization" not in (tmp_path / "memoized_aot.o").read_bytes()

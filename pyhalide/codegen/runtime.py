@@ -127,7 +127,7 @@ class CompiledPipeline:
             if name == debug_to_file.SYMBOL:
                 externs[name] = debug_to_file.address()
                 continue
-            if name in memoization.SYMBOLS:
+            if name.startswith(memoization.SYMBOLS):
                 externs[name] = memoization.address(name, arg_types)
                 continue
             address = jit_externs.address(name, arg_types) if jit_externs is not None else None

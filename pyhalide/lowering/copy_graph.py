@@ -21,7 +21,7 @@ from ..call_graph import image_wrapper_for, reachable_funcs, wrapper_for
 from ..errors import HalideError
 from ..func import Definition
 from ..integer_ops import MEMOIZE_TAG
-from ..ir_mutator import IRMutator, IRVisitor
+from ..ir_mutator import IRMutator, IRVisitor, has_call
 from ..names import func_name_family, generated_prefix, is_generated, map_name_tokens, name_tokens
 from ..schedule import LoopLevel, Prefetch, Split
 from ..var import ReductionVariable
@@ -157,8 +157,9 @@ class _Renamer:
         return out
 
     def expr(self, e):
-        """A schedule's Expr (a bound, a specialization's condition) in the new names; anything
-        else as it is. (It may name an output's buffer: `f.output_buffer().width()`.)"""
+        """A schedule's Expr (a bound, a specialization's condition) in the new names, without
+        memoize_tag calls; anything else as it is. (It may name an output's buffer: `f.output_buffer().width()`.)"""
+        e = without_memoize_tags(e)
         return _RenameVariables(self).mutate(e) if self.mapping and isinstance(e, ir.Expr) else e
 
     def level(self, level: LoopLevel | None) -> LoopLevel | None:
@@ -173,8 +174,6 @@ class _Renamer:
         s.wrappers, s.log = {}, []
         for st in s.stages:
             st.definition = None  # the copy's own definitions
-        if not self.mapping:
-            return s
         s.compute_level, s.store_level = self.level(s.compute_level), self.level(s.store_level)
         s.bounds = {self(k): (kind, self.expr(lo), self.expr(ext)) for k, (kind, lo, ext) in s.bounds.items()}
         s.folds = {self(k): v for k, v in s.folds.items()}
@@ -217,9 +216,7 @@ class _Rebuild(_RenameVariables):
         super().__init__(rename)
         self.consumer, self.copies = consumer, copies
         self.memo: dict[int, tuple] = {}
-        # memoize_tag(result, tags...), which the copy computes as result: (the tags, the names of
-        # the Params and images result reads) of each, for memoization's cache key
-        self.memoize_tags: list[tuple[tuple, set[str]]] = []
+        self.tagged = False  # a memoize_tag was met (kept here: see copy_graph)
 
     def mutate(self, node):
         hit = self.memo.get(id(node))
@@ -230,10 +227,7 @@ class _Rebuild(_RenameVariables):
         return result
 
     def visit_Call(self, c):
-        if c.call_type == ir.INTRINSIC and c.name == MEMOIZE_TAG:
-            result = self.mutate(c.args[0])
-            self.memoize_tags.append((tuple(self.mutate(t) for t in c.args[1:]), _inputs_read(result)))
-            return result
+        self.tagged |= c.call_type == ir.INTRINSIC and c.name == MEMOIZE_TAG
         c2 = self.default(c)
         if c.call_type == ir.HALIDE:
             callee = c.func if c.func is self.consumer else wrapper_for(c.func, self.consumer)
@@ -273,33 +267,54 @@ def copy_graph(outputs) -> tuple[list, dict[str, object], list, dict[str, str]]:
         c._init, c._updates = defs[0], defs[1:]
         c._pure_args = tuple(rename(n) for n in f._pure_args)
         _copy_special_definitions(f, c, rebuild)
-        c._memoize_tags = rebuild.memoize_tags
+        if rebuild.tagged:  # memoization keys on the tags (lowering/memoization.py); lowering computes without
+            c._tagged_exprs = list(definition_exprs(c))
+            _strip_memoize_tags(c)
     by_name = {copies[id(f)].name(): copies[id(f)] for f in originals}
     return [copies[id(f)] for f in outputs], by_name, originals, {new: old for old, new in mapping.items()}
 
 
-def _inputs_read(e: ir.Expr) -> set[str]:
-    """The names of the images and Params e reads."""
-    names: set[str] = set()
+def definition_exprs(func):
+    """Every expression of every definition of func (its specializations' own too): args, values,
+    predicates and RDom bounds."""
+    for _, d in func.all_scheduled_definitions():
+        yield from d.args
+        yield from d.values
+        if d.predicate is not None:
+            yield d.predicate
+        for rv in d.rvars:
+            yield rv.min
+            yield rv.extent
 
-    class Inputs(IRVisitor):
-        visit_once = True
 
-        def visit_Variable(self, v):
-            from ..param import Param
+class _WithoutMemoizeTags(IRMutator):
+    def visit_Call(self, c):
+        if c.call_type == ir.INTRINSIC and c.name == MEMOIZE_TAG:
+            return self.mutate(c.args[0])
+        return self.default(c)
 
-            if isinstance(v.ref, Param):
-                names.add(v.name)
-            elif v.ref is not None and hasattr(v.ref, "dimensions") and not hasattr(v.ref, "rvars"):
-                names.add(v.name.rsplit(".", 2)[0])
 
-        def visit_Call(self, c):
-            if c.call_type == ir.IMAGE:
-                names.add(c.name)
-            self.visit_children(c)
+def without_memoize_tags(e):
+    """e computing what it computes: memoize_tag(result, tags...) is result."""
+    return _WithoutMemoizeTags().mutate(e) if isinstance(e, ir.Expr) and has_call(e) else e
 
-    Inputs().visit(e)
-    return names
+
+def _strip_memoize_tags(f) -> None:
+    """f's definitions (its specializations' own too) without memoize_tag calls."""
+    def strip(d: Definition) -> Definition:
+        rvars = tuple(ReductionVariable(rv.name, without_memoize_tags(rv.min), without_memoize_tags(rv.extent))
+                      for rv in d.rvars)
+        return Definition(tuple(map(without_memoize_tags, d.args)), tuple(map(without_memoize_tags, d.values)),
+                          rvars, without_memoize_tags(d.predicate))
+
+    f._init, f._updates = strip(f._init), [strip(d) for d in f._updates]
+    stages = list(f._schedule.stages)
+    while stages:
+        stage = stages.pop()
+        for _, special in stage.specializations:
+            if special.definition is not None:
+                special.definition = strip(special.definition)
+            stages.append(special)
 
 
 def _copy_special_definitions(f, copy, rebuild) -> None:

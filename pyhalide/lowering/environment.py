@@ -10,21 +10,8 @@ from ..extern import extern_call, is_extern
 from ..ir_mutator import IRVisitor
 from ..ir_printer import expr_to_string
 from ..schedule import LoopLevel
-from .copy_graph import copy_graph, errors_in_user_names
+from .copy_graph import copy_graph, definition_exprs, errors_in_user_names
 from .fused_loops import find_fused_groups
-
-
-def definition_exprs(func):
-    """Every expression of every definition of func (its specializations' own too): args, values,
-    predicates and RDom bounds."""
-    for _, d in func.all_scheduled_definitions():
-        yield from d.args
-        yield from d.values
-        if d.predicate is not None:
-            yield d.predicate
-        for rv in d.rvars:
-            yield rv.min
-            yield rv.extent
 
 
 def schedule_exprs(func):
@@ -35,8 +22,7 @@ def schedule_exprs(func):
     sched = func._schedule
     if isinstance(sched.eviction_key, ir.Expr):
         yield sched.eviction_key
-    for tags, _ in getattr(func, "_memoize_tags", ()):
-        yield from tags
+    yield from getattr(func, "_tagged_exprs", ())  # (tags the definitions no longer hold)
     for kind, lo, extent in sched.bounds.values():
         if kind not in ("align", "align_extent"):
             yield from (e for e in (lo, extent) if isinstance(e, ir.Expr))
