@@ -50,6 +50,7 @@ from .lowering.strip_promises import strip_promises
 from .lowering.target_queries import resolve_target_queries
 from .lowering.trace_realizations import trace_realizations
 from .lowering.tracing import tracing
+from .lowering.trim_no_ops import trim_no_ops
 from .lowering.unit_strides import specialize_unit_strides
 from .lowering.unroll_loops import unroll_loops
 from .lowering.vectorize_loops import vectorize_loops
@@ -153,6 +154,8 @@ def lowering_passes(env, vectors: bool = True, ahead_of_time: bool = False):
         ("memoization", lambda s: inject_memoization(s, env, cache)),
         *fuzz,
         ("simplify", simplify),
+        # Loops run only where their bodies do something: the simplified stores show where not.
+        ("trim no-ops", trim_no_ops),
         # Storage whose size has a small constant bound goes on the stack, not to the heap per iteration.
         ("bound small allocations", bound_small_allocations),
         # Unrolling and vectorizing need constant extents, which simplification exposes;

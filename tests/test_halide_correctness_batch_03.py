@@ -352,8 +352,6 @@ def test_iterate_over_circle_values():
     assert (np.asarray(f.realize([20, 20])) == exp).all()
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: no-op iterations of `f += select(c, g, 0)` "
-                   "are not trimmed, so g is loaded outside the circle")
 def test_iterate_over_circle_loads_only_inside(capfd):
     """Halide's correctness/iterate_over_circle.cpp: 'in' is loaded only inside the circle."""
     f, inn = _circle_pipeline()

@@ -105,9 +105,10 @@ def _extreme_lane(cmp: ir.Expr) -> ir.Expr | None:
     return kind(lane, other.value)
 
 
-def _solve(cond: ir.Expr, v: str):
+def solve(cond: ir.Expr, v: str, invariant=None):
     """The iterations of v where the comparison cond holds, as ("lo", e): v >= e, or ("hi", e):
-    v < e; None if cond is not a scalar int32 comparison affine in v."""
+    v < e; None if cond is not a scalar int32 comparison affine in v (with the rest of it
+    `invariant`: by default, free of loads and calls)."""
     if not isinstance(cond, ir.LT | ir.LE | ir.GT | ir.GE) or cond.a.type != _I32:
         return None
     # as d < 0
@@ -120,7 +121,7 @@ def _solve(cond: ir.Expr, v: str):
     else:
         d = ir.Sub(ir.Sub(cond.b, cond.a), ir.IntImm(_I32, 1))
     lin = affine_in(d, v)
-    if lin is None or lin[0] == 0 or not _invariant(lin[1]):
+    if lin is None or lin[0] == 0 or not (invariant or _invariant)(lin[1]):
         return None
     a, r = lin
     if a > 0:  # a*v + r < 0  <=>  v < floor((-r - 1) / a) + 1
@@ -172,7 +173,7 @@ class _Abbreviate(IRMutator):
 
 class _Conditions(IRMutator):
     """Makes the steady-state body: removes the conjuncts of the body's ifs (and settles the
-    selects and mins) that _solve can solve for loop variable v, recording for each the
+    selects and mins) that solve can solve for loop variable v, recording for each the
     iterations where that holds. One walk does both, so every test removed has its bound: a
     condition is solved against the lets as the steady state computes them, which equal the
     original lets wherever all the recorded bounds hold. Lets inside the loop are seen through;
@@ -302,7 +303,7 @@ class _Conditions(IRMutator):
             c = e.condition
             later = isinstance(c, ir.GT) and isinstance(c.a, ir.Variable) and c.a.name == self.v
             solvable = later and self._expanded(c) is not None and not free_variables(c) & self.short.keys()
-            answers = [_solve(c, self.v)] if solvable else []
+            answers = [solve(c, self.v)] if solvable else []
             if answers and None not in answers:
                 self.bounds.extend(answers)
                 self.from_selects += len(answers)
@@ -342,7 +343,7 @@ class _Conditions(IRMutator):
         return None
 
     def _solutions(self, c: ir.Expr) -> list | None:
-        """The iterations of v where c holds (_solve's answers, one per extreme of each short
+        """The iterations of v where c holds (solve's answers, one per extreme of each short
         loop it depends on, all of which must hold); None if it does not solve."""
         full = self._expanded(c)
         if full is None:
@@ -352,7 +353,7 @@ class _Conditions(IRMutator):
             if not isinstance(full, ir.LT | ir.LE | ir.GT | ir.GE) or affine_in(ir.Sub(full.a, full.b), name) is None:
                 return None
             conditions = [substitute({name: ir.IntImm(_I32, k)}, e) for e in conditions for k in self.short[name]]
-        answers = [_solve(e, self.v) for e in conditions]
+        answers = [solve(e, self.v) for e in conditions]
         return None if None in answers else answers
 
     def visit_IfThenElse(self, s):
