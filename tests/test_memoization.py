@@ -152,16 +152,22 @@ def test_a_tag_may_not_read_a_loop_variable():
         out.realize([4])
 
 
-def test_eviction_keys_and_the_cache_size():
-    calls: list = []
+def evicted_pipeline(calls: list, eviction_key):
+    """An extern stage of one Param (returned) memoized with eviction_key(param), counting calls."""
     x, y = hl.Var("x"), hl.Var("y")
     which = hl.Param(hl.Int(32), "which")
     counted, out = hl.Func("evicted"), hl.Func("evictout")
     counted.define_extern("count_calls", [which], hl.UInt(8), 2)
     out[x, y] = counted[x, y]
-    counted.compute_root().memoize(hl.EvictionKey(which + 100))
+    counted.compute_root().memoize(hl.EvictionKey(eviction_key(which)))
     p = hl.Pipeline(out)
-    p.set_jit_externs({"count_calls": lambda w, o: counting_stage(calls)(o)})
+    p.set_jit_externs({"count_calls": lambda _, o: counting_stage(calls)(o)})
+    return p, which
+
+
+def test_eviction_keys_and_the_cache_size():
+    calls: list = []
+    p, which = evicted_pipeline(calls, lambda w: w + 100)
     for w in (1, 2, 1, 2):
         which.set(w)
         p.realize([10, 10])
@@ -293,14 +299,7 @@ def test_a_new_compilation_keeps_entries_of_its_own():
 
 def test_negative_eviction_keys_evict():
     calls: list = []
-    x, y = hl.Var("x"), hl.Var("y")
-    w = hl.Param(hl.Int(32), "w")
-    counted, out = hl.Func("negative_key"), hl.Func("negative_key_out")
-    counted.define_extern("count_calls", [w], hl.UInt(8), 2)
-    out[x, y] = counted[x, y]
-    counted.compute_root().memoize(hl.EvictionKey(w - 10))
-    p = hl.Pipeline(out)
-    p.set_jit_externs({"count_calls": lambda _, o: counting_stage(calls)(o)})
+    p, w = evicted_pipeline(calls, lambda w: w - 10)
     w.set(3)
     p.realize([4, 4])
     memoization.evict(-7)

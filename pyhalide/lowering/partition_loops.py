@@ -146,7 +146,7 @@ def _size(e: ir.Expr) -> int:
     return 1 + sum(_size(c) for c in children(e))
 
 
-def _larger_than(node: ir.Node, limit: int) -> bool:
+def larger_than(node: ir.Node, limit: int) -> bool:
     """Whether _size(node) > limit, counting no further than that (a loop body's size is asked
     of every loop around it: counted whole, it was a quarter of this pass's time)."""
     stack, seen = [node], 0
@@ -410,7 +410,7 @@ class PartitionLoops(IRMutator):
         steady_body = finder.mutate(body)
         if not finder.bounds:
             return None
-        if finder.from_selects == len(finder.bounds) and _larger_than(body, self.MAX_SELECT_BODY):
+        if finder.from_selects == len(finder.bounds) and larger_than(body, self.MAX_SELECT_BODY):
             return None
         end = ir.Add(s.min, s.extent)
         los, his = [], []  # (each once: a clamp the body repeats gives the same bound each time)

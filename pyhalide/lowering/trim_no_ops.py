@@ -20,7 +20,7 @@ from .. import ir
 from ..ir_mutator import IRMutator, children, expr_free_variables, substitute
 from ..simplify import simplify
 from ..types import Bool, Int
-from .partition_loops import _conjuncts, solve
+from .partition_loops import _conjuncts, larger_than, solve
 
 _I32 = Int(32)
 _TRUE, _FALSE = ir.make_const(Bool(), 1), ir.make_const(Bool(), 0)
@@ -44,7 +44,7 @@ def _pure(e: ir.Expr) -> bool:
 
 def _without_lets(e: ir.Expr) -> ir.Expr:
     """e with its outer Let expressions substituted in (small ones: conditions are solved)."""
-    while isinstance(e, ir.Let) and _size(e.value) <= _MAX_LET_SIZE:
+    while isinstance(e, ir.Let) and not larger_than(e.value, _MAX_LET_SIZE):
         e = substitute({e.name: e.value}, e.body)
     return e
 
@@ -103,7 +103,7 @@ class _NoOp:
             body = self(s.body)
             if s.name not in expr_free_variables(body):
                 return body
-            if not _pure(s.value) or _size(s.value) > _MAX_LET_SIZE:
+            if not _pure(s.value) or larger_than(s.value, _MAX_LET_SIZE):
                 return _FALSE
             return substitute({s.name: s.value}, body)
         if cls is ir.IfThenElse:
@@ -113,15 +113,6 @@ class _NoOp:
             other = _TRUE if s.else_case is None else self(s.else_case)
             return ir.Or(ir.And(s.condition, then), ir.And(ir.Not(s.condition), other))
         return _FALSE
-
-
-def _size(e: ir.Expr, limit: int = _MAX_LET_SIZE + 1) -> int:
-    """The nodes of e, counted up to limit."""
-    stack, seen = [e], 0
-    while stack and seen < limit:
-        seen += 1
-        stack.extend(children(stack.pop()))
-    return seen
 
 
 class _Trim(IRMutator):
