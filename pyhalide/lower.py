@@ -108,11 +108,11 @@ def _slide_and_fold(stmt, env):
     return storage_folding(allocation_bounds(stmt, env.read_past_region), windows)
 
 
-def lowering_passes(env, vectors: bool = True, ahead_of_time: bool = False):
+def lowering_passes(env, vectors: bool = True, jit: bool = False):
     """(name, function) in the order they run. Each takes and returns a Stmt. Without `vectors`
-    (the C backend's scalar source), vectorized loops stay loops; `ahead_of_time` code has no
-    memoization cache (it lives in this process's runtime)."""
-    cache = vectors and not ahead_of_time and not env.target.has_gpu_feature()
+    (the C backend's scalar source), vectorized loops stay loops; only `jit` code (run in this
+    process) has the memoization cache, which lives in this process's runtime."""
+    cache = jit and vectors and not env.target.has_gpu_feature()
     # A GPU thread is scalar: vectorized loops inside kernels are unrolled instead.
     gpu = [("gpu vector loops", gpu_vector_loops)] if env.target.has_feature("cuda") else []
     profiling = [("profiling", lambda s: inject_profiling(s, env))] if profiled(env.target) else []
@@ -256,14 +256,16 @@ def constant_constraints(outputs, images, copies=None) -> dict[str, int]:
 
 
 @cycle_collector_paused()
-def lower(outputs, target=None, hook=None, ahead_of_time: bool = False, vectors: bool = True) -> LoweredPipeline:
+def lower(outputs, target=None, hook=None, ahead_of_time: bool = False, vectors: bool = True,
+          jit: bool = True) -> LoweredPipeline:
     """Lower the pipeline computing `outputs` (a Func or a list) for `target` (an hl.Target, a
     target string or None for the host), on a private copy of the Func graph: the user's Funcs
     are not changed. `hook(pass_name, stmt)`, if given, sees the IR after every pass (for
     debugging and tests); HL_DEBUG_LOWER=1 prints it with each pass's time. `ahead_of_time`:
     for an object file, which may be for another CPU or OS than this one. The constant
     constraints of the outputs and the ImageParams are compiled in (their callers check them).
-    Without `vectors`, vectorized loops stay serial loops (for the C backend)."""
+    Without `vectors`, vectorized loops stay serial loops (for the C backend); without `jit`
+    (nor ahead_of_time), the code is for another process: memoized Funcs are computed every time."""
     from .target import resolve_target
 
     if not isinstance(outputs, list | tuple):
@@ -275,7 +277,7 @@ def lower(outputs, target=None, hook=None, ahead_of_time: bool = False, vectors:
     env.buffer_constants = {k: ir.make_const(ir.Int(32), v) for k, v in constants.items()}
     with errors_in_user_names(env.user_names):
         stmt = _run([("schedule functions", lambda _: schedule_functions(env))], None, hook)
-        stmt = _run(lowering_passes(env, vectors, ahead_of_time), stmt, hook)
+        stmt = _run(lowering_passes(env, vectors, jit and not ahead_of_time), stmt, hook)
     images, params = pipeline_inputs(env)
     buffers = []
     for f in env.outputs:

@@ -323,7 +323,7 @@ class Pipeline:
         self._require_defined()
         target = resolve_target(target)
         target.require_supported()
-        return Module(fn_name, target, self._with_requirements(lower(self._outputs, target, ahead_of_time=True)),
+        return Module(fn_name, target, self._with_requirements(lower(self._outputs, target, jit=False)),
                       _param.argument_sources(arguments), self)
 
     def invalidate_cache(self) -> None:
