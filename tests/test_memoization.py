@@ -210,12 +210,14 @@ def test_halide_agrees_on_what_is_computed(tmp_path):
         script.write_text(
             f"import {lib} as hl\nx = hl.Var('x'); p = hl.Param(hl.Int(32), 'p')\n"
             "f, out = hl.Func('f'), hl.Func('out')\nf[x] = x + p\nout[x] = f[x]\n"
-            "f.compute_root().memoize().trace_stores()\n"
+            "f.compute_root().memoize().trace_stores().trace_realizations()\n"
             "for v in (1, 1, 2, 1, 2):\n    p.set(v); out.realize([3])\n")
         run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
         assert run.returncode == 0, run.stderr[-2000:]
-        counts.append((run.stdout + run.stderr).count("Store f"))
-    assert counts == [6, 6]  # p = 1 and p = 2 computed, three elements each
+        text = run.stdout + run.stderr
+        counts.append((text.count("Store f"), text.count("Produce f")))
+    # p = 1 and p = 2 computed, three elements each; each realization's production traced, hit or not
+    assert counts == [(6, 5), (6, 5)]
 
 
 def test_two_memoized_funcs_with_different_keys():

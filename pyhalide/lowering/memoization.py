@@ -172,7 +172,15 @@ class _Inject(IRMutator):
         body, guard = pc.body, None
         if isinstance(body, ir.IfThenElse) and body.else_case is None:
             body, guard = body.then_case, body.condition
-        computed = ir.Block((ir.ProducerConsumer(pc.name, True, body), ir.Evaluate(store)))
-        cached = ir.LetStmt(hit, lookup, ir.IfThenElse(ir.EQ(ir.Variable(hit, _I32), ir.make_const(_I32, 0)),
-                                                       computed, None))
-        return cached if guard is None else ir.ProducerConsumer(pc.name, True, ir.IfThenElse(guard, cached))
+        # The production's trace events (trace_realizations) are printed on a hit too, as Halide's.
+        stmts = list(body.stmts) if isinstance(body, ir.Block) else [body]
+        head = [stmts.pop(0)] if stmts and _is_trace(stmts[0]) else []
+        tail = [stmts.pop()] if stmts and _is_trace(stmts[-1]) else []
+        missed = ir.EQ(ir.Variable(hit, _I32), ir.make_const(_I32, 0))
+        cached = ir.LetStmt(hit, lookup, ir.IfThenElse(missed, ir.make_block([*stmts, ir.Evaluate(store)]), None))
+        body = ir.make_block([*head, cached, *tail])
+        return ir.ProducerConsumer(pc.name, True, body if guard is None else ir.IfThenElse(guard, body))
+
+
+def _is_trace(s: ir.Stmt) -> bool:
+    return isinstance(s, ir.Evaluate) and isinstance(s.value, ir.Call) and s.value.name == "trace"
