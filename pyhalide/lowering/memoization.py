@@ -33,8 +33,9 @@ _compilations = itertools.count()  # each lowering's memoized Funcs are its own 
 
 
 def _check_memoized(env) -> None:
-    """Refuse what Halide refuses to memoize: an output, and a Func stored elsewhere than it is
-    computed (its cache entry would be a part of its storage)."""
+    """Refuse what Halide refuses to memoize: a Func computed inline (it has no production), an
+    output, and a Func stored elsewhere than it is computed (its cache entry would be a part of
+    its storage)."""
     for f in env.funcs.values():
         if not f._schedule.memoized:
             continue
