@@ -2,14 +2,15 @@
 realizations, keyed on what they depend on, as Halide's runtime keeps them.
 
 The generated code calls `LOOKUP` before a memoized Func's production and `STORE` after it
-(lowering/memoization.py), each with the Func's identity, the key values (the realized box, the
-Params the Func reads, memoize_tag's tags) and a halide_buffer_t per buffer of the Func. A hit
+(lowering/memoization.py), each with the Func's identity (in one compilation of its pipeline),
+the key values (the realized box, the Params and buffer dimensions its computation reads,
+memoize_tag's tags) and a halide_buffer_t per buffer of the Func. A hit
 copies the kept bytes into the buffers and the production is skipped. The cache holds at most
 `set_size` bytes (Halide's default, 1 MiB), dropping the least recently used entries; entries
 stored with an eviction key (`memoize(hl.EvictionKey(e))`) can be dropped with `evict`.
 
 Like Halide's, the key does not cover the contents of Buffers the algorithm names: change one
-and an earlier result may be returned. Input images (ImageParams) are refused unless a
+and the same compiled pipeline may return an earlier result. Input images (ImageParams) are refused unless a
 memoize_tag stands for them.
 """
 
@@ -50,7 +51,7 @@ class _Cache:
             return 1
 
     def store(self, key, buffers, eviction_key) -> None:
-        data = [ctypes.string_at(buf.host, _size(buf)) if _size(buf) else b"" for buf in buffers]
+        data = [ctypes.string_at(buf.host, n) if (n := _size(buf)) else b"" for buf in buffers]
         size = sum(map(len, data))
         with self.lock:
             self._drop(key)

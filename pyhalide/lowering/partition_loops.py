@@ -64,19 +64,19 @@ def _invariant(e: ir.Expr) -> bool:
     return True
 
 
-def _conjuncts(cond: ir.Expr) -> list[ir.Expr]:
+def conjuncts(cond: ir.Expr) -> list[ir.Expr]:
     if isinstance(cond, ir.And):
-        return _conjuncts(cond.a) + _conjuncts(cond.b)
+        return conjuncts(cond.a) + conjuncts(cond.b)
     if isinstance(cond, ir.Call) and cond.call_type == ir.INTRINSIC and cond.name == "likely":
-        return _conjuncts(cond.args[0])
+        return conjuncts(cond.args[0])
     if isinstance(cond, ir.Call) and cond.call_type == ir.INTRINSIC and cond.name == "all_true":
         # every lane of a conjunction: each conjunct on every lane, and a ramp against a
         # broadcast holds on every lane where it holds on the extreme one (the vectorized
         # clamps' test, `all_true(ramp(x, 1, 16) <= x16(w - 1) && ...)`)
         arg = cond.args[0]
         if isinstance(arg, ir.And):
-            return _conjuncts(ir.Call(cond.type, "all_true", (arg.a,), ir.INTRINSIC)) + \
-                _conjuncts(ir.Call(cond.type, "all_true", (arg.b,), ir.INTRINSIC))
+            return conjuncts(ir.Call(cond.type, "all_true", (arg.a,), ir.INTRINSIC)) + \
+                conjuncts(ir.Call(cond.type, "all_true", (arg.b,), ir.INTRINSIC))
         scalar = _extreme_lane(arg)
         return [cond] if scalar is None else [scalar]
     return [cond]
@@ -358,7 +358,7 @@ class _Conditions(IRMutator):
 
     def visit_IfThenElse(self, s):
         kept, solved = [], []
-        for c in _conjuncts(s.condition):
+        for c in conjuncts(s.condition):
             c = self._mins(c)  # (a ShiftInwards min in a ramp's base: settled, then solved)
             answers = self._solutions(c)
             (kept if answers is None else solved).append(c)

@@ -20,7 +20,7 @@ from .. import ir
 from ..ir_mutator import IRMutator, children, expr_free_variables, substitute
 from ..simplify import simplify
 from ..types import Bool, Int
-from .partition_loops import _conjuncts, larger_than, solve
+from .partition_loops import conjuncts, larger_than, solve
 
 _I32 = Int(32)
 _TRUE, _FALSE = ir.make_const(Bool(), 1), ir.make_const(Bool(), 0)
@@ -128,7 +128,7 @@ class _Trim(IRMutator):
             return loop
         lo, hi = s.min, ir.Add(s.min, s.extent)
         trimmed = False
-        for c in _conjuncts(simplify(ir.Not(no_op))):
+        for c in conjuncts(simplify(ir.Not(no_op))):
             solved = solve(c, s.name, _pure) if _pure(c) else None
             if solved is None:
                 continue
