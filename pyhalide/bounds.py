@@ -16,6 +16,7 @@ from .ir_mutator import (
     DagMutator,
     IRMutator,
     IRVisitor,
+    affine_in,
     called_names,
     calls_out,
     children,
@@ -556,6 +557,36 @@ def _narrow(scope: dict, cond: ir.Expr, expand=None) -> dict | None:
             limit = ir.Add(lo, one) if strict else lo
             base[b.name] = Interval(limit if iv.min is None else ir.Max(iv.min, limit), iv.max)
             new = base
+    if cond.a.type == Int(32):
+        bare = {x.name for x in (a, b) if isinstance(x, ir.Variable)}
+        new = _narrow_affine(new or scope, ir.Sub(a, b), strict, bare) or new
+    return new
+
+
+def _narrow_affine(scope: dict, d: ir.Expr, strict: bool, skip: set) -> dict | None:
+    """The scope with each variable v (not in skip) that d is affine in, d == c*v + rest with c a
+    constant, narrowed to where `d < 0` (strict) or `d <= 0` can hold, over the other variables'
+    ranges: Halide's bounds of an if's branch solve its condition for each variable
+    (`2*r.x + 30 < r.y` bounds r.x by r.y's range, not only r.y by r.x's)."""
+    new = None
+    for v in sorted(expr_free_variables(d) & scope.keys() - skip):
+        lin = affine_in(d, v)
+        if lin is None or lin[0] == 0:
+            continue
+        c, rest = lin
+        current = new or scope
+        low = _Bounds(current).of(rest).min  # the condition needs c*v <= -rest (- 1 if strict)
+        if low is None:
+            continue
+        e = ir.Add(low, ir.make_const(low.type, 1)) if strict else low
+        iv = current[v]
+        new = dict(current)
+        if c > 0:  # v <= floor(-e / c)
+            limit = ir.Div(ir.Sub(ir.make_const(e.type, 0), e), ir.make_const(e.type, c))
+            new[v] = Interval(iv.min, limit if iv.max is None else ir.Min(iv.max, limit))
+        else:  # v >= ceil(e / -c)
+            limit = ir.Div(ir.Add(e, ir.make_const(e.type, -c - 1)), ir.make_const(e.type, -c))
+            new[v] = Interval(limit if iv.min is None else ir.Max(iv.min, limit), iv.max)
     return new
 
 

@@ -1083,8 +1083,6 @@ def test_rdom_with_two_linear_predicates_values(capfd):
     assert (np.asarray(out) == np.where(cond, 3 * (xx + yy), xx + yy)).all()
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: g is computed over x in [0, 99], y in "
-                   "[31, 99] (6900 points); Halide bounds it to the predicates' 34 x 34 box")
 def test_rdom_with_two_linear_predicates_bounds_the_producer(capfd):
     """Halide's correctness/reduction_non_rectangular.cpp: two_linear_bounds, g's 34 x 34 box."""
     _, text = _captured(capfd, lambda: _two_linear_bounds("5").realize([_N, _N]))
