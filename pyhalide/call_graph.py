@@ -43,6 +43,17 @@ def called_funcs(exprs) -> dict[str, object]:
     return v.funcs
 
 
+def direct_callees(exprs) -> dict[str, object]:
+    """The Funcs the expressions call, schedules aside, by name: those called and the own Funcs
+    (`hl.Func(img)`) of the ImageParams read."""
+    exprs = [e for e in exprs if e is not None]
+    own = [g for img in _called_images(exprs) if (g := getattr(img, "_implicit_func", None)) is not None]
+    out = {g.name(): g for g in own}
+    for name, g in called_funcs(exprs).items():
+        _add_func(out, name, g)
+    return out
+
+
 def loop_exprs(d) -> list:
     """What a definition evaluates inside its loops: left-hand arguments, values, predicate."""
     return [*d.args, *d.values, *([d.predicate] if d.predicate is not None else [])]
@@ -83,12 +94,24 @@ class _CalledImages(IRVisitor):
         self.visit_children(c)
 
 
-def image_wrapper_for(image, consumer):
-    """The wrapper Func (ImageParam.in_) that consumer's reads of image reach, or None."""
-    wrappers = getattr(image, "_wrappers", None)
-    if not wrappers or any(w is consumer for w in wrappers.values()):
-        return None
-    return wrappers.get(consumer.name(), wrappers.get(""))
+def image_callee(image, consumer):
+    """The Func that consumer's reads of an ImageParam reach: the image's own Func (`hl.Func(img)`,
+    where one was made; the image itself is read by that Func alone), through its wrappers
+    (`img.in_()`); None where the reads reach the image."""
+    own = getattr(image, "_implicit_func", None)
+    return None if own is None or own is consumer else wrapper_for(own, consumer)
+
+
+def _called_images(exprs) -> list:
+    images = _CalledImages()
+    for e in exprs:
+        if e is not None:
+            images.visit(e)
+    return images.images
+
+
+def _called_image_funcs(exprs, consumer) -> list:
+    return [f for img in _called_images(exprs) if (f := image_callee(img, consumer)) is not None]
 
 
 def scheduled_callees(f) -> dict[str, object]:
@@ -96,13 +119,8 @@ def scheduled_callees(f) -> dict[str, object]:
     (first use first)."""
     out: dict[str, object] = {}
     exprs = [e for _, d in f.all_scheduled_definitions() for e in (*loop_exprs(d), *bound_exprs(d))]
-    images = _CalledImages()
-    for e in exprs:
-        images.visit(e)
-    for img in images.images:
-        w = image_wrapper_for(img, f)
-        if w is not None:
-            _add_func(out, w.name(), w)
+    for w in _called_image_funcs(exprs, f):
+        _add_func(out, w.name(), w)
     for g in called_funcs(exprs).values():
         if g is not f:
             _add_func(out, (w := wrapper_for(g, f)).name(), w)
@@ -139,8 +157,8 @@ def algorithm_funcs(outputs) -> list:
         if id(f) in seen or not f.defined():
             continue
         seen[id(f)] = f
-        exprs = [e for d in f.definitions() for e in (*loop_exprs(d), *bound_exprs(d)) if e is not None]
-        stack.extend(reversed(list(called_funcs(exprs).values())))
+        exprs = [e for d in f.definitions() for e in (*loop_exprs(d), *bound_exprs(d))]
+        stack.extend(reversed([g for g in direct_callees(exprs).values() if g is not f]))
     return list(seen.values())
 
 
@@ -160,10 +178,9 @@ def call_graph(outputs) -> Graph:
     for name, f in funcs.items():
         for s, d in f.all_scheduled_definitions():
             for stage, exprs in ((s, loop_exprs(d)), (None, bound_exprs(d))):
-                for g in called_funcs(exprs).values():
-                    if g is not f:
-                        callee = wrapper_for(g, f).name()
-                        callers.setdefault(callee, {}).setdefault(name, set()).add(stage)
+                callees = [wrapper_for(g, f) for g in called_funcs(exprs).values() if g is not f]
+                for callee in (*callees, *_called_image_funcs(exprs, f)):
+                    callers.setdefault(callee.name(), {}).setdefault(name, set()).add(stage)
     post: list[str] = []
     seen: set[str] = set()
 

@@ -326,8 +326,9 @@ class _FindVariables(IRVisitor):
 
 
 def _is_image(v) -> str | None:
-    """"buffer" or "image_param" (None otherwise): Func(v) reads it. (Halide's Func(image_param) is
-    the image's own Func, which schedules every read of it; pyhalide's is a Func of its own.)"""
+    """"buffer" or "image_param" (None otherwise): Func(v) reads it. Func(image_param) is, as
+    Halide's, the image's own Func (`img_im`, one per ImageParam): every other read of the image
+    goes through it, so its schedule (compute_root, in_ wrappers) reaches them all."""
     from .buffer import Buffer
     from .param import ImageParam
 
@@ -354,7 +355,20 @@ class Func(FuncScheduling):
     # it canonically; a name given is kept, even one that equals a generated name ("t1", a CSE let's)
     _generated_name = False
 
+    def __new__(cls, *args):
+        if cls is Func and len(args) == 1 and _is_image(args[0]) == "image_param":
+            image = args[0]
+            image._require_defined()
+            if image._implicit_func is None:  # made once, then handed out again
+                image._implicit_func = super().__new__(cls)
+                image._implicit_func._unmade_image_func = True
+            return image._implicit_func
+        return super().__new__(cls)
+
     def __init__(self, *args):
+        if len(args) == 1 and _is_image(args[0]) == "image_param" and not self.__dict__.pop("_unmade_image_func",
+                                                                                              False):
+            return  # the image's Func, made before: kept as it is
         name, declared = None, None
         if args and _is_type_list(args[0]):
             types = list(args[0]) if isinstance(args[0], list | tuple) else [args[0]]

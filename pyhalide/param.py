@@ -7,7 +7,7 @@ import enum
 from . import ir
 from .errors import HalideError
 from .expr import Expr, cast_ir, to_ir, wrap
-from .names import func_name_family, unique_name
+from .names import unique_name
 from .types import Type
 
 constraint_epoch = 0  # counts changes of any buffer's dimension constraints
@@ -469,37 +469,17 @@ class ImageParam(OutputImageParam):
         self._require_defined()
         return image_call(self, key)
 
-    _wrappers: dict | None = None  # in_(): consumer name ("" for all) -> wrapper Func
+    # hl.Func(image): the image's own Func (`<name>_im`), made when first asked for; every read of
+    # the image by another Func goes through it (call_graph.image_callee)
+    _implicit_func = None
 
     def in_(self, consumers=None):
         """A Func standing between this image and its consumers (all, or those given), to be
-        scheduled on its own: `img.in_(blur).compute_at(blur, xo)`, as in Halide. Its arguments
-        are the implicit Vars `_0`, `_1`, ...; asked again, the same wrapper."""
+        scheduled on its own: `img.in_(blur).compute_at(blur, xo)`. As in Halide, a wrapper of the
+        image's Func (`hl.Func(img).in_(...)`); asked again, the same wrapper."""
         from .func import Func
-        from .var import Var
 
-        if self._wrappers is None:
-            self._wrappers = {}
-        if consumers is None:
-            keys, name = [""], f"{self._name}_im_global_wrapper"
-        else:
-            consumers = list(consumers) if isinstance(consumers, list | tuple) else [consumers]
-            for g in consumers:
-                if not hasattr(g, "_schedule"):
-                    raise HalideError(f"ImageParam {self._name}.in_: consumers must be Funcs, got {g!r}")
-            keys = [g.name() for g in consumers]
-            name = f"{self._name}_im_in_{'_'.join(func_name_family(k) for k in keys)}"
-        from .scheduling import existing_wrapper
-
-        found = existing_wrapper(self._name, self._wrappers, keys)
-        if found is not None:
-            return found
-        wrapper = Func(name)
-        args = tuple(Var.implicit(i) for i in range(self._dims))
-        wrapper[args] = self[args]
-        for k in keys:
-            self._wrappers[k] = wrapper
-        return wrapper
+        return Func(self).in_(consumers)
 
 
 class ArgumentKind(enum.Enum):

@@ -811,7 +811,7 @@ class FuncScheduling(Schedulable):
     def _stand_in(self, method: str, consumers, make, infix: str):
         """The Func (made by `make(name)`) that the given consumers call instead of this one, for
         in_ and clone_in; asked again for the same consumers, the same Func, as in Halide."""
-        from .call_graph import called_funcs, loop_exprs, scheduled_callees
+        from .call_graph import direct_callees, loop_exprs, scheduled_callees
 
         if not isinstance(consumers, list | tuple):
             consumers = [consumers]
@@ -819,7 +819,7 @@ class FuncScheduling(Schedulable):
             if not hasattr(g, "_schedule") or g is self:
                 raise CompileError(f"Func {self.name()}.{method}: consumers must be other Funcs, got {g!r}")
             g._require_defined()
-            calls = called_funcs(e for _, d in g.all_scheduled_definitions() for e in loop_exprs(d))
+            calls = direct_callees(e for _, d in g.all_scheduled_definitions() for e in loop_exprs(d))
             reached = scheduled_callees(g)  # through wrappers: a wrapper can be wrapped in turn
             if calls.get(self.name()) is not self and reached.get(self.name()) is not self:
                 raise CompileError(f"Func {self.name()}.{method}({g.name()}): {g.name()} does not call {self.name()}")

@@ -624,8 +624,6 @@ def test_stencil_chain_in_update_definitions_values():
     assert np.allclose(out, [diag[i] for i in range(oe)], atol=1e-5)
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: the undef pure definition is stored (as 0) "
-                   "and updates run over larger regions than Halide's")
 def test_stencil_chain_in_update_definitions_store_count(capfd):
     """Halide's correctness/stencil_chain_in_update_definitions.cpp: number of stores to g."""
     iters, oe = 27, 19

@@ -846,8 +846,6 @@ def test_func_of_image_param_is_its_own_func():
     del keep
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: with hl.Func(img) computed at root, a tiled "
-                   "global wrapper reads the input out of bounds")
 def test_global_image_wrapper_tiled_inside_consumer_tiles():
     """Halide's correctness/image_wrapper.cpp: global_wrapper with the image's Func at root."""
     x, y, xi, yi, t = hl.Var("x"), hl.Var("y"), hl.Var("xi"), hl.Var("yi"), hl.Var("t")

@@ -3,8 +3,10 @@
 Assumes: the nest from schedule_functions, with inlining done. Funcs are processed consumers
 first. At f's compute site the region f must compute is the box of its calls in its consume body,
 written in terms of variables in scope there: loops and lets inside the body become intervals.
-For a Func with updates the pure stage also covers what the updates read and write of it within
-their own regions; what a split runs past them uses f's storage, uncomputed (as in Halide). The
+For a Func with updates each stage also covers what the later stages read of it within their own
+regions, as Halide's (an update's region shrinks along the chain: a stencil iterated by updates
+computes a trapezoid); what a split runs past them uses f's storage, uncomputed. Where the later
+stages write is not computed for them (storage covers it: allocation_bounds). The
 lets of Funcs computed at root go at the top of the pipeline (so their producers' boxes refer to
 them by name); those of Funcs computed inside loops go just before their production. Realize
 sizes and buffer checks come later (allocation_bounds, buffer_checks): sliding window still moves
@@ -157,7 +159,7 @@ def _func_lets(f, env, produce, consume, outer_loops, site):
     call = extern_call(f)
     if call is not None:
         return lets + _extern_stage_lets(f, call, [req[v] for v in f._pure_args], produce, site, checks), checks
-    # Each stage covers what its consumers need and what the later stages of f read or write;
+    # Each stage covers what its consumers need and what the later stages of f read;
     # the later stages' loops use their own bounds, so they are defined first (last stage first).
     n_stages = len(f.definitions())
     stages = env.fused_stages.get(name) or (produce.body.stmts if n_stages > 1 else (produce.body,))
@@ -168,7 +170,7 @@ def _func_lets(f, env, produce, consume, outer_loops, site):
             # past its region (RoundUp) reads and writes f's storage there, uncomputed.
             later = ir.make_block(stages[s + 1:])
             required = RequiredRegion()
-            footprint = box_touched(later, name, include_provides=True, required=required)
+            footprint = box_touched(later, name, required=required)
             if required.clamped:
                 read = box_union(read, box_touched(later, name))
         # (a specialization rfactored on its own may loop over more of f's pure Vars)

@@ -17,7 +17,7 @@ import re
 from contextlib import contextmanager
 
 from .. import ir
-from ..call_graph import image_wrapper_for, reachable_funcs, wrapper_for
+from ..call_graph import image_callee, reachable_funcs, wrapper_for
 from ..errors import HalideError
 from ..func import Definition
 from ..integer_ops import MEMOIZE_TAG
@@ -234,7 +234,7 @@ class _Rebuild(_RenameVariables):
             target = self.copies[id(callee)]
             if target is not c2.func or target.name() != c2.name:
                 return ir.Call(c2.type, target.name(), c2.args, c2.call_type, c2.value_index, target, c2.image)
-        elif c.call_type == ir.IMAGE and (w := image_wrapper_for(c.image, self.consumer)) is not None:
+        elif c.call_type == ir.IMAGE and (w := image_callee(c.image, self.consumer)) is not None:
             target = self.copies[id(w)]
             return ir.Call(c2.type, target.name(), c2.args, ir.HALIDE, 0, target)
         elif c.call_type == ir.IMAGE and self.rename(c.name) != c.name:
