@@ -110,6 +110,16 @@ def _called_images(exprs) -> list:
     return images.images
 
 
+def image_funcs_to_make(funcs) -> dict:
+    """{`img_im`: img} for each ImageParam the Funcs read that has no Func of its own yet: the
+    names a schedule record may give the Funcs `hl.Func(img)` makes."""
+    from .param import ImageParam
+
+    exprs = [e for f in funcs for d in f.definitions() for e in (*loop_exprs(d), *bound_exprs(d))]
+    return {f"{img.name()}_im": img for img in _called_images(exprs)
+            if isinstance(img, ImageParam) and img._implicit_func is None}
+
+
 def _called_image_funcs(exprs, consumer) -> list:
     return [f for img in _called_images(exprs) if (f := image_callee(img, consumer)) is not None]
 

@@ -581,6 +581,7 @@ def apply_schedule_json(funcs, text: str, rename: dict | None = None) -> None:
     `rename`, of the record's name tokens; by default those schedule_to_json gives the Funcs).
     The record is validated first; if any directive is refused, every Func's schedule is put
     back as it was."""
+    from .call_graph import image_funcs_to_make
     from .func import Func
     from .lowering.copy_graph import canonical_func_names, first_free_name
 
@@ -604,6 +605,10 @@ def apply_schedule_json(funcs, text: str, rename: dict | None = None) -> None:
                     by_name[first_free_name(family, by_name)] = result
 
     todo = dict(data)
+    images = image_funcs_to_make(funcs)
+    for name in todo:
+        if name not in by_name and name in images:  # scheduled in the record: `hl.Func(img)` made there
+            by_name[name] = Func(images[name])
     try:
         while todo:  # a wrapper's or an intermediate's entries wait until the directive making it ran
             ready = [name for name in todo if name in by_name]

@@ -660,6 +660,41 @@ def test_image_param_wrappers_are_scheduled_on_their_own():
     assert "iw_img_im_in_iw_blur" in hl.Pipeline(other).schedule_to_json()  # the wrapper's own schedule
 
 
+def test_the_image_func_is_one_func_that_every_read_goes_through(capfd):
+    """As Halide: hl.Func(img) is the image's own Func (the same one each time), computing it at
+    root makes every other read of the image read its buffer, img.in_() wraps it, and its
+    schedule (the wrappers too) replays from JSON onto a fresh build of the algorithm, where no
+    hl.Func(img) was asked for yet."""
+
+    def build():
+        x, y = hl.Var("x"), hl.Var("y")
+        img = hl.ImageParam(hl.Int(32), 2, "own_img")
+        g, h = hl.Func("own_g"), hl.Func("own_h")
+        g[x, y] = img[x, y] * 2
+        h[x, y] = g[x, y] + img[x + 1, y]
+        return img, h
+
+    img, h = build()
+    assert hl.Func(img) is hl.Func(img) and hl.Func(img).name() == "own_img_im"
+    hl.Func(img).compute_root().trace_stores()
+    img.in_(h)
+    a = np.arange(90, dtype=np.int32).reshape(9, 10)
+    img.set(hl.Buffer(a))
+    expected = 2 * a[:8, :8] + a[:8, 1:9]
+    np.testing.assert_array_equal(np.asarray(h.realize([8, 8])), expected)
+    # one production at root, of what g reads and what h's wrapper reads: x in [0, 8], y in [0, 7]
+    stores = [line for line in capfd.readouterr().out.splitlines() if line.startswith("Store own_img_im.")]
+    assert len(stores) == 9 * 8
+    record = hl.Pipeline(h).schedule_to_json()
+    assert '"own_img_im_in_own_h"' in record
+
+    img2, h2 = build()
+    hl.Pipeline(h2).apply_schedule_json(record)
+    assert hl.Pipeline(h2).schedule_to_json() == record
+    img2.set(hl.Buffer(a))
+    np.testing.assert_array_equal(np.asarray(h2.realize([8, 8])), expected)
+
+
 def test_a_specialization_on_an_extent_unrolls_a_loop_over_it():
     """As Halide (its lesson 16): inside `specialize(out.dim(2).extent() == 3)` the channel loop
     has extent 3, so `unroll(c)` unrolls it; other extents take the general loop nest."""
