@@ -162,10 +162,24 @@ def _mux_ir(index: ir.Expr, values: list[ir.Expr]) -> ir.Expr:
         raise HalideError("Error: mux() requires a non-empty vector of values\n")
     if any(v.type != values[0].type for v in values):
         raise HalideError("Error: mux() requires all the values to have the same type.\n")
-    result = values[-1]
-    for k in range(len(values) - 2, -1, -1):
-        result = _select_ir(ir.EQ(index, ir.make_const(index.type, k)), values[k], result)
-    return result
+    if len(values) <= _MUX_CHAIN:
+        result = values[-1]
+        for k in range(len(values) - 2, -1, -1):
+            result = _select_ir(ir.EQ(index, ir.make_const(index.type, k)), values[k], result)
+        return result
+
+    # A long mux is a balanced tree of selects (as many as a chain, but log n deep): an unrolled
+    # loop over its index then substitutes and simplifies one path per copy, not the whole chain.
+    def tree(lo: int, hi: int) -> ir.Expr:
+        if hi - lo == 1:
+            return values[lo]
+        mid = (lo + hi) // 2
+        return _select_ir(ir.LT(index, ir.make_const(index.type, mid)), tree(lo, mid), tree(mid, hi))
+
+    return _select_ir(ir.LT(index, ir.make_const(index.type, 0)), values[-1], tree(0, len(values)))
+
+
+_MUX_CHAIN = 8  # a mux of at most this many values is a chain of selects, `index == k` each
 
 
 def mux(index, values):

@@ -195,6 +195,25 @@ def test_mux_picks_by_index_and_the_last_value_out_of_range():
 
 
 @pytest.mark.parametrize("lib", LIBS)
+@pytest.mark.parametrize("schedule", ["none", "vectorize", "unroll"])
+def test_a_long_mux_picks_as_a_short_one(lib, schedule):
+    """A mux of many values (pyhalide's is a balanced tree of selects, not a chain) picks values[i],
+    and the last value where i is out of range, below or above, in vector and unrolled code."""
+    h = _lib(lib)
+    x = h.Var("x")
+    f = h.Func("long_mux")
+    n = 21
+    f[x] = h.mux(x - 5, [x * 1000 + k for k in range(n)])
+    if schedule == "vectorize":
+        f.vectorize(x, 8)
+    elif schedule == "unroll":
+        f.bound(x, 0, 32).unroll(x)
+    idx = np.arange(32) - 5
+    expected = np.arange(32) * 1000 + np.where((idx >= 0) & (idx < n), idx, n - 1)
+    np.testing.assert_array_equal(np.asarray(f.realize([32])), expected)
+
+
+@pytest.mark.parametrize("lib", LIBS)
 def test_mux_values_must_share_a_type(lib):
     h = _lib(lib)
     x = h.Var("x")

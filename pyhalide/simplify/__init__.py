@@ -493,6 +493,23 @@ _COMPARISON_VERDICTS = {
 _SELF = object()
 
 
+class _SettlingSubstitution(Substitution):
+    """Substitution that takes a select's arm where the substituted condition compares constants
+    (as simplifying would): the other arm is neither substituted nor simplified, so each unrolled
+    copy of a long mux's select tree walks one path of it."""
+
+    def visit_Select(self, e):
+        c = self.mutate(e.condition)
+        if isinstance(c, _COMPARISONS) and c.type.lanes == 1:
+            folded = _fold(c)
+            if folded is not None:
+                return self.mutate(e.true_value if folded.value else e.false_value)
+        t, f = self.mutate(e.true_value), self.mutate(e.false_value)
+        if c is e.condition and t is e.true_value and f is e.false_value:
+            return e
+        return ir.Select(c, t, f)
+
+
 class Simplify(IRMutator):
     """Rules plus what the enclosing loops say: inside a loop with constant bounds (and lets of
     such loop variables) each integer variable has a constant range, and a min or max whose
@@ -654,7 +671,7 @@ class Simplify(IRMutator):
         if isinstance(node, ir.Expr):
             if self.subst:
                 if self._substitution is None:
-                    self._substitution = Substitution(self.subst)
+                    self._substitution = _SettlingSubstitution(self.subst)
                 node = self._substitution.mutate(node)
             return self.simplify_expr(node)
         return super().mutate(node)
