@@ -322,10 +322,17 @@ def lerp(zero_val, one_val, weight) -> Expr:
     """zero*(1-w) + one*w, as Halide computes it: in floats for float values; for integer values
     (up to 32 bits) with the weight, float in [0, 1] or unsigned over its whole range, scaled to
     the values' width and the blend rounded to nearest, exactly (Halide's lower_lerp)."""
-    z, o = match_types(zero_val, one_val)
+    z, o = to_ir(zero_val), to_ir(one_val)
     w = const_from_python(weight) if is_python_number(weight) else to_ir(weight)
+    # Halide's rule, not the arithmetic operators' promotion: a signed integer constant takes the
+    # other value's type (lerp(0, u8, w) is uint8); any other mismatch is an error.
+    if _is_const_signed_int(z):
+        z = fold_cast(o.type, z)
+    if _is_const_signed_int(o):
+        o = fold_cast(z.type, o)
     if z.type != o.type:
-        raise HalideError(f"Can't lerp between values of types {z.type} and {o.type}")
+        raise HalideError(f"Can't lerp between {expr_to_string(z)} of type {z.type} and {expr_to_string(o)} of "
+                          f"different type {o.type}")
     if not (w.type.is_uint() or w.type.is_float()):
         raise HalideError(f"A lerp weight must be an unsigned integer or a float, but lerp weight "
                           f"{expr_to_string(w)} has type {w.type}.")
@@ -342,6 +349,13 @@ def lerp(zero_val, one_val, weight) -> Expr:
         half = ir.make_const(w.type, 0.5 if w.type.is_float() else w.type.max_value() // 2)
         return wrap(ir.Select(ir.GT(w, half), o, z))
     return wrap(_integer_lerp(z, o, w))
+
+
+def _is_const_signed_int(e: ir.Expr) -> bool:
+    """Halide's as_const_int: a signed integer constant, or a broadcast of one."""
+    if type(e) is ir.Broadcast:
+        e = e.value
+    return type(e) is ir.IntImm and e.type.is_int()
 
 
 def _float_lerp(z: ir.Expr, o: ir.Expr, w: ir.Expr) -> ir.Expr:
