@@ -935,7 +935,7 @@ class FuncScheduling(Schedulable):
         production whose key is there is copied from it, not computed. Entries made with an
         eviction key (an hl.EvictionKey, or an integer Expr) can be dropped by that key's value
         (memoization.evict). Ahead-of-time and GPU pipelines compute it every time."""
-        from .expr import Expr
+        from .expr import Expr, wrap
 
         self._require_defined()
         if isinstance(eviction_key, Expr):
@@ -944,6 +944,10 @@ class FuncScheduling(Schedulable):
             raise TypeError(f"Func {self.name()}.memoize: the eviction key must be an hl.EvictionKey or an Expr, "
                             f"not {type(eviction_key).__name__}")
         sched = self._target_func()._schedule
+        if eviction_key is not None and sched.eviction_key is not None and sched.eviction_key != eviction_key.expr:
+            # (Halide 21 refuses a second key even where it is the same one; pyhalide only a different one.)
+            raise CompileError(f"Func {self.name()}: can't redefine memoize eviction key. First definition is: "
+                               f"{wrap(sched.eviction_key)} new definition is: {wrap(eviction_key.expr)}")
         sched.memoized = True
         sched.eviction_key = None if eviction_key is None else eviction_key.expr
         self._log("memoize")

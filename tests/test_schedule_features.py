@@ -621,7 +621,7 @@ def test_memoize_is_recorded_and_computes_the_same_values():
     """memoize() of a Func with an update: the values are the same from the cache (see
     test_memoization.py); the directive replays from JSON. An eviction key (hl.EvictionKey or an
     Expr) is accepted as in Halide, a float one refused as Halide refuses it, anything else a
-    TypeError."""
+    TypeError; a second key, different from the first, is refused as Halide refuses it."""
     mx = hl.Var("x")
     f, out = hl.Func("memo_f"), hl.Func("memo_out")
     f[mx] = mx * 3
@@ -631,12 +631,15 @@ def test_memoize_is_recorded_and_computes_the_same_values():
     for _ in range(2):
         np.testing.assert_array_equal(np.asarray(out.realize([4])), (np.arange(4) * 3 + 1) * 2)
     assert "memoize" in hl.Pipeline(out).schedule_to_json()
-    f.memoize(hl.Expr(1)).memoize(hl.EvictionKey(mx * 0 + 7))
+    f.memoize(hl.Expr(1)).memoize().memoize(hl.EvictionKey(mx * 0 + 7))  # (memoize() drops the first key)
     np.testing.assert_array_equal(np.asarray(out.realize([4])), (np.arange(4) * 3 + 1) * 2)
     with pytest.raises(hl.HalideError, match="Can't use floating-point types as a memoization eviction key"):
         hl.EvictionKey(hl.f32(2.0))
     with pytest.raises(TypeError, match="eviction key must be an hl.EvictionKey or an Expr"):
         f.memoize(1)
+    with pytest.raises(hl.HalideError, match=r"memo_f: can't redefine memoize eviction key\. First definition is: "
+                                             r"\(\(x \* 0\) \+ 7\) new definition is: 8"):
+        f.memoize(hl.Expr(8))
 
 
 def test_image_param_wrappers_are_scheduled_on_their_own():

@@ -43,8 +43,8 @@ def _check_memoized(env) -> None:
         if f.name() in env.inlined:
             raise CompileError(f"Cannot memoize function {name} because the function is scheduled inline.")
         if env.is_output(f):
-            raise CompileError(f"Function {name} cannot be memoized because it an output of pipeline "
-                               f"{env.outputs[0].name()}.")
+            raise CompileError(f"Can't compile Pipeline with memoized output Func: {name}. Memoization is valid only "
+                               "on intermediate Funcs because it takes control of buffer allocation.")
         store = f._schedule.store_level
         if store is not None and store != f._schedule.compute_level:
             raise CompileError(f"Function {name} cannot be memoized because it has compute and storage scheduled "
