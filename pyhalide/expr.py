@@ -291,6 +291,11 @@ def coerce_python(value, t: Type) -> ir.Expr:
         value = value.item()
     if not isinstance(value, int | float):
         raise HalideError(f"Can't combine {value!r} (a {type(value).__name__}) with an Expr of type {t}")
+    if t.is_handle():
+        if isinstance(value, float):
+            raise HalideError(f"Can't do arithmetic on opaque pointer types: an Expr of type {t}, {value}")
+        raise HalideError(f"Integer constant {value} will be implicitly coerced to type {t}, but Halide does not "
+                          "support pointer arithmetic.")
     if isinstance(value, int):
         if Int(32).can_represent(value) or (not t.is_float() and _int_fits(t, value)):
             # (Halide's bindings make an int past 32 bits an Int(64) constant even where t holds it:
@@ -308,6 +313,12 @@ def coerce_python(value, t: Type) -> ir.Expr:
 def fold_cast(t: Type, e: ir.Expr) -> ir.Expr:
     """cast_ir, folding a constant as Halide's cast() does (make_const): a float truncated toward
     zero, then the integer's low bits (a bool takes the lowest: cast(Bool, 2) is false)."""
+    if t.is_handle() != e.type.is_handle():
+        if t.is_handle():
+            raise HalideError(f'Can\'t cast "{wrap(e)}" to a handle. The only legal cast from scalar types to a handle '
+                              f'is: reinterpret(Handle(), cast<uint64_t>({wrap(e)}));')
+        raise HalideError(f'Can\'t cast handle "{wrap(e)}" to type {t}. The only legal cast from handles to scalar '
+                          f'types is: reinterpret(UInt(64), {wrap(e)});')
     if e.type == t or type(e) not in (ir.IntImm, ir.FloatImm):
         return cast_ir(t, e)
     value = e.value
@@ -339,6 +350,8 @@ def match_types(a, b) -> tuple[ir.Expr, ir.Expr]:
         bi = coerce_python(b, ai.type)
     else:
         ai, bi = to_ir(a), to_ir(b)
+    if ai.type != bi.type and (ai.type.is_handle() or bi.type.is_handle()):
+        raise HalideError(f"Can't do arithmetic on opaque pointer types: {wrap(ai)}, {wrap(bi)}")
     t = promote(ai.type, bi.type)
     return fold_cast(t, ai), fold_cast(t, bi)
 
