@@ -637,9 +637,9 @@ def _decode_arg(a, by_name):
             return LoopLevel.inlined()
         return LoopLevel(lv["func"], lv["var"], lv["stage"])
     if isinstance(a, dict) and "var" in a:
-        from .var import RVar, Var
+        from .var import RecordedLoopVar, RVar
 
-        return RVar(a["var"]) if a["rvar"] else Var(a["var"])
+        return RVar(a["var"]) if a["rvar"] else RecordedLoopVar(a["var"])
     return a
 
 

@@ -57,8 +57,42 @@ def _is_rvar_arg(v) -> bool:
     return isinstance(v, RVar | RDom)
 
 
+def _check_var_kind(where: str, v, loop: str, loop_is_rvar: bool) -> None:
+    """Halide's dim_match: a Var may not name an RVar's loop (a Var made with an RVar's name would
+    otherwise pass for it, and permit schedules that are not legal for it), nor an RVar a pure
+    Var's. (A name given as a string is taken as either, and so is one a schedule record replays.)"""
+    from .var import RecordedLoopVar, Var
+
+    given_rvar = _is_rvar_arg(v)
+    if not (given_rvar or isinstance(v, Var)) or isinstance(v, RecordedLoopVar) or given_rvar == loop_is_rvar:
+        return
+    kind, loop_kind = ("RVar", "Var") if given_rvar else ("Var", "RVar")
+    raise CompileError(f"{where}: {kind} {_var_name(v)} used in scheduling directive has the same name as existing "
+                       f"{loop_kind} {loop}")
+
+
 def _json_var(v) -> dict:
     return {"var": _var_name(v), "rvar": _is_rvar_arg(v)}
+
+
+_BLEND_TAILS = (TailStrategy.RoundUpAndBlend, TailStrategy.ShiftInwardsAndBlend)
+
+
+def _inner_loops(splits) -> set[str]:
+    """The loops stemming from the inner loop of a split (Halide's inner_vars in Stage::split): its
+    inner loop, the outer loop of a later split or the rename of one of those, a fuse with one."""
+    inner: set[str] = set()
+    for s in splits:
+        if s.kind == "split":
+            inner.add(s.inner)
+            if s.old in inner:
+                inner.add(s.outer)
+        elif s.kind == "rename":
+            if s.old in inner:
+                inner.add(s.outer)
+        elif s.old in inner or s.outer in inner:
+            inner.add(s.inner)
+    return inner
 
 
 def _split_factor(where: str, what: str, value):
@@ -147,6 +181,7 @@ class Schedulable:
             loops = ", ".join(x.name for x in reversed(sched.dims)) or "none"
             raise CompileError(f"{self._where()}: {what} of unknown dimension {name} (the loops, outermost first, "
                                f"are: {loops})")
+        _check_var_kind(self._where(), v, d.name, d.is_rvar)
         return d
 
     def _fresh(self, d: Dim, base: str) -> str:
@@ -179,6 +214,16 @@ class Schedulable:
     def _split(self, old, outer: str, inner: str, factor: int, tail: str):
         sched = self._stage()
         d = self._dim(old, "split")
+        if tail == TailStrategy.PredicateLoads and d.internal in _inner_loops(sched.splits):
+            raise CompileError(f"{self._where()}: can't use TailStrategy PredicateLoads for splitting {d.name}: "
+                               "PredicateLoads may not be used to split a loop stemming from the inner loop of a prior "
+                               "split.")
+        predicated = next((s for s in sched.splits if s.kind == "split" and s.inner == d.internal
+                           and s.tail in (TailStrategy.PredicateLoads, TailStrategy.PredicateStores)), None)
+        if predicated is not None:
+            raise CompileError(f"{self._where()}: cannot split {d.name}: it is the inner loop of a split using "
+                               f"TailStrategy {predicated.tail}, and a loop variable resulting from such a split may "
+                               "not be split again.")
         if d.is_rvar and tail == TailStrategy.RoundUp:
             raise CompileError(f"{self._where()}: can't split RVar {d.name} with TailStrategy RoundUp: it would "
                                "change the reduction domain. Use GuardWithIf.")
@@ -197,7 +242,50 @@ class Schedulable:
                         d.is_rvar, d.task_size)
         sched.dims[i : i + 1] = [inner_dim, outer_dim]
         sched.splits.append(Split("split", d.internal, outer_dim.internal, inner_dim.internal, factor, tail))
+        if tail in _BLEND_TAILS:
+            try:
+                self._check_blend_races()
+            except CompileError:
+                sched.dims[i : i + 2] = [d]
+                sched.splits.pop()
+                raise
         return outer_dim, inner_dim
+
+    def _check_blend_races(self) -> None:
+        """Halide's check_for_race_conditions_in_split_with_blend: a split with a blending tail
+        (RoundUpAndBlend, ShiftInwardsAndBlend) loads and stores back values past its slice, which
+        other iterations compute: no loop stemming from the same original Var or RVar may then run
+        in parallel (parallel, GPU blocks or threads), unless the stage allows race conditions."""
+        sched = self._stage()
+        if sched.allow_race_conditions:
+            return
+        parallel = {d.internal for d in sched.dims if d.for_type in (PARALLEL, GPU_BLOCK, GPU_THREAD)}
+        # up from the parallel loops to the original dimensions they stem from...
+        for s in reversed(sched.splits):
+            if s.kind == "fuse":
+                if s.inner in parallel:  # (both halves: Halide's takes the inner one alone)
+                    parallel |= {s.old, s.outer}
+            elif s.kind == "rename":
+                if s.outer in parallel:
+                    parallel.add(s.old)
+            elif s.inner in parallel or s.outer in parallel:
+                parallel.add(s.old)
+        # ...and down again: none of their splits' inner sides may blend
+        for s in sched.splits:
+            if s.kind == "fuse":
+                if s.old in parallel or s.outer in parallel:
+                    parallel.add(s.inner)
+            elif s.kind == "rename":
+                if s.old in parallel:
+                    parallel.add(s.outer)
+            elif s.old in parallel:
+                parallel |= {s.inner, s.old}
+                if s.tail in _BLEND_TAILS:
+                    raise CompileError(
+                        f"{self._where()}: tail strategy {s.tail} may not be used to split {s.old} because other loops "
+                        "stemming from the same original Var or RVar are marked as parallel: this could cause a race "
+                        "condition (each blend loads and stores back values another thread computes). Call "
+                        ".allow_race_conditions() on the stage to accept it.")
 
     def fuse(self, inner, outer, fused):
         sched = self._stage()
@@ -376,7 +464,13 @@ class Schedulable:
     def _set_for_type(self, v, for_type: str, what: str):
         d = self._dim(v, what)
         self._check_loop_kind(d, for_type, what)
-        d.for_type = for_type
+        before, d.for_type = d.for_type, for_type
+        if for_type == PARALLEL:
+            try:
+                self._check_blend_races()
+            except CompileError:
+                d.for_type = before
+                raise
         return d
 
     def _loop_origins(self, internal: str) -> list[str]:
@@ -454,8 +548,15 @@ class Schedulable:
             raise CompileError(f"{self._where()}: {method} names a loop twice")
         for d in dims:
             self._check_loop_kind(d, PARALLEL, method)  # GPU loops run in parallel: the same race rules
+        before = [d.for_type for d in dims]
         for d in dims:
             d.for_type = for_type
+        try:
+            self._check_blend_races()
+        except CompileError:
+            for d, t in zip(dims, before, strict=True):
+                d.for_type = t
+            raise
         self._log(method, *[_json_var(v) for v in vars])
         return self
 

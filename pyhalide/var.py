@@ -63,6 +63,13 @@ class Var(Expr):
         return self._name == "_"
 
 
+class RecordedLoopVar(Var):
+    """A loop a schedule record names as a Var where the directive was given its name as a string,
+    which may name an RVar's loop too: scheduling takes it as either (as it takes the string)."""
+
+    __slots__ = ()
+
+
 class _ImplicitMarker(Var):
     """`hl._`: the Var named "_", standing for however many implicit arguments are needed."""
 
