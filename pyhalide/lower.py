@@ -55,6 +55,7 @@ from .lowering.unit_strides import specialize_unit_strides
 from .lowering.unroll_loops import unroll_loops
 from .lowering.vectorize_loops import vectorize_loops
 from .simplify import simplify
+from .simplify.fold import check_no_signed_integer_overflow
 
 
 @dataclass
@@ -174,6 +175,8 @@ def lowering_passes(env, vectors: bool = True, jit: bool = False):
         # bfloat16 as float32 arithmetic on its bits, once nothing asks bfloat questions any more:
         # what follows (and every backend) sees 16-bit integers and float32.
         ("emulate bfloat16", emulate_bfloat16),
+        # A constant fold that overflowed a signed 32- or 64-bit integer (undefined) is an error.
+        ("signed integer overflow", check_no_signed_integer_overflow),
     ]
 
 
@@ -220,6 +223,7 @@ def layout_passes(dense_buffers: list[str], kernels: list[Kernel] | None = None,
         *([("select instructions", select_instructions)] if x86 else []),
         # Bounds built by substitution share subtrees; code generators walk trees.
         ("shared subexpressions", name_shared_subexpressions),
+        ("signed integer overflow", check_no_signed_integer_overflow),
     ]
 
 

@@ -24,7 +24,7 @@ from ..ir_mutator import (
     substitute,
 )
 from ..types import INT, UINT
-from .fold import fold_binary, fold_cast
+from .fold import fold_binary, fold_cast, signed_integer_overflow
 
 _c = ir.const_value
 
@@ -48,6 +48,15 @@ def _fold(n):
 
 
 def _const(t, v):
+    return ir.make_const(t, v)
+
+
+def _folded(t, v):
+    """Constants c0 op c1 combined by a rule ((x + c0) + c1 -> x + (c0 + c1)): as Halide's fold(),
+    an overflow of a signed 32- or 64-bit type leaves the overflow marker (an error if it reaches
+    code), not a wrapped value."""
+    if t.lanes == 1 and t.is_int() and t.bits >= 32 and not t.can_represent(v):
+        return signed_integer_overflow(t)
     return ir.make_const(t, v)
 
 
@@ -97,9 +106,9 @@ def add_rules(n):
     if not _is_int(t):
         return None
     if cb is not None and isinstance(a, ir.Add) and _c(a.b) is not None:
-        return ir.Add(a.a, _const(t, _c(a.b) + cb))
+        return ir.Add(a.a, _folded(t, _c(a.b) + cb))
     if cb is not None and isinstance(a, ir.Sub) and _c(a.b) is not None:
-        return ir.Add(a.a, _const(t, cb - _c(a.b)))
+        return ir.Add(a.a, _folded(t, cb - _c(a.b)))
     if isinstance(b, ir.Sub) and b.b == a:
         return b.a  # a + (x - a)
     if isinstance(a, ir.Sub) and a.b == b:
@@ -138,7 +147,7 @@ def sub_rules(n):
         if a.b == b:
             return a.a
         if _c(a.b) is not None and isinstance(b, ir.Add) and _c(b.b) is not None:
-            return ir.Add(ir.Sub(a.a, b.a), _const(t, _c(a.b) - _c(b.b)))  # (x + c1) - (y + c2)
+            return ir.Add(ir.Sub(a.a, b.a), _folded(t, _c(a.b) - _c(b.b)))  # (x + c1) - (y + c2)
         if _c(a.b) is not None:
             return ir.Add(ir.Sub(a.a, b), a.b)  # (x + c) - y -> (x - y) + c
     if isinstance(b, ir.Add):
@@ -147,7 +156,7 @@ def sub_rules(n):
         if _c(b.b) is not None:
             return ir.Add(ir.Sub(a, b.a), _const(t, -_c(b.b)))  # x - (y + c)
     if _c(a) is not None and isinstance(b, ir.Sub) and _c(b.a) is not None:
-        return ir.Add(b.b, _const(t, _c(a) - _c(b.a)))  # c1 - (c2 - y)
+        return ir.Add(b.b, _folded(t, _c(a) - _c(b.a)))  # c1 - (c2 - y)
     if (isinstance(a, ir.Div) and isinstance(b, ir.Div) and a.b == b.b and (_c(b.b) or 0) > 0
             and isinstance(a.a, ir.Add) and a.a.a == b.a and _c(a.a.b) is not None and _no_overflow(t)):
         # (x + c0) / c1 - x / c1 -> (x % c1 + c0) / c1: a region's extent whose ends are halved
@@ -171,9 +180,9 @@ def mul_rules(n):
     if _is_int(t) and ir.is_const(b, 0):
         return b
     if _is_int(t) and _c(b) is not None and isinstance(a, ir.Mul) and _c(a.b) is not None:
-        return ir.Mul(a.a, _const(t, _c(a.b) * _c(b)))
+        return ir.Mul(a.a, _folded(t, _c(a.b) * _c(b)))
     if _is_int(t) and _c(b) is not None and isinstance(a, ir.Add) and _c(a.b) is not None:
-        return ir.Add(ir.Mul(a.a, b), _const(t, _c(a.b) * _c(b)))  # (x + c1) * c2
+        return ir.Add(ir.Mul(a.a, b), _folded(t, _c(a.b) * _c(b)))  # (x + c1) * c2
     return None
 
 

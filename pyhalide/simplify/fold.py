@@ -81,7 +81,38 @@ def fold_binary(node: ir.BinaryOp, a, b) -> ir.Expr | None:
         v = max(a, b)
     else:
         return None
+    if t.is_int() and t.bits >= 32 and isinstance(node, ir.Add | ir.Sub | ir.Mul) and not t.can_represent(v):
+        # As Halide's simplifier: signed 32- and 64-bit overflow is undefined, so a sum, difference
+        # or product of constants that overflows becomes a marker, an error if it reaches code.
+        return signed_integer_overflow(t)
     return ir.make_const(t, v)
+
+
+SIGNED_INTEGER_OVERFLOW = "signed_integer_overflow"
+
+
+def signed_integer_overflow(t: Type) -> ir.Expr:
+    """Halide's make_signed_integer_overflow: what a constant fold that overflows t leaves."""
+    return ir.Call(t, SIGNED_INTEGER_OVERFLOW, (ir.IntImm(ir.Int(32), 0),), ir.INTRINSIC)
+
+
+def check_no_signed_integer_overflow(stmt: ir.Stmt) -> ir.Stmt:
+    """stmt, unless a constant fold that overflowed survives in it (Halide's error at codegen)."""
+    from ..errors import CompileError
+    from ..ir_mutator import IRVisitor
+
+    class Find(IRVisitor):
+        visit_once = True
+
+        def visit_Call(self, c):
+            if c.name == SIGNED_INTEGER_OVERFLOW and c.call_type == ir.INTRINSIC:
+                raise CompileError("Signed integer overflow occurred during constant-folding. Signed integer overflow "
+                                   "for int32 and int64 is undefined behavior in Halide.")
+            self.visit_children(c)
+
+    if stmt is not None:
+        Find().visit(stmt)
+    return stmt
 
 
 def fold_cast(t: Type, e: ir.Expr) -> ir.Expr | None:
