@@ -47,7 +47,7 @@ def direct_callees(exprs) -> dict[str, object]:
     """The Funcs the expressions call, schedules aside, by name: those called and the own Funcs
     (`hl.Func(img)`) of the ImageParams read."""
     exprs = [e for e in exprs if e is not None]
-    own = [g for img in _called_images(exprs) if (g := getattr(img, "_implicit_func", None)) is not None]
+    own = [g for img in called_images(exprs) if (g := getattr(img, "_implicit_func", None)) is not None]
     out = {g.name(): g for g in own}
     for name, g in called_funcs(exprs).items():
         _add_func(out, name, g)
@@ -102,7 +102,8 @@ def image_callee(image, consumer):
     return None if own is None or own is consumer else wrapper_for(own, consumer)
 
 
-def _called_images(exprs) -> list:
+def called_images(exprs) -> list:
+    """The images (Buffers, ImageParams) the expressions read, first read first."""
     images = _CalledImages()
     for e in exprs:
         if e is not None:
@@ -116,12 +117,12 @@ def image_funcs_to_make(funcs) -> dict:
     from .param import ImageParam
 
     exprs = [e for f in funcs for d in f.definitions() for e in (*loop_exprs(d), *bound_exprs(d))]
-    return {f"{img.name()}_im": img for img in _called_images(exprs)
+    return {f"{img.name()}_im": img for img in called_images(exprs)
             if isinstance(img, ImageParam) and img._implicit_func is None}
 
 
 def _called_image_funcs(exprs, consumer) -> list:
-    return [f for img in _called_images(exprs) if (f := image_callee(img, consumer)) is not None]
+    return [f for img in called_images(exprs) if (f := image_callee(img, consumer)) is not None]
 
 
 def scheduled_callees(f) -> dict[str, object]:

@@ -638,6 +638,11 @@ class Func(FuncScheduling):
 
     @deep
     def __setitem__(self, key, value):
+        frozen = self.__dict__.get("_frozen_by")
+        if frozen is not None:  # (Halide freezes a Func once another's definition uses it)
+            kind = "pure" if self._init is None else "update"
+            raise HalideError(f"Func {self._name} cannot be given a new {kind} definition, because it has already "
+                              f"been used in the definition of another Func ({frozen}).")
         if isinstance(value, _UnevaluatedFuncRefExpr):
             self._define_from_unevaluated(key, value)
             return

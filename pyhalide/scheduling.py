@@ -912,18 +912,13 @@ class FuncScheduling(Schedulable):
     def _stand_in(self, method: str, consumers, make, infix: str):
         """The Func (made by `make(name)`) that the given consumers call instead of this one, for
         in_ and clone_in; asked again for the same consumers, the same Func, as in Halide."""
-        from .call_graph import direct_callees, loop_exprs, scheduled_callees
-
         if not isinstance(consumers, list | tuple):
             consumers = [consumers]
         for g in consumers:
             if not hasattr(g, "_schedule") or g is self:
                 raise CompileError(f"Func {self.name()}.{method}: consumers must be other Funcs, got {g!r}")
-            g._require_defined()
-            calls = direct_callees(e for _, d in g.all_scheduled_definitions() for e in loop_exprs(d))
-            reached = scheduled_callees(g)  # through wrappers: a wrapper can be wrapped in turn
-            if calls.get(self.name()) is not self and reached.get(self.name()) is not self:
-                raise CompileError(f"Func {self.name()}.{method}({g.name()}): {g.name()} does not call {self.name()}")
+            if g.defined():  # (one defined later is checked when a pipeline using it is lowered, as in Halide)
+                check_wrapped_consumer(self, g, method)
         wrappers = self._schedule.wrappers
         stand_in = existing_wrapper(self.name(), wrappers, [g.name() for g in consumers])
         if stand_in is None:
@@ -1112,6 +1107,16 @@ def existing_wrapper(wrapped: str, wrappers: dict, consumers: list[str]):
     return first
 
 
+def check_wrapped_consumer(f, g, method: str = "in_") -> None:
+    """Refuse f.in_(g) (or clone_in) where g does not call f, directly or through wrappers."""
+    from .call_graph import direct_callees, loop_exprs, scheduled_callees
+
+    calls = direct_callees(e for _, d in g.all_scheduled_definitions() for e in loop_exprs(d))
+    reached = scheduled_callees(g)  # through wrappers: a wrapper can be wrapped in turn
+    if calls.get(f.name()) is not f and reached.get(f.name()) is not f:
+        raise CompileError(f"Func {f.name()}.{method}({g.name()}): {g.name()} does not call {f.name()}")
+
+
 def _make_wrapper(f, name: str):
     from .func import Func
     from .var import Var
@@ -1120,6 +1125,7 @@ def _make_wrapper(f, name: str):
     args = tuple(Var(n) for n in f._pure_args)
     values = [f[args] if len(f.types()) == 1 else f[args][k] for k in range(len(f.types()))]
     wrapper[args] = values[0] if len(values) == 1 else tuple(values)
+    wrapper._frozen_by = f"it is the wrapper {name} of {f.name()}, which its consumers call"
     return wrapper
 
 
@@ -1147,6 +1153,7 @@ def _make_clone(f, name: str):
     clone._init = copied(f._init)
     clone._updates = [copied(d) for d in f._updates]
     clone._schedule.reset_stages(1 + len(clone._updates))
+    clone._frozen_by = f"it is the clone {name} of {f.name()}, which its consumers call"
     return clone
 
 

@@ -257,6 +257,7 @@ def copy_graph(outputs) -> tuple[list, dict[str, object], list, dict[str, str]]:
     """(copied outputs, every copied Func by its new name, the user's Funcs that were copied, the
     user's name of each renamed name)."""
     originals = list(reachable_funcs(outputs).values())
+    _check_wrapped_consumers(originals)
     mapping = canonical_names(originals)
     rename = _Renamer(mapping)
     copies = {id(f): f._lowering_copy(rename(f.name()), rename.schedule(f._schedule)) for f in originals}
@@ -272,6 +273,30 @@ def copy_graph(outputs) -> tuple[list, dict[str, object], list, dict[str, str]]:
             _strip_memoize_tags(c)
     by_name = {copies[id(f)].name(): copies[id(f)] for f in originals}
     return [copies[id(f)] for f in outputs], by_name, originals, {new: old for old, new in mapping.items()}
+
+
+def _check_wrapped_consumers(funcs) -> None:
+    """Each in_() / clone_in() wrapper made for a consumer in the pipeline stands between it and a
+    Func it calls (directly, or through other wrappers): a consumer not yet defined when the
+    wrapper was made is checked here, as Halide checks them all when it lowers."""
+    from ..call_graph import bound_exprs, direct_callees, loop_exprs
+
+    for g in funcs:
+        wrapping = [f for f in funcs if f is not g and g.name() in f._schedule.wrappers]
+        if not wrapping or not g.defined():
+            continue
+        exprs = [e for _, d in g.all_scheduled_definitions() for e in (*loop_exprs(d), *bound_exprs(d))]
+        starts = direct_callees(exprs).values()  # (an image read: the image's own Func)
+        reached: set[int] = set()  # the Funcs on the chains of wrappers from g's callees
+        for callee in starts:
+            while callee is not None and id(callee) not in reached:
+                reached.add(id(callee))
+                wrappers = callee._schedule.wrappers
+                callee = wrappers.get(g.name(), wrappers.get(""))
+        for f in wrapping:
+            if id(f) not in reached:
+                method = "clone_in" if "_clone_in_" in f._schedule.wrappers[g.name()].name() else "in_"
+                raise HalideError(f"Func {f.name()}.{method}({g.name()}): {g.name()} does not call {f.name()}")
 
 
 def definition_exprs(func):
