@@ -1020,7 +1020,7 @@ class Callable:
         self._constrained = pipeline._constrained(lowered)
         self._owners = pipeline._buffer_owners(lowered)
         self._param_args = [(a.name(), i) for i, a in enumerate(arguments) if isinstance(a, Param)]
-        self._scalar_slots = frozenset(i for _, i in self._param_args)
+        self._scalar_slots = {i: a.type() for i, a in enumerate(arguments) if isinstance(a, Param)}
         self._names = [a.name() for a in arguments] + [b.name for b in lowered.buffers[:self._n_out]]
         self._names_in_text = lowered.user_names
         self._other_layouts = {}  # layouts -> code compiled for buffers of that layout
@@ -1073,6 +1073,13 @@ class Callable:
                 if not isinstance(value, int | float | np.number | np.bool_):
                     raise HalideError(f"Unable to cast Python instance of type {type(value)} to the scalar "
                                       f"argument {self._names[i]}")
+                t = scalars[i]
+                if (t.is_int() or t.is_uint()) and t.bits > 1:  # as Halide's bindings: no float, nothing out of range
+                    if isinstance(value, float | np.floating):
+                        raise HalideError(f"Unable to cast Python instance of type {type(value)} to the scalar "
+                                          f"argument {self._names[i]} of type {t}")
+                    if not t.can_represent(value):
+                        raise HalideError(f"Argument {self._names[i]} of type {t} cannot hold {value!r}")
             elif not isinstance(value, np.ndarray | Buffer):  # (those two, the common ones, at once)
                 try:
                     memoryview(value)
