@@ -298,6 +298,11 @@ class StageSchedule:
 class FuncSchedule:
     compute_level: LoopLevel = field(default_factory=LoopLevel.inlined)  # inlined means "default"
     store_level: LoopLevel | None = None  # None: same as compute level
+    # hoist_storage's level (None: the store level). pyhalide allocates at the store level (the
+    # same values); the level is checked as Halide checks it.
+    hoist_level: LoopLevel | None = None
+    ring_buffer: int | None = None  # ring_buffer's extent (pyhalide computes synchronously: one buffer)
+    is_async: bool = False  # async_() (computed synchronously; the schedule is checked as Halide's)
     compute_placed: bool = False  # compute_at (or compute_root, compute_inline) was called
     innermost_default: bool = False  # an inline reduction: by default computed in its consumer's innermost loop
     bounds: dict[str, tuple] = field(default_factory=dict)  # var -> (min or None, extent, modulus, remainder)

@@ -1020,8 +1020,10 @@ class FuncScheduling(Schedulable):
 
     def async_(self):
         """Halide's async_(): compute this Func in a task of its own, overlapping its consumer.
-        pyhalide computes it synchronously where it is scheduled: the same values."""
+        pyhalide computes it synchronously where it is scheduled: the same values (a schedule
+        Halide's tasks could not run is refused as Halide refuses it)."""
         self._require_defined()
+        self._schedule.is_async = True
         self._log("async_")
         return self
 
@@ -1056,14 +1058,17 @@ class FuncScheduling(Schedulable):
         n = _const_arg(extent)
         if n < 1:
             raise CompileError(f"Func {self.name()}.ring_buffer: the extent must be at least 1, got {n}")
+        self._schedule.ring_buffer = n
         self._log("ring_buffer", n)
         return self
 
     def hoist_storage(self, *args):
         """Halide's hoist_storage(f, var): allocate this Func's storage once, at that level, and
-        reuse it. pyhalide allocates it where store_at puts it (the same values, more allocations)."""
+        reuse it. pyhalide allocates it where store_at puts it (the same values, more allocations);
+        the level must be at or outside the store level, as in Halide."""
         self._require_defined()
         level = self._loop_level(args, "hoist_storage")
+        self._schedule.hoist_level = level.placing(self)
         self._log("hoist_storage", {"loop_level": level.to_json()})
         return self
 

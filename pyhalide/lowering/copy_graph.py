@@ -56,7 +56,7 @@ class _Names(IRVisitor):
 def _schedule_names(sched) -> list[str]:
     names = [n for st in sched.stages for d in st.dims for n in (d.name, d.internal)]
     names += [n for st in sched.stages for sp in st.splits for n in (sp.old, sp.outer, sp.inner)]
-    for level in (sched.compute_level, sched.store_level, *(st.fuse_level for st in sched.stages)):
+    for level in (sched.compute_level, sched.store_level, sched.hoist_level, *(st.fuse_level for st in sched.stages)):
         if level is not None and level.kind == "at":
             names += [level.func_name, level.var_name]
     return names
@@ -175,6 +175,7 @@ class _Renamer:
         for st in s.stages:
             st.definition = None  # the copy's own definitions
         s.compute_level, s.store_level = self.level(s.compute_level), self.level(s.store_level)
+        s.hoist_level = self.level(s.hoist_level)
         s.bounds = {self(k): (kind, self.expr(lo), self.expr(ext)) for k, (kind, lo, ext) in s.bounds.items()}
         s.folds = {self(k): v for k, v in s.folds.items()}
         s.aligns = {self(k): v for k, v in s.aligns.items()}

@@ -157,6 +157,11 @@ def _environment(outputs, funcs, sources, user_names, target) -> Environment:
             if sched.compute_level.kind == "at" or sched.explicit_inline or sched.store_level is not None:
                 sched.compute_level, sched.store_level, sched.compute_placed = LoopLevel.root(), None, False
             env.order.append(f)
+        elif sched.compute_level.is_inlined() and sched.hoist_level is not None and not sched.hoist_level.is_inlined():
+            # (a Func with updates too, which is computed in its consumer's innermost loop: as Halide)
+            raise CompileError(f"Func {name} is scheduled hoist_storage(), but is inlined: it has no storage to "
+                               f"hoist to {level_text(sched.hoist_level)}. Funcs that use hoist_storage must also "
+                               "call compute_at.")
         elif sched.explicit_inline or (sched.is_default and not f.has_update_definition() and not sched.buffer_copy
                                        and not is_extern(f)):
             if is_extern(f):
@@ -266,6 +271,17 @@ def compute_level(f, env=None):
 def store_level(f, env=None):
     level = f._schedule.store_level
     return compute_level(f, env) if level is None or level.is_inlined() else level
+
+
+def hoist_level(f, env=None):
+    """Where hoist_storage puts f's storage (by default its store level)."""
+    level = f._schedule.hoist_level
+    return store_level(f, env) if level is None or level.is_inlined() else level
+
+
+def level_text(level) -> str:
+    """A LoopLevel in messages: root, inline, or func.var."""
+    return f"{level.func_name}.{level.var_name}" if level.kind == "at" else level.kind
 
 
 def collect_inputs(node) -> tuple[dict, dict]:

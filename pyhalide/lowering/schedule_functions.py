@@ -38,7 +38,7 @@ from ..schedule import (
 )
 from ..simplify import bool_values, simplify
 from ..types import Bool, Int
-from .environment import compute_level, store_level
+from .environment import compute_level, hoist_level, level_text, store_level
 
 _FOR_TYPES = {SERIAL: ir.SERIAL, PARALLEL: ir.PARALLEL, VECTORIZED: ir.VECTORIZED, UNROLLED: ir.UNROLLED,
               GPU_BLOCK: ir.GPU_BLOCK, GPU_THREAD: ir.GPU_THREAD, GPU_LANE: ir.GPU_LANE,
@@ -707,7 +707,8 @@ def _using_stages(env, f, g) -> list[int]:
 def schedule_functions(env) -> ir.Stmt:
     """Place each computed Func's production at its compute level, consumers first."""
     stmt: ir.Stmt = ir.make_block([])
-    at_outermost = {level.func_name for g in env.order for level in (compute_level(g, env), store_level(g, env))
+    at_outermost = {level.func_name for g in env.order
+                    for level in (compute_level(g, env), store_level(g, env), hoist_level(g, env))
                     if level is not None and level.kind == "at" and level.var_name == OUTERMOST}
     placed: set[str] = set()
     for f in reversed(env.order):
@@ -733,6 +734,9 @@ def schedule_functions(env) -> ir.Stmt:
             stmt = with_debug_file(f, computed(stmt))
             continue
         if clevel.is_root():
+            if not slevel.is_root():
+                raise CompileError(f"Func {f.name()} is stored at {level_text(slevel)} but computed at root, which is "
+                                   "not inside it: the store level must be at or outside the compute level")
             stmt = realized(computed(stmt))
             continue
         # As Halide: where several stages of g use f and the level names no stage, f is computed
@@ -757,7 +761,55 @@ def schedule_functions(env) -> ir.Stmt:
         store_loop = compute_loop if slevel == clevel else _level_loop(env, f, slevel, "stored at")
         stmt = _store_and_compute(stmt, f, store_loop, compute_loop, computed, realized, readers)
     _StoredOutsideParallel().check(stmt)
+    _check_hoisted_storage(env, stmt)
     return stmt
+
+
+def _check_hoisted_storage(env, stmt: ir.Stmt) -> None:
+    """hoist_storage's level, as Halide checks it (pyhalide allocates at the store level: the
+    same values): at or outside the store level, with no parallel or vectorized loop between
+    them; and a ring_buffer needs one of its own, outside the store level."""
+    for f in env.order:
+        if env.is_output(f):
+            continue
+        slevel, hlevel = store_level(f, env), hoist_level(f, env)
+        if f._schedule.ring_buffer is not None and hlevel == slevel:
+            raise CompileError(f"Func {f.name()} is scheduled with ring_buffer(), but has matching store_at and "
+                               "hoist_storage levels. Add an explicit hoist_storage directive to the schedule to fix "
+                               "the issue.")
+        if hlevel == slevel:
+            continue
+        where = (f"Func {f.name()} has its storage hoisted to {level_text(hlevel)}, which is inside where it is "
+                 f"stored ({level_text(slevel)}): hoist_storage must be at or outside the store level")
+        if slevel.is_root():
+            raise CompileError(where)
+        loops = None if hlevel.is_root() else _level_loop(env, f, hlevel, "hoisted at")
+        _HoistedOutside(f.name(), loops, where).visit(stmt)
+
+
+class _HoistedOutside(IRVisitor):
+    """Each Realize of `name` lies inside one of the `hoist` loops (None: root), with no
+    concurrent loop between them (Halide: a race on the hoisted storage)."""
+
+    def __init__(self, name: str, hoist: tuple[str, ...] | None, message: str):
+        super().__init__()
+        self.name, self.hoist, self.message, self.loops = name, hoist, message, []
+
+    def visit_For(self, s):
+        self.loops.append(s)
+        self.visit_children(s)
+        self.loops.pop()
+
+    def visit_Realize(self, r):
+        if r.name == self.name:
+            inside = [-1] if self.hoist is None else [i for i, loop in enumerate(self.loops) if loop.name in self.hoist]
+            if not inside:
+                raise CompileError(self.message)
+            for loop in self.loops[inside[-1] + 1:]:
+                if loop.for_type in ir.CONCURRENT and not ir.is_const(loop.extent, 1):
+                    raise CompileError(f"Func {self.name} storage is hoisted outside the {loop.for_type} loop over "
+                                       f"{loop.name} but computed within it. This is a potential race condition.")
+        self.visit_children(r)
 
 
 def _place_group(env, stmt, group, at_outermost: set[str]) -> ir.Stmt:
