@@ -762,6 +762,9 @@ def schedule_functions(env) -> ir.Stmt:
         stmt = _store_and_compute(stmt, f, store_loop, compute_loop, computed, realized, readers)
     _StoredOutsideParallel().check(stmt)
     _check_hoisted_storage(env, stmt)
+    asynchronous = {f.name() for f in env.order if f._schedule.is_async and not env.is_output(f)}
+    if asynchronous:
+        _AsyncNesting(asynchronous).visit(stmt)
     return stmt
 
 
@@ -785,6 +788,68 @@ def _check_hoisted_storage(env, stmt: ir.Stmt) -> None:
             raise CompileError(where)
         loops = None if hlevel.is_root() else _level_loop(env, f, hlevel, "hoisted at")
         _HoistedOutside(f.name(), loops, where).visit(stmt)
+
+
+class _AsyncNesting(IRVisitor):
+    """Halide's rule for async Funcs (which pyhalide computes synchronously): Halide splits
+    the body of an async Func g's Realize into a producer task (g's productions) and a consumer
+    task (the rest). A Func p computed there, outside g's production, goes to the consumer task,
+    so g's production may not be inside p's consume node, unless p is itself async and stored
+    outside g (then p has a task of its own, which g's waits on)."""
+
+    def __init__(self, asynchronous: set[str]):
+        super().__init__()
+        self.asynchronous, self.realized = asynchronous, []
+
+    def visit_Realize(self, r):
+        if r.name in self.asynchronous:
+            _AsyncProducerTask(r.name, frozenset(n for n in self.realized if n in self.asynchronous)).visit(r.body)
+        self.realized.append(r.name)
+        self.visit_children(r)
+        self.realized.pop()
+
+
+class _AsyncProducerTask(IRVisitor):
+    def __init__(self, name: str, own_tasks: frozenset):
+        super().__init__()
+        self.name, self.own_tasks = name, own_tasks
+        self.dropped: set[str] = set()  # Funcs produced in the consumer task
+        self.consuming: list[str] = []
+
+    def visit_ProducerConsumer(self, pc):
+        if pc.name == self.name:
+            if pc.is_producer:
+                inside = _ConsumedIn(self.dropped)
+                inside.visit(pc.body)
+                for p in [*self.consuming, *inside.found]:
+                    if p in self.dropped:
+                        raise CompileError(
+                            f"The Func {p} is consumed by async Func {self.name} and has a compute_at location in "
+                            f"between the store_at location and the compute_at location of {self.name}. This is only "
+                            f"legal when {p} is both async and has a store_at location outside the store_at location "
+                            "of the consumer.")
+                return
+            self.visit_children(pc)
+            return
+        if pc.is_producer:
+            if pc.name not in self.own_tasks:
+                self.dropped.add(pc.name)
+            self.visit_children(pc)
+            return
+        self.consuming.append(pc.name)
+        self.visit_children(pc)
+        self.consuming.pop()
+
+
+class _ConsumedIn(IRVisitor):
+    def __init__(self, names: set[str]):
+        super().__init__()
+        self.names, self.found = names, []
+
+    def visit_ProducerConsumer(self, pc):
+        if not pc.is_producer and pc.name in self.names:
+            self.found.append(pc.name)
+        self.visit_children(pc)
 
 
 class _HoistedOutside(IRVisitor):
