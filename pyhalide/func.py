@@ -354,6 +354,9 @@ class Func(FuncScheduling):
     # the name was generated (`hl.Func()`'s "f12", `hl.sum`'s "sum7"), not given: lowering numbers
     # it canonically; a name given is kept, even one that equals a generated name ("t1", a CSE let's)
     _generated_name = False
+    # Halide's frozen Function: realized (made an output of a Pipeline) or called by another Func's
+    # definition, it takes no new definition (what its users see would change under them)
+    _frozen = False
 
     def __new__(cls, *args):
         if cls is Func and len(args) == 1 and _is_image(args[0]) == "image_param":
@@ -700,7 +703,21 @@ class Func(FuncScheduling):
         self._version += 1
         self[args] = _EXPR_OPS[u.op](self[args], rhs)
 
+    def _refuse_if_frozen(self, which: str) -> None:
+        if self._frozen:
+            raise HalideError(f"Func {self._name} cannot be given a new {which} definition, because it has already "
+                              "been realized or used in the definition of another Func.")
+
+    def _freeze_called(self, exprs) -> None:
+        """As Halide: the Funcs a definition calls (but this one) take no new definitions."""
+        from .call_graph import called_funcs
+
+        for f in called_funcs(exprs).values():
+            if f is not self and f is not None:
+                f._frozen = True
+
     def _define_pure(self, args: tuple, values: tuple):
+        self._refuse_if_frozen("pure")
         names = []
         for i, a in enumerate(args):
             if isinstance(a, RVar) or not isinstance(a, Var):
@@ -759,6 +776,7 @@ class Func(FuncScheduling):
         ir_values = [lower_random(common_subexpression_elimination(e), [ir.Variable(n, Int(32)) for n in names], tag)
                      for e in ir_values]
         self._init = Definition(tuple(ir.Variable(n) for n in names), tuple(ir_values), predicate=predicate)
+        self._freeze_called([*ir_values, predicate])
         self._schedule.reset_stages(1)
 
     # --- extern stages (pyhalide/extern.py) ---
@@ -835,6 +853,7 @@ class Func(FuncScheduling):
                               f"but is defined with {dims} dimensions.")
 
     def _define_update(self, args: tuple, values: tuple):
+        self._refuse_if_frozen("update")
         n_up = len(self._updates)
         where = f"In update definition {n_up} of Func {self._name}"
         if len(args) != len(self._pure_args):
@@ -917,6 +936,7 @@ class Func(FuncScheduling):
         if never_defined == len(types):  # a stage that defines nothing stores nothing (Halide drops it)
             predicate = ir.make_const(Bool(), False)
         self._updates.append(Definition(ir_args, tuple(ir_values), tuple(rvars), predicate))
+        self._freeze_called([*ir_args, *ir_values, predicate])
         self._schedule.reset_stages(1 + len(self._updates))
 
     def _check_self_references(self, where: str, lhs, values, lhs_pure: dict) -> None:

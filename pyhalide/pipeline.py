@@ -43,6 +43,8 @@ class Pipeline:
             outputs = list(outputs)
             if not outputs or not all(isinstance(f, Func) for f in outputs):
                 raise HalideError("Pipeline takes a Func or a list of Funcs")
+            for f in outputs:  # (as Halide: an output takes no new definitions)
+                f._frozen = True
         self._outputs = outputs
         self._lowered = None
         self._lowered_for = None  # the Target object _lowered was lowered for

@@ -197,12 +197,15 @@ def test_compile_jit_then_realize_reuses_code():
     assert p._compiled == compiled
 
 
-def test_redefinition_recompiles():
+def test_redefinition_after_realize_is_refused():
+    """As Halide: a realized Func takes no new definition (its pipeline is unchanged)."""
     f = hl.Func("redefined")
     f[x] = x
     assert list(np.asarray(f.realize([3]))) == [0, 1, 2]
-    f[x] = f[x] * 10
-    assert list(np.asarray(f.realize([3]))) == [0, 10, 20]
+    with pytest.raises(hl.HalideError, match="Func redefined cannot be given a new update definition, because it "
+                                             "has already been realized"):
+        f[x] = f[x] * 10
+    assert list(np.asarray(f.realize([3]))) == [0, 1, 2]
 
 
 def test_debug_outputs(tmp_path):
