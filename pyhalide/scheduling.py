@@ -295,13 +295,18 @@ class Schedulable:
         name = _var_name(fused)
         if name not in (di.name, do.name):
             self._require_unique(name, "fuse")
-        # as in Halide, the fused loop takes the inner loop's place
-        fused_dim = Dim(name, f"{di.internal}.{name}", EXTERN if di.for_type == do.for_type == EXTERN else SERIAL,
-                        di.is_rvar or do.is_rvar)  # Halide's name
-        sched.dims.remove(do)
-        sched.dims[sched.dims.index(di)] = fused_dim
-        sched.splits.append(Split("fuse", di.internal, do.internal, fused_dim.internal))
-        self._log("fuse", _json_var(inner), _json_var(outer), _json_var(fused))
+        # as in Halide, the fused loop takes the inner loop's place and its loop kind (checked again:
+        # a parallel or vectorized loop fused with an RVar may race)
+        for_type = SERIAL if di.for_type == EXTERN and do.for_type != EXTERN else di.for_type
+        fused_dim = Dim(name, f"{di.internal}.{name}", for_type, di.is_rvar or do.is_rvar,
+                        di.task_size, di.partition)  # Halide's name
+        with self._all_or_nothing():
+            sched.dims.remove(do)
+            sched.dims[sched.dims.index(di)] = fused_dim
+            sched.splits.append(Split("fuse", di.internal, do.internal, fused_dim.internal))
+            if for_type in (PARALLEL, VECTORIZED):
+                self._check_loop_kind(fused_dim, for_type, "parallelize" if for_type == PARALLEL else "vectorize")
+            self._log("fuse", _json_var(inner), _json_var(outer), _json_var(fused))
         return self
 
     def rename(self, old, new):
