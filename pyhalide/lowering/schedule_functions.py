@@ -372,6 +372,10 @@ def _build_stage_nest(f, stage: int, sched, facts: dict | None = None) -> ir.Stm
     body = _provides(f, stage, tuple(substitute(subst, a) for a in d.args),
                      tuple(substitute(subst, v) for v in d.values))
     if sched.atomic:  # (a Tuple's several stores run under a lock, as a scatter's do)
+        if any(_calls_any(a, frozenset([f.name()])) for a in d.args):
+            raise CompileError(f"Can't use atomic() on an update where the index written to depends on the current "
+                               f"value of the Func: {f.name()}'s update {stage - 1} writes to coordinates it reads "
+                               f"from {f.name()}")
         body = ir.Atomic(f"{f.name()}.s{stage}.old", body)
     if d.predicate is not None:
         items.append(("guard", "", substitute(subst, d.predicate)))
