@@ -12,11 +12,12 @@ from .operators import select
 from .var import RDom, RVar, Var
 
 
-def _reduction_of(e, rdom):
+def _reduction_of(e, rdom, name: str | None = None):
     """(value, pure Vars it is a function of, the Args to call it with, the RVars it reduces over).
 
-    With no RDom given, every RDom e uses is reduced over. With one (Halide's `sum(r, e)`), only
-    it is: e's other RVars stay free, as arguments of the hidden Func called with those RVars."""
+    With no RDom given, the one RDom e uses is reduced over (several are ambiguous: Halide's
+    error). With one (Halide's `sum(r, e)`), only it is: e's other RVars stay free, as arguments
+    of the hidden Func called with those RVars."""
     value = to_ir(e)
     finder = _FindVariables()
     finder.visit(value)
@@ -24,6 +25,10 @@ def _reduction_of(e, rdom):
         if not finder.domains:
             raise HalideError("An inline reduction needs an expression that uses an RDom")
         domains = list(finder.domains.values())
+        if len(domains) > 1:  # which to reduce over is ambiguous (Halide: an error)
+            raise HalideError(f'Inline reduction "{name}" refers to reduction variables from multiple reduction '
+                              f"domains: {', '.join(d.rvars[0].name for d in domains)}. Name the RDom to reduce over: "
+                              "hl.sum(rdom, expr)")
         free: dict[str, ir.Expr] = {}
     else:
         if not isinstance(rdom, RDom):
@@ -57,7 +62,7 @@ def _split_args(args, what: str):
 
 def _reduce(args, what: str, init, step):
     rdom, e, name = _split_args(args, what)
-    value, vars_, call_args, _ = _reduction_of(e, rdom)
+    value, vars_, call_args, _ = _reduction_of(e, rdom, name or what)
     f = _reduction_func(name or unique_name(what), not name)
     f[tuple(vars_)] = wrap(ir.make_const(value.type, init(value.type)))
     f[tuple(vars_)] = step(f[tuple(vars_)], wrap(value))
@@ -109,7 +114,7 @@ def _named(args: tuple, name) -> tuple:
 
 def _arg_reduce(args, what: str, better):
     rdom, e, name = _split_args(args, what)
-    value, vars_, call_args, rvars = _reduction_of(e, rdom)
+    value, vars_, call_args, rvars = _reduction_of(e, rdom, name or what)
     t = value.type
     worst = _lowest(t) if better == "gt" else _highest(t)
     f = _reduction_func(name or unique_name(what), not name)
