@@ -554,6 +554,7 @@ class Buffer:
 
         _check_device_api(device_api, target)
         if self._device_copy is None:
+            self._dirty_without_device = False
             arr = self._host("device_malloc")
             device = cuda_device()
             offset, nbytes = span(arr)
@@ -577,6 +578,7 @@ class Buffer:
         c = self._device_copy
         if c is not None and c.device_dirty:
             c.copy_to_host(self._host_address())
+        self._dirty_without_device = False  # (no device copy: nothing to copy)
         return 0
 
     def device_free(self) -> int:
@@ -615,16 +617,23 @@ class Buffer:
         return c.host_dirty if c is not None else self._host_dirty
 
     def device_dirty(self) -> bool:
-        return self._device_copy is not None and self._device_copy.device_dirty
+        c = self._device_copy
+        return c.device_dirty if c is not None else self._dirty_without_device
 
     def set_host_dirty(self, dirty: bool = True) -> None:
         self._host_dirty = bool(dirty)
         if self._device_copy is not None:
             self._device_copy.host_dirty = bool(dirty)
 
+    # set_device_dirty() on a Buffer with no device copy: marked as Halide's is, and a pipeline
+    # given it refuses it (the newer values it says the device holds are nowhere)
+    _dirty_without_device = False
+
     def set_device_dirty(self, dirty: bool = True) -> None:
         if self._device_copy is not None:
             self._device_copy.device_dirty = bool(dirty)
+        else:
+            self._dirty_without_device = bool(dirty)
 
     def _host_address(self) -> int:
         return self._array.__array_interface__["data"][0]

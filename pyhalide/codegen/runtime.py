@@ -182,6 +182,9 @@ class CompiledPipeline:
                 arr, mins, buf_axes = buf, None, None
             else:
                 arr, mins, buf_axes = buf._array, buf._mins, buf._axis
+                if buf._dirty_without_device and not is_output:
+                    raise HalideError(f"Input buffer {spec.name} is dirty on device (set_device_dirty), but it has no "
+                                      "device allocation to copy its values back to the host from")
             if (arr.dtype is not dtype and arr.dtype != dtype) or arr.ndim != ndim:
                 raise HalideError(f"Buffer {spec.name} is {arr.dtype} with {arr.ndim} dimensions, but the pipeline "
                                   f"needs {spec.type} with {ndim}")
