@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import ir
+from .errors import CompileError
 from .ir_mutator import cycle_collector_paused, substitute
 from .ir_printer import stmt_to_string
 from .lowering.allocation_bounds import allocation_bounds
@@ -259,6 +260,17 @@ def constant_constraints(outputs, images, copies=None) -> dict[str, int]:
     return {f"{name}.{fld}.{d}": c for name, p in sources for d, fld, c in p._constraint_list() if isinstance(c, int)}
 
 
+def _check_tuple_output_constraints(outputs) -> None:
+    """As Halide: a Tuple's output buffers share the first one's region, so only the first
+    one's min and extent can be constrained (the others' strides can be)."""
+    for f in outputs:
+        for p in (f.__dict__.get("_output_params") or [])[1:]:
+            if any(fld in ("min", "extent") for _, fld, _ in p._constraint_list()):
+                raise CompileError(f"Output buffer {p.name()}: can't constrain the min or extent of an output buffer "
+                                   "beyond the first. They are implicitly constrained to have the same min and "
+                                   f"extent as the first output buffer ({f.output_buffers()[0].name()}).")
+
+
 @cycle_collector_paused()
 def lower(outputs, target=None, hook=None, ahead_of_time: bool = False, vectors: bool = True,
           jit: bool = True) -> LoweredPipeline:
@@ -276,6 +288,7 @@ def lower(outputs, target=None, hook=None, ahead_of_time: bool = False, vectors:
         outputs = [outputs]
     target = resolve_target(target)
     target.require_supported(ahead_of_time)
+    _check_tuple_output_constraints(outputs)
     env = build_environment(list(outputs), target)
     constants = constant_constraints(outputs, pipeline_inputs(env)[0].values(), env.outputs)
     env.buffer_constants = {k: ir.make_const(ir.Int(32), v) for k, v in constants.items()}
