@@ -148,7 +148,7 @@ def lowering_passes(env, vectors: bool = True, jit: bool = False):
         ("skip stages", lambda s: skip_stages(s, env)),
         # The profiler's marks go in once the checks are placed: what runs before a production is overhead.
         *profiling,
-        ("strip promises", strip_promises),
+        ("strip promises", lambda s: strip_promises(s, env.target.has_feature("check_unsafe_promises"))),
         ("simplify", simplify),
         # Flattening needs the final bounds of every Realize.
         ("storage flattening", storage_flattening),

@@ -27,6 +27,8 @@ _ISA = {
 }
 # Features with no effect on what pyhalide generates for the CPU.
 _NEUTRAL = {"jit", "strict_float", "no_runtime", "user_context", "c_plus_plus_name_mangling", "embed_bitcode"}
+# Features pyhalide implements as Halide does: check_unsafe_promises (lowering/strip_promises.py).
+_IMPLEMENTED = {"check_unsafe_promises"}
 # pyhalide's own: allow fused multiply-adds (Halide contracts unless strict_float; pyhalide doesn't unless asked).
 # fuzz_float_stores: each float stored loses its lowest mantissa bit (lowering/fuzz_float_stores.py).
 _PYHALIDE = {"fp_contract", "fuzz_float_stores"}
@@ -36,7 +38,7 @@ _CUDA_CAPABILITIES = {f"cuda_capability_{c}" for c in (30, 32, 35, 50, 61, 70, 7
 # them (gpu_runtime.Device._compile). Every capability Halide names is accepted; in practice the
 # GPU is 7.5 or newer, the oldest that CUDA 13's driver and compilers support.
 _CUDA_SUPPORTED = {"cuda"} | _CUDA_CAPABILITIES
-SUPPORTED_FEATURES = _ISA | _NEUTRAL | _PYHALIDE | _CUDA_SUPPORTED
+SUPPORTED_FEATURES = _ISA | _NEUTRAL | _PYHALIDE | _IMPLEMENTED | _CUDA_SUPPORTED
 DEFAULT_CUDA_CAPABILITY = 70
 # What ahead-of-time compilation adds: other OSes (AOT_OSES) and ARM's features, and no bounds query (pyhalide's
 # object files never answer one).
@@ -47,7 +49,7 @@ _OTHER = {
     "debug", "no_asserts", "no_bounds_query", "armv7s", "no_neon", "vsx", "power_arch_2_07", "cl_doubles",
     "cl_half", "cl_atomics64", "egl", "large_buffers", "hexagon_dma", "hvx",
     "hvx_v62", "hvx_v65", "hvx_v66", "hvx_v68", "soft_float_abi", "msan", "tsan",
-    "asan", "trace_loads", "trace_stores", "trace_realizations", "trace_pipeline", "check_unsafe_promises",
+    "asan", "trace_loads", "trace_stores", "trace_realizations", "trace_pipeline",
     "enable_llvm_loop_opt", "enable_backtraces", "wasm_mvponly", "wasm_simd128", "wasm_threads", "wasm_bulk_memory",
     "sve", "sve2",
     "arm_dot_prod", "arm_fp16", "llvm_large_code_model", "rvv", "armv8a", "armv81a", "armv82a", "armv83a", "armv84a",
