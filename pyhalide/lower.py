@@ -35,7 +35,7 @@ from .lowering.inject_profiling import inject_profiling, profiled
 from .lowering.inline import inline_functions
 from .lowering.lower_arithmetic import lower_arithmetic
 from .lowering.memoization import inject_memoization
-from .lowering.partition_loops import partition_loops
+from .lowering.partition_loops import partition_loops, partition_policies
 from .lowering.prefetches import inject_prefetches
 from .lowering.remove_undef import remove_undef
 from .lowering.schedule_functions import schedule_functions
@@ -119,6 +119,7 @@ def lowering_passes(env, vectors: bool = True, jit: bool = False):
     gpu = [("gpu vector loops", gpu_vector_loops)] if env.target.has_feature("cuda") else []
     profiling = [("profiling", lambda s: inject_profiling(s, env))] if profiled(env.target) else []
     fuzz = [("fuzz float stores", fuzz_float_stores)] if env.target.has_feature("fuzz_float_stores") else []
+    policies = partition_policies(env)
     return [
         # Inlining must see the whole nest, so it runs after the loops exist; bounds inference
         # must run after it, so that calls made through inlined Funcs count.
@@ -169,7 +170,7 @@ def lowering_passes(env, vectors: bool = True, jit: bool = False):
         # Unrolled copies index small stack storage by constants that only the lets show.
         ("constant stack indices", constant_stack_indices),
         # The simplified guards show which loops have a steady state without them.
-        ("partition loops", partition_loops),
+        ("partition loops", lambda s: partition_loops(s, policies)),
         # A vectorized x % 2 or x / 2 is cheap only where its phase is known: loops are
         # versioned on it (after partitioning, whose copies each get their own versions).
         ("specialize residues", specialize_residues),
