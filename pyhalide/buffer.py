@@ -16,6 +16,7 @@ nothing ever reads through.
 from __future__ import annotations
 
 import itertools
+import math
 import operator
 
 import numpy as np
@@ -111,6 +112,10 @@ class Buffer:
     def _alloc(self, outer_last_sizes: list[int], order: list[int]) -> None:
         """Zeroed host memory for dimensions `order` (densest first) of the given sizes."""
         n = len(order)
+        nbytes = math.prod(outer_last_sizes) * self._type.bytes()
+        if nbytes >= 2**63:  # (numpy's own message for this is about reshaping an empty array)
+            raise HalideError(f"Buffer {self._name} of {self._type} with sizes {outer_last_sizes} cannot be "
+                              f"allocated: it would take {nbytes} bytes, more than a 64-bit size can count")
         try:
             array = aligned_zeros(tuple(reversed(outer_last_sizes)), self._type.to_numpy())
         except (MemoryError, ValueError) as e:

@@ -98,6 +98,8 @@ def encode_arguments(owner: str, params) -> tuple:
         a = ExternFuncArgument(p)
         if a.kind == "func":
             f = a.value
+            if f.name() == owner:
+                raise HalideError(f"Extern Func {owner} has itself as an argument (argument {i})")
             if not f.defined():
                 raise HalideError(f"Extern stage {owner}: its argument {i}, Func {f.name()}, has not been defined")
             for j, t in enumerate(f.types()):
