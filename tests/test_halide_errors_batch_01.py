@@ -800,9 +800,6 @@ def test_require_fail_names_params_named_like_generated_ones():
         f.realize([1])
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: a Func used in another Func's definition (or realized) is not "
-                                       "frozen: a later update definition is accepted and changes what the consumer "
-                                       "computes; Halide refuses it (wrap_frozen's error, for any Func)")
 def test_update_after_use_is_refused():
     """wrap_frozen's rule beyond wrappers: in Halide, once g's definition calls f, f can't be
     given a new update definition."""
