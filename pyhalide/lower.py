@@ -119,7 +119,6 @@ def lowering_passes(env, vectors: bool = True, jit: bool = False):
     gpu = [("gpu vector loops", gpu_vector_loops)] if env.target.has_feature("cuda") else []
     profiling = [("profiling", lambda s: inject_profiling(s, env))] if profiled(env.target) else []
     fuzz = [("fuzz float stores", fuzz_float_stores)] if env.target.has_feature("fuzz_float_stores") else []
-    policies = partition_policies(env)
     return [
         # Inlining must see the whole nest, so it runs after the loops exist; bounds inference
         # must run after it, so that calls made through inlined Funcs count.
@@ -170,7 +169,7 @@ def lowering_passes(env, vectors: bool = True, jit: bool = False):
         # Unrolled copies index small stack storage by constants that only the lets show.
         ("constant stack indices", constant_stack_indices),
         # The simplified guards show which loops have a steady state without them.
-        ("partition loops", lambda s: partition_loops(s, policies)),
+        ("partition loops", lambda s: partition_loops(s, partition_policies(env))),
         # A vectorized x % 2 or x / 2 is cheap only where its phase is known: loops are
         # versioned on it (after partitioning, whose copies each get their own versions).
         ("specialize residues", specialize_residues),

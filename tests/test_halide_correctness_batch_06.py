@@ -536,10 +536,6 @@ def test_callable_errors_undefined_buffer(slot):
         c(*args)
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: a Python float passed for an int32 Param of a Callable is "
-                   "truncated; Halide 21's bindings refuse it (HalideError: Unable to cast Python instance of type "
-                   "<class 'float'>), as the C++ test's 'Argument 2 of 4 ('p_int') was expected to be a scalar of "
-                   "type 'int32''")
 def test_callable_errors_float_for_an_int_param():
     """Halide's correctness/callable_errors.cpp: 2.25 for p_int fails."""
     f, c = _callable_pipeline("fn3")
@@ -788,7 +784,7 @@ def test_realize_larger_than_two_gigs_is_refused():
     grand_total = hl.Func("grand_total")
     grand_total[()] = hl.cast(hl.UInt(8), hl.sum(big[r.x, r.y, r.z, r.w]))
     extent.set(1 << 8)
-    with pytest.raises(hl.HalideError, match="Total allocation for buffer big .*exceeds the maximum"):
+    with pytest.raises(hl.HalideError, match=r"Total allocation for buffer big(\$\d+)? .*exceeds the maximum"):
         grand_total.realize([])
     extent.set(4)  # 4 * 4 * 4 * 3 values of 42, summed mod 256
     assert int(_arr(grand_total.realize([]))) == (42 * 192) % 256
@@ -797,8 +793,6 @@ def test_realize_larger_than_two_gigs_is_refused():
 # --- bad_partition_always_throws ---
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide records loop partition policies but lowering ignores them: "
-                   "Halide 21 fails to compile a loop set to Partition.Always that it could not partition")
 def test_partition_always_without_partitioning_throws():
     """Halide's correctness/bad_partition_always_throws.cpp."""
     f, x = hl.Func("f"), hl.Var("x")
