@@ -18,18 +18,11 @@ loop: bilateral_grid's histogram reads 8 x 8 pixels per grid cell through repeat
 partitioning the loop over cells leaves the 8-iteration loops inside without a clamp, where
 partitioning those split every 8 iterations in three. The prologue and epilogue keep the
 original body, so the result computes exactly what the loop did.
-
-A loop's partition policy (hl.Partition, set by partition() and friends) is read as Halide
-reads it: Never leaves the loop whole; Always partitions it wherever a condition is found (the
-boundary clamps too, in an outer loop, and past the nesting and body-size limits). A loop with
-Always whose body tests nothing at all (no if, select, min, max or likely) is Halide's error; one
-that tests something pyhalide cannot partition on (Halide partitions more) is left whole.
 """
 
 from __future__ import annotations
 
 from .. import ir
-from ..errors import CompileError
 from ..ir_mutator import IRMutator, affine_in, children, free_variables, has_call, map_children, substitute
 from ..simplify import simplify
 from ..types import Int
@@ -396,35 +389,28 @@ class PartitionLoops(IRMutator):
     # cost a third more LLVM time for no measurable speed.
     MAX_SELECT_BODY = 2000
 
-    def __init__(self, policies: dict[str, str] | None = None):
+    def __init__(self):
         super().__init__()
         self.nested = 0  # how deep the partitions visited since it was last reset nest
-        self.policies = policies or {}  # loop name -> "Never" / "Always" (others: "Auto")
-        self.partitioned: set[str] = set()
 
     def visit_For(self, s):
         outer = self.nested
         self.nested = 0
         body = self.mutate(s.body)
         below = self.nested
-        policy = self.policies.get(s.name, "Auto")
-        always = policy == "Always"
-        new = None
-        if s.for_type == ir.SERIAL and policy != "Never" and (below < self.MAX_NESTED or always):
-            new = self._partition(s, body, always)
+        new = self._partition(s, body) if s.for_type == ir.SERIAL and below < self.MAX_NESTED else None
         self.nested = max(outer, below + (new is not None))
         if new is not None:
-            self.partitioned.add(s.name)
             return new
         return s if body is s.body else ir.For(s.name, s.min, s.extent, s.for_type, body)
 
-    def _partition(self, s: ir.For, body: ir.Stmt, always: bool = False) -> ir.Stmt | None:
+    def _partition(self, s: ir.For, body: ir.Stmt) -> ir.Stmt | None:
         # boundary clamps: in the innermost loop that is not short (see the module's docstring)
-        finder = _Conditions(s.name, boundaries=always or (_short_range(s) is None and not _has_long_loop(body)))
+        finder = _Conditions(s.name, boundaries=_short_range(s) is None and not _has_long_loop(body))
         steady_body = finder.mutate(body)
         if not finder.bounds:
             return None
-        if finder.from_selects == len(finder.bounds) and larger_than(body, self.MAX_SELECT_BODY) and not always:
+        if finder.from_selects == len(finder.bounds) and larger_than(body, self.MAX_SELECT_BODY):
             return None
         end = ir.Add(s.min, s.extent)
         los, his = [], []  # (each once: a clamp the body repeats gives the same bound each time)
@@ -453,55 +439,8 @@ class PartitionLoops(IRMutator):
         return ir.LetStmt(lo_name, lo, ir.LetStmt(hi_name, hi, ir.make_block(parts)))
 
 
-def partition_loops(stmt: ir.Stmt, policies: dict[str, str] | None = None) -> ir.Stmt:
+def partition_loops(stmt: ir.Stmt) -> ir.Stmt:
     """Split serial loops around the conditions that hold in their steady state (and simplify
-    what that made: the steady state's bounds, what its conditions guarded). `policies`: the
-    loops whose partition policy is not Auto, by name (see partition_policies)."""
-    mutator = PartitionLoops(policies)
-    new = mutator.mutate(stmt)
-    always = {name for name, policy in (policies or {}).items() if policy == "Always"}
-    for name in sorted(always - mutator.partitioned):
-        if _loops_test_nothing(stmt, name):
-            raise CompileError(f"Loop Partition Policy is set to Always for {name}, but no loop partitioning was "
-                               "performed.")
+    what that made: the steady state's bounds, what its conditions guarded)."""
+    new = PartitionLoops().mutate(stmt)
     return stmt if new is stmt else simplify(new)
-
-
-_TESTS = (ir.Select, ir.IfThenElse, ir.Min, ir.Max)
-
-
-def _loops_test_nothing(stmt: ir.Stmt, name: str) -> bool:
-    """Whether there are loops named `name` and their bodies hold no condition at all to
-    partition on (no if, select, min, max or likely)."""
-    found, stack = False, [stmt]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, ir.For) and n.name == name:
-            found = True
-            body = [n.body]
-            while body:
-                m = body.pop()
-                if isinstance(m, _TESTS) or isinstance(m, ir.Call) and m.name in ("likely", "likely_if_innermost"):
-                    return False
-                body.extend(c for c in children(m) if isinstance(c, ir.Node))
-        else:
-            stack.extend(c for c in children(n) if isinstance(c, ir.Stmt))
-    return found
-
-
-def partition_policies(env) -> dict[str, str]:
-    """Loop name -> partition policy, for the loops of the computed Funcs' stages (and of their
-    specializations) whose policy is not Auto."""
-    from .schedule_functions import loop_name, stage_schedule
-
-    policies = {}
-    for f in env.order:
-        for stage in range(len(f.definitions())):
-            pending = [stage_schedule(f, stage)]
-            while pending:
-                sched = pending.pop()
-                for d in sched.dims:
-                    if d.partition != "Auto":
-                        policies[loop_name(f, stage, d.internal)] = d.partition
-                pending.extend(stage_schedule(f, stage, special) for _, special in sched.specializations)
-    return policies
