@@ -435,6 +435,9 @@ class ImageParam(OutputImageParam):
         self._require_defined()
         if not isinstance(buffer, Buffer):
             buffer = Buffer(buffer)
+        if not buffer.defined():  # as Halide: binds nothing; realizing then says it is unbound
+            self._buffer = None
+            return
         if buffer.type() != self._type:
             raise HalideError(
                 f"ImageParam {self._name} has type {self._type} but was given a buffer of type {buffer.type()}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import html
 import math
+import operator
 
 import numpy as np
 
@@ -1022,7 +1023,7 @@ class Callable:
         self._constrained = pipeline._constrained(lowered)
         self._owners = pipeline._buffer_owners(lowered)
         self._param_args = [(a.name(), i) for i, a in enumerate(arguments) if isinstance(a, Param)]
-        self._scalar_slots = {i: a.type() for i, a in enumerate(arguments) if isinstance(a, Param)}
+        self._scalar_types = {i: arguments[i].type() for _, i in self._param_args}
         self._names = [a.name() for a in arguments] + [b.name for b in lowered.buffers[:self._n_out]]
         self._names_in_text = lowered.user_names
         self._other_layouts = {}  # layouts -> code compiled for buffers of that layout
@@ -1035,7 +1036,7 @@ class Callable:
             args = self._by_name(args, kwargs)
         if len(args) != n:
             raise HalideError(f"Expected exactly {n} positional arguments, but saw {len(args)}.")
-        self._check_kinds(args)
+        args = self._check_kinds(args)
         buffers = list(args[self._n_args:])
         for i, const in self._inputs:
             buffers.append(const if i is None else args[i])
@@ -1066,28 +1067,27 @@ class Callable:
     def _constants(self) -> dict:
         return {**_shape_constants(self._lowered), **self._constraint_values}
 
-    def _check_kinds(self, args) -> None:
-        """A buffer where the pipeline takes one (an hl.Buffer or anything with the buffer
-        protocol), a number where it takes a Param: Halide's bindings' errors, before anything runs."""
-        scalars = self._scalar_slots
+    def _check_kinds(self, args) -> tuple:
+        """A buffer where the pipeline takes one (a defined hl.Buffer or anything with the buffer
+        protocol), a number its Param's type can take where it takes a Param: Halide's bindings'
+        errors, before anything runs. The arguments, each Param's value as a Python number."""
+        scalars = self._scalar_types
+        checked = list(args)
         for i, value in enumerate(args):
-            if i in scalars:
-                if not isinstance(value, int | float | np.number | np.bool_):
-                    raise HalideError(f"Unable to cast Python instance of type {type(value)} to the scalar "
-                                      f"argument {self._names[i]}")
-                t = scalars[i]
-                if (t.is_int() or t.is_uint()) and t.bits > 1:  # as Halide's bindings: no float, nothing out of range
-                    if isinstance(value, float | np.floating):
-                        raise HalideError(f"Unable to cast Python instance of type {type(value)} to the scalar "
-                                          f"argument {self._names[i]} of type {t}")
-                    if not t.can_represent(value):
-                        raise HalideError(f"Argument {self._names[i]} of type {t} cannot hold {value!r}")
-            elif not isinstance(value, np.ndarray | Buffer):  # (those two, the common ones, at once)
+            t = scalars.get(i)
+            if t is not None:
+                checked[i] = _scalar_argument(value, t, self._names[i])
+            elif isinstance(value, Buffer):
+                if not value.defined():
+                    raise HalideError(f"Undefined buffer passed for argument {self._names[i]}: an hl.Buffer() "
+                                      "with no type, shape or storage")
+            elif not isinstance(value, np.ndarray):
                 try:
                     memoryview(value)
                 except TypeError:
                     raise HalideError(f"Object of type '{type(value).__name__}' is not an instance of "
-                                      "'buffer'") from None
+                                      f"'buffer' (argument {self._names[i]})") from None
+        return tuple(checked)
 
     def _by_name(self, args: tuple, kwargs: dict) -> tuple:
         """The arguments in order, the ones after `args` given by name (Halide's keywords)."""
@@ -1106,6 +1106,43 @@ class Callable:
 
 
 _MISSING = object()
+
+
+def _scalar_argument(value, t, name: str):
+    """`value`, a Callable's argument for Param `name` of Type `t`, as the number it passes: as
+    Halide's bindings, an integer Param takes an integer (a bool, a numpy integer, anything with
+    __index__) that fits its type, never a float, even 2.0; a float Param takes any real number;
+    a bool Param, a number's truth."""
+    from .expr import Expr
+
+    refused = HalideError(f"Unable to cast Python instance of type {type(value)} to the scalar argument {name} of "
+                          f"type {t}")
+    if isinstance(value, str | bytes | Expr) or value is None:
+        raise refused
+    if t.is_float():
+        if isinstance(value, complex | np.complexfloating):
+            raise refused
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise refused from None
+    if t.is_bool():
+        if not isinstance(value, int | float | np.number | np.bool_) or isinstance(value, np.complexfloating):
+            raise refused
+        return bool(value)
+    if isinstance(value, float | np.floating | np.complexfloating):
+        raise HalideError(f"Argument {name} is a Param of type {t}: it takes an integer, not the "
+                          f"{type(value).__name__} {value!r}")
+    try:
+        value = int(value) if isinstance(value, np.bool_) else operator.index(value)
+    except TypeError:
+        raise refused from None
+    if t.is_handle():
+        return value
+    if not t.min_value() <= value <= t.max_value():
+        raise HalideError(f"Argument {name} is a Param of type {t}: {value} is out of its range "
+                          f"[{t.min_value()}, {t.max_value()}]")
+    return value
 
 
 def _unbound(spec) -> bool:

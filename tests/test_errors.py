@@ -60,6 +60,21 @@ def test_image_param_left_unbound():
     f[x] = ip[x]
     with pytest.raises(hl.HalideError, match="ImageParam unbound_image is not bound"):
         f.realize([4])
+    # as Halide's: set() with an undefined hl.Buffer binds nothing (unbinds), realizing says so
+    ip.set(hl.Buffer(hl.UInt(8), [4]))
+    assert list(np.asarray(f.realize([4]))) == [0] * 4
+    ip.set(hl.Buffer())
+    with pytest.raises(hl.HalideError, match="ImageParam unbound_image is not bound"):
+        f.realize([4])
+
+
+def test_realize_into_an_undefined_buffer():
+    f = hl.Func("into_undefined")
+    f[x] = x
+    for target in (hl.Buffer(), [hl.Buffer()]):
+        for how in (f, hl.Pipeline(f)):
+            with pytest.raises(hl.HalideError, match="output into_undefined needs a defined hl.Buffer"):
+                how.realize(target)
 
 
 def test_update_type_mismatch():

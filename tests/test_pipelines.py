@@ -1,6 +1,7 @@
 """Halide-style programs through the JIT, checked against numpy written independently here."""
 
 import re
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -308,6 +309,55 @@ def test_compile_to_callable_takes_arrays_and_params():
         c(a, 2.0, 5, np.zeros((3, 4)))
     with pytest.raises(hl.HalideError, match="Param callable_offset, which is not among the arguments"):
         hl.Pipeline(f).compile_to_callable([inp, scale])
+
+
+def test_callable_refuses_undefined_buffers_and_numbers_its_params_cannot_take():
+    """As Halide's bindings: an integer Param takes integers (bools, numpy integers, anything
+    with __index__) within its type's range, never a float (even 2.0); a float Param takes any
+    real number; a bool Param any number's truth. An undefined hl.Buffer is refused, by name."""
+    inp = hl.ImageParam(hl.Int(32), 1, "cr_in")
+    p_i, p_u8 = hl.Param(hl.Int(32), "cr_int"), hl.Param(hl.UInt(8), "cr_u8")
+    p_f, p_b = hl.Param(hl.Float(32), "cr_float"), hl.Param(hl.Bool(), "cr_bool")
+    f = hl.Func("cr_f")
+    f[x] = inp[x] + p_i * 1000 + hl.i32(p_u8) * 100 + hl.i32(p_f * 10) + hl.select(p_b, 1, 0)
+    c = f.compile_to_callable([inp, p_i, p_u8, p_f, p_b])
+    a, out = np.arange(3, dtype=np.int32), np.zeros(3, np.int32)
+
+    class Three:
+        def __index__(self):
+            return 3
+
+    for params, expected in [
+        ((2, 1, 0.5, True), 2000 + 100 + 5 + 1),
+        ((True, np.uint8(255), 2, 2.0), 1000 + 25500 + 20 + 1),
+        ((np.int64(-7), 0, np.float64(0.25), 0), -7000 + 2),
+        ((Three(), np.bool_(True), Fraction(1, 2), np.bool_(False)), 3000 + 100 + 5),
+    ]:
+        c(a, *params, out)
+        np.testing.assert_array_equal(out, a + expected)
+    for args, message in [
+        ((2.25, 1, 0.5, True), r"Argument cr_int is a Param of type int32: it takes an integer, not the float 2\.25"),
+        ((2.0, 1, 0.5, True), r"Argument cr_int is a Param of type int32: it takes an integer, not the float 2\.0"),
+        ((np.float32(1), 1, 0.5, True), r"Argument cr_int .* not the float32"),
+        ((2, 256, 0.5, True), r"Argument cr_u8 is a Param of type uint8: 256 is out of its range \[0, 255\]"),
+        ((2, np.int8(-1), 0.5, True), r"Argument cr_u8 is a Param of type uint8: -1 is out of its range"),
+        ((2**31, 1, 0.5, True), r"Argument cr_int is a Param of type int32: 2147483648 is out of its range"),
+        ((2, 1, 1j, True), r"Unable to cast Python instance of type <class 'complex'> to the scalar argument "
+                           r"cr_float of type float32"),
+        ((2, 1, None, True), r"Unable to cast .*NoneType.* cr_float"),
+        ((2, 1, 0.5, "yes"), r"Unable to cast .*str.* cr_bool of type bool"),
+        ((np.array([2]), 1, 0.5, True), r"Unable to cast .*ndarray.* cr_int"),
+    ]:
+        out[:] = -1
+        with pytest.raises(hl.HalideError, match=message):
+            c(a, *args, out)
+        assert (out == -1).all()  # refused before anything ran
+    with pytest.raises(hl.HalideError, match="Undefined buffer passed for argument cr_in"):
+        c(hl.Buffer(), 2, 1, 0.5, True, out)
+    with pytest.raises(hl.HalideError, match="Undefined buffer passed for argument cr_f"):
+        c(a, 2, 1, 0.5, True, hl.Buffer())
+    with pytest.raises(hl.HalideError, match="Undefined buffer passed for argument cr_in"):
+        c(cr_in=hl.Buffer(), cr_int=2, cr_u8=1, cr_float=0.5, cr_bool=True, cr_f=out)
 
 
 def test_inline_reductions_get_their_own_names_and_live_in_their_consumer():
