@@ -94,16 +94,23 @@ def constant_exterior(f, exterior, bounds=None) -> Func:
                         lambda a, lo, ext: clamp(likely(a), lo, lo + ext - 1), value_fn)
 
 
+def _likely_inside(a, lo, ext, outside_coord):
+    """As Halide's: the coordinate outside the bounds, and the clamp of likely(a) inside them, so
+    that partitioned loops (and vector iterations inside the bounds) read a directly."""
+    return select((a < lo) | (a >= lo + ext), outside_coord, clamp(likely(a), lo, lo + ext - 1))
+
+
 def repeat_image(f, bounds=None) -> Func:
     """The image tiles the plane."""
-    return _wrap_source(f, "repeat_image", bounds, lambda a, lo, ext: (a - lo) % ext + lo)
+    return _wrap_source(f, "repeat_image", bounds,
+                        lambda a, lo, ext: _likely_inside(a, lo, ext, (a - lo) % ext + lo))
 
 
 def mirror_image(f, bounds=None) -> Func:
     """Reflect at the edges, repeating the edge pixel: ... 1 0 | 0 1 2 3 | 3 2 ..."""
     def coord(a, lo, ext):
         t = (a - lo) % (2 * ext)
-        return clamp(select(t < ext, t, 2 * ext - 1 - t) + lo, lo, lo + ext - 1)
+        return _likely_inside(a, lo, ext, clamp(select(t < ext, t, 2 * ext - 1 - t) + lo, lo, lo + ext - 1))
 
     return _wrap_source(f, "mirror_image", bounds, coord)
 
@@ -112,6 +119,6 @@ def mirror_interior(f, bounds=None) -> Func:
     """Reflect at the edges without repeating the edge pixel: ... 2 1 | 0 1 2 3 | 2 1 ..."""
     def coord(a, lo, ext):
         t = (a - lo) % (2 * ext - 2)
-        return clamp(select(t < ext, t, 2 * ext - 2 - t) + lo, lo, lo + ext - 1)
+        return _likely_inside(a, lo, ext, clamp(select(t < ext, t, 2 * ext - 2 - t) + lo, lo, lo + ext - 1))
 
     return _wrap_source(f, "mirror_interior", bounds, coord)

@@ -35,7 +35,7 @@ from .lowering.inject_profiling import inject_profiling, profiled
 from .lowering.inline import inline_functions
 from .lowering.lower_arithmetic import lower_arithmetic
 from .lowering.memoization import inject_memoization
-from .lowering.partition_loops import partition_loops
+from .lowering.partition_loops import loop_partition_policies, partition_loops
 from .lowering.prefetches import inject_prefetches
 from .lowering.remove_undef import remove_undef
 from .lowering.schedule_functions import schedule_functions
@@ -169,7 +169,7 @@ def lowering_passes(env, vectors: bool = True, jit: bool = False):
         # Unrolled copies index small stack storage by constants that only the lets show.
         ("constant stack indices", constant_stack_indices),
         # The simplified guards show which loops have a steady state without them.
-        ("partition loops", partition_loops),
+        ("partition loops", lambda s: partition_loops(s, loop_partition_policies(env))),
         # A vectorized x % 2 or x / 2 is cheap only where its phase is known: loops are
         # versioned on it (after partitioning, whose copies each get their own versions).
         ("specialize residues", specialize_residues),

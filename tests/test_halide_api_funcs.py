@@ -205,6 +205,13 @@ def test_partition_policies_are_recorded_replayed_and_change_no_value():
     f2, g2 = build()
     hl.Pipeline([f2, g2]).apply_schedule_json(record)
     assert {d.name: d.partition for d in f2._schedule.stages[0].dims} == {d.name: d.partition for d in sched.dims}
+    # as in Halide: nothing in f's loop over y to partition it around, so Always fails to compile
+    with pytest.raises(hl.CompileError, match=r"Loop Partition Policy is set to Always for partitioned\.s0\.y, "
+                                              "but no loop partitioning was performed"):
+        f.realize([9, 4])
+    with pytest.raises(hl.CompileError, match=r"Always for partitioned_g\.s1\.x, but no loop partitioning"):
+        g.realize([9])
+    f.partition(y, hl.Partition.Auto)
     np.testing.assert_array_equal(np.asarray(f.realize([9, 4])), np.asarray(build()[0].realize([9, 4])))
     with pytest.raises(hl.HalideError, match="unknown loop partition policy"):
         f.partition(x, "Sometimes")

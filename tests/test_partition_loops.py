@@ -2,6 +2,7 @@
 state of their loops, and what is computed does not change."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -240,6 +241,72 @@ def test_the_steady_state_of_a_vectorized_clamp_has_no_lane_test():
     assert len(loops) == 3 and loops[1][1] == 0 and loops[0][1] > 0, loops  # prologue, steady state, epilogue
 
 
+def _reflected(kind: str, coords: np.ndarray, n: int) -> np.ndarray:
+    """Where each coordinate reads an image of n pixels under a boundary condition (numpy)."""
+    if kind == "repeat_image":
+        return coords % n
+    period = 2 * n if kind == "mirror_image" else 2 * n - 2
+    t = coords % period
+    return np.where(t < n, t, period - 1 - t if kind == "mirror_image" else period - t)
+
+
+@settings(max_examples=60, deadline=None)
+@given(kind=st.sampled_from(["mirror_image", "mirror_interior", "repeat_image", "constant_exterior"]),
+       width=st.integers(8, 90), lo=st.integers(-60, 60), shift=st.integers(-20, 20), size=st.integers(2, 40),
+       vector=st.booleans())
+def test_boundary_condition_selects_leave_the_steady_state(kind, width, lo, shift, size, vector):
+    """As Halide's: the boundary conditions that read another coordinate outside the image select
+    `clamp(likely(x))` inside it; loops (scalar) and vector iterations (all lanes inside) drop the
+    select in their steady state. The values are the boundary condition's, wherever the output
+    starts, whatever the image and output widths."""
+    data = np.arange(size, dtype=np.int32) * 7 - 5
+    p = hl.Param(hl.Int(32), "bshift")
+    p.set(shift)
+    img = hl.Buffer(data, "bsel_in")
+    bc = getattr(hl.BoundaryConditions, kind)
+    b = bc(img, -1) if kind == "constant_exterior" else bc(img)
+    f = hl.Func("bsel")
+    f[x] = b[x + p] * 3 + b[x - 1]
+    if vector:
+        f.vectorize(x, 8)
+    out = hl.Buffer(hl.Int(32), [width])
+    out.set_min([lo])
+    f.realize(out)
+    coords = np.arange(lo, lo + width)
+
+    def read(c):
+        if kind == "constant_exterior":
+            return np.where((c >= 0) & (c < size), data[np.clip(c, 0, size - 1)], -1)
+        return data[_reflected(kind, c, size)]
+
+    assert np.array_equal(np.asarray(out), read(coords + shift) * 3 + read(coords - 1))
+
+
+@pytest.mark.parametrize("vector", [False, True])
+@pytest.mark.parametrize("kind", ["mirror_image", "mirror_interior", "repeat_image"])
+def test_the_steady_state_of_a_reflecting_boundary_condition_has_no_select(kind, vector):
+    """The loop over x is partitioned: its steady state reads x directly (no select; vectorized,
+    no lane test either), its prologue and epilogue keep the boundary condition."""
+    name = f"rsteady_{kind}_{vector}"
+    f = hl.Func(name)
+    f[x] = getattr(hl.BoundaryConditions, kind)(hl.Buffer(np.arange(100, dtype=np.float32), name + "_in"))[x - 3]
+    loop = f"{name}.s0.x"
+    if vector:
+        f.vectorize(x, 8)
+        loop += ".x"
+    loops = _loops_named(_final_stmt(f), loop)
+    assert len(loops) == 3, loops
+    selects = [_count(s.body, ir.Select) for s in loops]
+    ifs = [_count(s.body, ir.IfThenElse) for s in loops]
+    assert selects[1] == ifs[1] == 0 and selects[0] > 0 and selects[2] > 0, (selects, ifs)
+    assert not vector or ifs[0] > 0 and ifs[2] > 0
+    xs = np.arange(-20, 130)
+    out = hl.Buffer(hl.Float(32), [150])
+    out.set_min([-20])
+    f.realize(out)
+    np.testing.assert_array_equal(np.asarray(out), _reflected(kind, xs - 3, 100).astype(np.float32))
+
+
 class _LoopsNamed(IRVisitor):
     def __init__(self, name):
         super().__init__()
@@ -321,3 +388,95 @@ def test_a_histograms_tiled_rvar_keeps_its_guard_in_the_partitioned_tail():
     padded.compute_at(hist, rxi).align_bounds(padded.args()[0], 2, 0)
     want = np.bincount(np.clip(img.astype(np.int64) % 53 - 3, 0, 47).ravel(), minlength=48)
     assert np.array_equal(np.asarray(hist.realize([48])), want)
+
+
+def _loop_kinds(stmt, prefix):
+    """(for_type, whether an IfThenElse is its body) of each loop named prefix + something."""
+    found = []
+
+    class _Visit(IRVisitor):
+        def visit_For(self, s):
+            if s.name.startswith(prefix):
+                found.append((s.name[len(prefix):], s.for_type, isinstance(s.body, ir.IfThenElse)))
+            self.visit_children(s)
+
+    _Visit().visit(stmt)
+    return found
+
+
+def _edge_read(name):
+    """g(x, y) = 3 * in(clamp(x), clamp(y)) + x: a 10 x 10 image read through repeat_edge, and
+    what it should be over [-3, 17) x [-4, 16)."""
+    inp = hl.Func(name + "_in")
+    inp[x, y] = x + 2 * y
+    inp.compute_root()
+    g = hl.Func(name)
+    g[x, y] = hl.BoundaryConditions.repeat_edge(inp, [(0, 10), (0, 10)])[x, y] * 3 + x
+    yy, xx = np.mgrid[-4:16, -3:17]
+    return g, 3 * (np.clip(xx, 0, 9) + 2 * np.clip(yy, 0, 9)) + xx
+
+
+@pytest.mark.parametrize("policy, loops", [
+    # Auto: the clamps of x leave the steady state of the innermost loop only
+    ("auto", {"x": 3, "y": 1}),
+    ("never x", {"x": 1, "y": 1}),
+    ("never all", {"x": 1, "y": 1}),
+    # Always: y too (its prologue, steady state and epilogue each hold x's three loops)
+    ("always y", {"x": 9, "y": 3}),
+    ("always y, never x", {"x": 3, "y": 3}),
+    ("always all", {"x": 9, "y": 3}),
+    ("parallel y", {"x": 3, "y": 1}),
+    # a parallel loop is partitioned by an if in its body: a copy of x's loops in each branch
+    ("parallel always y", {"x": 6, "y": 1}),
+])
+def test_partition_policies_decide_which_loops_are_partitioned(policy, loops):
+    """hl.Partition.Never leaves a loop whole, Always partitions it where Auto's heuristics would
+    not (an outer loop, a parallel one), as Halide's policies do; what is computed is the same."""
+    name = "pp_" + policy.replace(" ", "_").replace(",", "")
+    g, want = _edge_read(name)
+    if "never x" in policy:
+        g.partition(x, hl.Partition.Never)
+    if "parallel" in policy:
+        g.parallel(y)
+    if "always y" in policy:
+        g.always_partition(y)
+    if policy == "never all":
+        g.never_partition_all()
+    if policy == "always all":
+        g.always_partition_all()
+    found = _loop_kinds(_final_stmt(g), name + ".s0.")
+    assert {v: sum(n == v for n, _, _ in found) for v in "xy"} == loops, found
+    if "parallel" in policy:
+        [(_, kind, if_body)] = [f for f in found if f[0] == "y"]
+        assert kind == ir.PARALLEL and if_body == ("always" in policy)
+    out = hl.Buffer(hl.Int(32), [20, 20])
+    out.set_min([-3, -4])
+    g.realize(out)
+    np.testing.assert_array_equal(np.asarray(out), want)
+
+
+def test_partition_always_fails_where_there_is_nothing_to_partition():
+    """Halide's message, with the loop's name; a vectorized loop set to Always is gone before
+    loops are partitioned (as in Halide: no error); a GuardWithIf tail's outer loop partitions
+    (Always) or stays whole (Never)."""
+    f = hl.Func("pa_nothing")
+    f[x, y] = x + y
+    f.partition(x, hl.Partition.Always)
+    with pytest.raises(hl.CompileError, match=r"^Loop Partition Policy is set to Always for pa_nothing\.s0\.x, "
+                                              r"but no loop partitioning was performed\.$"):
+        f.realize([8, 8])
+    g = hl.Func("pa_all")
+    g[x, y] = x + y
+    g.always_partition_all()
+    with pytest.raises(hl.CompileError, match=r"Always for pa_all\.s0\.x, but no loop partitioning"):
+        g.realize([8, 8])
+    h = hl.Func("pa_vector")
+    h[x, y] = x + y
+    h.vectorize(x, 4).partition(x, hl.Partition.Always)
+    np.testing.assert_array_equal(np.asarray(h.realize([8, 8])), np.add.outer(np.arange(8), np.arange(8)))
+    for policy, xo_loops in ((hl.Partition.Always, 3), (hl.Partition.Never, 1)):
+        t = hl.Func(f"pa_tail_{policy}")
+        t[x] = x * 2
+        t.split(x, xo, xi, 8, hl.TailStrategy.GuardWithIf).partition(xo, policy)
+        np.testing.assert_array_equal(np.asarray(t.realize([20])), 2 * np.arange(20))
+        assert sum(n == "x.xo" for n, _, _ in _loop_kinds(_final_stmt(t), f"pa_tail_{policy}.s0.")) == xo_loops

@@ -18,14 +18,27 @@ loop: bilateral_grid's histogram reads 8 x 8 pixels per grid cell through repeat
 partitioning the loop over cells leaves the 8-iteration loops inside without a clamp, where
 partitioning those split every 8 iterations in three. The prologue and epilogue keep the
 original body, so the result computes exactly what the loop did.
+
+A loop's partition policy (Func.partition and friends) overrides all that, as in Halide: a loop
+set to Partition.Never is not partitioned (the loops inside it still may be); one set to Always
+is partitioned wherever it has a condition this pass can solve for it, whatever its size, depth
+or kind (a parallel loop: an if in its body, as Halide does, instead of three loops), and is a
+CompileError with Halide's message where it has none. Halide partitions only around `likely`
+conditions (boundary conditions, tails), this pass around any it can solve, so Always fails in
+fewer places here. Policies are by loop name: vectorized and unrolled loops are gone before
+this pass (as in Halide), GPU loops are left whole, and a loop whose specializations disagree
+on its policy gets Auto.
 """
 
 from __future__ import annotations
 
 from .. import ir
+from ..errors import CompileError
 from ..ir_mutator import IRMutator, affine_in, children, free_variables, has_call, map_children, substitute
+from ..schedule import PARALLEL, SERIAL, Partition
 from ..simplify import simplify
 from ..types import Int
+from .schedule_functions import loop_name, stage_schedule
 
 _I32 = Int(32)
 SHORT_LOOP = 16  # a loop of a constant extent up to this is short (see the module's docstring)
@@ -131,6 +144,31 @@ def solve(cond: ir.Expr, v: str, invariant=None):
     return "lo", ir.Add(ir.Div(r, ir.IntImm(_I32, -a)), ir.IntImm(_I32, 1))
 
 
+_NEGATED = {ir.LT: ir.GE, ir.LE: ir.GT, ir.GT: ir.LE, ir.GE: ir.LT, ir.EQ: ir.NE, ir.NE: ir.EQ}
+
+
+def negated(cond: ir.Expr) -> ir.Expr:
+    """!cond, its negations pushed down to the comparisons (De Morgan)."""
+    if isinstance(cond, ir.Or):
+        return ir.And(negated(cond.a), negated(cond.b))
+    if isinstance(cond, ir.And):
+        return ir.Or(negated(cond.a), negated(cond.b))
+    if isinstance(cond, ir.Not):
+        return cond.a
+    flipped = _NEGATED.get(type(cond))
+    return ir.Not(cond) if flipped is None else flipped(cond.a, cond.b)
+
+
+def has_likely(e: ir.Expr) -> bool:
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ir.Call) and n.call_type == ir.INTRINSIC and n.name == "likely":
+            return True
+        stack.extend(children(n))
+    return False
+
+
 class _WithoutLikely(IRMutator):
     def visit_Call(self, e):
         if e.call_type == ir.INTRINSIC and e.name == "likely":
@@ -182,9 +220,12 @@ class _Conditions(IRMutator):
     statements_only = True
     MAX_LET_DEPTH = 8  # lets of lets expanded into a condition, at most
 
-    def __init__(self, v: str, boundaries: bool):
+    def __init__(self, v: str, boundaries: bool, likely_selects: bool = False):
         super().__init__()
         self.v = v
+        # Also the Selects with `likely` on one side only (boundary conditions': constant_exterior,
+        # mirror_image): that side, where the condition solves for v (as Halide does).
+        self.likely_selects = likely_selects
         # Also the clamps of boundary conditions, `max(min(likely(x), hi), lo)`, inlined below
         # Let expressions: worth a copy of the body only in an innermost loop, where they cost
         # on every element (in an outer loop they are evaluated once per inner loop).
@@ -230,7 +271,7 @@ class _Conditions(IRMutator):
         """An expression with the scalar Mins and Maxes whose first-operand case solves for v
         recorded and replaced by that operand; below a Let (a boundary condition's clamp of an
         inlined coordinate), with the Let's value known while its body is settled."""
-        if not self._has_min(e, self.boundaries):
+        if not self._has_min(e, self.boundaries, self.likely_selects):
             return e
         memo: dict[int, tuple[ir.Expr, ir.Expr]] = {}  # let names are unique: shared subtrees once
 
@@ -251,6 +292,18 @@ class _Conditions(IRMutator):
             elif isinstance(n, ir.Call) and n.call_type == ir.INTRINSIC and n.name == "likely" and n.type.lanes == 1:
                 arg = settle(n.args[0])
                 out = n if arg is n.args[0] else ir.Call(n.type, n.name, (arg,), n.call_type)
+            elif isinstance(n, ir.Select) and self.likely_selects and n.condition.type.lanes == 1 and \
+                    has_likely(n.true_value) != has_likely(n.false_value):
+                likely_true = has_likely(n.true_value)
+                holds = self._mins(n.condition if likely_true else negated(n.condition))
+                answers = [self._solutions(c) for c in conjuncts(holds)]
+                if None in answers:
+                    out = map_children(n, settle)
+                else:
+                    for a in answers:
+                        self.bounds.extend(a)
+                        self.from_selects += len(a)
+                    out = settle(n.true_value if likely_true else n.false_value)
             elif isinstance(n, ir.Min | ir.Max) and n.type.lanes == 1:
                 a, b = settle(n.a), settle(n.b)
                 cond = ir.LE(a, b) if isinstance(n, ir.Min) else ir.GE(a, b)
@@ -269,11 +322,11 @@ class _Conditions(IRMutator):
         return settle(e)
 
     @staticmethod
-    def _has_min(e: ir.Expr, below_lets: bool) -> bool:
+    def _has_min(e: ir.Expr, below_lets: bool, selects: bool = False) -> bool:
         stack, seen = [e], set()
         while stack:
             n = stack.pop()
-            if isinstance(n, ir.Min | ir.Max) and n.type.lanes == 1:
+            if isinstance(n, ir.Min | ir.Max) and n.type.lanes == 1 or selects and isinstance(n, ir.Select):
                 return True
             if (below_lets or not isinstance(n, ir.Let)) and id(n) not in seen:
                 seen.add(id(n))  # (each shared subtree once; e keeps them all alive)
@@ -380,7 +433,8 @@ class _Conditions(IRMutator):
 
 class PartitionLoops(IRMutator):
     """Bottom up: a loop's body is partitioned before the loop. Partitions nest at most
-    MAX_NESTED deep, since each copies the body below it."""
+    MAX_NESTED deep, since each copies the body below it (loops set to Partition.Always are
+    partitioned all the same, Never ones never: `policies`, loop name -> policy)."""
 
     statements_only = True
     MAX_NESTED = 3
@@ -389,28 +443,40 @@ class PartitionLoops(IRMutator):
     # cost a third more LLVM time for no measurable speed.
     MAX_SELECT_BODY = 2000
 
-    def __init__(self):
+    def __init__(self, policies: dict[str, str] | None = None):
         super().__init__()
         self.nested = 0  # how deep the partitions visited since it was last reset nest
+        self.policies = policies or {}
 
     def visit_For(self, s):
         outer = self.nested
         self.nested = 0
         body = self.mutate(s.body)
         below = self.nested
-        new = self._partition(s, body) if s.for_type == ir.SERIAL and below < self.MAX_NESTED else None
+        policy = self.policies.get(s.name, Partition.Auto)
+        if policy == Partition.Always:
+            new = self._partition(s, body, always=True)
+            if new is None:
+                raise CompileError(f"Loop Partition Policy is set to Always for {s.name}, but no loop partitioning "
+                                   "was performed.")
+        elif policy == Partition.Auto and s.for_type == ir.SERIAL and below < self.MAX_NESTED:
+            new = self._partition(s, body)
+        else:
+            new = None
         self.nested = max(outer, below + (new is not None))
         if new is not None:
             return new
         return s if body is s.body else ir.For(s.name, s.min, s.extent, s.for_type, body)
 
-    def _partition(self, s: ir.For, body: ir.Stmt) -> ir.Stmt | None:
+    def _partition(self, s: ir.For, body: ir.Stmt, always: bool = False) -> ir.Stmt | None:
         # boundary clamps: in the innermost loop that is not short (see the module's docstring)
-        finder = _Conditions(s.name, boundaries=_short_range(s) is None and not _has_long_loop(body))
+        boundaries = always or (_short_range(s) is None and not _has_long_loop(body))
+        finder = _Conditions(s.name, boundaries=boundaries, likely_selects=boundaries)
         steady_body = finder.mutate(body)
         if not finder.bounds:
             return None
-        if finder.from_selects == len(finder.bounds) and larger_than(body, self.MAX_SELECT_BODY):
+        if (not always and finder.from_selects == len(finder.bounds)
+                and larger_than(body, self.MAX_SELECT_BODY)):
             return None
         end = ir.Add(s.min, s.extent)
         los, his = [], []  # (each once: a clamp the body repeats gives the same bound each time)
@@ -430,6 +496,15 @@ class PartitionLoops(IRMutator):
         hi = ir.Max(hi, lo)
         lo_name, hi_name = s.name + ".steady_min", s.name + ".steady_end"
         lo_v, hi_v = ir.Variable(lo_name, _I32), ir.Variable(hi_name, _I32)
+        if s.for_type != ir.SERIAL:
+            # (Halide's way for a parallel loop: its iterations are one task each, each copy of the
+            # body one branch of an if)
+            v = ir.Variable(s.name, _I32)
+            steady = ir.LT(v, hi_v)
+            if los:
+                steady = ir.And(ir.LE(lo_v, v), steady)
+            loop = ir.For(s.name, s.min, s.extent, s.for_type, ir.IfThenElse(steady, steady_body, body))
+            return ir.LetStmt(lo_name, lo, ir.LetStmt(hi_name, hi, loop))
         parts = []
         if los:
             parts.append(ir.For(s.name, s.min, ir.Sub(lo_v, s.min), ir.SERIAL, body))
@@ -439,8 +514,25 @@ class PartitionLoops(IRMutator):
         return ir.LetStmt(lo_name, lo, ir.LetStmt(hi_name, hi, ir.make_block(parts)))
 
 
-def partition_loops(stmt: ir.Stmt) -> ir.Stmt:
+def loop_partition_policies(env) -> dict[str, str]:
+    """Loop name -> the partition policy its schedule sets, for the loops this pass sees that
+    have one other than Auto: serial and parallel ones (vectorized and unrolled loops are gone,
+    GPU loops are left whole). Specializations that disagree on a loop: Auto."""
+    kinds = {SERIAL, PARALLEL}
+    policies: dict[str, set] = {}
+    for f in env.order:
+        for stage in range(len(f.definitions())):
+            sched = stage_schedule(f, stage)
+            for special in [sched, *(stage_schedule(f, stage, sp) for _, sp in sched.specializations)]:
+                for d in special.dims:
+                    policy = d.partition if d.for_type in kinds else Partition.Auto
+                    policies.setdefault(loop_name(f, stage, d.internal), set()).add(policy)
+    return {name: next(iter(ps)) for name, ps in policies.items() if len(ps) == 1 and ps != {Partition.Auto}}
+
+
+def partition_loops(stmt: ir.Stmt, policies: dict[str, str] | None = None) -> ir.Stmt:
     """Split serial loops around the conditions that hold in their steady state (and simplify
-    what that made: the steady state's bounds, what its conditions guarded)."""
-    new = PartitionLoops().mutate(stmt)
+    what that made: the steady state's bounds, what its conditions guarded); `policies`: loop
+    name -> hl.Partition policy, for the loops that have one other than Auto."""
+    new = PartitionLoops(policies).mutate(stmt)
     return stmt if new is stmt else simplify(new)

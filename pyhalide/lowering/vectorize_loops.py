@@ -31,6 +31,7 @@ from ..ir_mutator import (
 )
 from ..ir_printer import expr_to_string
 from ..types import Bool, Int
+from .partition_loops import has_likely, negated
 
 
 class _CannotVectorize(Exception):
@@ -368,6 +369,18 @@ class _PeelClamps(IRMutator):
         super().__init__()
         self.bound = bound  # names defined inside the vector body: conditions can't use them
         self.conds: list[ir.Expr] = []
+        self.lets: dict[str, ir.Expr] = {}  # Lets around the node visited whose values conditions can use
+
+    def visit_Let(self, e):
+        value = self.mutate(e.value)
+        usable = self._outside(e.value) and not (has_load(e.value) or has_call(e.value))
+        if usable:
+            self.lets[e.name] = e.value
+        try:
+            body = self.mutate(e.body)
+        finally:
+            self.lets.pop(e.name, None)
+        return e if value is e.value and body is e.body else ir.Let(e.name, value, body)
 
     def _outside(self, e) -> bool:
         return not (free_variables(e) & self.bound)
@@ -392,6 +405,19 @@ class _PeelClamps(IRMutator):
         return self.mutate(v)
 
     visit_Min = visit_Max = _clamp
+
+    def visit_Select(self, e):
+        """A boundary condition's `select(outside, coordinate, clamp(likely(v), lo, hi))` (or any
+        select with `likely` on one side only): that side, where its condition holds on every lane."""
+        c = e.condition
+        if free_variables(c) & self.lets.keys():  # (CSE's lets of the bounds: as what they hold)
+            c = substitute(self.lets, c)
+        if (c.type.lanes == e.type.lanes > 1 and has_likely(e.true_value) != has_likely(e.false_value)
+                and self._outside(c) and not (has_load(c) or has_call(c))):
+            likely_true = has_likely(e.true_value)
+            self.conds.append(c if likely_true else negated(c))
+            return self.mutate(e.true_value if likely_true else e.false_value)
+        return self.default(e)
 
 
 def _without_clamps_when_inside(stmt: ir.Stmt, lanes: int) -> ir.Stmt:
