@@ -547,6 +547,16 @@ class Evaluate(Stmt):
     _children = ("value",)
 
 
+@_node
+class Free(Stmt):
+    """Nothing after this statement uses the storage of the Allocate `name` around it (Halide's
+    Free): placed just before LLVM code generation (codegen/stack_reuse.py), which gives a stack
+    slot freed here to a later allocation of the same type."""
+
+    name: str
+    _children = ()
+
+
 def make_block(stmts) -> Stmt:
     """A Block of the given statements, flattening nested Blocks and dropping no-ops."""
     flat: list[Stmt] = []

@@ -138,5 +138,7 @@ def _print_stmt(s, depth: int, out: list[str]) -> None:
         out.append(pad + "}")
     elif isinstance(s, ir.Evaluate):
         out.append(f"{pad}{ex(s.value)}")
+    elif isinstance(s, ir.Free):
+        out.append(f"{pad}free {s.name}")
     else:
         out.append(f"{pad}<{type(s).__name__}>")

@@ -140,3 +140,57 @@ def test_storage_sized_at_run_time_goes_on_the_stack_when_small_enough(tmp_path)
         with pytest.raises(hl.HalideError, match="Requirement Failed"):
             g.realize([width, 5])
         limit.set(1e30)
+
+
+def _stage_chain(tag: str, schedule: str):
+    """Ten stages, each reading the one before and one three back (so three live at once), an
+    int16 stage and one read at x + 1 (other types and sizes) in the middle; the output also reads
+    stage 0, which is live to the end. Scheduled so that their storage is constant and on the
+    stack: at root, per output row (inside the row loop, or inside parallel rows' tasks),
+    vectorized or with parallel rows. What numpy says each stage holds, by (x, y)."""
+    stages = [hl.Func(f"{tag}_s{i}") for i in range(10)]
+    refs = []
+    stages[0][x, y] = x + 10 * y
+    refs.append(lambda X, Y: X + 10 * Y)
+    for i in range(1, 10):
+        prev, back, rp, rb = stages[i - 1], stages[max(i - 3, 0)], refs[i - 1], refs[max(i - 3, 0)]
+        if i == 4:  # int16
+            stages[i][x, y] = hl.cast(hl.Int(16), prev[x, y] % 1000 - back[x, y] % 7)
+            refs.append(lambda X, Y, rp=rp, rb=rb: (rp(X, Y) % 1000 - rb(X, Y) % 7).astype(np.int16))
+        elif i == 6:  # read at x + 1: a larger region
+            stages[i][x, y] = hl.i32(prev[x + 1, y]) * 2 + back[x, y]
+            refs.append(lambda X, Y, rp=rp, rb=rb: rp(X + 1, Y).astype(np.int32) * 2 + rb(X, Y))
+        else:
+            stages[i][x, y] = (hl.i32(prev[x, y]) * 3 + hl.i32(back[x, y])) % 10007 + i
+            refs.append(lambda X, Y, rp=rp, rb=rb, i=i: (rp(X, Y).astype(np.int32) * 3 + rb(X, Y)) % 10007 + i)
+    out = hl.Func(f"{tag}_out")
+    out[x, y] = hl.i32(stages[-1][x, y]) - stages[0][x, y]
+    out.bound(x, 0, 16).bound(y, 0, 6)
+    for s in stages:
+        if schedule in ("root", "vectorized", "parallel rows"):
+            s.compute_root()
+        else:
+            s.compute_at(out, y)
+        if schedule == "vectorized":
+            s.vectorize(x, 8)
+        if schedule == "parallel rows":
+            s.parallel(y)
+    if schedule == "per row, parallel":
+        out.parallel(y)
+    Y, X = np.mgrid[0:6, 0:16]
+    return out, refs[-1](X, Y).astype(np.int32) - refs[0](X, Y)
+
+
+@pytest.mark.parametrize("schedule", ["root", "per row", "per row, parallel", "vectorized", "parallel rows"])
+def test_freed_stack_slots_are_reused_and_live_storage_is_not(tmp_path, schedule):
+    """As Halide's code generator: the stack slot of storage nothing reads any more holds the next
+    allocation of its type that fits (so a long pipeline needs a few slots, not one per stage);
+    storage still live (three stages, and stage 0 to the end) keeps its own: all values right."""
+    tag = "reuse_" + schedule.replace(" ", "_").replace(",", "")
+    out, want = _stage_chain(tag, schedule)
+    np.testing.assert_array_equal(np.asarray(out.realize([16, 6])), want)
+    assert not _mallocs(out, tmp_path)
+    # a slot per stage was 9 int32 slots; at most 5 are live at once (stage 0, the stage being
+    # computed and the three it may read), and the 17-wide slots of stages 0 to 5 hold 16-wide ones
+    slots = re.findall(r"= alloca \[(\d+) x (i\d+)\]", (tmp_path / "pipeline.ll").read_text())
+    assert sum(t == "i32" for _, t in slots) == 5 and sum(t == "i16" for _, t in slots) == 1, slots

@@ -303,9 +303,6 @@ def test_vectorized_guard_with_if_tail_constant_producer_extent(inner):
     np.testing.assert_array_equal(_arr(g.realize([37])), 2 * np.arange(37))
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide gives each stack allocation its own slot: Halide reuses the slot "
-                   "of a Func whose storage is freed for the next allocation of that type and size, so h's undefined "
-                   "pure definition reads f's old values and k = 2x")
 def test_reuse_stack_alloc():
     """Halide's correctness/reuse_stack_alloc.cpp: f, g, h, k computed at root, bounded so that
     they live on the stack; h's pure definition is undef, so h(x) += g(x) adds to whatever its

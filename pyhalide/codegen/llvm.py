@@ -28,6 +28,7 @@ from .calls import emit_call
 from .interrupts import INTERRUPTED
 from .jit import host_target
 from .llvm_types import I32, I64, PTR, VOID, double_to_half, llvm_type
+from .stack_reuse import inject_stack_frees
 
 _PURE = ("add", "sub", "mul", "sdiv", "srem", "udiv", "urem", "shl", "ashr", "lshr", "and_", "or_", "xor",
          "fadd", "fsub", "fmul", "fdiv", "icmp_signed", "icmp_unsigned", "fcmp_ordered", "fcmp_unordered",
@@ -92,6 +93,18 @@ class Function:
     heap_allocs: list[ll.Value] = field(default_factory=list)
     in_task: bool = False  # a parallel loop's task: the storage it allocates stays its thread's
     profiler_token: ll.Value | None = None  # in a profiled task: whether it holds the sampling token (profiler.py)
+    # Stack slots (StackSlot) of this function: those of the storage in scope, by name, and those
+    # a Free has released, for the next Allocate of that type that fits (stack_reuse.py)
+    live_slots: dict[str, list] = field(default_factory=dict)
+    free_slots: list = field(default_factory=list)
+
+
+@dataclass
+class StackSlot:
+    ptr: ll.Value  # the alloca, in the function's entry block
+    type: Type  # of its elements (a Halide type)
+    count: int  # elements it holds
+    tag: str  # the buffer whose alias-analysis tag its accesses carry (the first one it held)
 
 
 class CodeGen:
@@ -122,6 +135,10 @@ class CodeGen:
         self._constants: dict[tuple, ll.Constant] = {}
         self._alias_root: ll.MDValue | None = None  # made with the first tag
         self._alias_tags: dict[str, ll.MDValue] = {}
+        # storage in scope in a reused stack slot -> the buffer whose tag the slot's accesses
+        # carry: one tag for all the storage a slot holds, so that LLVM keeps their accesses in
+        # order (as Halide names a reused allocation after the first)
+        self._slot_tags: dict[str, str] = {}
         self.loop_depth = 0  # Fors around the statement being emitted, through parallel tasks
         # Profiled (target feature "profile"): the Funcs' ids in the profiler's report, and the
         # largest stack allocation of each (profiler.py)
@@ -136,7 +153,7 @@ class CodeGen:
         fn = calling_convention.declare_entry(self.module, self.fn_name, len(self.lowered.buffers))
         with self.emitting_into(fn, lambda b, code: b.ret(code)):
             self.layout = calling_convention.bind_arguments(self, self.lowered, self.axis_maps)
-            self.stmt(self.body)
+            self.stmt(inject_stack_frees(self.body))
             if not self.b.block.is_terminated:
                 self.b.ret(ll.Constant(I32, 0))
         if python_entry:
@@ -184,6 +201,7 @@ class CodeGen:
         type per buffer, as Halide tags its accesses): a store to one buffer then does not make
         LLVM load another again (bilateral_grid's histogram re-read its input pixel after each
         bin's update)."""
+        buffer = self._slot_tags.get(buffer, buffer)  # (storage in a reused stack slot: the slot's tag)
         tag = self._alias_tags.get(buffer)
         if tag is None:
             if self._alias_root is None:
@@ -561,14 +579,24 @@ class CodeGen:
         if n is not None:
             if placed_on_stack(s):
                 count = max(n, 1) + -(-padding // s.type.bytes())
-                ptr = self.alloca_in_entry(llvm_type(s.type, memory=True), s.name, ll.Constant(I64, count))
-                # a cache line where it holds a vector: an AVX-512 load or store then never straddles two
-                ptr.align = max(s.type.bytes(), 64 if n * s.type.bytes() >= 64 else 16)
-                ptr.type = PTR  # opaque, so vector stores through it type-check
+                slot = self._stack_slot(s, n, count)
                 if self.profiler_ids is not None:
                     k = self._profiled_func(s.name)
                     self.profiler_stack[k] = max(self.profiler_stack.get(k, 0), count * s.type.bytes())
-                self._with_host(s.name, ptr, s.body)
+                reused = slot.tag != s.name
+                if reused:
+                    before = self._slot_tags.get(s.name)
+                    self._slot_tags[s.name] = slot.tag
+                self.f.live_slots.setdefault(s.name, []).append(slot)
+                self._with_host(s.name, slot.ptr, s.body)
+                live = self.f.live_slots[s.name]
+                if live and live[-1] is slot:  # (no Free in its body: stack_reuse.py puts one in every body)
+                    live.pop()
+                if reused:
+                    if before is None:
+                        del self._slot_tags[s.name]
+                    else:
+                        self._slot_tags[s.name] = before
                 return
         size = ll.Constant(I64, s.type.bytes())
         for e in s.extents:
@@ -624,6 +652,26 @@ class CodeGen:
         b.call(self.declare(heap.FREE, VOID, [PTR]), [heap_ptr])
         if saved is not None:
             b.call(self.declare("llvm.stackrestore.p0", VOID, [PTR]), [saved])
+
+    def _stack_slot(self, s: ir.Allocate, n: int, count: int) -> StackSlot:
+        """A stack slot for `count` elements of s's type: the first one a Free in this function
+        has released that is of that type and large enough (CodeGen_Posix's free stack
+        allocations; a parallel task is a function of its own), else a new one."""
+        free = self.f.free_slots
+        for i, slot in enumerate(free):
+            if slot.type == s.type and slot.count >= count:
+                return free.pop(i)
+        ptr = self.alloca_in_entry(llvm_type(s.type, memory=True), s.name, ll.Constant(I64, count))
+        # a cache line where it holds a vector: an AVX-512 load or store then never straddles two
+        ptr.align = max(s.type.bytes(), 64 if n * s.type.bytes() >= 64 else 16)
+        ptr.type = PTR  # opaque, so vector stores through it type-check
+        return StackSlot(ptr, s.type, count, s.name)
+
+    def s_Free(self, s):
+        """Storage nothing uses any more: its stack slot may hold the next allocation's."""
+        live = self.f.live_slots.get(s.name)
+        if live:
+            self.f.free_slots.append(live.pop())
 
     def _profiled_func(self, storage: str) -> int:
         """The profiler's id of the Func a buffer holds (f, or f.0 for a Tuple's value 0; the
