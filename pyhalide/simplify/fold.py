@@ -91,8 +91,12 @@ def fold_binary(node: ir.BinaryOp, a, b) -> ir.Expr | None:
 SIGNED_INTEGER_OVERFLOW = "signed_integer_overflow"
 
 
+_overflows = [0]  # how many markers this process made: while none, no Stmt holds one
+
+
 def signed_integer_overflow(t: Type) -> ir.Expr:
     """Halide's make_signed_integer_overflow: what a constant fold that overflows t leaves."""
+    _overflows[0] += 1
     return ir.Call(t, SIGNED_INTEGER_OVERFLOW, (ir.IntImm(ir.Int(32), 0),), ir.INTRINSIC)
 
 
@@ -100,6 +104,9 @@ def check_no_signed_integer_overflow(stmt: ir.Stmt) -> ir.Stmt:
     """stmt, unless a constant fold that overflowed survives in it (Halide's error at codegen)."""
     from ..errors import CompileError
     from ..ir_mutator import IRVisitor
+
+    if not _overflows[0]:
+        return stmt  # (the common case: no walk of the whole Stmt)
 
     class Find(IRVisitor):
         visit_once = True
