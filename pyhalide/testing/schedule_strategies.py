@@ -16,7 +16,7 @@ consumers are final. For each Func:
   loops are drawn only now and then (legal, but the code, and so the compile time, grows with the
   width).
 * loops, for every stage of a Func that is not inlined: a few of split / tile / fuse (adjacent
-  dimensions) / reorder / rename / vectorize / unroll / parallel / serial, with factors that do
+  dimensions, the inner one not vectorized or unrolled: the fused loop keeps its kind) / reorder / rename / vectorize / unroll / parallel / serial, with factors that do
   and don't divide, and tail strategies wherever the API allows them. Output stages only get tail
   strategies that keep the loops inside the output region (RoundUp only where the factor
   divides the extent, ShiftInwards only where the extent is at least the factor), because a loop
@@ -372,6 +372,8 @@ class _Scheduler:
             return False
         k = self.draw(st.integers(0, len(sched.dims) - 2))
         inner, outer = sched.dims[k], sched.dims[k + 1]
+        if inner.for_type in ("vectorized", "unrolled"):
+            return False  # the fused loop would be too (as in Halide), and its extent is rarely a constant
         rv = inner.is_rvar or outer.is_rvar
         name = self.fresh(inner.name + outer.name + "f")
         return self.try_apply(
