@@ -15,7 +15,7 @@ constraint_epoch = 0  # counts changes of any buffer's dimension constraints
 class Param(Expr):
     """A scalar argument to the pipeline, set before realizing: Param(hl.Int(32), "name", value)."""
 
-    __slots__ = ("_type", "_name", "_value", "_min", "_max", "_estimate")
+    __slots__ = ("_type", "_name", "_value", "_min", "_max", "_estimate", "_generated_name")
 
     def __init__(self, type: Type, name: str | None = None, value=None, min=None, max=None):
         if isinstance(name, Type):  # Param(name, type) is not Halide's order; be helpful
@@ -26,6 +26,7 @@ class Param(Expr):
             name, value = None, name
         self._type = type
         self._name = name or unique_name("p")
+        self._generated_name = not name  # (a name given is the user's, even one equal to a generated one)
         self._value = None
         self._estimate = None
         self._min = self._max = None
@@ -377,6 +378,7 @@ class ImageParam(OutputImageParam):
             raise HalideError(f"ImageParam{' ' + name if name else ''}: dimensions must be a non-negative integer, "
                               f"got {dimensions!r}")
         self._init_param(type, dimensions, name or unique_name("input"))
+        self._generated_name = not name
         self._buffer = None
         self._estimates: list[tuple[int, int] | None] = [None] * dimensions
 

@@ -1131,8 +1131,8 @@ def _scalar_argument(value, t, name: str):
             raise refused
         return bool(value)
     if isinstance(value, float | np.floating | np.complexfloating):
-        raise HalideError(f"Argument {name} is a Param of type {t}: it takes an integer, not the "
-                          f"{type(value).__name__} {value!r}")
+        raise HalideError(f"Unable to cast Python instance of type {type(value)} to the scalar argument {name} of "
+                          f"type {t}: it takes an integer, not the {type(value).__name__} {value!r}")
     try:
         value = int(value) if isinstance(value, np.bool_) else operator.index(value)
     except TypeError:

@@ -635,7 +635,8 @@ def test_callable_bad_values_passed():
     with pytest.raises(hl.HalideError, match=r"Unable to cast Python instance of type <class 'float'> to the scalar "
                                              r"argument p_int of type int32"):
         c(in1, 3.1415927, 1.0, out)
-    with pytest.raises(hl.HalideError, match="Argument p_int of type int32 cannot hold 4294967296"):
+    with pytest.raises(hl.HalideError, match=r"Argument p_int is a Param of type int32: 4294967296 is out of its "
+                                             r"range"):
         c(in1, 2**32, 1.0, out)
     c(in1, 3, 1, out)  # an int for a float Param is fine, as in Halide
     assert np.asarray(out).tolist() == [[3] * 10] * 10

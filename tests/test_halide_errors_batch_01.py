@@ -18,7 +18,6 @@ takes one tail strategy: lists of different lengths), tuple_realization_to_buffe
 Func realized into one Buffer), metal_vector_too_large (pyhalide refuses the Metal device API itself).
 rfactor_inner_dim_non_commutative: pyhalide proves `g - f(r)` associative (as g + -f(r)), which
 Halide 21 cannot, so pyhalide accepts it and computes the right value (tested here as such).
-Differences found and not fixed here are strict xfails at the end.
 """
 
 import re
@@ -697,8 +696,10 @@ def test_pyhalide_refuses(case, pyhalide_message, halide_message, tmp_path, fres
 def test_halide_refuses_the_same_program(case, pyhalide_message, halide_message, tmp_path):
     """The port is a program Halide 21's Python bindings refuse too, for the same reason."""
     halide = pytest.importorskip("halide")
-    with pytest.raises(halide.HalideError, match=halide_message or pyhalide_message):
+    with pytest.raises(halide.HalideError) as refused:
         case(halide, tmp_path)
+    # (Halide names a second Func "f" of the process f$1, and earlier tests may have made one)
+    assert re.search(halide_message or pyhalide_message, re.sub(r"\$\d+", "", str(refused.value)))
 
 
 def test_rfactor_of_a_subtraction_is_accepted():
@@ -783,12 +784,10 @@ def test_wrapper_of_a_consumer_defined_later():
         h.realize([4])
 
 
-@pytest.mark.xfail(strict=True, reason="pyhalide bug: a name the user gives (Param 'p1') that an unnamed Param was "
-                                       "given earlier in the process is taken as generated and renamed canonically, "
-                                       "and the error prints the condition (p1 + p2) as (p2 + p2)")
 def test_require_fail_names_params_named_like_generated_ones():
     """Halide's error/require_fail.cpp with its Params named p1 and p2, after unnamed Params have
-    been given those names (as any earlier test in the process may have)."""
+    been given those names (as any earlier test in the process may have): a name the user gives
+    is never renamed canonically with the generated ones (the error printed (p2 + p2))."""
     while int(re.sub(r"\D", "", hl.Param(hl.Int(32)).name()) or 0) < 2:
         pass
     p1, p2 = hl.Param(hl.Int(32), "p1"), hl.Param(hl.Int(32), "p2")

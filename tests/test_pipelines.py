@@ -336,9 +336,9 @@ def test_callable_refuses_undefined_buffers_and_numbers_its_params_cannot_take()
         c(a, *params, out)
         np.testing.assert_array_equal(out, a + expected)
     for args, message in [
-        ((2.25, 1, 0.5, True), r"Argument cr_int is a Param of type int32: it takes an integer, not the float 2\.25"),
-        ((2.0, 1, 0.5, True), r"Argument cr_int is a Param of type int32: it takes an integer, not the float 2\.0"),
-        ((np.float32(1), 1, 0.5, True), r"Argument cr_int .* not the float32"),
+        ((2.25, 1, 0.5, True), r"scalar argument cr_int of type int32: it takes an integer, not the float 2\.25"),
+        ((2.0, 1, 0.5, True), r"scalar argument cr_int of type int32: it takes an integer, not the float 2\.0"),
+        ((np.float32(1), 1, 0.5, True), r"scalar argument cr_int .* not the float32"),
         ((2, 256, 0.5, True), r"Argument cr_u8 is a Param of type uint8: 256 is out of its range \[0, 255\]"),
         ((2, np.int8(-1), 0.5, True), r"Argument cr_u8 is a Param of type uint8: -1 is out of its range"),
         ((2**31, 1, 0.5, True), r"Argument cr_int is a Param of type int32: 2147483648 is out of its range"),

@@ -35,13 +35,19 @@ class _Names(IRVisitor):
     def __init__(self, found: dict[str, None]):
         super().__init__()
         self.found = found
+        self.given: set[str] = set()  # the names the user gave Params and ImageParams
 
     def _add(self, name: str):
         for token in name_tokens(name):
             self.found.setdefault(token)
 
+    def _add_param(self, name: str, param):
+        self._add(name)
+        if getattr(param, "_generated_name", True) is False:
+            self.given.add(name)
+
     def visit_Variable(self, v):
-        self._add(v.name)
+        self._add_param(v.name, v.ref)
 
     def visit_Let(self, e):
         self._add(e.name)
@@ -49,7 +55,7 @@ class _Names(IRVisitor):
 
     def visit_Call(self, c):
         if c.call_type == ir.IMAGE:
-            self._add(c.name)
+            self._add_param(c.name, c.image)
         self.visit_children(c)
 
 
@@ -81,7 +87,7 @@ def canonical_names(funcs, schedules: bool = True) -> dict[str, str]:
                 finder._add(name)
     families = _renamed_families(funcs)
     named = {f.name() for f in funcs if not f._generated_name}
-    given = {t for t in found if (t in named or not is_generated(t)) and t not in families}
+    given = {t for t in found if (t in named or t in finder.given or not is_generated(t)) and t not in families}
     mapping = _number_families(families, given)
     taken = given | {mapping.get(name, name) for name in families}
     counters: dict[str, int] = {}
