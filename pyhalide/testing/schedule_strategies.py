@@ -17,7 +17,8 @@ consumers are final. For each Func:
   width).
 * loops, for every stage of a Func that is not inlined: a few of split / tile / fuse (adjacent
   dimensions, the inner one not vectorized or unrolled: the fused loop keeps its kind) /
-  reorder / rename / vectorize / unroll / parallel / serial, with factors that do and don't divide, and tail strategies wherever the API allows them. Output stages only get tail
+  reorder / rename / vectorize / unroll / parallel / serial, with factors that do and don't divide,
+  and tail strategies wherever the API allows them. Output stages only get tail
   strategies that keep the loops inside the output region (RoundUp only where the factor
   divides the extent, ShiftInwards only where the extent is at least the factor), because a loop
   that writes beyond an output is a legitimate runtime error. Updates never get ShiftInwards,
