@@ -19,6 +19,7 @@ from .. import ir
 from ..deep_recursion import deep
 from ..ir_mutator import children
 from ..lowering.bound_small_allocations import placed_on_stack
+from ..lowering.gpu_kernels import map_statements
 
 _EMPTY: frozenset = frozenset()
 _STRING_FIELDS: dict[type, tuple[str, ...]] = {}
@@ -123,7 +124,7 @@ def inject_stack_frees(stmt: ir.Stmt) -> ir.Stmt:
 
     def visit(s: ir.Stmt) -> ir.Stmt:
         # inner Allocates first: their Frees then count as references of the outer ones (harmless)
-        new = _rebuild(s, visit)
+        new = map_statements(s, visit)
         if isinstance(new, ir.Allocate) and new.name in tracked:
             body = _free_after_last_use(new.body, new.name, refs)
             if body is None:
@@ -133,22 +134,3 @@ def inject_stack_frees(stmt: ir.Stmt) -> ir.Stmt:
 
     return visit(stmt)
 
-
-def _rebuild(s: ir.Stmt, fn) -> ir.Stmt:
-    """s with fn applied to the statements directly in it."""
-    changed = {}
-    for f in s._children:
-        old = getattr(s, f)
-        if isinstance(old, ir.Stmt):
-            new = fn(old)
-        elif isinstance(old, tuple) and old and isinstance(old[0], ir.Stmt):
-            new = tuple(fn(c) for c in old)
-            if all(a is b for a, b in zip(new, old)):
-                new = old
-        else:
-            continue
-        if new is not old:
-            changed[f] = new
-    if not changed:
-        return s
-    return type(s)(*[changed.get(f, getattr(s, f)) for f in s.__dataclass_fields__])
